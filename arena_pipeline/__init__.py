@@ -1,0 +1,1 @@
+"""arena_pipeline: LMArena votes to per-category leaderboards, orchestrated by Dagster."""

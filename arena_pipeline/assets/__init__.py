@@ -1,0 +1,1 @@
+"""Thin Dagster assets that call arena_pipeline.core."""

@@ -1,0 +1,1 @@
+"""Pure Polars/NumPy logic of the pipeline: no Dagster imports here."""
