@@ -238,3 +238,13 @@ CONVERSATION_STYLE_COLUMNS = {
     "bold": ("bold_count_{side}_asterisk", "bold_count_{side}_underscore"),
 }
 """The four style-control features and the battles columns summed into each."""
+
+#: arena.quarantine: input rows kept out of arena.battles, with the rule they broke.
+QUARANTINE_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.String(),  # the row's id, or null when it had none
+    "source_file": pl.String(),
+    "source_row": pl.Int64(),  # 0-based row position in source_file
+    "rule": pl.String(),  # short machine name, e.g. 'unknown_winner'
+    "detail": pl.String(),  # human-readable reason
+    "raw": pl.String(),  # the row's scalar values as JSON
+}
