@@ -1,0 +1,274 @@
+"""Reading a dump: locating its shards, verifying them against the dataset card, parsing CSV exports."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA, NESTED_COLUMNS, QUARANTINE_SCHEMA
+
+
+class SourceError(ValueError):
+    """A whole file of the dump cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Where a dump comes from: ``kind`` is 'hub', 'parquet_dir', 'parquet_file' or 'csv'."""
+
+    kind: str
+    location: str
+
+
+def parse_source(source: str) -> SourceSpec:
+    """Classify ``ARENA_SOURCE``: an existing path (dir, .parquet, .csv) or a Hub dataset id.
+
+    A string with exactly one '/' that is not an existing path is taken as a Hub dataset id
+    (``owner/name``); anything else that does not exist is an error.
+    """
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return SourceSpec("parquet_dir", str(path.resolve()))
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            return SourceSpec("parquet_file", str(path.resolve()))
+        if suffix == ".csv":
+            return SourceSpec("csv", str(path.resolve()))
+        raise SourceError(f"{path}: unsupported source file type {suffix!r} (expected .parquet or .csv)")
+    parts = source.split("/")
+    if len(parts) == 2 and all(parts) and not source.startswith((".", "~")):
+        return SourceSpec("hub", source)
+    raise SourceError(f"ARENA_SOURCE {source!r} is neither an existing path nor a Hub dataset id")
+
+
+def local_shards(directory: Path) -> list[Path]:
+    """The parquet shards of a local dump: ``data/train-*.parquet`` if present, else any ``*.parquet``."""
+    directory = Path(directory)
+    shards = sorted(directory.glob("data/train-*.parquet"))
+    if not shards:
+        shards = sorted(p for p in directory.rglob("*.parquet") if p.is_file())
+    if not shards:
+        raise SourceError(f"{directory}: no parquet files found (looked for data/train-*.parquet and **/*.parquet)")
+    return shards
+
+
+# ---------------------------------------------------------------------------
+# Schema verification
+# ---------------------------------------------------------------------------
+
+@dataclass
+class SchemaDiff:
+    """Differences between a file's Arrow schema and the dataset card's."""
+
+    missing: list[str] = field(default_factory=list)  # "path (expected TYPE)"
+    mismatched: list[str] = field(default_factory=list)  # "path: expected X, found Y"
+    extra: list[str] = field(default_factory=list)  # "path (TYPE)": new optional fields, reported only
+
+    @property
+    def fatal(self) -> bool:
+        return bool(self.missing or self.mismatched)
+
+
+def _family(t: pa.DataType) -> str:
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_struct(t):
+        return "struct"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return "list"
+    if pa.types.is_null(t):
+        return "null"
+    return str(t)
+
+
+def _compare(expected: pa.DataType, actual: pa.DataType, path: str, diff: SchemaDiff) -> None:
+    fe, fa = _family(expected), _family(actual)
+    if fa == "null":  # an all-null column (e.g. a CSV without values) carries no type to check
+        return
+    if fe != fa:
+        diff.mismatched.append(f"{path}: expected {expected}, found {actual}")
+        return
+    if fe == "struct":
+        names = {actual.field(i).name: actual.field(i).type for i in range(actual.num_fields)}
+        for i in range(expected.num_fields):
+            f = expected.field(i)
+            if f.name not in names:
+                diff.missing.append(f"{path}.{f.name} (expected {f.type})")
+            else:
+                _compare(f.type, names.pop(f.name), f"{path}.{f.name}", diff)
+        diff.extra += [f"{path}.{n} ({t})" for n, t in names.items()]
+    elif fe == "list":
+        _compare(expected.value_type, actual.value_type, f"{path}[]", diff)
+
+
+def compare_schema(actual: pa.Schema, expected: pa.Schema = DATASET_ARROW_SCHEMA) -> SchemaDiff:
+    """Compare field by field (recursively); integer widths, string kinds and timestamp units are compatible."""
+    diff = SchemaDiff()
+    present = {f.name: f.type for f in actual}
+    for f in expected:
+        if f.name not in present:
+            diff.missing.append(f"{f.name} (expected {f.type})")
+        else:
+            _compare(f.type, present.pop(f.name), f.name, diff)
+    diff.extra += [f"{n} ({t})" for n, t in present.items()]
+    return diff
+
+
+def verify_shard(path: Path) -> int:
+    """Open ``path`` as parquet, check it against the dataset card; return its row count.
+
+    Raises
+    ------
+    SourceError
+        If the file is not readable parquet, is empty of columns, or misses or retypes a documented field.
+    """
+    path = Path(path)
+    try:
+        meta = pq.ParquetFile(path)
+        schema = meta.schema_arrow
+        rows = meta.metadata.num_rows
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise SourceError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
+    diff = compare_schema(schema)
+    if diff.fatal:
+        problems = [f"missing column {m}" for m in diff.missing] + [f"wrong type for {m}" for m in diff.mismatched]
+        raise SourceError(f"{path}: does not match the dataset card schema: " + "; ".join(problems))
+    return rows
+
+
+def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
+    """The sha256 hex digest of a file, read in 4 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_shard(path: Path) -> pa.Table:
+    """Read a verified shard, keeping the documented columns (extra columns are dropped here)."""
+    table = pq.read_table(path)
+    return table.select([n for n in DATASET_ARROW_SCHEMA.names])
+
+
+# ---------------------------------------------------------------------------
+# CSV exports with Python-literal nested fields
+# ---------------------------------------------------------------------------
+
+@dataclass
+class CsvRead:
+    """A parsed CSV export: the rows that parsed as an Arrow table, and the rest as quarantine rows."""
+
+    table: pa.Table
+    quarantine: pl.DataFrame
+    rows_read: int
+
+
+def _literal(text: str | None):
+    """Parse one Python-literal cell safely (``ast.literal_eval`` never calls code)."""
+    if text is None or text == "":
+        return None
+    return ast.literal_eval(text)
+
+
+def _decode(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SourceError(
+            f"{path}: not valid UTF-8 at byte {exc.start} (line {line}): {raw[exc.start:exc.start + 8]!r}"
+        ) from exc
+
+
+def read_csv_export(path: Path) -> CsvRead:
+    """Parse a CSV export whose nested fields are Python-literal strings.
+
+    Rows whose nested field does not parse as a literal, or does not fit the dataset card's type,
+    become quarantine rows (rule ``unparseable_nested_field``); the file as a whole fails with
+    :class:`SourceError` when it is not UTF-8, not parseable CSV, or lacks a documented column.
+    """
+    path = Path(path)
+    text = _decode(path)
+    try:
+        frame = pl.read_csv(io.StringIO(text), infer_schema=False)
+    except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
+        raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
+    missing = [n for n in DATASET_ARROW_SCHEMA.names if n not in frame.columns]
+    if missing:
+        raise SourceError(f"{path}: missing column(s) {', '.join(missing)} required by the dataset card")
+    frame = frame.select(DATASET_ARROW_SCHEMA.names)
+
+    parsed: dict[str, list] = {name: [] for name in NESTED_COLUMNS}
+    errors: dict[int, str] = {}
+    # One Python-literal parse per cell is unavoidable: the format is Python syntax, not JSON.
+    for name in NESTED_COLUMNS:
+        dtype = DATASET_ARROW_SCHEMA.field(name).type
+        for row, cell in enumerate(frame.get_column(name).to_list()):
+            try:
+                value = _literal(cell)
+                pa.array([value], type=dtype)  # rejects values of the wrong shape
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError,
+                    pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                errors.setdefault(row, f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+                value = None
+            parsed[name].append(value)
+
+    scalars = frame.select(
+        pl.col("id", "model_a", "model_b", "winner", "evaluation_session_id", "language"),
+        pl.col("evaluation_order").str.strip_chars().cast(pl.Int32, strict=False),
+        pl.col("is_code").str.to_lowercase().replace_strict(
+            {"true": True, "false": False}, default=None, return_dtype=pl.Boolean),
+        pl.col("timestamp").str.to_datetime(time_unit="ns", strict=False),
+    )
+    bad_scalar = scalars.select(
+        (pl.col("evaluation_order").is_null() & frame.get_column("evaluation_order").is_not_null())
+        | (pl.col("timestamp").is_null() & frame.get_column("timestamp").is_not_null())
+    ).to_series()
+    for row in bad_scalar.arg_true().to_list():
+        errors.setdefault(row, "evaluation_order or timestamp: not parseable")
+
+    good = [i for i in range(frame.height) if i not in errors]
+    columns = {}
+    for name in DATASET_ARROW_SCHEMA.names:
+        dtype = DATASET_ARROW_SCHEMA.field(name).type
+        if name in parsed:
+            values = [parsed[name][i] for i in good]
+            columns[name] = pa.array(values, type=dtype)
+        else:
+            columns[name] = scalars.get_column(name).gather(good).to_arrow().cast(dtype)
+    table = pa.table(columns, schema=DATASET_ARROW_SCHEMA)
+
+    bad = sorted(errors)
+    raw = [json.dumps({k: v for k, v in r.items() if k not in NESTED_COLUMNS}, default=str)
+           for r in frame.select(pl.all()).gather(bad).iter_rows(named=True)] if bad else []
+    quarantine = pl.DataFrame(
+        {
+            "id": frame.get_column("id").gather(bad).to_list() if bad else [],
+            "source_file": [str(path)] * len(bad),
+            "source_row": bad,
+            "rule": ["unparseable_nested_field"] * len(bad),
+            "detail": [errors[i] for i in bad],
+            "raw": raw,
+        },
+        schema=QUARANTINE_SCHEMA,
+    )
+    return CsvRead(table=table, quarantine=quarantine, rows_read=frame.height)

@@ -1,0 +1,93 @@
+"""DuckDB writing: staging tables filled piecewise, then published together in one transaction."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import duckdb
+import polars as pl
+
+STAGE_PREFIX = "_stage_"
+
+
+class WarehouseLockedError(RuntimeError):
+    """The DuckDB file stayed locked by another process for longer than the allowed wait."""
+
+
+def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse, retrying with backoff while another process holds its lock.
+
+    Raises
+    ------
+    WarehouseLockedError
+        If the file is still locked after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(path, read_only=read_only, config={"custom_user_agent": "arena_pipeline"})
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() + delay > deadline:
+                if "lock" in str(exc).lower():
+                    raise WarehouseLockedError(
+                        f"{path} is locked by another process (waited {timeout_s:.0f} s): {exc}"
+                    ) from exc
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def quoted(schema: str, table: str) -> str:
+    """``"schema"."table"`` with identifiers quoted."""
+    return f'"{schema}"."{table}"'
+
+
+def create_stage(con: duckdb.DuckDBPyConnection, schema: str, table: str,
+                 columns: dict[str, pl.DataType]) -> str:
+    """Create (or empty) the staging table for ``table`` with the given Polars schema; return its name."""
+    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    stage = quoted(schema, STAGE_PREFIX + table)
+    empty = pl.DataFrame(schema=columns).to_arrow()  # noqa: F841 - read by DuckDB below
+    con.execute(f"CREATE OR REPLACE TABLE {stage} AS SELECT * FROM empty")
+    return stage
+
+
+def append(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.DataFrame) -> int:
+    """Append a frame to the staging table of ``table``; return the rows appended."""
+    if frame.height == 0:
+        return 0
+    arrow = frame.to_arrow()  # noqa: F841 - read by DuckDB below
+    con.execute(f"INSERT INTO {quoted(schema, STAGE_PREFIX + table)} SELECT * FROM arrow")
+    return frame.height
+
+
+def publish(con: duckdb.DuckDBPyConnection, schema: str, tables: Iterable[str]) -> None:
+    """Swap every staging table in for its published table in one transaction.
+
+    Readers see either all the old tables or all the new ones; a crash before COMMIT leaves
+    the published tables as they were (the staging tables are rebuilt by the next run).
+    """
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for table in tables:
+            con.execute(f"DROP TABLE IF EXISTS {quoted(schema, table)}")
+            con.execute(f'ALTER TABLE {quoted(schema, STAGE_PREFIX + table)} RENAME TO "{table}"')
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+
+
+def write_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.DataFrame) -> int:
+    """Replace ``schema.table`` by ``frame`` atomically (stage, then publish); return its row count."""
+    create_stage(con, schema, table, dict(frame.schema))
+    append(con, schema, table, frame)
+    publish(con, schema, [table])
+    return frame.height
+
+
+def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
+    """Run a query and return a Polars frame."""
+    return pl.from_arrow(con.execute(sql, params or []).to_arrow_table())
