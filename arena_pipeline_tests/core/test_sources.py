@@ -1,0 +1,143 @@
+"""Locating, verifying and parsing the files of a dump."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
+from arena_pipeline.core.sources import (
+    SourceError,
+    compare_schema,
+    local_shards,
+    parse_source,
+    read_csv_export,
+    verify_shard,
+)
+from arena_pipeline_tests.fixtures import make_table, write_dump
+
+REAL_CSV = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
+
+
+def test_parse_source_kinds(tmp_path):
+    write_dump(tmp_path / "dump", 4, 1)
+    assert parse_source(str(tmp_path / "dump")).kind == "parquet_dir"
+    assert parse_source(str(tmp_path / "dump" / "data" / "train-00000-of-00001.parquet")).kind == "parquet_file"
+    assert parse_source(str(REAL_CSV)).kind == "csv"
+    hub = parse_source("lmarena-ai/arena-human-preference-140k")
+    assert (hub.kind, hub.location) == ("hub", "lmarena-ai/arena-human-preference-140k")
+    with pytest.raises(SourceError, match="neither an existing path nor a Hub dataset id"):
+        parse_source(str(tmp_path / "missing" / "deeper"))
+
+
+def test_local_shards_prefer_hub_layout(tmp_path):
+    paths = write_dump(tmp_path, 6, 3)
+    pq.write_table(make_table(1), tmp_path / "other.parquet")
+    assert local_shards(tmp_path) == paths
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    pq.write_table(make_table(1), loose / "b.parquet")
+    pq.write_table(make_table(1), loose / "a.parquet")
+    assert [p.name for p in local_shards(loose)] == ["a.parquet", "b.parquet"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SourceError, match="no parquet files"):
+        local_shards(empty)
+
+
+def test_verify_shard_accepts_card_schema_and_counts_rows(tmp_path):
+    (path,) = write_dump(tmp_path, 7, 1)
+    assert verify_shard(path) == 7
+
+
+def test_verify_shard_rejects_non_parquet_and_truncated(tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    with pytest.raises(SourceError, match="bad.parquet: not a readable parquet file"):
+        verify_shard(bad)
+    (good,) = write_dump(tmp_path / "d", 5, 1)
+    truncated = tmp_path / "trunc.parquet"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(SourceError, match="trunc.parquet: not a readable parquet file"):
+        verify_shard(truncated)
+
+
+def test_verify_shard_names_missing_column_and_wrong_type(tmp_path):
+    table = make_table(3)
+    missing = tmp_path / "missing.parquet"
+    pq.write_table(table.drop_columns(["winner"]), missing)
+    with pytest.raises(SourceError, match=r"missing\.parquet.*missing column winner \(expected string\)"):
+        verify_shard(missing)
+    retyped = tmp_path / "retyped.parquet"
+    pq.write_table(table.set_column(5, "evaluation_order", pa.array(["1"] * 3)), retyped)
+    with pytest.raises(SourceError, match="wrong type for evaluation_order: expected int32, found string"):
+        verify_shard(retyped)
+
+
+def test_compare_schema_reports_new_optional_fields_without_failing():
+    fields = list(DATASET_ARROW_SCHEMA)
+    tag = DATASET_ARROW_SCHEMA.field("category_tag").type
+    new_tag = pa.struct(list(tag) + [pa.field("criteria_v0.2", pa.struct([("x", pa.bool_())]))])
+    idx = DATASET_ARROW_SCHEMA.get_field_index("category_tag")
+    fields[idx] = pa.field("category_tag", new_tag)
+    schema = pa.schema(fields + [pa.field("new_column", pa.string())])
+    diff = compare_schema(schema)
+    assert not diff.fatal
+    assert diff.extra == ["category_tag.criteria_v0.2 (struct<x: bool>)", "new_column (string)"]
+
+
+def test_compare_schema_integer_widths_and_timestamp_units_are_compatible():
+    fields = [
+        pa.field(f.name, pa.int64()) if f.name == "evaluation_order"
+        else pa.field(f.name, pa.timestamp("us")) if f.name == "timestamp" else f
+        for f in DATASET_ARROW_SCHEMA
+    ]
+    assert not compare_schema(pa.schema(fields)).fatal
+
+
+def test_read_real_csv_export():
+    parsed = read_csv_export(REAL_CSV)
+    assert parsed.table.num_rows == 100
+    assert parsed.table.schema.equals(DATASET_ARROW_SCHEMA)
+    winners = parsed.table.column("winner").to_pylist()
+    assert (winners.count("model_a"), winners.count("model_b"), winners.count("tie"),
+            winners.count("both_bad")) == (38, 33, 19, 10)
+
+
+def test_csv_literal_that_calls_code_is_never_executed(tmp_path):
+    marker = tmp_path / "pwned"
+    text = REAL_CSV.read_text(encoding="utf-8")
+    rows = list(csv.reader(io.StringIO(text)))
+    cols = rows[0]
+    evil = f"__import__('os').system('touch {marker}')"
+    rows[1][cols.index("conv_metadata")] = evil
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    path = tmp_path / "evil.csv"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    parsed = read_csv_export(path)
+    assert not marker.exists()
+    assert parsed.table.num_rows == 99
+    q = parsed.quarantine.row(0, named=True)
+    assert q["rule"] == "unparseable_nested_field" and q["source_row"] == 0
+    assert q["id"] == rows[1][cols.index("id")]
+    assert q["detail"].startswith("conv_metadata: ValueError")
+
+
+def test_csv_not_utf8_names_file_and_byte(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(REAL_CSV.read_bytes()[:500] + b"\xff\xfe" + REAL_CSV.read_bytes()[500:])
+    with pytest.raises(SourceError, match=r"latin1\.csv: not valid UTF-8 at byte 500"):
+        read_csv_export(path)
+
+
+def test_csv_missing_column_is_fatal(tmp_path):
+    path = tmp_path / "few.csv"
+    path.write_text("id,model_a\nx,y\n", encoding="utf-8")
+    with pytest.raises(SourceError, match="few.csv: missing column"):
+        read_csv_export(path)
