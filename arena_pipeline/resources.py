@@ -1,0 +1,127 @@
+"""Configurable resources: where the dump comes from (Hub or local) and the DuckDB warehouse.
+
+Every field may be set explicitly (tests do) or left unset, in which case it is resolved when the
+resource is used, at run time, from its environment variable and then from its documented default.
+Dagster's ``EnvVar`` has no default and fails a run when the variable is unset, so it is used for
+the variables that are required when present (see ``definitions.py``) and not for these optional
+settings. Nothing here reads the environment at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import dagster as dg
+import duckdb
+from dagster_duckdb import DuckDBResource
+from pydantic import Field
+
+from arena_pipeline.constants import DATASET_ID, DEFAULT_CACHE_DIR, DEFAULT_REVISION, DEFAULT_WAREHOUSE
+from arena_pipeline.core import hub, warehouse
+from arena_pipeline.core.ingest import DumpManifest, ShardFile, local_files, local_fingerprint, local_manifest
+from arena_pipeline.core.sources import SourceSpec, parse_source, verify_shard
+
+
+def _setting(value: Optional[str], env: str, default: Optional[str]) -> Optional[str]:
+    if value not in (None, ""):
+        return value
+    found = os.environ.get(env)
+    return found if found not in (None, "") else default
+
+
+class DumpSource(dg.ConfigurableResource):
+    """The dump to ingest: a Hub dataset pinned to a revision, a local folder, parquet file or CSV export."""
+
+    source: Optional[str] = Field(
+        default=None, description=f"ARENA_SOURCE: Hub dataset id or local path (default {DATASET_ID})."
+    )
+    revision: Optional[str] = Field(
+        default=None, description="ARENA_REVISION: Hub branch, tag or commit (default main)."
+    )
+    cache_dir: Optional[str] = Field(
+        default=None, description=f"ARENA_CACHE_DIR: download cache (default {DEFAULT_CACHE_DIR})."
+    )
+    hf_endpoint: Optional[str] = Field(
+        default=None, description="HF_ENDPOINT: Hub base URL (default https://huggingface.co)."
+    )
+    hf_token: Optional[str] = Field(default=None, description="HF_TOKEN: Hub token (never logged).")
+    timeout_s: float = Field(default=30.0, description="Per-request Hub timeout in seconds.")
+    attempts: int = Field(default=3, description="Tries per Hub request or file before failing.")
+    backoff_s: float = Field(default=1.0, description="First wait after a failed try; doubled after each.")
+
+    def retry_policy(self) -> hub.RetryPolicy:
+        return hub.RetryPolicy(attempts=self.attempts, backoff=self.backoff_s, timeout=self.timeout_s)
+
+    def spec(self) -> SourceSpec:
+        """The parsed source."""
+        return parse_source(_setting(self.source, "ARENA_SOURCE", DATASET_ID))
+
+    def requested_revision(self) -> str:
+        return _setting(self.revision, "ARENA_REVISION", DEFAULT_REVISION)
+
+    def endpoint(self) -> Optional[str]:
+        return _setting(self.hf_endpoint, "HF_ENDPOINT", None)
+
+    def _token(self) -> Optional[str]:
+        return _setting(self.hf_token, "HF_TOKEN", None)
+
+    def cache_root(self) -> Path:
+        return Path(_setting(self.cache_dir, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR))
+
+    def latest_revision(self) -> str:
+        """The current revision of the source, cheaply: one Hub API call, or a local file fingerprint."""
+        spec = self.spec()
+        if spec.kind == "hub":
+            return hub.latest_revision(
+                spec.location, self.requested_revision(), endpoint=self.endpoint(), token=self._token(),
+                retry=self.retry_policy(),
+            )
+        return local_fingerprint(local_files(spec))
+
+    def fetch(self) -> DumpManifest:
+        """Download (Hub, cached by commit sha) or describe in place (local) the dump's files."""
+        spec = self.spec()
+        if spec.kind != "hub":
+            return local_manifest(spec)
+        result = hub.download_dump(
+            spec.location,
+            self.requested_revision(),
+            self.cache_root(),
+            endpoint=self.endpoint(),
+            token=self._token(),
+            verify=verify_shard,
+            retry=self.retry_policy(),
+        )
+        files = tuple(ShardFile(str(f.local_path), f.path, f.size, f.rows) for f in result.files)
+        return DumpManifest("hub", spec.location, self.requested_revision(), result.sha, files)
+
+
+class Warehouse(dg.ConfigurableResource):
+    """The DuckDB file the tables are published to (schema ``arena``)."""
+
+    path: Optional[str] = Field(
+        default=None, description=f"ARENA_WAREHOUSE: DuckDB file (default {DEFAULT_WAREHOUSE})."
+    )
+    lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
+
+    def database(self) -> str:
+        return _setting(self.path, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)
+
+    @contextmanager
+    def connection(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived connection; waits (bounded) for a lock held by another process."""
+        database = self.database()
+        if not read_only:
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        con = warehouse.connect(database, read_only=read_only, timeout_s=self.lock_timeout_s)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def duckdb(self) -> DuckDBResource:
+        """The same file as dagster-duckdb's resource, for code that expects one."""
+        return DuckDBResource(database=self.database())

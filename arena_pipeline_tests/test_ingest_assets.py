@@ -1,0 +1,103 @@
+"""The ingest assets materialized with Dagster: local dumps, the real CSV sample, and the fake Hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from arena_pipeline.assets.ingest import flat_tables, raw_dump
+from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline_tests.fixtures import make_rows, write_dump
+from arena_pipeline_tests.hub_server import fake_hub_server
+
+REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
+REPO = "lmarena-ai/arena-human-preference-140k"
+
+
+def _materialize(tmp_path: Path, source: DumpSource) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [raw_dump, flat_tables],
+        resources={"dump_source": source, "warehouse": Warehouse(path=str(tmp_path / "warehouse.duckdb"))},
+    )
+
+
+def _query(tmp_path: Path, sql: str):
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_local_parquet_dump_to_duckdb(tmp_path):
+    write_dump(tmp_path / "dump", n_rows=40, n_shards=2, seed=5)
+    rows = make_rows(40, seed=5)
+    result = _materialize(tmp_path, DumpSource(source=str(tmp_path / "dump")))
+    assert result.success
+    meta = result.asset_materializations_for_node("raw_dump")[0].metadata
+    assert meta["rows"].value == 40 and meta["source_kind"].text == "parquet_dir"
+    assert _query(tmp_path, "select count(*) from arena.battles") == [(40,)]
+    expected_messages = sum(len(r["conversation_a"]) + len(r["conversation_b"]) for r in rows)
+    assert _query(tmp_path, "select count(*) from arena.messages") == [(expected_messages,)]
+    multi = rows[0]  # 3 turns, evaluation order 2
+    got = _query(
+        tmp_path,
+        "select turns, n_user_messages_a, evaluation_order, sum_assistant_a_tokens, criteria_complexity "
+        f"from arena.battles where id = '{multi['id']}'",
+    )
+    meta_a = multi["conv_metadata"]
+    assert got == [(3, 3, 2, meta_a["sum_assistant_a_tokens"],
+                    multi["category_tag"]["criteria_v0.1"]["complexity"])]
+    turns = _query(
+        tmp_path,
+        f"select turn, role from arena.messages where battle_id = '{multi['id']}' and side = 'a' order by position",
+    )
+    assert turns == [(1, "user"), (1, "assistant"), (2, "user"), (2, "assistant"), (3, "user"), (3, "assistant")]
+    assert _query(tmp_path, f"select count(*) from arena.context_messages where battle_id = '{multi['id']}'") == [(3,)]
+    assert [t for (t,) in _query(tmp_path, "select table_name from duckdb_tables() order by 1")] == [
+        "battles", "context_messages", "messages", "quarantine"]
+
+
+def test_real_csv_sample_ingests_completely(tmp_path):
+    result = _materialize(tmp_path, DumpSource(source=str(REAL_CSV)))
+    assert result.success
+    assert _query(tmp_path, "select count(*), count(distinct model_a) from arena.battles")[0][0] == 100
+    assert _query(tmp_path, "select winner, count(*) from arena.battles group by 1 order by 1") == [
+        ("both_bad", 10), ("model_a", 38), ("model_b", 33), ("tie", 19)]
+    assert _query(tmp_path, "select count(*) from arena.messages") == [(452,)]
+    assert _query(tmp_path, "select count(*) from arena.quarantine") == [(0,)]
+    assert _query(
+        tmp_path,
+        "select text from arena.messages where battle_id = 'c4b9710c-8d64-4bee-a0b0-94637ae4cc65' "
+        "and side = 'b' and position = 0",
+    ) == [("Compare Tormenta20 with DnD5e",)]
+
+
+@pytest.mark.slow
+def test_fake_hub_download_cache_hit_and_new_revision(tmp_path):
+    shards = write_dump(tmp_path / "v1", n_rows=30, n_shards=3, seed=1)
+    with fake_hub_server(tmp_path / "hub") as hub:
+        sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
+        source = DumpSource(source=REPO, revision="main", cache_dir=str(tmp_path / "cache"),
+                            hf_endpoint=hub.url, hf_token="hf_secret_token_value")
+        first = _materialize(tmp_path, source)
+        assert first.success
+        meta = first.asset_materializations_for_node("raw_dump")[0].metadata
+        assert meta["revision"].text == sha1 and meta["requested_revision"].text == "main"
+        assert len(hub.file_gets()) == 3
+        assert _query(tmp_path, "select count(*) from arena.battles") == [(30,)]
+
+        again = _materialize(tmp_path, source)  # same revision: nothing downloaded
+        assert again.success and len(hub.file_gets()) == 3
+
+        v2 = write_dump(tmp_path / "v2", n_rows=50, n_shards=2, seed=2)
+        sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v2})
+        assert sha2 != sha1
+        third = _materialize(tmp_path, source)
+        assert third.success
+        assert third.asset_materializations_for_node("raw_dump")[0].metadata["revision"].text == sha2
+        assert len(hub.file_gets()) == 5
+        assert _query(tmp_path, "select count(*) from arena.battles") == [(50,)]
+        assert (tmp_path / "cache").exists()
+        logs = "\n".join(str(e) for e in third.all_events)
+        assert "hf_secret_token_value" not in logs
