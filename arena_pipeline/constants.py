@@ -9,6 +9,9 @@ SCHEMA = "arena"
 BATTLES_TABLE = "battles"
 MESSAGES_TABLE = "messages"
 CONTEXT_MESSAGES_TABLE = "context_messages"
+QUARANTINE_TABLE = "quarantine"
+DUMPS_TABLE = "dumps"
+VERSIONS_SCHEMA = "arena_versions"
 
 CATEGORIES = (
     "overall",
@@ -20,3 +23,8 @@ CATEGORIES = (
     "longer_query",
     "multi_turn",
 )
+
+#: Tables published together for each dump revision (views in SCHEMA over VERSIONS_SCHEMA tables).
+PUBLISHED_TABLES = (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE)
+#: Tables whose earlier revisions stay queryable through SCHEMA.<table>_history views.
+HISTORY_TABLES: tuple[str, ...] = ()

@@ -81,22 +81,26 @@ class DumpSource(dg.ConfigurableResource):
             )
         return local_fingerprint(local_files(spec))
 
-    def fetch(self) -> DumpManifest:
-        """Download (Hub, cached by commit sha) or describe in place (local) the dump's files."""
+    def fetch(self, revision: Optional[str] = None) -> DumpManifest:
+        """Download (Hub, cached by commit sha) or describe in place (local) the dump's files.
+
+        ``revision`` overrides ARENA_REVISION for this call (Hub sources only).
+        """
         spec = self.spec()
         if spec.kind != "hub":
             return local_manifest(spec)
+        requested = revision or self.requested_revision()
         result = hub.download_dump(
             spec.location,
-            self.requested_revision(),
+            requested,
             self.cache_root(),
             endpoint=self.endpoint(),
             token=self._token(),
             verify=verify_shard,
             retry=self.retry_policy(),
         )
-        files = tuple(ShardFile(str(f.local_path), f.path, f.size, f.rows) for f in result.files)
-        return DumpManifest("hub", spec.location, self.requested_revision(), result.sha, files)
+        files = tuple(ShardFile(str(f.local_path), f.path, f.size, f.rows, f.sha256) for f in result.files)
+        return DumpManifest("hub", spec.location, requested, result.sha, files)
 
 
 class Warehouse(dg.ConfigurableResource):
@@ -106,6 +110,9 @@ class Warehouse(dg.ConfigurableResource):
         default=None, description=f"ARENA_WAREHOUSE: DuckDB file (default {DEFAULT_WAREHOUSE})."
     )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
+    retention: int = Field(
+        default=5, description="How many published dumps keep their leaderboards in the *_history views."
+    )
 
     def database(self) -> str:
         return _setting(self.path, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)

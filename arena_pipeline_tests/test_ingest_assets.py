@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from arena_pipeline.assets.ingest import flat_tables, raw_dump
+from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import make_rows, write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
@@ -19,7 +20,7 @@ REPO = "lmarena-ai/arena-human-preference-140k"
 
 def _materialize(tmp_path: Path, source: DumpSource) -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        [raw_dump, flat_tables],
+        [raw_dump, flat_tables, published_dump],
         resources={"dump_source": source, "warehouse": Warehouse(path=str(tmp_path / "warehouse.duckdb"))},
     )
 
@@ -54,8 +55,9 @@ def test_local_parquet_dump_to_duckdb(tmp_path):
     )
     assert turns == [(1, "user"), (1, "assistant"), (2, "user"), (2, "assistant"), (3, "user"), (3, "assistant")]
     assert _query(tmp_path, f"select count(*) from arena.context_messages where battle_id = '{multi['id']}'") == [(3,)]
-    assert [t for (t,) in _query(tmp_path, "select table_name from duckdb_tables() order by 1")] == [
+    assert [t for (t,) in _query(tmp_path, "select view_name from duckdb_views() where schema_name = 'arena' order by 1")] == [
         "battles", "context_messages", "messages", "quarantine"]
+    assert _query(tmp_path, "select status, rows from arena.dumps") == [("published", 40)]
 
 
 def test_real_csv_sample_ingests_completely(tmp_path):

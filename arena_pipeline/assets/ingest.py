@@ -3,13 +3,20 @@
 
 import dagster as dg
 
+from typing import Optional
+
+from pydantic import Field
+
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
     MESSAGES_TABLE,
+    QUARANTINE_TABLE,
     SCHEMA,
+    VERSIONS_SCHEMA,
 )
-from arena_pipeline.core.ingest import QUARANTINE_TABLE, DumpManifest, load_dump
+from arena_pipeline.core.ingest import DumpManifest, load_dump
+from arena_pipeline.core.publication import record_dump, revision_key
 from arena_pipeline.resources import DumpSource, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
@@ -19,15 +26,38 @@ TABLE_KEYS = {
 }
 
 
-@dg.asset(key=RAW_DUMP, group_name="ingest", kinds={"huggingface", "parquet"})
-def raw_dump(context: dg.AssetExecutionContext, dump_source: DumpSource) -> dg.Output[DumpManifest]:
+class FetchConfig(dg.Config):
+    """Run configuration of ``raw_dump``."""
+
+    revision: Optional[str] = Field(
+        default=None,
+        description="Fetch this Hub revision instead of ARENA_REVISION (the new-dump sensor pins the sha it saw).",
+    )
+
+
+@dg.asset(
+    key=RAW_DUMP,
+    group_name="ingest",
+    kinds={"huggingface", "parquet"},
+    retry_policy=dg.RetryPolicy(max_retries=2, delay=5, backoff=dg.Backoff.EXPONENTIAL),
+)
+def raw_dump(
+    context: dg.AssetExecutionContext, config: FetchConfig, dump_source: DumpSource, warehouse: Warehouse
+) -> dg.Output[DumpManifest]:
     """The dump's parquet shards (or CSV export), fetched and verified against the dataset card.
 
     Hub sources are resolved to a commit sha and downloaded into a cache keyed by that sha (a
     re-run with the same sha downloads nothing); local sources are read in place. Every parquet
     shard is opened and its schema checked before anything downstream uses it.
     """
-    manifest = dump_source.fetch()
+    manifest = dump_source.fetch(revision=config.revision)
+    with warehouse.connection() as con:
+        record_dump(
+            con, SCHEMA, revision=manifest.revision, status="fetched", source=manifest.source,
+            source_kind=manifest.source_kind, requested_revision=manifest.requested_revision,
+            files=[{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256} for f in manifest.files],
+            rows=manifest.rows,
+        )
     context.log.info(f"dump {manifest.source} at {manifest.revision}: {len(manifest.files)} file(s)")
     return dg.Output(
         manifest,
@@ -37,7 +67,7 @@ def raw_dump(context: dg.AssetExecutionContext, dump_source: DumpSource) -> dg.O
             "requested_revision": manifest.requested_revision,
             "revision": manifest.revision,
             "files": dg.MetadataValue.json(
-                [{"file": f.name, "bytes": f.size, "rows": f.rows} for f in manifest.files]
+                [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256} for f in manifest.files]
             ),
             "bytes": manifest.bytes,
             "rows": manifest.rows,
@@ -70,9 +100,14 @@ def raw_dump(context: dg.AssetExecutionContext, dump_source: DumpSource) -> dg.O
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
 def flat_tables(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse):
-    """Flatten the dump's nested structs with Polars and publish the flat tables in one transaction."""
+    """Flatten the dump's nested structs with Polars into this revision's versioned tables."""
     with warehouse.connection() as con:
-        report = load_dump(manifest, con, SCHEMA)
+        try:
+            report = load_dump(manifest, con, VERSIONS_SCHEMA, suffix=f"__{revision_key(manifest.revision)}")
+        except Exception as exc:
+            record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
+            raise
+        record_dump(con, SCHEMA, revision=manifest.revision, status="loaded")
     context.log.info(
         f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
         f"{report.quarantined} quarantined in {report.seconds:.1f} s"

@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESSAGES_TABLE
+from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESSAGES_TABLE, QUARANTINE_TABLE
 from arena_pipeline.core import warehouse
 from arena_pipeline.core.flatten import flatten_table
 from arena_pipeline.core.schema import (
@@ -22,9 +22,14 @@ from arena_pipeline.core.schema import (
     MESSAGES_SCHEMA,
     QUARANTINE_SCHEMA,
 )
-from arena_pipeline.core.sources import SourceSpec, local_shards, read_csv_export, verify_shard
+from arena_pipeline.core.sources import (
+    SourceSpec,
+    file_sha256,
+    local_shards,
+    read_csv_export,
+    verify_shard,
+)
 
-QUARANTINE_TABLE = "quarantine"
 BATCH_ROWS = 8_192
 
 
@@ -36,6 +41,7 @@ class ShardFile:
     name: str
     size: int
     rows: int
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,8 @@ def local_manifest(spec: SourceSpec) -> DumpManifest:
     root = Path(spec.location) if spec.kind == "parquet_dir" else Path(spec.location).parent
     for path in paths:
         rows = verify_shard(path) if path.suffix.lower() == ".parquet" else -1
-        files.append(ShardFile(str(path), str(path.relative_to(root)), path.stat().st_size, rows))
+        files.append(ShardFile(str(path), str(path.relative_to(root)), path.stat().st_size, rows,
+                               file_sha256(path)))
     return DumpManifest(spec.kind, spec.location, "local", local_fingerprint(paths), tuple(files))
 
 
@@ -108,8 +115,12 @@ def _iter_parquet(path: Path):
         offset += table.num_rows
 
 
-def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str) -> LoadReport:
-    """Flatten every file of ``manifest`` into staging tables, then publish them together.
+def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
+              suffix: str = "") -> LoadReport:
+    """Flatten every file of ``manifest`` into staging tables, then swap them in together.
+
+    The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
+    (the pipeline passes the versions schema and a revision suffix).
 
     Messages are streamed into DuckDB batch by batch, so memory stays bounded by one batch of the
     dump plus the (small) battles table.
@@ -122,6 +133,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
         QUARANTINE_TABLE: QUARANTINE_SCHEMA,
     }
+    tables = {name + suffix: columns for name, columns in tables.items()}
     for table, columns in tables.items():
         warehouse.create_stage(con, schema, table, columns)
     battles: list[pl.DataFrame] = []
@@ -145,14 +157,15 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
             if path.suffix.lower() != ".csv":
                 file_rows += flat.battles.height
             battles.append(flat.battles)
-            report.messages += warehouse.append(con, schema, MESSAGES_TABLE, flat.messages)
-            report.context_messages += warehouse.append(con, schema, CONTEXT_MESSAGES_TABLE, flat.context_messages)
+            report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, flat.messages)
+            report.context_messages += warehouse.append(con, schema, CONTEXT_MESSAGES_TABLE + suffix,
+                                                        flat.context_messages)
         report.rows_read += file_rows
         report.per_file.append({"file": shard.name, "rows": file_rows})
     all_battles = pl.concat(battles) if battles else pl.DataFrame(schema=BATTLES_SCHEMA)
     all_quarantine = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
-    report.battles = warehouse.append(con, schema, BATTLES_TABLE, all_battles)
-    report.quarantined = warehouse.append(con, schema, QUARANTINE_TABLE, all_quarantine)
+    report.battles = warehouse.append(con, schema, BATTLES_TABLE + suffix, all_battles)
+    report.quarantined = warehouse.append(con, schema, QUARANTINE_TABLE + suffix, all_quarantine)
     warehouse.publish(con, schema, tables)
     report.seconds = time.perf_counter() - started
     return report
