@@ -28,3 +28,8 @@ CATEGORIES = (
 PUBLISHED_TABLES = (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE)
 #: Tables whose earlier revisions stay queryable through SCHEMA.<table>_history views.
 HISTORY_TABLES: tuple[str, ...] = ()
+
+NIGHTLY_CRON = "0 3 * * *"  # 03:00 UTC
+SENSOR_INTERVAL_SECONDS = 600
+REVISION_TAG = "arena/revision"
+PUBLISHED_TAG = "arena/published_revision"

@@ -6,10 +6,14 @@ from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline.schedules import nightly_refresh
+from arena_pipeline.sensors import new_dump_sensor
 
 defs = dg.Definitions(
     assets=[raw_dump, flat_tables, published_dump],
     jobs=[refresh_job],
+    schedules=[nightly_refresh],
+    sensors=[new_dump_sensor],
     resources={
         "dump_source": DumpSource(),
         "warehouse": Warehouse(),

@@ -72,7 +72,6 @@ def raw_dump(
             "bytes": manifest.bytes,
             "rows": manifest.rows,
         },
-        data_version=dg.DataVersion(manifest.revision),
     )
 
 

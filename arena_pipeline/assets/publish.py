@@ -3,7 +3,7 @@
 import dagster as dg
 
 from arena_pipeline.assets.ingest import RAW_DUMP
-from arena_pipeline.constants import HISTORY_TABLES, PUBLISHED_TABLES, SCHEMA
+from arena_pipeline.constants import HISTORY_TABLES, PUBLISHED_TABLES, PUBLISHED_TAG, SCHEMA
 from arena_pipeline.core.ingest import DumpManifest
 from arena_pipeline.core.publication import publish
 from arena_pipeline.resources import Warehouse
@@ -30,6 +30,7 @@ def published_dump(context: dg.AssetExecutionContext, manifest: DumpManifest, wa
             con, SCHEMA, manifest.revision, list(PUBLISHED_TABLES),
             history_tables=HISTORY_TABLES, retention=warehouse.retention,
         )
+    context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
     context.log.info(f"published {report.revision} (previous: {report.previous})")
     return dg.MaterializeResult(
         metadata={

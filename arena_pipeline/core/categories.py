@@ -1,0 +1,161 @@
+"""The leaderboard categories as data: one rule per category, applied to the battles table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import polars as pl
+
+from arena_pipeline.core.schema import CRITERIA
+
+RuleKind = Literal["all", "flag", "at_least", "greater_than"]
+
+
+@dataclass(frozen=True)
+class CategoryRule:
+    """A category membership rule over columns of the battles table.
+
+    Parameters
+    ----------
+    name
+        Category name, one of ``arena_pipeline.constants.CATEGORIES``.
+    kind
+        ``"all"``: every battle; ``"flag"``: the single boolean column is true;
+        ``"at_least"``: at least ``threshold`` of the boolean columns are true;
+        ``"greater_than"``: the single numeric column is greater than ``threshold``.
+    columns
+        Battles columns the rule reads.
+    threshold
+        Count (``at_least``) or value (``greater_than``); unused otherwise.
+    description
+        One line for people, shown in metadata.
+
+    Notes
+    -----
+    A null value never makes a battle a member: a null flag counts as false and a null
+    number is not greater than anything. Battles with such nulls are counted by
+    :meth:`null_expr` so the caller can report them.
+    """
+
+    name: str
+    kind: RuleKind
+    columns: tuple[str, ...] = ()
+    threshold: int = 0
+    description: str = ""
+
+    def expr(self) -> pl.Expr:
+        """Boolean expression, never null: is the battle in this category."""
+        if self.kind == "all":
+            return pl.lit(True)
+        if self.kind == "flag":
+            return pl.col(self.columns[0]).fill_null(False)
+        if self.kind == "at_least":
+            flags = [pl.col(c).fill_null(False).cast(pl.Int32) for c in self.columns]
+            return pl.sum_horizontal(flags) >= self.threshold
+        if self.kind == "greater_than":
+            return (pl.col(self.columns[0]) > self.threshold).fill_null(False)
+        raise ValueError(f"unknown rule kind {self.kind!r}")
+
+    def null_expr(self) -> pl.Expr:
+        """Boolean expression: at least one of the rule's source values is null."""
+        if not self.columns:
+            return pl.lit(False)
+        return pl.any_horizontal([pl.col(c).is_null() for c in self.columns])
+
+
+#: One rule per category, in the order of ``constants.CATEGORIES``.
+CATEGORY_RULES: tuple[CategoryRule, ...] = (
+    CategoryRule("overall", "all", description="every battle"),
+    CategoryRule(
+        "creative_writing",
+        "flag",
+        ("creative_writing",),
+        description="category_tag creative_writing_v0.1.creative_writing is true",
+    ),
+    CategoryRule("math", "flag", ("math",), description="category_tag math_v0.1.math is true"),
+    CategoryRule(
+        "instruction_following",
+        "flag",
+        ("instruction_following",),
+        description="category_tag if_v0.1.if is true",
+    ),
+    CategoryRule("coding", "flag", ("is_code",), description="is_code is true"),
+    CategoryRule(
+        "hard_prompt",
+        "at_least",
+        tuple(f"criteria_{c}" for c in CRITERIA),
+        threshold=6,
+        description="at least 6 of the 7 criteria_v0.1 flags are true",
+    ),
+    CategoryRule(
+        "longer_query",
+        "greater_than",
+        ("sum_user_tokens",),
+        threshold=500,
+        description="conv_metadata.sum_user_tokens > 500",
+    ),
+    CategoryRule("multi_turn", "greater_than", ("turns",), threshold=1, description="turns > 1"),
+)
+
+RULES_BY_NAME: dict[str, CategoryRule] = {rule.name: rule for rule in CATEGORY_RULES}
+
+
+def tag_categories(
+    battles: pl.DataFrame, id_column: str = "id"
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Assign battles to leaderboard categories.
+
+    Parameters
+    ----------
+    battles
+        The flat battles table (``schema.BATTLES_SCHEMA``); only ``id_column`` and the
+        columns the rules read are used. Any subset of rule columns may be missing.
+    id_column
+        Column holding the battle id.
+
+    Returns
+    -------
+    tuple[pl.DataFrame, dict]
+        A long frame with columns ``battle_id`` (String) and ``category`` (String): one row
+        per battle and category it belongs to, categories in ``constants.CATEGORIES`` order,
+        battles in input order within a category. And a metadata dict keyed by category
+        name, each value ``{"available": bool, "missing_columns": list[str],
+        "battles": int | None, "null_as_false": int | None, "rule": str}`` where
+        ``battles`` is the number of battles tagged and ``null_as_false`` the number of
+        battles in which at least one of the rule's source values was null (treated as
+        false). A category whose columns are missing is ``available=False`` with
+        ``battles`` and ``null_as_false`` None and has no rows in the frame.
+    """
+    available = [
+        rule for rule in CATEGORY_RULES if all(c in battles.columns for c in rule.columns)
+    ]
+    flags = battles.select(
+        pl.col(id_column).cast(pl.String).alias("battle_id"),
+        *[rule.expr().alias(rule.name) for rule in available],
+        *[rule.null_expr().alias(f"__null_{rule.name}") for rule in available],
+    )
+    counts = flags.drop("battle_id").sum().row(0, named=True) if available else {}
+
+    metadata: dict[str, Any] = {}
+    for rule in CATEGORY_RULES:
+        missing = [c for c in rule.columns if c not in battles.columns]
+        is_available = not missing
+        metadata[rule.name] = {
+            "available": is_available,
+            "missing_columns": missing,
+            "battles": int(counts[rule.name]) if is_available else None,
+            "null_as_false": int(counts[f"__null_{rule.name}"]) if is_available else None,
+            "rule": rule.description,
+        }
+
+    if not available:
+        return pl.DataFrame(schema={"battle_id": pl.String, "category": pl.String}), metadata
+    long = (
+        flags.select("battle_id", *[rule.name for rule in available])
+        .unpivot(index="battle_id", variable_name="category", value_name="member")
+        .filter(pl.col("member"))
+        .select("battle_id", pl.col("category").cast(pl.String))
+    )
+    return long, metadata
+

@@ -1,0 +1,339 @@
+"""Row-level rules that move broken votes out of ``arena.battles`` into ``arena.quarantine``.
+
+The rules are data (:data:`RULES`, plus the ``duplicate_id`` rule that needs to know which rows
+the others reject) and run as vectorised Polars expressions. Each rule names the error-severity
+expectations of ``expectations/battles.json`` it enforces, so that after
+:func:`split_quarantine` every row-level error expectation passes on the clean frame.
+
+Decisions
+---------
+- **Several broken rules, one quarantine row.** ``rule`` lists every rule the row broke, in
+  :data:`RULES` order, joined by ``','`` (``duplicate_id`` last); ``detail`` joins their
+  details with ``'; '``. Query one rule with ``list_contains(string_split(rule, ','), 'x')``.
+- **Duplicate ids.** Among the rows sharing a non-null id, the copy kept is the first by
+  ``(source_file, source_row)`` (nulls last, then input order) *among the copies that break no
+  other rule*; every other copy is quarantined with ``duplicate_id`` (plus its own rules). If
+  every copy breaks some rule, none is kept.
+- Null ids are never grouped as duplicates; they break ``null_id``.
+- Conditions treat nulls as "not broken" except where the rule is about nulls, so each null is
+  reported once, by the rule that names it.
+- Invariant: ``clean.height + quarantine.height == battles.height``; ``clean`` keeps the input
+  order and schema, ``quarantine`` has :data:`~arena_pipeline.core.schema.QUARANTINE_SCHEMA`.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import polars as pl
+
+from arena_pipeline.core.schema import BATTLES_SCHEMA, CRITERIA, QUARANTINE_SCHEMA, WINNERS
+
+SIDES = ("a", "b")
+
+#: Token counts of conv_metadata (checked >= 0).
+TOKEN_COLUMNS: tuple[str, ...] = (
+    "sum_user_tokens",
+    "sum_assistant_a_tokens",
+    "sum_assistant_b_tokens",
+    "context_a_tokens",
+    "context_b_tokens",
+)
+
+#: Markdown counts of conv_metadata used by style control (checked >= 0).
+MARKDOWN_COLUMNS: tuple[str, ...] = tuple(
+    [f"header_count_{s}_h{i}" for s in SIDES for i in range(1, 7)]
+    + [f"list_count_{s}_{k}" for s in SIDES for k in ("ordered", "unordered")]
+    + [f"bold_count_{s}_{k}" for s in SIDES for k in ("asterisk", "underscore")]
+)
+
+#: Columns a ranking reads that must not be null, beyond those with their own rule
+#: (id, model_a, model_b, winner, turns): style features, category flags, message counts.
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "is_code",
+    "sum_user_tokens",
+    "sum_assistant_a_tokens",
+    "sum_assistant_b_tokens",
+    *MARKDOWN_COLUMNS,
+    "creative_writing",
+    *[f"criteria_{c}" for c in CRITERIA],
+    "instruction_following",
+    "math",
+    "n_messages_a",
+    "n_messages_b",
+    "n_user_messages_a",
+    "n_user_messages_b",
+)
+
+
+def _template(text: str) -> pl.Expr:
+    """``"winner {winner} ..."`` -> a string expression with each ``{column}`` filled in.
+
+    Values are cast to strings; nulls print as ``null``.
+    """
+    literal_parts: list[str] = []
+    columns: list[str] = []
+    for literal, name, _spec, _conv in string.Formatter().parse(text):
+        literal_parts.append(literal.replace("{", "{{").replace("}", "}}"))
+        if name is not None:
+            literal_parts.append("{}")
+            columns.append(name)
+    if not columns:
+        return pl.lit(text)
+    values = [pl.col(c).cast(pl.String).fill_null("null") for c in columns]
+    return pl.format("".join(literal_parts), *values)
+
+
+def _offending_columns(columns: tuple[str, ...], broken: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
+    """``"col=value, col=value"`` for the columns where ``broken(col)`` holds."""
+    return pl.concat_str(
+        [
+            pl.when(broken(pl.col(c))).then(pl.format(f"{c}={{}}", pl.col(c).cast(pl.String)))
+            for c in columns
+        ],
+        separator=", ",
+        ignore_nulls=True,
+    )
+
+
+@dataclass(frozen=True)
+class QuarantineRule:
+    """One row-level rule.
+
+    Attributes
+    ----------
+    name
+        Short machine name stored in ``quarantine.rule``.
+    condition
+        Boolean expression, True where the row breaks the rule (null counts as False).
+    detail
+        Human-readable reason naming the values: a template with ``{column}`` placeholders,
+        or a string expression.
+    expectations
+        Ids of the error-severity expectations in ``expectations/battles.json`` this rule
+        enforces (after quarantine they pass).
+    """
+
+    name: str
+    condition: pl.Expr
+    detail: str | pl.Expr
+    expectations: tuple[str, ...] = ()
+
+    def detail_expr(self) -> pl.Expr:
+        return _template(self.detail) if isinstance(self.detail, str) else self.detail
+
+
+#: The row-local rules, in reporting order.
+RULES: tuple[QuarantineRule, ...] = (
+    QuarantineRule(
+        "null_id",
+        pl.col("id").is_null(),
+        "id is null",
+        ("id.not_null",),
+    ),
+    QuarantineRule(
+        "unknown_winner",
+        pl.col("winner").is_null() | ~pl.col("winner").is_in(WINNERS),
+        "winner={winner} is not one of " + ", ".join(WINNERS),
+        ("winner.not_null", "winner.in_set"),
+    ),
+    QuarantineRule(
+        "null_model",
+        pl.col("model_a").is_null() | pl.col("model_b").is_null(),
+        "a side has no model: model_a={model_a}, model_b={model_b}",
+        ("model_a.not_null", "model_b.not_null"),
+    ),
+    QuarantineRule(
+        "same_model",
+        pl.col("model_a") == pl.col("model_b"),
+        "model_a and model_b are both {model_a}",
+        ("models.differ",),
+    ),
+    QuarantineRule(
+        "invalid_turns",
+        pl.col("turns").is_null() | (pl.col("turns") < 1),
+        "turns={turns} is not at least 1",
+        ("turns.not_null", "turns.at_least_1"),
+    ),
+    QuarantineRule(
+        "turns_mismatch",
+        (pl.col("turns") != pl.col("n_user_messages_a"))
+        | (pl.col("turns") != pl.col("n_user_messages_b")),
+        "turns={turns} but conversation_a has {n_user_messages_a} user messages "
+        "and conversation_b has {n_user_messages_b}",
+        ("turns.equals_user_messages_a", "turns.equals_user_messages_b"),
+    ),
+    QuarantineRule(
+        "empty_conversation",
+        (pl.col("n_messages_a") < 1) | (pl.col("n_messages_b") < 1),
+        "empty conversation: conversation_a has {n_messages_a} messages, "
+        "conversation_b has {n_messages_b}",
+        ("n_messages_a.at_least_1", "n_messages_b.at_least_1"),
+    ),
+    QuarantineRule(
+        "negative_tokens",
+        pl.any_horizontal([pl.col(c) < 0 for c in TOKEN_COLUMNS]),
+        pl.format("negative token count: {}", _offending_columns(TOKEN_COLUMNS, lambda c: c < 0)),
+        tuple(f"{c}.non_negative" for c in TOKEN_COLUMNS),
+    ),
+    QuarantineRule(
+        "negative_markdown_count",
+        pl.any_horizontal([pl.col(c) < 0 for c in MARKDOWN_COLUMNS]),
+        pl.format(
+            "negative markdown count: {}", _offending_columns(MARKDOWN_COLUMNS, lambda c: c < 0)
+        ),
+        tuple(f"{c}.non_negative" for c in MARKDOWN_COLUMNS),
+    ),
+    QuarantineRule(
+        "null_required",
+        pl.any_horizontal([pl.col(c).is_null() for c in REQUIRED_COLUMNS]),
+        pl.format(
+            "null in required columns: {}",
+            pl.concat_str(
+                [pl.when(pl.col(c).is_null()).then(pl.lit(c)) for c in REQUIRED_COLUMNS],
+                separator=", ",
+                ignore_nulls=True,
+            ),
+        ),
+        tuple(f"{c}.not_null" for c in REQUIRED_COLUMNS),
+    ),
+)
+
+_KEPT_FILE = "__q_kept_file"
+_KEPT_ROW = "__q_kept_row"
+
+#: Needs the other rules' outcome (see the module doc for which copy is kept); its condition is
+#: computed in :func:`split_quarantine`, which also provides the kept copy's location.
+DUPLICATE_RULE = QuarantineRule(
+    "duplicate_id",
+    pl.lit(False),
+    pl.when(pl.col(_KEPT_ROW).is_not_null())
+    .then(
+        pl.format(
+            "id {} is repeated; the copy kept is {} row {}",
+            "id",
+            pl.col(_KEPT_FILE).fill_null("null"),
+            _KEPT_ROW,
+        )
+    )
+    .otherwise(pl.format("id {} is repeated and every copy breaks another rule", "id")),
+    ("id.unique",),
+)
+
+ALL_RULES: tuple[QuarantineRule, ...] = (*RULES, DUPLICATE_RULE)
+
+_PREFIX = "__q_"
+
+
+def _check_columns(battles: pl.DataFrame) -> None:
+    missing = [c for c in BATTLES_SCHEMA if c not in battles.columns]
+    if missing:
+        raise ValueError(f"battles frame lacks columns {missing}")
+
+
+def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split battles into clean rows and quarantine rows.
+
+    Parameters
+    ----------
+    battles
+        A frame with (at least) the columns of ``schema.BATTLES_SCHEMA``.
+
+    Returns
+    -------
+    clean, quarantine
+        ``clean``: the rows that break no rule, input columns and order unchanged.
+        ``quarantine``: one row per rejected input row, in input order, with
+        ``QUARANTINE_SCHEMA``: id, source_file, source_row, rule (the broken rules' names joined
+        by ','), detail (their reasons joined by '; '), raw (the input row's values as JSON).
+    """
+    _check_columns(battles)
+    columns = battles.columns
+    flags = [f"{_PREFIX}{r.name}" for r in RULES]
+    frame = battles.with_row_index(f"{_PREFIX}input_row").with_columns(
+        [r.condition.fill_null(False).alias(f) for r, f in zip(RULES, flags, strict=True)]
+    )
+    broken_other = pl.any_horizontal(flags)
+
+    # duplicate_id: rank rows by (source_file, source_row, input row); per id, keep the first
+    # rank among rows that break no other rule.
+    order = f"{_PREFIX}order"
+    kept = f"{_PREFIX}kept_order"
+    frame = (
+        frame.sort(["source_file", "source_row", f"{_PREFIX}input_row"], nulls_last=True)
+        .with_columns(pl.int_range(pl.len()).alias(order))
+        .with_columns(pl.when(~broken_other).then(pl.col(order)).min().over("id").alias(kept))
+        .with_columns(
+            (
+                pl.col("id").is_not_null()
+                & (pl.len().over("id") > 1)
+                & (pl.col(kept).is_null() | (pl.col(order) != pl.col(kept)))
+            ).alias(f"{_PREFIX}duplicate_id"),
+            # where the kept copy lives, for the duplicate's detail
+            pl.col("source_file").filter(pl.col(order) == pl.col(kept)).first().over("id")
+            .alias(_KEPT_FILE),
+            pl.when(pl.col(kept).is_not_null())
+            .then(pl.col("source_row").cast(pl.String).fill_null("null"))
+            .filter(pl.col(order) == pl.col(kept)).first().over("id")
+            .alias(_KEPT_ROW),
+        )
+        .sort(f"{_PREFIX}input_row")
+    )
+    flags.append(f"{_PREFIX}duplicate_id")
+    rejected = pl.any_horizontal(flags)
+
+    clean = frame.filter(~rejected).select(columns)
+    bad = frame.filter(rejected)
+    quarantine = bad.select(
+        pl.col("id").cast(pl.String),
+        pl.col("source_file").cast(pl.String),
+        pl.col("source_row").cast(pl.Int64),
+        pl.concat_str(
+            [pl.when(pl.col(f)).then(pl.lit(r.name)) for r, f in zip(ALL_RULES, flags, strict=True)],
+            separator=",",
+            ignore_nulls=True,
+        ).alias("rule"),
+        pl.concat_str(
+            [pl.when(pl.col(f)).then(r.detail_expr()) for r, f in zip(ALL_RULES, flags, strict=True)],
+            separator="; ",
+            ignore_nulls=True,
+        ).alias("detail"),
+        pl.struct(columns).struct.json_encode().alias("raw"),
+    ).cast(QUARANTINE_SCHEMA)
+    return clean, quarantine
+
+
+def filter_messages(messages: pl.DataFrame, clean: pl.DataFrame | pl.Series) -> pl.DataFrame:
+    """The messages whose ``battle_id`` is a clean battle's id (drops quarantined ones).
+
+    Parameters
+    ----------
+    messages
+        A frame with a ``battle_id`` column (``MESSAGES_SCHEMA`` or ``CONTEXT_MESSAGES_SCHEMA``).
+    clean
+        The clean battles (their ``id`` column) or a Series of clean ids.
+
+    Notes
+    -----
+    Messages carry no source row, so when the dump holds an id twice the messages of both copies
+    are kept (the messages suite's ``key.unique`` warning reports it).
+    """
+    ids = clean.get_column("id") if isinstance(clean, pl.DataFrame) else clean
+    keep = pl.DataFrame({"battle_id": ids.drop_nulls().unique()}).cast(
+        {"battle_id": messages.schema["battle_id"]}
+    )
+    return messages.join(keep, on="battle_id", how="semi")
+
+
+def count_by_rule(quarantine: pl.DataFrame) -> pl.DataFrame:
+    """Quarantined rows per rule (a row breaking two rules counts for both), by rule order."""
+    order = {r.name: i for i, r in enumerate(ALL_RULES)}
+    counts = (
+        quarantine.select(pl.col("rule").str.split(",").alias("rule"))
+        .explode("rule")
+        .group_by("rule")
+        .agg(pl.len().alias("rows"))
+    )
+    return counts.sort(pl.col("rule").replace_strict(order, default=len(order)), "rule")

@@ -1,0 +1,21 @@
+"""Leaderboards from pairwise votes: Bradley-Terry, style control, Rank Centrality."""
+
+from arena_pipeline.core.ranking.leaderboard import (
+    LEADERBOARD_SCHEMA,
+    METHODS,
+    STYLE_COEFFICIENTS_SCHEMA,
+    RankingConfig,
+    RankingOutput,
+    compute_rankings,
+)
+from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
+
+__all__ = [
+    "LEADERBOARD_SCHEMA",
+    "METHODS",
+    "PAIRWISE_SCHEMA",
+    "STYLE_COEFFICIENTS_SCHEMA",
+    "RankingConfig",
+    "RankingOutput",
+    "compute_rankings",
+]

@@ -1,0 +1,320 @@
+"""Bradley-Terry maximum likelihood on per-pair counts: Newton fit, sandwich and bootstrap."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.special import expit, log_expit
+
+from arena_pipeline.core.ranking.newton import NewtonResult, newton_minimize
+
+#: Integer codes of the ``winner`` column.
+OUTCOME_CODES: dict[str, int] = {"model_a": 0, "model_b": 1, "tie": 2, "both_bad": 3}
+
+#: Ridge (on natural-log strengths, summed negative log-likelihood) used only in bootstrap
+#: replicates, where resampling can leave a model without a win or a loss and its MLE at
+#: infinity. It is a N(0, 1000^2) prior: it moves a well-determined rating by < 1e-4 points
+#: and keeps a degenerate one finite (very low or high), which is what its interval shows.
+BOOTSTRAP_RIDGE = 1e-6
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Battle outcomes aggregated per unordered pair of models.
+
+    Attributes
+    ----------
+    n_models
+        Models are indexed ``0 .. n_models - 1``.
+    lo, hi
+        Model indices of each pair, ``lo < hi``, shape (P,).
+    counts
+        Battles per pair and outcome, shape (P, 3): ``lo`` won, ``hi`` won, draw
+        (``tie`` or ``both_bad``, each half a win for both sides).
+    """
+
+    n_models: int
+    lo: np.ndarray
+    hi: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def battles(self) -> np.ndarray:
+        """Battles per pair, shape (P,)."""
+        return self.counts.sum(axis=1)
+
+    @property
+    def score_lo(self) -> np.ndarray:
+        """Wins of ``lo`` plus half the draws, shape (P,)."""
+        return self.counts[:, 0] + 0.5 * self.counts[:, 2]
+
+    @property
+    def score_hi(self) -> np.ndarray:
+        """Wins of ``hi`` plus half the draws, shape (P,)."""
+        return self.counts[:, 1] + 0.5 * self.counts[:, 2]
+
+
+def pair_index(a: np.ndarray, b: np.ndarray, n_models: int) -> tuple[np.ndarray, ...]:
+    """Unordered pair of every battle.
+
+    Parameters
+    ----------
+    a, b
+        Model indices of side a and side b, shape (n,); ``a != b``.
+    n_models
+        Number of models.
+
+    Returns
+    -------
+    tuple of np.ndarray
+        ``lo`` and ``hi`` of each distinct pair (shape (P,)), the pair of every battle
+        (shape (n,)) and ``sign`` (+1 where side a is ``lo``, else -1; shape (n,)).
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    lo = np.minimum(a, b)
+    hi = np.maximum(a, b)
+    keys, pair = np.unique(lo * n_models + hi, return_inverse=True)
+    sign = np.where(a == lo, 1.0, -1.0)
+    return keys // n_models, keys % n_models, pair.reshape(-1), sign
+
+
+def aggregate_pairs(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int) -> PairCounts:
+    """Aggregate battles into :class:`PairCounts`.
+
+    Parameters
+    ----------
+    a, b
+        Model indices of side a and side b, shape (n,); self-battles must be removed.
+    outcome
+        ``OUTCOME_CODES`` of each battle, shape (n,). Drop ties beforehand for
+        ``ties="drop"``; codes 2 and 3 are both counted as draws.
+    n_models
+        Number of models.
+
+    Returns
+    -------
+    PairCounts
+    """
+    lo, hi, pair, sign = pair_index(a, b, n_models)
+    outcome = np.asarray(outcome)
+    a_won = outcome == 0
+    b_won = outcome == 1
+    # outcome relative to the pair's lo model: 0 lo won, 1 hi won, 2 draw
+    rel = np.where(a_won | b_won, np.where(a_won == (sign > 0), 0, 1), 2)
+    counts = np.bincount(pair * 3 + rel, minlength=3 * len(lo)).reshape(-1, 3).astype(float)
+    return PairCounts(n_models=n_models, lo=lo, hi=hi, counts=counts)
+
+
+def laplacian(lo: np.ndarray, hi: np.ndarray, weights: np.ndarray, n_models: int) -> np.ndarray:
+    """Weighted graph Laplacian ``sum_k w_k (e_lo - e_hi)(e_lo - e_hi)^T``.
+
+    Parameters
+    ----------
+    lo, hi
+        Distinct pairs, shape (P,).
+    weights
+        Pair weights, shape (B, P) or (P,).
+    n_models
+        Matrix size.
+
+    Returns
+    -------
+    np.ndarray
+        Shape (B, n_models, n_models), or (n_models, n_models) for 1-d weights.
+    """
+    w = np.atleast_2d(weights)
+    out = np.zeros((w.shape[0], n_models, n_models))
+    out[:, lo, hi] = -w
+    out[:, hi, lo] = -w
+    ends = np.zeros((len(lo), n_models))
+    ends[np.arange(len(lo)), lo] = 1.0
+    ends[np.arange(len(lo)), hi] = 1.0
+    idx = np.arange(n_models)
+    out[:, idx, idx] = w @ ends
+    return out if np.ndim(weights) == 2 else out[0]
+
+
+def mle_support(pairs: PairCounts, present: np.ndarray | None = None) -> np.ndarray:
+    """Models whose Bradley-Terry MLE is finite: the largest strongly connected component.
+
+    Draw an edge ``i -> j`` when ``i`` scored against ``j`` (a win or a draw). The MLE
+    exists (Zermelo 1929; Ford 1957) exactly when this graph is strongly connected; a
+    model that only loses, or a group that never beats the rest, or a part of the
+    comparison graph that is disconnected, falls outside the largest component.
+
+    Parameters
+    ----------
+    pairs
+        Aggregated battles.
+    present
+        Boolean mask of models to consider (default: models with at least one battle).
+
+    Returns
+    -------
+    np.ndarray
+        Boolean mask over models. The largest component has the most models; ties are
+        broken by the most battles, then by the lowest model index.
+    """
+    m = pairs.n_models
+    if present is None:
+        present = np.zeros(m, dtype=bool)
+        present[pairs.lo[pairs.battles > 0]] = True
+        present[pairs.hi[pairs.battles > 0]] = True
+    keep = present[pairs.lo] & present[pairs.hi]
+    lo, hi = pairs.lo[keep], pairs.hi[keep]
+    score_lo, score_hi = pairs.score_lo[keep], pairs.score_hi[keep]
+    src = np.concatenate([lo[score_lo > 0], hi[score_hi > 0]])
+    dst = np.concatenate([hi[score_lo > 0], lo[score_hi > 0]])
+    graph = csr_matrix((np.ones(len(src)), (src, dst)), shape=(m, m))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    labels = np.where(present, labels, -1)
+    candidates = np.unique(labels[labels >= 0])
+    if len(candidates) == 0:
+        return np.zeros(m, dtype=bool)
+    per_model = np.zeros(m)
+    np.add.at(per_model, lo, pairs.battles[keep])
+    np.add.at(per_model, hi, pairs.battles[keep])
+    sizes = np.array([(labels == c).sum() for c in candidates])
+    volume = np.array([per_model[labels == c].sum() for c in candidates])
+    best = candidates[np.lexsort((candidates, -volume, -sizes))[0]]
+    return labels == best
+
+
+def _bt_objective(pairs: PairCounts, counts: np.ndarray, ridge: float):
+    """Negative log-likelihood (plus ridge) of batched counts (B, P, 3), for Newton."""
+    m = pairs.n_models
+    lo, hi = pairs.lo, pairs.hi
+    n = counts.sum(axis=2)
+    s = counts[:, :, 0] + 0.5 * counts[:, :, 2]
+    incidence = np.zeros((len(lo), m))
+    incidence[np.arange(len(lo)), lo] = 1.0
+    incidence[np.arange(len(lo)), hi] = -1.0
+    # c * 11^T added to the Hessian: iterates keep sum(theta) = 0 and the step is unique
+    shift = max(float(n.sum(axis=1).max()) / m**2, 1.0)
+
+    def fun(theta: np.ndarray, with_derivatives: bool):
+        d = theta[:, lo] - theta[:, hi]
+        nll = -(s * log_expit(d) + (n - s) * log_expit(-d)).sum(axis=1)
+        f = nll + 0.5 * ridge * (theta**2).sum(axis=1)
+        if not with_derivatives:
+            return f, None, None
+        p = expit(d)
+        grad = -(s - n * p) @ incidence + ridge * theta
+        hess = laplacian(lo, hi, n * p * (1.0 - p), m) + shift
+        hess[:, np.arange(m), np.arange(m)] += ridge
+        return f, grad, hess
+
+    return fun
+
+
+def fit_bt(
+    pairs: PairCounts,
+    counts: np.ndarray | None = None,
+    ridge: float = 0.0,
+    theta0: np.ndarray | None = None,
+    tol: float = 1e-8,
+    max_iter: int = 100,
+) -> NewtonResult:
+    """Fit Bradley-Terry log-strengths by Newton's method on per-pair counts.
+
+    Maximises ``sum_k s_k log p_k + (n_k - s_k) log(1 - p_k) - ridge/2 |theta|^2`` with
+    ``p_k = sigmoid(theta_lo - theta_hi)``, ``n_k`` the battles and ``s_k`` the score of
+    ``lo`` (wins + draws / 2) of pair ``k``. This is exactly the per-battle logistic
+    likelihood with a draw counted as half a win each way. With ``ridge=0`` the result is
+    the exact MLE, identified by ``sum(theta) = 0``; the data must then be restricted to
+    :func:`mle_support`.
+
+    Parameters
+    ----------
+    pairs
+        Pairs and observed counts.
+    counts
+        Optional batch of alternative counts for the same pairs, shape (B, P, 3)
+        (bootstrap replicates); default ``pairs.counts``.
+    ridge
+        L2 penalty on ``theta``.
+    theta0
+        Starting log-strengths, shape (n_models,) or (B, n_models); recentred to mean 0.
+    tol
+        Convergence threshold on the Euclidean norm of the gradient of the summed
+        negative log-likelihood.
+    max_iter
+        Maximum Newton steps.
+
+    Returns
+    -------
+    NewtonResult
+        ``x`` holds log-strengths (natural log-odds units), shape (B, n_models) with
+        ``B = 1`` when ``counts`` is None.
+    """
+    batch = pairs.counts[None] if counts is None else np.asarray(counts, dtype=float)
+    start = np.zeros((batch.shape[0], pairs.n_models))
+    if theta0 is not None:
+        start = start + np.asarray(theta0, dtype=float)
+        start -= start.mean(axis=1, keepdims=True)
+    return newton_minimize(_bt_objective(pairs, batch, ridge), start, tol, max_iter)
+
+
+def bt_sandwich_covariance(pairs: PairCounts, theta: np.ndarray) -> np.ndarray:
+    """Robust (sandwich, HC0) covariance of Bradley-Terry log-strengths.
+
+    ``H^- G H^-`` where ``H`` is the Fisher information (a Laplacian with weights
+    ``n_k p_k (1 - p_k)``) and ``G = sum_i s_i s_i^T`` sums the outer products of the
+    per-battle score vectors ``s_i = (y_i - p_i)(e_a - e_b)`` with ``y_i`` in {1, 0, 0.5}.
+    Both are singular along ``1``; the generalised inverse ``(H + 11^T)^{-1}`` is used,
+    which is exact for any contrast (apply :func:`scale.anchor_matrix` before reading
+    variances).
+
+    Parameters
+    ----------
+    pairs
+        Pairs and counts the fit used.
+    theta
+        Fitted log-strengths, shape (n_models,).
+
+    Returns
+    -------
+    np.ndarray
+        Shape (n_models, n_models), natural log-odds units squared.
+    """
+    m = pairs.n_models
+    p = expit(theta[pairs.lo] - theta[pairs.hi])
+    c = pairs.counts
+    info = laplacian(pairs.lo, pairs.hi, pairs.battles * p * (1.0 - p), m)
+    meat = laplacian(
+        pairs.lo, pairs.hi, c[:, 0] * (1 - p) ** 2 + c[:, 1] * p**2 + c[:, 2] * (0.5 - p) ** 2, m
+    )
+    bread = np.linalg.inv(info + max(np.trace(info) / m**2, 1e-12))
+    return bread @ meat @ bread
+
+
+def bootstrap_counts(pairs: PairCounts, rounds: int, rng: np.random.Generator) -> np.ndarray:
+    """Resample battles with replacement, in aggregated form.
+
+    Draws the (pair, outcome) counts of each replicate from a multinomial with the
+    observed total and observed proportions. This has exactly the distribution of the
+    counts obtained by resampling the battle rows with replacement and aggregating,
+    without materialising the rows.
+
+    Parameters
+    ----------
+    pairs
+        Observed counts.
+    rounds
+        Number of replicates.
+    rng
+        Random generator (seed it for reproducible output).
+
+    Returns
+    -------
+    np.ndarray
+        Shape (rounds, P, 3).
+    """
+    flat = pairs.counts.ravel()
+    total = int(round(flat.sum()))
+    draws = rng.multinomial(total, flat / flat.sum(), size=rounds)
+    return draws.reshape(rounds, *pairs.counts.shape).astype(float)

@@ -1,0 +1,140 @@
+"""From log-strengths to the rating scale: points, centring or anchoring, intervals, ranks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import ndtri
+
+
+def points_per_logit(scale: float = 400.0, base: float = 10.0) -> float:
+    """Rating points per unit of natural log-odds: ``scale / ln(base)`` (173.7 for 400, 10).
+
+    Parameters
+    ----------
+    scale, base
+        ``P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale))``.
+
+    Returns
+    -------
+    float
+    """
+    return scale / math.log(base)
+
+
+def anchor_matrix(n_models: int, anchor_index: int | None) -> np.ndarray:
+    """Linear map from log-strengths to offsets from the reference point.
+
+    Parameters
+    ----------
+    n_models
+        Number of models on the board.
+    anchor_index
+        Position of the anchor model, or None to centre on the mean.
+
+    Returns
+    -------
+    np.ndarray
+        ``A = I - 1 a^T`` of shape (n_models, n_models), where ``a`` is ``1/n`` everywhere
+        (centring) or the anchor's unit vector. ``A @ theta`` is invariant to adding a
+        constant to ``theta``, which is why any generalised inverse of a Bradley-Terry
+        Hessian gives the same ``A C A^T`` covariance.
+    """
+    weights = np.full(n_models, 1.0 / n_models)
+    if anchor_index is not None:
+        weights = np.zeros(n_models)
+        weights[anchor_index] = 1.0
+    return np.eye(n_models) - np.outer(np.ones(n_models), weights)
+
+
+def to_ratings(
+    theta: np.ndarray,
+    anchor_index: int | None,
+    reference_rating: float,
+    scale: float = 400.0,
+    base: float = 10.0,
+) -> np.ndarray:
+    """Map log-strengths (last axis = models) to ratings.
+
+    Parameters
+    ----------
+    theta
+        Natural-log strengths, shape (..., n_models).
+    anchor_index
+        Model whose rating is pinned to ``reference_rating``; None pins the mean instead.
+    reference_rating
+        Rating of the anchor, or mean rating when there is no anchor.
+    scale, base
+        Rating scale, see :func:`points_per_logit`.
+
+    Returns
+    -------
+    np.ndarray
+        Ratings with the same shape as ``theta``.
+    """
+    theta = np.asarray(theta, dtype=float)
+    ref = theta.mean(axis=-1, keepdims=True) if anchor_index is None else theta[..., [anchor_index]]
+    return reference_rating + points_per_logit(scale, base) * (theta - ref)
+
+
+def z_value(level: float) -> float:
+    """Two-sided normal quantile for a confidence level (1.959964 for 0.95)."""
+    return float(ndtri(0.5 + level / 2.0))
+
+
+def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval over axis 0 (linear interpolation, NumPy's default).
+
+    Parameters
+    ----------
+    samples
+        Bootstrap replicates, shape (rounds, ...).
+    level
+        Confidence level, e.g. 0.95 for the 2.5% and 97.5% quantiles.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        Lower and upper bounds.
+    """
+    tail = (1.0 - level) / 2.0
+    lower, upper = np.quantile(samples, [tail, 1.0 - tail], axis=0)
+    return lower, upper
+
+
+def ranks(rating: np.ndarray) -> np.ndarray:
+    """``1 + number of models with a strictly higher rating`` (ties share a rank).
+
+    Parameters
+    ----------
+    rating
+        Ratings, shape (n_models,).
+
+    Returns
+    -------
+    np.ndarray
+        int64 ranks.
+    """
+    rating = np.asarray(rating, dtype=float)
+    return 1 + (rating[None, :] > rating[:, None]).sum(axis=1).astype(np.int64)
+
+
+def rank_upper_bounds(ci_lower: np.ndarray, ci_upper: np.ndarray) -> np.ndarray:
+    """``1 + number of models whose ci_lower is above this model's ci_upper``.
+
+    The best rank a model can claim given the intervals (LMArena's "rank (UB)").
+
+    Parameters
+    ----------
+    ci_lower, ci_upper
+        Interval bounds, shape (n_models,).
+
+    Returns
+    -------
+    np.ndarray
+        int64 rank upper bounds.
+    """
+    ci_lower = np.asarray(ci_lower, dtype=float)
+    ci_upper = np.asarray(ci_upper, dtype=float)
+    return 1 + (ci_lower[None, :] > ci_upper[:, None]).sum(axis=1).astype(np.int64)

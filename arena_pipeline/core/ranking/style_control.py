@@ -1,0 +1,322 @@
+"""Style-controlled Bradley-Terry: ratings and four style coefficients fitted jointly per battle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy.special import expit, log_expit
+
+from arena_pipeline.core.ranking.bradley_terry import laplacian, pair_index
+from arena_pipeline.core.ranking.newton import NewtonResult, newton_minimize
+from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
+
+#: Style features in output order (keys of ``schema.CONVERSATION_STYLE_COLUMNS``).
+STYLE_FEATURES: tuple[str, ...] = tuple(CONVERSATION_STYLE_COLUMNS)
+
+
+def style_columns() -> list[str]:
+    """Battles columns the style features read (both sides), in schema order."""
+    return [
+        template.format(side=side)
+        for side in ("a", "b")
+        for templates in CONVERSATION_STYLE_COLUMNS.values()
+        for template in templates
+    ]
+
+
+def style_feature_exprs() -> list[pl.Expr]:
+    """Raw style features of a battle, one Float64 expression per :data:`STYLE_FEATURES`.
+
+    Each feature sums its columns per side (nulls as 0) and is ``(a - b) / (a + b)``, or 0
+    when both sides are 0; it lies in [-1, 1] and flips sign when the sides are swapped.
+
+    Returns
+    -------
+    list[pl.Expr]
+    """
+    exprs = []
+    for name, templates in CONVERSATION_STYLE_COLUMNS.items():
+        side = {
+            s: pl.sum_horizontal([pl.col(t.format(side=s)).fill_null(0) for t in templates])
+            .cast(pl.Float64)
+            for s in ("a", "b")
+        }
+        total = side["a"] + side["b"]
+        exprs.append(
+            pl.when(total > 0).then((side["a"] - side["b"]) / total).otherwise(0.0).alias(name)
+        )
+    return exprs
+
+
+def standardize(features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Z-score feature columns (population std; a constant column is only centred).
+
+    Parameters
+    ----------
+    features
+        Raw features, shape (n, k).
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray, np.ndarray]
+        Standardised features, the means and the standard deviations used.
+    """
+    mean = features.mean(axis=0)
+    std = features.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    return (features - mean) / std, mean, std
+
+
+@dataclass(frozen=True)
+class StyleDesign:
+    """The per-battle data of a style-controlled fit.
+
+    Attributes
+    ----------
+    n_models
+        Models are indexed ``0 .. n_models - 1``.
+    lo, hi
+        Distinct unordered pairs, shape (P,).
+    pair, sign
+        Pair of each battle and +1 when side a is the pair's ``lo`` (else -1), shape (n,).
+    y
+        Outcome for side a: 1 win, 0 loss, 0.5 draw; shape (n,).
+    features
+        Standardised style differences (side a minus side b), shape (n, k).
+    """
+
+    n_models: int
+    lo: np.ndarray
+    hi: np.ndarray
+    pair: np.ndarray
+    sign: np.ndarray
+    y: np.ndarray
+    features: np.ndarray
+
+    @classmethod
+    def build(
+        cls, a: np.ndarray, b: np.ndarray, y: np.ndarray, features: np.ndarray, n_models: int
+    ) -> StyleDesign:
+        """Index battles by pair.
+
+        Parameters
+        ----------
+        a, b
+            Model indices of sides a and b, shape (n,).
+        y
+            Outcome for side a (1, 0 or 0.5), shape (n,).
+        features
+            Standardised features, shape (n, k).
+        n_models
+            Number of models.
+
+        Returns
+        -------
+        StyleDesign
+        """
+        lo, hi, pair, sign = pair_index(a, b, n_models)
+        return cls(n_models, lo, hi, pair, sign, np.asarray(y, float), np.asarray(features, float))
+
+    def take(self, rows: np.ndarray) -> StyleDesign:
+        """The design restricted to ``rows`` (pairs unchanged)."""
+        return StyleDesign(
+            self.n_models,
+            self.lo,
+            self.hi,
+            self.pair[rows],
+            self.sign[rows],
+            self.y[rows],
+            self.features[rows],
+        )
+
+
+def _style_objective(design: StyleDesign, weights: np.ndarray, l2: float, ridge: float):
+    """Penalised negative log-likelihood of a weighted per-battle design, for Newton."""
+    m, k = design.n_models, design.features.shape[1]
+    n_pairs = len(design.lo)
+    pair, sign, y, feats = design.pair, design.sign, design.y, design.features
+    incidence = np.zeros((n_pairs, m))
+    incidence[np.arange(n_pairs), design.lo] = 1.0
+    incidence[np.arange(n_pairs), design.hi] = -1.0
+    shift = max(float(weights.sum()) / m**2, 1.0)
+    penalty = np.concatenate([np.full(m, ridge), np.full(k, l2)])
+
+    def fun(x: np.ndarray, with_derivatives: bool):
+        theta, beta = x[0, :m], x[0, m:]
+        d = theta[design.lo] - theta[design.hi]
+        eta = sign * d[pair] + feats @ beta
+        nll = -(weights * (y * log_expit(eta) + (1.0 - y) * log_expit(-eta))).sum()
+        f = np.array([nll + 0.5 * (penalty * x[0] ** 2).sum()])
+        if not with_derivatives:
+            return f, None, None
+        p = expit(eta)
+        r = weights * (y - p)
+        h = weights * p * (1.0 - p)
+        grad = np.empty(m + k)
+        grad[:m] = -(np.bincount(pair, sign * r, n_pairs) @ incidence)
+        grad[m:] = -(feats.T @ r)
+        grad += penalty * x[0]
+        hess = np.empty((m + k, m + k))
+        hess[:m, :m] = laplacian(design.lo, design.hi, np.bincount(pair, h, n_pairs), m) + shift
+        hf = h[:, None] * feats
+        signed_hf = np.stack([np.bincount(pair, sign * hf[:, j], n_pairs) for j in range(k)], 1)
+        hess[:m, m:] = incidence.T @ signed_hf
+        hess[m:, :m] = hess[:m, m:].T
+        hess[m:, m:] = feats.T @ hf
+        hess[np.arange(m + k), np.arange(m + k)] += penalty
+        return f, grad[None], hess[None]
+
+    return fun
+
+
+def fit_bt_style(
+    design: StyleDesign,
+    l2: float,
+    weights: np.ndarray | None = None,
+    ridge: float = 0.0,
+    x0: np.ndarray | None = None,
+    tol: float = 1e-8,
+    max_iter: int = 100,
+) -> NewtonResult:
+    """Fit ratings and style coefficients jointly by Newton's method.
+
+    Maximises ``sum_i w_i [y_i log p_i + (1 - y_i) log(1 - p_i)] - l2/2 |beta|^2
+    - ridge/2 |theta|^2`` with ``logit p_i = theta_a - theta_b + f_i . beta``. The
+    Hessian is dense (n_models + k)^2 but built from per-pair and per-feature sums, never
+    from a dense design matrix. Log-strengths are identified by ``sum(theta) = 0``.
+
+    Parameters
+    ----------
+    design
+        Battles, pairs and standardised features.
+    l2
+        Ridge penalty on the style coefficients (natural log-odds per standard deviation
+        of a feature; summed, not averaged, log-likelihood), i.e. a N(0, 1/l2) prior.
+    weights
+        Per-battle weights (bootstrap multiplicities), default 1.
+    ridge
+        Ridge penalty on log-strengths (0 for the point estimate).
+    x0
+        Start ``[theta, beta]``, shape (n_models + k,); default zeros.
+    tol, max_iter
+        Newton stopping rule (Euclidean gradient norm) and step limit.
+
+    Returns
+    -------
+    NewtonResult
+        ``x[0]`` is ``[theta, beta]`` (natural log-odds units).
+    """
+    m, k = design.n_models, design.features.shape[1]
+    w = np.ones(len(design.y)) if weights is None else np.asarray(weights, dtype=float)
+    start = np.zeros((1, m + k)) if x0 is None else np.array(x0, dtype=float).reshape(1, -1)
+    start[0, :m] -= start[0, :m].mean()
+    return newton_minimize(_style_objective(design, w, l2, ridge), start, tol, max_iter)
+
+
+def bt_style_sandwich_covariance(design: StyleDesign, x: np.ndarray, l2: float) -> np.ndarray:
+    """Robust (sandwich) covariance of ``[theta, beta]`` for the penalised fit.
+
+    ``H^- G H^-`` with ``H`` the penalised Hessian (plus ``11^T`` on the rating block, a
+    generalised inverse valid for rating contrasts) and ``G`` the centred sum of outer
+    products of per-battle scores ``s_i = (y_i - p_i) x_i``:
+    ``sum_i s_i s_i^T - n sbar sbar^T`` (at a penalised optimum ``sum_i s_i = l2 beta``).
+
+    Parameters
+    ----------
+    design
+        The fitted battles.
+    x
+        Fitted ``[theta, beta]``.
+    l2
+        Penalty used in the fit.
+
+    Returns
+    -------
+    np.ndarray
+        Shape (n_models + k, n_models + k), natural log-odds units squared.
+    """
+    m, k = design.n_models, design.features.shape[1]
+    n_pairs = len(design.lo)
+    x = np.asarray(x, dtype=float)
+    theta, beta = x[:m], x[m:]
+    pair, sign, feats = design.pair, design.sign, design.features
+    eta = sign * (theta[design.lo] - theta[design.hi])[pair] + feats @ beta
+    p = expit(eta)
+    resid = design.y - p
+    incidence = np.zeros((n_pairs, m))
+    incidence[np.arange(n_pairs), design.lo] = 1.0
+    incidence[np.arange(n_pairs), design.hi] = -1.0
+
+    def blocks(v: np.ndarray, extra: np.ndarray) -> np.ndarray:
+        out = np.empty((m + k, m + k))
+        out[:m, :m] = laplacian(design.lo, design.hi, np.bincount(pair, v, n_pairs), m)
+        vf = v[:, None] * feats
+        signed = np.stack([np.bincount(pair, sign * vf[:, j], n_pairs) for j in range(k)], 1)
+        out[:m, m:] = incidence.T @ signed
+        out[m:, :m] = out[:m, m:].T
+        out[m:, m:] = feats.T @ vf
+        return out + extra
+
+    info = blocks(p * (1.0 - p), np.diag(np.concatenate([np.zeros(m), np.full(k, l2)])))
+    info[:m, :m] += max(np.trace(info[:m, :m]) / m**2, 1e-12)
+    score_sum = np.concatenate([np.zeros(m), feats.T @ resid])
+    meat = blocks(resid**2, -np.outer(score_sum, score_sum) / len(resid))
+    bread = np.linalg.inv(info)
+    return bread @ meat @ bread
+
+
+def bootstrap_bt_style(
+    design: StyleDesign,
+    l2: float,
+    x_hat: np.ndarray,
+    rounds: int,
+    rng: np.random.Generator,
+    ridge: float,
+    tol: float = 1e-8,
+    max_iter: int = 100,
+) -> tuple[np.ndarray, int, float]:
+    """Bootstrap the style-controlled fit by resampling battles with replacement.
+
+    Each replicate draws ``n`` battle indices uniformly with replacement (so every battle
+    gets a multinomial multiplicity), keeps battles drawn at least once with their
+    multiplicity as weight, and refits from ``x_hat`` (warm start). Features keep the
+    standardisation of the full data.
+
+    Parameters
+    ----------
+    design
+        The fitted battles.
+    l2
+        Style penalty.
+    x_hat
+        Point estimate ``[theta, beta]``.
+    rounds
+        Number of replicates.
+    rng
+        Random generator.
+    ridge
+        Ridge on log-strengths for the replicates (see ``BOOTSTRAP_RIDGE``).
+    tol, max_iter
+        Newton stopping rule.
+
+    Returns
+    -------
+    tuple[np.ndarray, int, float]
+        Replicates of ``[theta, beta]`` (rounds, n_models + k), the most Newton steps
+        any replicate took, the largest final gradient norm.
+    """
+    n = len(design.y)
+    out = np.empty((rounds, len(x_hat)))
+    most_steps, worst_grad = 0, 0.0
+    for r in range(rounds):
+        multiplicity = np.bincount(rng.integers(0, n, size=n), minlength=n)
+        rows = np.flatnonzero(multiplicity)
+        res = fit_bt_style(
+            design.take(rows), l2, multiplicity[rows], ridge, x_hat, tol=tol, max_iter=max_iter
+        )
+        out[r] = res.x[0]
+        most_steps = max(most_steps, res.iterations)
+        worst_grad = max(worst_grad, float(res.grad_norm.max()))
+    return out, most_steps, worst_grad

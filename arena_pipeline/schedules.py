@@ -1,0 +1,31 @@
+"""The nightly refresh schedule: runs only when the dump's revision has not been refreshed yet."""
+
+import dagster as dg
+
+from arena_pipeline.constants import NIGHTLY_CRON
+from arena_pipeline.jobs import refresh_job
+from arena_pipeline.refresh import decide, run_request
+from arena_pipeline.resources import DumpSource
+
+
+def make_nightly_schedule(cron: str = NIGHTLY_CRON) -> dg.ScheduleDefinition:
+    """The nightly schedule at ``cron`` (UTC); pass another cron to change the time."""
+
+    @dg.schedule(
+        name="nightly_refresh",
+        job=refresh_job,
+        cron_schedule=cron,
+        execution_timezone="UTC",
+        default_status=dg.DefaultScheduleStatus.STOPPED,
+        description="Nightly refresh; skips (no download, no recomputation) when the revision is already done.",
+    )
+    def nightly_refresh(context: dg.ScheduleEvaluationContext, dump_source: DumpSource):
+        decision = decide(context.instance, dump_source, cursor=None)
+        if decision.skip_reason:
+            return dg.SkipReason(decision.skip_reason)
+        return run_request(decision.revision)
+
+    return nightly_refresh
+
+
+nightly_refresh = make_nightly_schedule()

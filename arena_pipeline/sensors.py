@@ -1,0 +1,26 @@
+"""The new-dump sensor: a run when the dump's revision changes, a skip (with the reason) otherwise."""
+
+import dagster as dg
+
+from arena_pipeline.constants import SENSOR_INTERVAL_SECONDS
+from arena_pipeline.jobs import refresh_job
+from arena_pipeline.refresh import decide, run_request
+from arena_pipeline.resources import DumpSource
+
+
+@dg.sensor(
+    name="new_dump_sensor",
+    job=refresh_job,
+    minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Requests a refresh when the Hub revision (or the local files' fingerprint) changes; "
+    "the cursor and the run key are the revision, so a revision is refreshed once.",
+)
+def new_dump_sensor(context: dg.SensorEvaluationContext, dump_source: DumpSource):
+    """One cheap look-up per tick: the Hub's commit sha of ARENA_REVISION, or a local fingerprint."""
+    decision = decide(context.instance, dump_source, context.cursor)
+    if decision.revision is not None and decision.revision != context.cursor:
+        context.update_cursor(decision.revision)
+    if decision.skip_reason:
+        return dg.SkipReason(decision.skip_reason)
+    return run_request(decision.revision)

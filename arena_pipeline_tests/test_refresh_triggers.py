@@ -1,0 +1,121 @@
+"""The nightly schedule and the new-dump sensor, evaluated against the fake Hub on loopback."""
+
+from __future__ import annotations
+
+import time
+
+import dagster as dg
+import pytest
+
+from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG
+from arena_pipeline.definitions import defs
+from arena_pipeline.resources import DumpSource
+from arena_pipeline.schedules import make_nightly_schedule, nightly_refresh
+from arena_pipeline.sensors import new_dump_sensor
+from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.hub_server import fake_hub_server
+
+REPO = "lmarena-ai/arena-human-preference-140k"
+
+
+def test_names_and_cron_are_pinned():
+    assert nightly_refresh.name == "nightly_refresh"
+    assert nightly_refresh.cron_schedule == "0 3 * * *"
+    assert nightly_refresh.execution_timezone == "UTC"
+    assert make_nightly_schedule("30 1 * * *").cron_schedule == "30 1 * * *"
+    assert new_dump_sensor.name == "new_dump_sensor"
+    assert new_dump_sensor.job_name == "refresh_job"
+    assert new_dump_sensor.minimum_interval_seconds == 600
+    assert {s.name for s in defs.schedules} == {"nightly_refresh"}
+    assert {s.name for s in defs.sensors} == {"new_dump_sensor"}
+
+
+@pytest.fixture
+def hub(tmp_path):
+    with fake_hub_server(tmp_path / "hub") as server:
+        yield server
+
+
+def _source(hub, tmp_path) -> DumpSource:
+    return DumpSource(source=REPO, revision="main", cache_dir=str(tmp_path / "cache"),
+                      hf_endpoint=hub.url, attempts=1, backoff_s=0.1, timeout_s=2)
+
+
+def _evaluate(sensor_cursor, hub, tmp_path, instance):
+    context = dg.build_sensor_context(cursor=sensor_cursor, instance=instance,
+                                      resources={"dump_source": _source(hub, tmp_path)})
+    return new_dump_sensor.evaluate_tick(context)
+
+
+def test_sensor_new_revision_then_same_revision(hub, tmp_path):
+    shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
+    sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
+    with dg.instance_for_test() as instance:
+        first = _evaluate(None, hub, tmp_path, instance)
+        assert [r.run_key for r in first.run_requests] == [sha1]
+        request = first.run_requests[0]
+        assert request.tags[REVISION_TAG] == sha1
+        assert request.run_config == {"ops": {"raw_dump": {"config": {"revision": sha1}}}}
+        assert first.cursor == sha1
+
+        started = time.perf_counter()
+        same = _evaluate(sha1, hub, tmp_path, instance)
+        elapsed = time.perf_counter() - started
+        assert not same.run_requests
+        assert same.skip_message == f"dump revision {sha1} unchanged since the last tick"
+        assert elapsed < 5
+        assert not hub.file_gets()  # a tick never downloads
+
+        v2 = write_dump(tmp_path / "v2", 12, 1, seed=2)
+        sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v2})
+        new = _evaluate(sha1, hub, tmp_path, instance)
+        assert [r.run_key for r in new.run_requests] == [sha2]
+        assert new.cursor == sha2
+
+
+def test_sensor_skips_when_hub_is_down(hub, tmp_path):
+    hub.set_faults(down=True)
+    with dg.instance_for_test() as instance:
+        result = _evaluate("a" * 40, hub, tmp_path, instance)
+    assert not result.run_requests
+    assert result.skip_message.startswith("could not look up the dump revision: HubUnavailable")
+    assert result.cursor == "a" * 40
+
+
+def test_sensor_skips_unreachable_endpoint(tmp_path):
+    source = DumpSource(source=REPO, hf_endpoint="http://127.0.0.1:9", attempts=1, backoff_s=0.1, timeout_s=1)
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"dump_source": source})
+        result = new_dump_sensor.evaluate_tick(context)
+    assert not result.run_requests and "could not look up" in result.skip_message
+
+
+def test_schedule_runs_once_per_revision(hub, tmp_path):
+    shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
+    sha = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(instance=instance, resources={"dump_source": _source(hub, tmp_path)})
+        first = nightly_refresh.evaluate_tick(context)
+        assert [r.run_key for r in first.run_requests] == [sha]
+        # once a run published this revision, the next night skips
+        run = instance.add_run(
+            dg.DagsterRun(job_name="refresh_job", run_id="r" * 8 + "-0000-0000-0000-000000000000",
+                          tags={PUBLISHED_TAG: sha}, status=dg.DagsterRunStatus.SUCCESS)
+        )
+        assert run
+        again = nightly_refresh.evaluate_tick(context)
+        assert not again.run_requests
+        assert again.skip_message.startswith(f"dump revision {sha} is already published")
+
+
+def test_sensor_local_source_fingerprint(tmp_path):
+    write_dump(tmp_path / "dump", 6, 1)
+    source = DumpSource(source=str(tmp_path / "dump"))
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"dump_source": source})
+        first = new_dump_sensor.evaluate_tick(context)
+        (request,) = first.run_requests
+        assert request.run_key.startswith("local-")
+        context = dg.build_sensor_context(cursor=request.run_key, instance=instance,
+                                          resources={"dump_source": source})
+        assert not new_dump_sensor.evaluate_tick(context).run_requests
