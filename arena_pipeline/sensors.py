@@ -8,19 +8,27 @@ from arena_pipeline.refresh import decide, run_request
 from arena_pipeline.resources import DumpSource
 
 
-@dg.sensor(
-    name="new_dump_sensor",
-    job=refresh_job,
-    minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
-    default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Requests a refresh when the Hub revision (or the local files' fingerprint) changes; "
-    "the cursor and the run key are the revision, so a revision is refreshed once.",
-)
-def new_dump_sensor(context: dg.SensorEvaluationContext, dump_source: DumpSource):
-    """One cheap look-up per tick: the Hub's commit sha of ARENA_REVISION, or a local fingerprint."""
-    decision = decide(context.instance, dump_source, context.cursor)
-    if decision.revision is not None and decision.revision != context.cursor:
-        context.update_cursor(decision.revision)
-    if decision.skip_reason:
-        return dg.SkipReason(decision.skip_reason)
-    return run_request(decision.revision)
+def make_new_dump_sensor(interval_seconds: int = SENSOR_INTERVAL_SECONDS) -> dg.SensorDefinition:
+    """The new-dump sensor, looking at most every ``interval_seconds``."""
+
+    @dg.sensor(
+        name="new_dump_sensor",
+        job=refresh_job,
+        minimum_interval_seconds=interval_seconds,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description="Requests a refresh when the Hub revision (or the local files' fingerprint) changes; "
+        "the cursor and the run key are the revision, so a revision is refreshed once.",
+    )
+    def new_dump_sensor(context: dg.SensorEvaluationContext, dump_source: DumpSource):
+        """One cheap look-up per tick: the Hub's commit sha of ARENA_REVISION, or a local fingerprint."""
+        decision = decide(context.instance, dump_source, context.cursor)
+        if decision.revision is not None and decision.revision != context.cursor:
+            context.update_cursor(decision.revision)
+        if decision.skip_reason:
+            return dg.SkipReason(decision.skip_reason)
+        return run_request(decision.revision)
+
+    return new_dump_sensor
+
+
+new_dump_sensor = make_new_dump_sensor()
