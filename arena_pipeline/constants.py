@@ -11,6 +11,10 @@ MESSAGES_TABLE = "messages"
 CONTEXT_MESSAGES_TABLE = "context_messages"
 QUARANTINE_TABLE = "quarantine"
 DUMPS_TABLE = "dumps"
+BATTLE_CATEGORIES_TABLE = "battle_categories"
+LEADERBOARD_TABLE = "leaderboard"
+PAIRWISE_TABLE = "pairwise"
+STYLE_COEFFICIENTS_TABLE = "style_coefficients"
 VERSIONS_SCHEMA = "arena_versions"
 
 CATEGORIES = (
@@ -25,9 +29,18 @@ CATEGORIES = (
 )
 
 #: Tables published together for each dump revision (views in SCHEMA over VERSIONS_SCHEMA tables).
-PUBLISHED_TABLES = (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE)
+PUBLISHED_TABLES = (
+    BATTLES_TABLE,
+    MESSAGES_TABLE,
+    CONTEXT_MESSAGES_TABLE,
+    QUARANTINE_TABLE,
+    BATTLE_CATEGORIES_TABLE,
+    LEADERBOARD_TABLE,
+    PAIRWISE_TABLE,
+    STYLE_COEFFICIENTS_TABLE,
+)
 #: Tables whose earlier revisions stay queryable through SCHEMA.<table>_history views.
-HISTORY_TABLES: tuple[str, ...] = ()
+HISTORY_TABLES: tuple[str, ...] = (LEADERBOARD_TABLE, STYLE_COEFFICIENTS_TABLE)
 
 NIGHTLY_CRON = "0 3 * * *"  # 03:00 UTC
 SENSOR_INTERVAL_SECONDS = 600

@@ -15,7 +15,7 @@ PUBLISHED_DUMP = dg.AssetKey("published_dump")
     key=PUBLISHED_DUMP,
     group_name="publish",
     kinds={"duckdb"},
-    deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES],
+    deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES] + [RAW_DUMP],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
 def published_dump(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse) -> dg.MaterializeResult:

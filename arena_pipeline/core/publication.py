@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from arena_pipeline.constants import DUMPS_TABLE, VERSIONS_SCHEMA
-from arena_pipeline.core.warehouse import quoted
+from arena_pipeline.core.warehouse import quoted, read_frame, write_table
 
 DUMPS_DDL = """
 CREATE TABLE IF NOT EXISTS {table} (
@@ -224,3 +224,13 @@ def drop_old_versions(con: duckdb.DuckDBPyConnection, *, published: str, kept: s
         con.execute(f"DROP TABLE IF EXISTS {quoted(VERSIONS_SCHEMA, name)}")
         dropped.append(name)
     return dropped
+
+
+def read_version(con: duckdb.DuckDBPyConnection, table: str, revision: str, columns: str = "*"):
+    """``table`` as written for ``revision``, as a Polars frame."""
+    return read_frame(con, f"SELECT {columns} FROM {versioned(table, revision)}")
+
+
+def write_version(con: duckdb.DuckDBPyConnection, table: str, revision: str, frame) -> int:
+    """Write ``frame`` as ``table`` of ``revision`` (staged, then swapped in); return its rows."""
+    return write_table(con, VERSIONS_SCHEMA, versioned_name(table, revision), frame)

@@ -1,0 +1,138 @@
+"""Ranking assets: category tags and the per-category leaderboards, pairwise and style tables."""
+
+from typing import Literal, Optional
+
+import dagster as dg
+import polars as pl
+from pydantic import Field
+
+from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
+from arena_pipeline.constants import (
+    BATTLE_CATEGORIES_TABLE,
+    BATTLES_TABLE,
+    LEADERBOARD_TABLE,
+    PAIRWISE_TABLE,
+    SCHEMA,
+    STYLE_COEFFICIENTS_TABLE,
+)
+from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.ingest import DumpManifest
+from arena_pipeline.core.publication import read_version, write_version
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.resources import Warehouse
+
+BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
+RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
+                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE)}
+
+
+@dg.asset(
+    key=BATTLE_CATEGORIES,
+    group_name="rankings",
+    kinds={"polars", "duckdb"},
+    deps=[TABLE_KEYS[BATTLES_TABLE]],
+    ins={"manifest": dg.AssetIn(RAW_DUMP)},
+)
+def battle_categories(
+    context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse
+) -> dg.MaterializeResult:
+    """arena.battle_categories: (battle_id, category) for overall and the 7 categories of the schema seed.
+
+    Rules (core/categories.py): creative_writing, math, instruction_following flags; coding =
+    is_code; hard_prompt = at least 6 of the 7 criteria; longer_query = sum_user_tokens > 500;
+    multi_turn = turns > 1. A null flag counts as false and is counted in the metadata.
+    """
+    with warehouse.connection() as con:
+        battles = read_version(con, BATTLES_TABLE, manifest.revision)
+        tags, meta = tag_categories(battles)
+        write_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision, tags)
+    counts = {name: m["battles"] for name, m in meta.items()}
+    nulls = {name: m["null_as_false"] for name, m in meta.items()}
+    return dg.MaterializeResult(
+        metadata={
+            "revision": manifest.revision,
+            "dagster/row_count": tags.height,
+            "battles_per_category": dg.MetadataValue.json(counts),
+            "null_flags_counted_false": dg.MetadataValue.json(nulls),
+            "unavailable": dg.MetadataValue.json([n for n, m in meta.items() if not m["available"]]),
+        },
+        data_version=dg.DataVersion(manifest.revision),
+    )
+
+
+class RankingRunConfig(dg.Config):
+    """Settings of the leaderboards (run configuration; the defaults are LMArena's conventions)."""
+
+    ties: Literal["half", "drop"] = Field(
+        default="half", description="'half': tie and both_bad count half a win for each side; 'drop': ignore them."
+    )
+    bootstrap_rounds: int = Field(default=100, ge=0, description="Bootstrap rounds for the 95% intervals.")
+    seed: int = Field(default=42, description="Bootstrap seed: the same seed gives identical output.")
+    min_battles: int = Field(default=50, ge=1, description="Models with fewer battles in a category are left out of it.")
+    anchor_model: Optional[str] = Field(default=None, description="Pin this model's rating (default: mean 1000).")
+    anchor_rating: float = Field(default=1000.0, description="The anchor model's rating, or the mean rating.")
+    style_l2: Optional[float] = Field(default=None, description="L2 penalty on style coefficients (None: library default).")
+
+    def ranking_config(self) -> RankingConfig:
+        extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}
+        return RankingConfig(
+            ties=self.ties, bootstrap_rounds=self.bootstrap_rounds, seed=self.seed,
+            min_battles=self.min_battles, anchor_model=self.anchor_model,
+            anchor_rating=self.anchor_rating, **extra,
+        )
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            RANKING_KEYS[LEADERBOARD_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
+            deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
+            description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
+            "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral.",
+        ),
+        dg.AssetSpec(
+            RANKING_KEYS[PAIRWISE_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
+            deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
+            description="arena.pairwise: per category and model pair, battles, wins, ties, observed and "
+            "Bradley-Terry-predicted win rate (what a win-rate heatmap reads).",
+        ),
+        dg.AssetSpec(
+            RANKING_KEYS[STYLE_COEFFICIENTS_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
+            deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
+            description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
+            "lists, bold) per category with 95% intervals.",
+        ),
+    ],
+    ins={"manifest": dg.AssetIn(RAW_DUMP)},
+)
+def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, manifest: DumpManifest,
+             warehouse: Warehouse):
+    """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category."""
+    with warehouse.connection() as con:
+        battles = read_version(con, BATTLES_TABLE, manifest.revision)
+        tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
+    output = compute_rankings(battles, tags, config.ranking_config())
+    revision = pl.lit(manifest.revision).alias("dump_revision")
+    frames = {
+        LEADERBOARD_TABLE: output.leaderboard.with_columns(revision),
+        PAIRWISE_TABLE: output.pairwise.with_columns(revision),
+        STYLE_COEFFICIENTS_TABLE: output.style_coefficients.with_columns(revision),
+    }
+    with warehouse.connection() as con:
+        for name, frame in frames.items():
+            write_version(con, name, manifest.revision, frame)
+    meta = output.metadata
+    context.log.info(f"rankings for {manifest.revision}: {frames[LEADERBOARD_TABLE].height} leaderboard rows")
+    for name, frame in frames.items():
+        extra = {}
+        if name == LEADERBOARD_TABLE:
+            extra = {
+                "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
+                "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
+                "seconds": dg.MetadataValue.json(meta.get("timings", {})),
+            }
+        yield dg.MaterializeResult(
+            asset_key=RANKING_KEYS[name],
+            metadata={"revision": manifest.revision, "dagster/row_count": frame.height, **extra},
+            data_version=dg.DataVersion(manifest.revision),
+        )
