@@ -1,0 +1,455 @@
+"""Model identity: name normalization, the alias table (data), canonical columns, ``arena.models``.
+
+A raw model name (as voted on, as a published board spells it) becomes a *canonical* name in
+two steps:
+
+1. :func:`normalize_name_expr`: Unicode NFKC, trimmed, lower-cased; every run of whitespace,
+   underscores, brackets ``()[]`` and Unicode dashes becomes one ``-``; repeated ``-`` collapse
+   and leading/trailing ``-`` go. Nothing else changes: dots, ``/``, ``:``, ``@``, date
+   suffixes and markers such as ``-thinking-32k`` or ``-preview`` are kept, so two genuinely
+   different models never merge by normalization alone (``gpt-4.1`` and
+   ``gpt-4.1-2025-04-14`` stay apart; the alias table may join them).
+2. The alias table (``arena_pipeline/data/model_aliases.csv`` merged with an optional user
+   file): an exact look-up of the normalized name; names not in it are their own canonical.
+
+The raw names stay in ``model_a``/``model_b``; :func:`add_canonical_columns` adds
+``model_a_canonical``/``model_b_canonical``, which the leaderboards use.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from importlib.resources import files
+from pathlib import Path
+
+import polars as pl
+
+from arena_pipeline.constants import CATEGORIES
+
+#: Battles columns holding raw names, and the canonical column added for each.
+CANONICAL_COLUMNS: dict[str, str] = {
+    "model_a": "model_a_canonical",
+    "model_b": "model_b_canonical",
+}
+
+#: The packaged alias table, relative to the ``arena_pipeline`` package.
+PACKAGED_ALIASES = "data/model_aliases.csv"
+PACKAGE_SOURCE = "package"
+
+#: Columns and types of :func:`load_aliases`.
+ALIASES_SCHEMA: dict[str, pl.DataType] = {
+    "alias": pl.String(),
+    "canonical": pl.String(),
+    "provider": pl.String(),
+    "source": pl.String(),
+}
+
+#: Columns and types of :func:`merged_names`.
+MERGED_NAMES_SCHEMA: dict[str, pl.DataType] = {
+    "canonical": pl.String(),
+    "raw_names": pl.List(pl.String()),
+    "n_raw_names": pl.Int64(),
+    "n_battles": pl.Int64(),
+    "via_alias": pl.List(pl.String()),
+}
+
+#: Columns and types of :func:`models_table` (``arena.models``): one row per canonical model.
+MODELS_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String(),
+    "provider": pl.String(),
+    "aliases": pl.List(pl.String()),
+    "n_battles": pl.Int64(),
+    "first_battle": pl.Datetime("us"),
+    "last_battle": pl.Datetime("us"),
+    **{f"battles_{c}": pl.Int64() for c in CATEGORIES},
+}
+
+_SEPARATORS = r"[\s_()\[\]\u2010-\u2015\u2212]+"
+
+
+class AliasTableError(ValueError):
+    """An alias CSV that cannot be used; the message names the file and the problem."""
+
+
+def normalize_name_expr(col: str | pl.Expr) -> pl.Expr:
+    """Normalized model name, vectorised.
+
+    Parameters
+    ----------
+    col
+        A column name or a String expression of raw names.
+
+    Returns
+    -------
+    pl.Expr
+        String expression: NFKC, trimmed, lower-cased, separators (whitespace, ``_``,
+        ``()[]``, Unicode dashes) collapsed to one ``-``, no leading/trailing ``-``.
+        Null, or empty after normalization, gives null.
+
+    Examples
+    --------
+    ``" Claude Opus 4 (20250514) "`` -> ``"claude-opus-4-20250514"``;
+    ``"GPT_4o  mini"`` -> ``"gpt-4o-mini"``; ``"amazon.nova-pro-v1:0"`` is unchanged.
+    """
+    expr = pl.col(col) if isinstance(col, str) else col
+    out = (
+        expr.cast(pl.String)
+        .str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_all(_SEPARATORS, "-")
+        .str.replace_all(r"-{2,}", "-")
+        .str.strip_chars("-")
+    )
+    return pl.when(out.str.len_chars() > 0).then(out).otherwise(None)
+
+
+def normalize_names(names: Iterable[str | None]) -> list[str | None]:
+    """:func:`normalize_name_expr` applied to a few names (same rule, for scripts and tests)."""
+    series = pl.Series("name", list(names), dtype=pl.String)
+    return series.to_frame().select(normalize_name_expr("name")).to_series().to_list()
+
+
+def _read_alias_csv(data: bytes | Path, label: str) -> pl.DataFrame:
+    """One alias file as (alias, canonical, provider, source, line), validated."""
+    try:
+        raw = pl.read_csv(
+            io.BytesIO(data) if isinstance(data, bytes) else data,
+            infer_schema=False,
+        )
+    except Exception as exc:  # polars raises several error types for unreadable CSV
+        raise AliasTableError(f"{label}: not a readable CSV ({exc})") from exc
+    missing = [c for c in ("alias", "canonical") if c not in raw.columns]
+    if missing:
+        raise AliasTableError(
+            f"{label}: missing column(s) {missing}; expected alias, canonical[, provider]"
+        )
+    provider = pl.col("provider") if "provider" in raw.columns else pl.lit(None, pl.String)
+    table = raw.with_row_index("line", offset=2).select(
+        normalize_name_expr("alias").alias("alias"),
+        normalize_name_expr("canonical").alias("canonical"),
+        pl.when(provider.str.strip_chars().str.len_chars() > 0)
+        .then(provider.str.strip_chars())
+        .otherwise(None)
+        .alias("provider"),
+        pl.lit(label).alias("source"),
+        pl.col("line").cast(pl.Int64),
+    )
+    empty = table.filter(pl.col("alias").is_null() | pl.col("canonical").is_null())
+    if empty.height:
+        raise AliasTableError(
+            f"{label}: empty alias or canonical on line(s) {empty.get_column('line').to_list()}"
+        )
+    clashes = (
+        table.group_by("alias")
+        .agg(pl.col("canonical").unique().sort(), pl.col("line").sort())
+        .filter(pl.col("canonical").list.len() > 1)
+    )
+    if clashes.height:
+        row = clashes.sort("alias").row(0, named=True)
+        raise AliasTableError(
+            f"{label}: alias {row['alias']!r} maps to different canonical names "
+            f"{row['canonical']} (lines {row['line']})"
+        )
+    return table
+
+
+def _resolve_chains(mapping: dict[str, str], label: str) -> dict[str, str]:
+    """Follow alias -> canonical chains to their end; a cycle is an error.
+
+    The alias table is small (tens to hundreds of rows), so this walks it in Python.
+    """
+    resolved: dict[str, str] = {}
+    for alias in mapping:
+        seen = [alias]
+        target = mapping[alias]
+        while target in mapping and mapping[target] != target:
+            if target in seen:
+                raise AliasTableError(f"{label}: alias cycle {' -> '.join(seen + [target])}")
+            seen.append(target)
+            target = mapping[target]
+        resolved[alias] = target
+    return resolved
+
+
+def load_aliases(extra_path: str | Path | None = None) -> pl.DataFrame:
+    """The alias table: the packaged CSV, with an optional user CSV merged over it.
+
+    Parameters
+    ----------
+    extra_path
+        A CSV with columns ``alias``, ``canonical`` and optionally ``provider`` (other
+        columns, e.g. ``note``, are ignored). Its rows replace the packaged rows with the
+        same normalized alias; map a name to itself to undo a packaged alias.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`ALIASES_SCHEMA`, one row per normalized alias, sorted by canonical, alias.
+        ``alias`` and ``canonical`` are normalized; chains (``a -> b``, ``b -> c``) are
+        resolved to their end, so a canonical name is never an alias of another name.
+        ``provider`` is the provider of the canonical name: the first non-empty provider
+        among the rows resolving to it, user rows first; null when unknown. ``source`` is
+        ``"package"`` or the user file's path.
+
+    Raises
+    ------
+    AliasTableError
+        A file without ``alias``/``canonical`` columns, an empty alias or canonical, one
+        alias mapped to two names within a file, an alias cycle, or two providers given
+        for one canonical name within a file.
+    FileNotFoundError
+        ``extra_path`` does not exist.
+    """
+    packaged = files("arena_pipeline").joinpath(PACKAGED_ALIASES).read_bytes()
+    tables = [_read_alias_csv(packaged, PACKAGE_SOURCE)]
+    if extra_path is not None:
+        path = Path(extra_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"alias file {path} does not exist")
+        tables.insert(0, _read_alias_csv(path, str(path)))
+    merged = (
+        pl.concat([t.with_columns(priority=pl.lit(i)) for i, t in enumerate(tables)])
+        .sort("priority", "line")
+        .unique("alias", keep="first", maintain_order=True)
+    )
+    label = " + ".join(reversed([t.get_column("source")[0] for t in tables if t.height]))
+    resolved = _resolve_chains(
+        dict(zip(merged.get_column("alias"), merged.get_column("canonical"))), label
+    )
+    merged = merged.with_columns(
+        pl.col("alias").replace_strict(resolved, return_dtype=pl.String).alias("canonical")
+    )
+    # providers per canonical name, as given on any row resolving to it (all rows of all files)
+    given = (
+        pl.concat([t.with_columns(priority=pl.lit(i)) for i, t in enumerate(tables)])
+        .with_columns(pl.col("alias").replace(resolved).alias("target"))
+        .filter(pl.col("provider").is_not_null())
+    )
+    conflicts = (
+        given.group_by("target", "source")
+        .agg(pl.col("provider").unique().sort(), pl.col("line").sort())
+        .filter(pl.col("provider").list.len() > 1)
+    )
+    if conflicts.height:
+        row = conflicts.sort("source", "target").row(0, named=True)
+        raise AliasTableError(
+            f"{row['source']}: canonical {row['target']!r} is given providers "
+            f"{row['provider']} (lines {row['line']})"
+        )
+    providers = (
+        given.sort("priority", "line")
+        .unique("target", keep="first")
+        .select(pl.col("target").alias("canonical"), "provider")
+    )
+    return (
+        merged.drop("provider")
+        .join(providers, on="canonical", how="left")
+        .select([pl.col(c).cast(t) for c, t in ALIASES_SCHEMA.items()])
+        .sort("canonical", "alias")
+    )
+
+
+def canonical_name_expr(col: str | pl.Expr, aliases: pl.DataFrame) -> pl.Expr:
+    """Canonical model name: normalized, then looked up in the alias table.
+
+    Parameters
+    ----------
+    col
+        Column name or String expression of raw names.
+    aliases
+        :func:`load_aliases` output (``alias``, ``canonical``).
+
+    Returns
+    -------
+    pl.Expr
+        String expression; null for a null or empty name.
+    """
+    renames = aliases.filter(pl.col("alias") != pl.col("canonical"))
+    return normalize_name_expr(col).replace(
+        renames.get_column("alias"), renames.get_column("canonical")
+    )
+
+
+def add_canonical_columns(
+    battles: pl.DataFrame, aliases: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Add ``model_a_canonical`` and ``model_b_canonical`` to a battles frame.
+
+    Parameters
+    ----------
+    battles
+        Any frame with ``model_a`` and ``model_b`` (raw names, kept unchanged).
+    aliases
+        :func:`load_aliases` output; default the packaged table.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``battles`` with the two String columns appended (replaced if already present).
+    """
+    missing = [c for c in CANONICAL_COLUMNS if c not in battles.columns]
+    if missing:
+        raise ValueError(f"battles lacks columns {missing}")
+    aliases = load_aliases() if aliases is None else aliases
+    # normalize each distinct raw name once (tens of names for 10^5 battles), then look up
+    names = (
+        pl.concat([battles.get_column(c).cast(pl.String) for c in CANONICAL_COLUMNS])
+        .drop_nulls()
+        .unique()
+        .to_frame("raw")
+    )
+    lookup = names.with_columns(canonical_name_expr("raw", aliases).alias("canonical"))
+    return battles.with_columns(
+        pl.col(raw)
+        .cast(pl.String)
+        .replace_strict(lookup.get_column("raw"), lookup.get_column("canonical"), default=None)
+        .alias(canon)
+        for raw, canon in CANONICAL_COLUMNS.items()
+    )
+
+
+def _sides(battles: pl.DataFrame, aliases: pl.DataFrame | None, extra: list[str]) -> pl.DataFrame:
+    """One row per (battle row, side): _row, raw, canonical and the ``extra`` columns."""
+    if not all(c in battles.columns for c in CANONICAL_COLUMNS.values()):
+        battles = add_canonical_columns(battles, aliases)
+    indexed = battles.with_row_index("_row")
+    return pl.concat(
+        [
+            indexed.select(
+                "_row",
+                pl.col(raw).alias("raw"),
+                pl.col(canon).alias("canonical"),
+                *extra,
+            )
+            for raw, canon in CANONICAL_COLUMNS.items()
+        ]
+    ).filter(pl.col("canonical").is_not_null())
+
+
+def merged_names(
+    battles: pl.DataFrame,
+    aliases: pl.DataFrame | None = None,
+    include_renamed: bool = False,
+) -> pl.DataFrame:
+    """Distinct raw names that end up as one canonical name (for run metadata).
+
+    Parameters
+    ----------
+    battles
+        Frame with ``model_a``/``model_b``; its ``*_canonical`` columns are used if present,
+        else computed with ``aliases``.
+    aliases
+        :func:`load_aliases` output; default the packaged table (only used when the
+        canonical columns are absent).
+    include_renamed
+        Also report canonical names reached from a single raw name that differs from it
+        (e.g. only ``"Claude Opus 4 (20250514)"`` was seen).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`MERGED_NAMES_SCHEMA`, one row per canonical name with two or more distinct
+        raw names (or a renamed one): ``raw_names`` sorted; ``n_battles`` the battle rows
+        in which any of them played; ``via_alias`` the raw names whose normalized form
+        differs from the canonical name (resolved through the alias table). Sorted by
+        canonical.
+    """
+    sides = _sides(battles, aliases, [])
+    pairs = (
+        sides.select("raw", "canonical")
+        .unique()
+        .with_columns(normalize_name_expr("raw").alias("normalized"))
+    )
+    grouped = pairs.group_by("canonical").agg(
+        pl.col("raw").sort().alias("raw_names"),
+        pl.len().cast(pl.Int64).alias("n_raw_names"),
+        pl.col("raw").filter(pl.col("normalized") != pl.col("canonical")).sort().alias("via_alias"),
+    )
+    keep = pl.col("n_raw_names") > 1
+    if include_renamed:
+        keep = keep | (pl.col("raw_names").list.first() != pl.col("canonical"))
+    reported = grouped.filter(keep)
+    battles_per_name = (
+        sides.join(reported.select("canonical"), on="canonical", how="semi")
+        .group_by("canonical")
+        .agg(pl.col("_row").n_unique().cast(pl.Int64).alias("n_battles"))
+    )
+    return (
+        reported.join(battles_per_name, on="canonical", how="left")
+        .select([pl.col(c).cast(t) for c, t in MERGED_NAMES_SCHEMA.items()])
+        .sort("canonical")
+    )
+
+
+def models_table(
+    battles_with_canonical: pl.DataFrame,
+    battle_categories: pl.DataFrame,
+    aliases: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """``arena.models``: one row per canonical model, wide (one count column per category).
+
+    Parameters
+    ----------
+    battles_with_canonical
+        Battles with ``id``, ``model_a``, ``model_b``, ``model_a_canonical``,
+        ``model_b_canonical`` and optionally ``timestamp`` (see :func:`add_canonical_columns`).
+    battle_categories
+        ``battle_id``, ``category`` (``categories.tag_categories``).
+    aliases
+        :func:`load_aliases` output, for providers; default the packaged table.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`MODELS_SCHEMA` sorted by model: ``model`` canonical name; ``provider`` from the
+        alias table (null if unknown); ``aliases`` the distinct raw names seen for it, sorted;
+        ``n_battles`` battles it played (a self-battle counts once); ``first_battle`` /
+        ``last_battle`` min and max ``timestamp`` (null without a timestamp column);
+        ``battles_<category>`` for every category of ``constants.CATEGORIES`` (0 when none;
+        category names outside that list are not counted). Battles with a null model name
+        are left out.
+    """
+    needed = ["id", *CANONICAL_COLUMNS, *CANONICAL_COLUMNS.values()]
+    missing = [c for c in needed if c not in battles_with_canonical.columns]
+    if missing:
+        raise ValueError(f"battles lacks columns {missing} (see add_canonical_columns)")
+    aliases = load_aliases() if aliases is None else aliases
+    has_time = "timestamp" in battles_with_canonical.columns
+    timestamp = (
+        pl.col("timestamp").cast(pl.Datetime("us")) if has_time else pl.lit(None, pl.Datetime("us"))
+    )
+    sides = _sides(
+        battles_with_canonical,
+        aliases,
+        [pl.col("id").cast(pl.String).alias("battle_id"), timestamp.alias("timestamp")],
+    )
+    per_model = sides.group_by("canonical").agg(
+        pl.col("raw").unique().sort().alias("aliases"),
+        pl.col("battle_id").n_unique().cast(pl.Int64).alias("n_battles"),
+        pl.col("timestamp").min().alias("first_battle"),
+        pl.col("timestamp").max().alias("last_battle"),
+    )
+    membership = (
+        sides.select("battle_id", "canonical")
+        .unique()
+        .join(
+            battle_categories.select(pl.col("battle_id").cast(pl.String), "category").unique(),
+            on="battle_id",
+            how="inner",
+        )
+        .group_by("canonical")
+        .agg(
+            (pl.col("category") == c).sum().cast(pl.Int64).alias(f"battles_{c}")
+            for c in CATEGORIES
+        )
+    )
+    providers = aliases.select("canonical", "provider").unique("canonical")
+    return (
+        per_model.join(membership, on="canonical", how="left")
+        .join(providers, on="canonical", how="left")
+        .rename({"canonical": "model"})
+        .with_columns(pl.col(f"battles_{c}").fill_null(0) for c in CATEGORIES)
+        .select([pl.col(c).cast(t) for c, t in MODELS_SCHEMA.items()])
+        .sort("model")
+    )
