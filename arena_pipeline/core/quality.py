@@ -10,8 +10,10 @@ A suite is a plain GX 1.x JSON file, one per checked table (``expectations/<tabl
   False and the (blocking) check should stop the run;
 - ``"warning"``: reported, never blocking.
 
-Validation runs in an ephemeral GX context over a pandas copy of the Polars frame (see
-:func:`to_pandas`), with progress bars and analytics off. The outcome is a
+Validation runs in one ephemeral GX context per process (pandas datasource, whole-dataframe
+batch definitions, progress bars and analytics off) over pandas copies of the Polars frame:
+the schema expectations see exact dtypes (:func:`to_pandas`), the value expectations a
+numpy-backed copy GX vectorises (:func:`to_pandas_values`). The outcome is a
 :class:`QualityReport` whose ``results`` frame has one row per expectation
 (:data:`REPORT_SCHEMA`), with unexpected counts and a sample of offending ids.
 """
@@ -98,7 +100,8 @@ def read_suite(name_or_path: str | Path, directory: str | Path | None = None) ->
     ------
     SuiteError
         When the file is missing or not JSON, an expectation has no unique ``id``, or its
-        ``meta.severity`` is not one of :data:`SEVERITIES`.
+        ``meta.severity`` is not one of :data:`SEVERITIES`, or ``meta.derived_columns`` is not a
+        mapping of names to SQL expressions.
     """
     path = suite_path(name_or_path, directory)
     try:
@@ -127,35 +130,45 @@ def read_suite(name_or_path: str | Path, directory: str | Path | None = None) ->
                 f"{path}: expectation {exp_id!r} has severity={native!r} but "
                 f"meta.severity={severity!r}; drop the top-level field"
             )
+    derived = (data.get("meta") or {}).get("derived_columns", {})
+    if not isinstance(derived, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in derived.items()
+    ):
+        raise SuiteError(f"{path}: meta.derived_columns must map names to SQL expressions")
     data.setdefault("name", path.stem)
     return data
 
 
-def load_suite(name_or_path: str | Path, directory: str | Path | None = None) -> gx.ExpectationSuite:
+def load_suite(
+    name_or_path: str | Path, directory: str | Path | None = None
+) -> gx.ExpectationSuite:
     """A GX 1.x ``ExpectationSuite`` built from ``expectations/<name>.json`` (or a path).
 
     GX's own ``severity`` field is set from ``meta.severity`` (error -> critical,
     warning -> warning). See :func:`read_suite` for the checks made.
     """
     import great_expectations as gx
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
 
     data = read_suite(name_or_path, directory)
     expectations = []
     for exp in data["expectations"]:
         exp = dict(exp)
         exp["severity"] = _GX_SEVERITY[exp["meta"]["severity"]]
-        expectations.append(exp)
-    suite = gx.ExpectationSuite(
+        try:
+            config = ExpectationConfiguration(**exp)
+            config.to_domain_obj()  # raises on an unknown type or bad kwargs
+        except Exception as e:  # GX raises several types for unknown types / bad kwargs
+            raise SuiteError(f"suite {data['name']!r}, expectation {exp['id']!r}: {e}") from e
+        expectations.append(config)
+    return gx.ExpectationSuite(
         name=data["name"],
         expectations=expectations,
         meta=data.get("meta"),
         notes=data.get("notes"),
     )
-    if len(suite.expectations) != len(expectations):  # GX logs and skips invalid ones
-        kept = {e.id for e in suite.expectations}
-        bad = [e["id"] for e in expectations if e["id"] not in kept]
-        raise SuiteError(f"suite {data['name']!r}: GX rejected expectations {bad}")
-    return suite
 
 
 def default_parameters(now: dt.datetime | None = None) -> dict[str, Any]:
@@ -172,53 +185,113 @@ def default_parameters(now: dt.datetime | None = None) -> dict[str, Any]:
 # Frames
 # ---------------------------------------------------------------------------
 
+#: Expectations about the table's shape. They run on an empty copy of the frame with exact
+#: dtypes (:func:`to_pandas`); every other expectation runs on :func:`to_pandas_values`.
+SCHEMA_EXPECTATION_TYPES: frozenset[str] = frozenset(
+    {
+        "expect_column_type_to_be",
+        "expect_column_values_to_be_of_type",
+        "expect_column_values_to_be_in_type_list",
+        "expect_column_to_exist",
+        "expect_table_columns_to_match_set",
+        "expect_table_columns_to_match_ordered_list",
+        "expect_table_column_count_to_equal",
+        "expect_table_column_count_to_be_between",
+    }
+)
+
+_INT_TYPES = {
+    pa.int8(): "Int8",
+    pa.int16(): "Int16",
+    pa.int32(): "Int32",
+    pa.int64(): "Int64",
+    pa.uint8(): "UInt8",
+    pa.uint16(): "UInt16",
+    pa.uint32(): "UInt32",
+    pa.uint64(): "UInt64",
+}
+
 
 def _pandas_type(arrow_type: pa.DataType) -> Any:
     """Nullable pandas dtypes, so that Int32 stays Int32 even with nulls."""
     import pandas as pd
 
-    if pa.types.is_integer(arrow_type):
-        return {
-            pa.int8(): pd.Int8Dtype(),
-            pa.int16(): pd.Int16Dtype(),
-            pa.int32(): pd.Int32Dtype(),
-            pa.int64(): pd.Int64Dtype(),
-            pa.uint8(): pd.UInt8Dtype(),
-            pa.uint16(): pd.UInt16Dtype(),
-            pa.uint32(): pd.UInt32Dtype(),
-            pa.uint64(): pd.UInt64Dtype(),
-        }[arrow_type]
+    if arrow_type in _INT_TYPES:
+        return pd.api.types.pandas_dtype(_INT_TYPES[arrow_type])
     if pa.types.is_boolean(arrow_type):
         return pd.BooleanDtype()
     if pa.types.is_floating(arrow_type):
         return pd.Float32Dtype() if arrow_type == pa.float32() else pd.Float64Dtype()
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or (
-        hasattr(pa.types, "is_string_view") and pa.types.is_string_view(arrow_type)
+    if (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or pa.types.is_string_view(arrow_type)
     ):
         return pd.StringDtype("pyarrow")
     return None  # timestamps -> datetime64[unit], lists -> object
 
 
 def to_pandas(df: pl.DataFrame) -> pd.DataFrame:
-    """The pandas copy GX validates, with dtypes that keep the Polars types apart.
+    """A pandas copy whose dtypes keep the Polars types apart (for the schema expectations).
 
-    ========================  ============================
+    ========================  ==============================
     Polars                    pandas dtype (suite ``type_``)
-    ========================  ============================
-    String                    ``string`` (pyarrow storage, ``pd.NA``)
+    ========================  ==============================
+    String                    ``string`` (pyarrow storage)
     Int32 / Int64 / ...       ``Int32`` / ``Int64`` / ... (nullable)
     Boolean                   ``boolean`` (nullable)
     Float64                   ``Float64`` (nullable)
     Datetime("us")            ``datetime64[us]``
     List(...)                 ``object``
-    ========================  ============================
+    ========================  ==============================
     """
     return df.to_arrow().to_pandas(types_mapper=_pandas_type)
 
 
-# ---------------------------------------------------------------------------
-# Validation
-# ---------------------------------------------------------------------------
+_NS_MIN = dt.datetime(1677, 9, 22)
+_NS_MAX = dt.datetime(2262, 4, 11)
+
+
+def to_pandas_values(df: pl.DataFrame) -> pd.DataFrame:
+    """A pandas copy GX's pandas engine checks quickly (for the value expectations).
+
+    GX vectorises ``expect_column_values_to_be_between`` only for numpy ``int64`` / ``float64``
+    and ``datetime64[ns]`` columns (other dtypes go through a Python call per value). So
+    integers become ``int64`` (``float64`` with NaN when the column has nulls) and datetimes
+    ``datetime64[ns]``, clipped to its range (1677-09-22 .. 2262-04-11: a value beyond that is
+    still outside any plausible range). Strings, booleans and lists are Polars' default
+    conversion.
+    """
+    casts = []
+    for name, dtype in df.schema.items():
+        if dtype.is_integer():
+            target = pl.Int64 if df.get_column(name).null_count() == 0 else pl.Float64
+            casts.append(pl.col(name).cast(target))
+        elif isinstance(dtype, pl.Datetime):
+            col = pl.col(name)
+            if dtype.time_zone is not None:
+                col = col.dt.replace_time_zone(None)
+            casts.append(
+                col.dt.cast_time_unit("us")
+                .clip(pl.lit(_NS_MIN), pl.lit(_NS_MAX))
+                .cast(pl.Datetime("ns"))
+                .alias(name)
+            )
+    return (df.with_columns(casts) if casts else df).to_pandas()
+
+
+def add_derived_columns(df: pl.DataFrame, derived: Mapping[str, str]) -> pl.DataFrame:
+    """``df`` plus the suite's ``meta.derived_columns``: name -> Polars SQL expression.
+
+    They let a built-in expectation check a row-wise condition GX's pandas engine only offers
+    row by row (e.g. ``model_a <> model_b``).
+    """
+    clash = sorted(set(derived) & set(df.columns))
+    if clash:
+        raise SuiteError(f"derived columns {clash} would overwrite columns of the frame")
+    if not derived:
+        return df
+    return df.with_columns([pl.sql_expr(sql).alias(name) for name, sql in derived.items()])
 
 
 @functools.cache
@@ -240,21 +313,23 @@ def _context() -> Any:
 
 
 def _batch_definition(asset_name: str) -> Any:
-    """The whole-dataframe batch definition of ``asset_name`` in the shared pandas datasource."""
+    """The whole-dataframe batch definition of ``asset_name`` in the shared pandas datasource.
+
+    Callers hold ``_LOCK``.
+    """
     context = _context()
-    with _LOCK:
-        try:
-            source = context.data_sources.get("arena_pipeline")
-        except (KeyError, ValueError, LookupError):
-            source = context.data_sources.add_pandas("arena_pipeline")
-        try:
-            asset = source.get_asset(asset_name)
-        except LookupError:
-            asset = source.add_dataframe_asset(asset_name)
-        try:
-            return asset.get_batch_definition("whole_dataframe")
-        except (KeyError, ValueError, LookupError):
-            return asset.add_batch_definition_whole_dataframe("whole_dataframe")
+    try:
+        source = context.data_sources.get("arena_pipeline")
+    except (KeyError, ValueError, LookupError):
+        source = context.data_sources.add_pandas("arena_pipeline")
+    try:
+        asset = source.get_asset(asset_name)
+    except LookupError:
+        asset = source.add_dataframe_asset(asset_name)
+    try:
+        return asset.get_batch_definition("whole_dataframe")
+    except (KeyError, ValueError, LookupError):
+        return asset.add_batch_definition_whole_dataframe("whole_dataframe")
 
 
 def _plain(value: Any) -> Any:
@@ -398,6 +473,25 @@ class QualityReport:
         }
 
 
+def _referenced_columns(configs: list[Any]) -> list[str]:
+    """Columns named by the expectations' kwargs, in first-mention order."""
+    names: dict[str, None] = {}
+    for config in configs:
+        kwargs = config.kwargs
+        for key in ("column", "column_A", "column_B"):
+            if isinstance(kwargs.get(key), str):
+                names[kwargs[key]] = None
+        for name in kwargs.get("column_list") or []:
+            names[name] = None
+    return list(names)
+
+
+def _sub_suite(suite: gx.ExpectationSuite, name: str, configs: list[Any]) -> gx.ExpectationSuite:
+    import great_expectations as gx
+
+    return gx.ExpectationSuite(name=name, expectations=configs, meta=suite.meta)
+
+
 def validate_frame(
     df: pl.DataFrame,
     suite_name: str | Path,
@@ -431,6 +525,13 @@ def validate_frame(
     QualityReport
         ``results`` in suite order; ``passed_errors`` False when any error-severity expectation
         failed or could not run (e.g. its column is missing).
+
+    Notes
+    -----
+    Two GX validations run in the process-wide ephemeral context: the schema expectations
+    (:data:`SCHEMA_EXPECTATION_TYPES`) on an empty :func:`to_pandas` copy, which has the exact
+    dtypes, and the others on :func:`to_pandas_values` of the columns they name (and the id
+    column), with the suite's ``meta.derived_columns`` added.
     """
     start = time.perf_counter()
     suite = load_suite(suite_name, directory)
@@ -448,19 +549,42 @@ def validate_frame(
     params = default_parameters()
     params.update(parameters or {})
 
-    batch = _batch_definition(suite.name).get_batch(batch_parameters={"dataframe": to_pandas(df)})
-    validation = batch.validate(suite, result_format=result_format, expectation_parameters=params)
+    schema_configs = [e.configuration for e in suite.expectations if e.expectation_type in
+                      SCHEMA_EXPECTATION_TYPES]
+    value_configs = [e.configuration for e in suite.expectations if e.expectation_type not in
+                     SCHEMA_EXPECTATION_TYPES]
+    jobs = []
+    if schema_configs:
+        jobs.append(("schema", df.head(0), to_pandas, schema_configs))
+    if value_configs:
+        values = add_derived_columns(df, meta.get("derived_columns") or {})
+        # Only the columns the expectations read (and the id): GX fingerprints the whole pandas
+        # frame, pickling it when a column is unhashable (lists), which costs seconds.
+        keep = [c for c in [*_referenced_columns(value_configs), id_column] if c]
+        values = values.select([c for c in dict.fromkeys(keep) if c in values.columns])
+        jobs.append(("values", values, to_pandas_values, value_configs))
 
-    by_id = {res.expectation_config.id: res for res in validation.results}
+    by_id: dict[str, Any] = {}
+    with _LOCK:
+        for part, frame, convert, configs in jobs:
+            batch = _batch_definition(f"{suite.name}.{part}").get_batch(
+                batch_parameters={"dataframe": convert(frame)}
+            )
+            validation = batch.validate(
+                _sub_suite(suite, f"{suite.name}.{part}", configs),
+                result_format=result_format,
+                expectation_parameters=params,
+            )
+            by_id.update((res.expectation_config.id, res) for res in validation.results)
+
     rows = [
         _result_row(suite.name, by_id[exp.id].expectation_config, by_id[exp.id], id_column)
         for exp in suite.expectations
     ]
-    results = pl.DataFrame(rows, schema=REPORT_SCHEMA)
     return QualityReport(
         suite=suite.name,
         table=meta.get("table"),
         row_count=df.height,
-        results=results,
+        results=pl.DataFrame(rows, schema=REPORT_SCHEMA),
         duration_s=time.perf_counter() - start,
     )

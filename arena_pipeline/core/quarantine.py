@@ -283,6 +283,7 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     )
     flags.append(f"{_PREFIX}duplicate_id")
     rejected = pl.any_horizontal(flags)
+    fired = list(zip(ALL_RULES, flags, strict=True))
 
     clean = frame.filter(~rejected).select(columns)
     bad = frame.filter(rejected)
@@ -291,12 +292,12 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
         pl.col("source_file").cast(pl.String),
         pl.col("source_row").cast(pl.Int64),
         pl.concat_str(
-            [pl.when(pl.col(f)).then(pl.lit(r.name)) for r, f in zip(ALL_RULES, flags, strict=True)],
+            [pl.when(pl.col(f)).then(pl.lit(r.name)) for r, f in fired],
             separator=",",
             ignore_nulls=True,
         ).alias("rule"),
         pl.concat_str(
-            [pl.when(pl.col(f)).then(r.detail_expr()) for r, f in zip(ALL_RULES, flags, strict=True)],
+            [pl.when(pl.col(f)).then(r.detail_expr()) for r, f in fired],
             separator="; ",
             ignore_nulls=True,
         ).alias("detail"),
