@@ -15,6 +15,7 @@ BATTLE_CATEGORIES_TABLE = "battle_categories"
 LEADERBOARD_TABLE = "leaderboard"
 PAIRWISE_TABLE = "pairwise"
 STYLE_COEFFICIENTS_TABLE = "style_coefficients"
+QUALITY_RESULTS_TABLE = "quality_results"
 VERSIONS_SCHEMA = "arena_versions"
 
 CATEGORIES = (

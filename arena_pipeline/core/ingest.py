@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import pyarrow.parquet as pq
 
 from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESSAGES_TABLE, QUARANTINE_TABLE
 from arena_pipeline.core import warehouse
-from arena_pipeline.core.flatten import flatten_table
+from arena_pipeline.core.flatten import flatten_battles, flatten_context_messages, flatten_messages
+from arena_pipeline.core.quarantine import count_by_rule, split_quarantine
 from arena_pipeline.core.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
@@ -101,6 +103,7 @@ class LoadReport:
     messages: int = 0
     context_messages: int = 0
     quarantined: int = 0
+    quarantine_by_rule: dict[str, int] = field(default_factory=dict)
     per_file: list[dict] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -115,15 +118,57 @@ def _iter_parquet(path: Path):
         offset += table.num_rows
 
 
+def _iter_file(shard: ShardFile) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+    """Yield (nested rows, their flat battles, quarantine rows of unparseable input) batch by batch."""
+    path = Path(shard.path)
+    if path.suffix.lower() == ".csv":
+        parsed = read_csv_export(path)
+        # rows that parsed keep their CSV position: rebuild it from the quarantined positions
+        kept = sorted(set(range(parsed.rows_read)) - set(parsed.quarantine["source_row"].to_list()))
+        battles = flatten_battles(pl.from_arrow(parsed.table), shard.name).with_columns(
+            source_row=pl.Series(kept, dtype=pl.Int64)
+        )
+        yield parsed.table, battles, parsed.quarantine
+        return
+    verify_shard(path)
+    empty = pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    for table, offset in _iter_parquet(path):
+        yield table, flatten_battles(pl.from_arrow(table), shard.name, offset), empty
+
+
+def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split one batch into clean rows and quarantine rows, duplicates of earlier batches included.
+
+    The kept copies of this batch's ids from earlier batches are screened along with it, so the
+    first clean copy by (source_file, source_row) wins across the whole dump; they stay clean and
+    are dropped from the result.
+    """
+    earlier = (
+        pl.concat(kept).join(batch.select("id").drop_nulls().unique(), on="id", how="semi")
+        if kept else batch.clear()
+    )
+    clean, quarantine = split_quarantine(pl.concat([earlier, batch]) if earlier.height else batch)
+    if earlier.height:
+        clean = clean.join(earlier.select("source_file", "source_row"), on=["source_file", "source_row"], how="anti")
+    return clean, quarantine
+
+
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
               suffix: str = "") -> LoadReport:
     """Flatten every file of ``manifest`` into staging tables, then swap them in together.
 
     The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
-    (the pipeline passes the versions schema and a revision suffix).
+    (the pipeline passes the versions schema and a revision suffix). Rows breaking a row-level
+    rule (core/quarantine.py) or whose nested fields do not parse go to quarantine, with their
+    messages left out; every input row ends in exactly one of battles and quarantine.
 
     Messages are streamed into DuckDB batch by batch, so memory stays bounded by one batch of the
     dump plus the (small) battles table.
+
+    Raises
+    ------
+    SourceError
+        A file that is not usable as a whole (named in the message); nothing is swapped in then.
     """
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
@@ -136,36 +181,34 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     tables = {name + suffix: columns for name, columns in tables.items()}
     for table, columns in tables.items():
         warehouse.create_stage(con, schema, table, columns)
-    battles: list[pl.DataFrame] = []
+    kept: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     for shard in manifest.files:
-        path = Path(shard.path)
         file_rows = 0
-        if path.suffix.lower() == ".csv":
-            parsed = read_csv_export(path)
-            quarantine.append(parsed.quarantine)
-            file_rows = parsed.rows_read
-            # rows that parsed keep their CSV position: rebuild it from the quarantined positions
-            kept = sorted(set(range(parsed.rows_read)) - set(parsed.quarantine["source_row"].to_list()))
-            flat = flatten_table(parsed.table, shard.name)
-            flat.battles = flat.battles.with_columns(source_row=pl.Series(kept, dtype=pl.Int64))
-            batches = [flat]
-        else:
-            verify_shard(path)
-            batches = (flatten_table(t, shard.name, offset) for t, offset in _iter_parquet(path))
-        for flat in batches:
-            if path.suffix.lower() != ".csv":
-                file_rows += flat.battles.height
-            battles.append(flat.battles)
-            report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, flat.messages)
-            report.context_messages += warehouse.append(con, schema, CONTEXT_MESSAGES_TABLE + suffix,
-                                                        flat.context_messages)
+        for table, battles, unparsed in _iter_file(shard):
+            file_rows += battles.height + unparsed.height
+            clean, rejected = _screen(battles, kept)
+            quarantine += [unparsed, rejected]
+            kept.append(clean)
+            if clean.height < battles.height:
+                keep = battles.get_column("source_row").is_in(clean.get_column("source_row").implode())
+                table = table.filter(pa.array(keep.to_numpy()))
+            frame = pl.from_arrow(table)
+            report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, flatten_messages(frame))
+            report.context_messages += warehouse.append(
+                con, schema, CONTEXT_MESSAGES_TABLE + suffix, flatten_context_messages(frame)
+            )
         report.rows_read += file_rows
         report.per_file.append({"file": shard.name, "rows": file_rows})
-    all_battles = pl.concat(battles) if battles else pl.DataFrame(schema=BATTLES_SCHEMA)
+    all_battles = pl.concat(kept) if kept else pl.DataFrame(schema=BATTLES_SCHEMA)
     all_quarantine = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    if all_battles.height + all_quarantine.height != report.rows_read:
+        raise AssertionError(
+            f"rows read ({report.rows_read}) != battles ({all_battles.height}) + quarantine ({all_quarantine.height})"
+        )
     report.battles = warehouse.append(con, schema, BATTLES_TABLE + suffix, all_battles)
     report.quarantined = warehouse.append(con, schema, QUARANTINE_TABLE + suffix, all_quarantine)
+    report.quarantine_by_rule = dict(count_by_rule(all_quarantine).iter_rows()) if all_quarantine.height else {}
     warehouse.publish(con, schema, tables)
     report.seconds = time.perf_counter() - started
     return report

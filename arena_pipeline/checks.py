@@ -1,0 +1,134 @@
+"""Asset checks: the Great Expectations suites in expectations/ run on the flat tables of each dump.
+
+Each table gets two checks from one validation: ``<table>_errors`` (ERROR severity, blocking, so
+nothing downstream, leaderboards and publication included, is materialized from data that fails
+it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's results are appended to
+``arena.quality_results``.
+"""
+
+import datetime as dt
+
+import dagster as dg
+import polars as pl
+
+from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
+from arena_pipeline.constants import BATTLES_TABLE, MESSAGES_TABLE, QUALITY_RESULTS_TABLE, SCHEMA
+from arena_pipeline.core.ingest import DumpManifest
+from arena_pipeline.core.publication import read_version
+from arena_pipeline.core.quality import QualityReport, validate_frame
+from arena_pipeline.core.warehouse import quoted
+from arena_pipeline.resources import Warehouse
+
+QUALITY_RESULTS_DDL = """
+CREATE TABLE IF NOT EXISTS {table} (
+    dump_revision VARCHAR, table_name VARCHAR, suite VARCHAR, expectation_id VARCHAR,
+    expectation_type VARCHAR, column_name VARCHAR, severity VARCHAR, success BOOLEAN,
+    element_count BIGINT, unexpected_count BIGINT, unexpected_percent DOUBLE,
+    sample_ids VARCHAR[], checked_at TIMESTAMP
+)
+"""
+SAMPLE_SIZE = 10
+
+
+def store_results(con, revision: str, table: str, report: QualityReport) -> int:
+    """Append a validation's rows to ``arena.quality_results``; return how many."""
+    name = quoted(SCHEMA, QUALITY_RESULTS_TABLE)
+    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"')
+    con.execute(QUALITY_RESULTS_DDL.format(table=name))
+    rows = report.results.select(
+        pl.lit(revision).alias("dump_revision"),
+        pl.lit(table).alias("table_name"),
+        "suite",
+        "expectation_id",
+        "expectation_type",
+        pl.col("column").alias("column_name"),
+        "severity",
+        "success",
+        "element_count",
+        "unexpected_count",
+        "unexpected_percent",
+        "sample_ids",
+        pl.lit(dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)).alias("checked_at"),
+    ).to_arrow()  # noqa: F841 - read by DuckDB below
+    con.execute(f"INSERT INTO {name} SELECT * FROM rows")
+    return report.results.height
+
+
+def _failures_md(failed: pl.DataFrame) -> str:
+    if failed.is_empty():
+        return "none"
+    lines = ["| expectation | column | unexpected | % | sample ids |", "|---|---|---|---|---|"]
+    for row in failed.iter_rows(named=True):
+        pct = row["unexpected_percent"]
+        ids = ", ".join((row["sample_ids"] or [])[:5])
+        lines.append(f"| {row['expectation_id']} | {row['column'] or ''} | {row['unexpected_count'] or 0} | "
+                     f"{'' if pct is None else f'{pct:.3f}'} | {ids} |")
+    return "\n".join(lines)
+
+
+def _result(report: QualityReport, severity: str, check_name: str, asset_key: dg.AssetKey) -> dg.AssetCheckResult:
+    failed = report.failures(severity)
+    checked = report.results.filter(pl.col("severity") == severity)
+    return dg.AssetCheckResult(
+        asset_key=asset_key,
+        check_name=check_name,
+        passed=failed.is_empty(),
+        severity=dg.AssetCheckSeverity.ERROR if severity == "error" else dg.AssetCheckSeverity.WARN,
+        metadata={
+            "suite": report.suite,
+            "rows": report.row_count,
+            "expectations": checked.height,
+            "failed": failed.height,
+            "unexpected_rows": int(failed["unexpected_count"].fill_null(0).sum()),
+            "failures": dg.MetadataValue.md(_failures_md(failed)),
+            "failed_expectations": dg.MetadataValue.json(
+                [
+                    {
+                        "expectation": r["expectation_id"],
+                        "column": r["column"],
+                        "unexpected_count": r["unexpected_count"],
+                        "unexpected_percent": r["unexpected_percent"],
+                        "sample_ids": (r["sample_ids"] or [])[:SAMPLE_SIZE],
+                        "sample_values": (r["sample_values"] or [])[:SAMPLE_SIZE],
+                        "observed": r["observed_value"],
+                        "exception": r["exception"],
+                    }
+                    for r in failed.iter_rows(named=True)
+                ]
+            ),
+            "seconds": round(report.duration_s, 3),
+        },
+    )
+
+
+def _suite_checks(table: str):
+    key = TABLE_KEYS[table]
+    errors, warnings = f"{table}_errors", f"{table}_warnings"
+
+    @dg.multi_asset_check(
+        name=f"{table}_quality",
+        specs=[
+            dg.AssetCheckSpec(errors, asset=key, blocking=True, additional_deps=[RAW_DUMP],
+                              description=f"Error-severity expectations of expectations/{table}.json "
+                              "(a failure would corrupt a ranking); blocks everything downstream."),
+            dg.AssetCheckSpec(warnings, asset=key, additional_deps=[RAW_DUMP],
+                              description=f"Warning-severity expectations of expectations/{table}.json."),
+        ],
+        ins={"manifest": dg.AssetIn(RAW_DUMP)},
+    )
+    def suite_check(context: dg.AssetCheckExecutionContext, manifest: DumpManifest, warehouse: Warehouse):
+        with warehouse.connection(read_only=True) as con:
+            frame = read_version(con, table, manifest.revision)
+        report = validate_frame(frame, table, sample_size=SAMPLE_SIZE)
+        del frame
+        with warehouse.connection() as con:
+            store_results(con, manifest.revision, table, report)
+        context.log.info(f"{table}: {report.summary()}")
+        yield _result(report, "error", errors, key)
+        yield _result(report, "warning", warnings, key)
+
+    return suite_check
+
+
+battles_quality = _suite_checks(BATTLES_TABLE)
+messages_quality = _suite_checks(MESSAGES_TABLE)
