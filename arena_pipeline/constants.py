@@ -16,6 +16,9 @@ LEADERBOARD_TABLE = "leaderboard"
 PAIRWISE_TABLE = "pairwise"
 STYLE_COEFFICIENTS_TABLE = "style_coefficients"
 QUALITY_RESULTS_TABLE = "quality_results"
+MODELS_TABLE = "models"
+EXTERNAL_COMPARISON_TABLE = "external_comparison"
+EXTERNAL_COMPARISON_MODELS_TABLE = "external_comparison_models"
 VERSIONS_SCHEMA = "arena_versions"
 
 CATEGORIES = (
@@ -39,6 +42,7 @@ PUBLISHED_TABLES = (
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
     STYLE_COEFFICIENTS_TABLE,
+    MODELS_TABLE,
 )
 #: Tables whose earlier revisions stay queryable through SCHEMA.<table>_history views.
 HISTORY_TABLES: tuple[str, ...] = (LEADERBOARD_TABLE, STYLE_COEFFICIENTS_TABLE)

@@ -3,16 +3,24 @@
 import dagster as dg
 
 from arena_pipeline.assets.ingest import flat_tables, raw_dump
+from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.assets.rankings import battle_categories, rankings
 from arena_pipeline.checks import battles_quality, messages_quality
 from arena_pipeline.jobs import refresh_job
-from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
 
-ASSETS = [raw_dump, flat_tables, battle_categories, rankings, published_dump]
+ASSETS = [raw_dump, flat_tables, battle_categories, rankings, models, published_dump, external_comparison]
 ASSET_CHECKS = [battles_quality, messages_quality]
+
+
+
+def default_resources() -> dict:
+    """The resources with their defaults (each resolves its settings at run time, not now)."""
+    return {"dump_source": DumpSource(), "warehouse": Warehouse(), "model_catalog": ModelCatalog()}
+
 
 defs = dg.Definitions(
     assets=ASSETS,
@@ -20,8 +28,5 @@ defs = dg.Definitions(
     jobs=[refresh_job],
     schedules=[nightly_refresh],
     sensors=[new_dump_sensor],
-    resources={
-        "dump_source": DumpSource(),
-        "warehouse": Warehouse(),
-    },
+    resources=default_resources(),
 )

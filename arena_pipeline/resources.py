@@ -16,12 +16,15 @@ from typing import Iterator, Optional
 
 import dagster as dg
 import duckdb
+import polars as pl
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from arena_pipeline.constants import DATASET_ID, DEFAULT_CACHE_DIR, DEFAULT_REVISION, DEFAULT_WAREHOUSE
 from arena_pipeline.core import hub, warehouse
+from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.ingest import DumpManifest, ShardFile, local_files, local_fingerprint, local_manifest
+from arena_pipeline.core.models import load_aliases
 from arena_pipeline.core.sources import SourceSpec, parse_source, verify_shard
 
 
@@ -132,3 +135,29 @@ class Warehouse(dg.ConfigurableResource):
     def duckdb(self) -> DuckDBResource:
         """The same file as dagster-duckdb's resource, for code that expects one."""
         return DuckDBResource(database=self.database())
+
+
+class ModelCatalog(dg.ConfigurableResource):
+    """Model identity: the alias table used to normalize names, and a published board to compare with."""
+
+    aliases_path: Optional[str] = Field(
+        default=None,
+        description="ARENA_MODEL_ALIASES: a CSV (alias,canonical[,provider]) merged over the packaged "
+        "arena_pipeline/data/model_aliases.csv.",
+    )
+    published_board: Optional[str] = Field(
+        default=None,
+        description="ARENA_PUBLISHED_BOARD: a published leaderboard file (LMArena JSON or CSV) to compare with.",
+    )
+
+    def aliases(self) -> pl.DataFrame:
+        """The merged alias table."""
+        return load_aliases(_setting(self.aliases_path, "ARENA_MODEL_ALIASES", None))
+
+    def board_path(self) -> Optional[str]:
+        return _setting(self.published_board, "ARENA_PUBLISHED_BOARD", None)
+
+    def read_board(self, aliases: pl.DataFrame) -> Optional[pl.DataFrame]:
+        """The published board, or None when none is configured (BoardFormatError if malformed)."""
+        path = self.board_path()
+        return None if path is None else read_published_board(path, aliases=aliases, category_map=load_category_map())

@@ -8,7 +8,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS
+from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import make_rows, write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
@@ -23,7 +23,8 @@ RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 1, "bootstrap_round
 def _materialize(tmp_path: Path, source: DumpSource) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         [*ASSETS, *ASSET_CHECKS],
-        resources={"dump_source": source, "warehouse": Warehouse(path=str(tmp_path / "warehouse.duckdb"))},
+        resources={**default_resources(), "dump_source": source,
+                   "warehouse": Warehouse(path=str(tmp_path / "warehouse.duckdb"))},
         run_config=RUN_CONFIG,
     )
 

@@ -17,7 +17,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.ingest import DumpManifest, load_dump
 from arena_pipeline.core.publication import record_dump, revision_key
-from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
 TABLE_KEYS = {
@@ -98,11 +98,13 @@ def raw_dump(
     ],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
-def flat_tables(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse):
+def flat_tables(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse,
+                model_catalog: ModelCatalog):
     """Flatten the dump's nested structs with Polars into this revision's versioned tables."""
     with warehouse.connection() as con:
         try:
-            report = load_dump(manifest, con, VERSIONS_SCHEMA, suffix=f"__{revision_key(manifest.revision)}")
+            report = load_dump(manifest, con, VERSIONS_SCHEMA, suffix=f"__{revision_key(manifest.revision)}",
+                               aliases=model_catalog.aliases())
         except Exception as exc:
             record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
             raise
@@ -119,8 +121,13 @@ def flat_tables(context: dg.AssetExecutionContext, manifest: DumpManifest, wareh
         QUARANTINE_TABLE: report.quarantined,
     }
     for name, rows in counts.items():
-        extra = {"rows_read": report.rows_read, "per_file": dg.MetadataValue.json(report.per_file)} \
-            if name == BATTLES_TABLE else {}
+        extra = {}
+        if name == BATTLES_TABLE:
+            extra = {"rows_read": report.rows_read, "per_file": dg.MetadataValue.json(report.per_file),
+                     "invariant": f"rows read {report.rows_read} = battles {report.battles} + "
+                                  f"quarantined {report.quarantined}"}
+        if name == QUARANTINE_TABLE:
+            extra = {"by_rule": dg.MetadataValue.json(report.quarantine_by_rule)}
         yield dg.MaterializeResult(
             asset_key=TABLE_KEYS[name],
             metadata={**common, **extra, "dagster/row_count": rows,

@@ -111,6 +111,8 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, manife
     with warehouse.connection() as con:
         battles = read_version(con, BATTLES_TABLE, manifest.revision)
         tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
+    # the leaderboards rank canonical names (core/models.py); raw names stay in arena.battles
+    battles = battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
     output = compute_rankings(battles, tags, config.ranking_config())
     revision = pl.lit(manifest.revision).alias("dump_revision")
     frames = {

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import polars as pl
 import pyarrow as pa
 
+from arena_pipeline.core.models import add_canonical_columns, load_aliases
 from arena_pipeline.core.schema import (
     BATTLES_NESTED_PATHS,
     BATTLES_SCHEMA,
@@ -15,6 +17,12 @@ from arena_pipeline.core.schema import (
 )
 
 TEXT_SEPARATOR = "\n\n"
+
+
+@lru_cache(maxsize=1)
+def packaged_aliases() -> pl.DataFrame:
+    """The packaged alias table, read once per process."""
+    return load_aliases()
 
 
 @dataclass
@@ -55,8 +63,13 @@ def _content_columns(content: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0) -> pl.DataFrame:
+def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0,
+                    aliases: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per vote with every scalar, conv_metadata and category_tag field as a column.
+
+    ``model_a_canonical`` / ``model_b_canonical`` are the names normalized by
+    :func:`arena_pipeline.core.models.add_canonical_columns` with ``aliases`` (default: the
+    packaged alias table).
 
     Parameters
     ----------
@@ -66,6 +79,8 @@ def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0) 
         Recorded in ``source_file`` for provenance and quarantine.
     row_offset
         Position of the frame's first row inside ``source_file``.
+    aliases
+        The alias table (``models.load_aliases``); None for the packaged one.
     """
     exprs = [
         pl.col("id", "model_a", "model_b", "winner", "evaluation_session_id", "language", "is_code"),
@@ -82,9 +97,8 @@ def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0) 
         pl.lit(source_file, dtype=pl.String).alias("source_file"),
         (pl.int_range(pl.len(), dtype=pl.Int64) + row_offset).alias("source_row"),
     ]
-    return frame.select(exprs).select(
-        [pl.col(name).cast(dtype) for name, dtype in BATTLES_SCHEMA.items()]
-    )
+    flat = add_canonical_columns(frame.select(exprs), aliases if aliases is not None else packaged_aliases())
+    return flat.select([pl.col(name).cast(dtype) for name, dtype in BATTLES_SCHEMA.items()])
 
 
 def _side_messages(frame: pl.DataFrame, side: str) -> pl.DataFrame:
@@ -197,11 +211,12 @@ def flatten_context_messages(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def flatten_table(table: pa.Table | pl.DataFrame, source_file: str, row_offset: int = 0) -> FlatShard:
+def flatten_table(table: pa.Table | pl.DataFrame, source_file: str, row_offset: int = 0,
+                  aliases: pl.DataFrame | None = None) -> FlatShard:
     """Flatten one shard (Arrow table or Polars frame with the dataset card's schema)."""
     frame = table if isinstance(table, pl.DataFrame) else pl.from_arrow(table)
     return FlatShard(
-        battles=flatten_battles(frame, source_file, row_offset),
+        battles=flatten_battles(frame, source_file, row_offset, aliases),
         messages=flatten_messages(frame),
         context_messages=flatten_context_messages(frame),
     )

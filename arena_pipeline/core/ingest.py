@@ -118,14 +118,14 @@ def _iter_parquet(path: Path):
         offset += table.num_rows
 
 
-def _iter_file(shard: ShardFile) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
     """Yield (nested rows, their flat battles, quarantine rows of unparseable input) batch by batch."""
     path = Path(shard.path)
     if path.suffix.lower() == ".csv":
         parsed = read_csv_export(path)
         # rows that parsed keep their CSV position: rebuild it from the quarantined positions
         kept = sorted(set(range(parsed.rows_read)) - set(parsed.quarantine["source_row"].to_list()))
-        battles = flatten_battles(pl.from_arrow(parsed.table), shard.name).with_columns(
+        battles = flatten_battles(pl.from_arrow(parsed.table), shard.name, aliases=aliases).with_columns(
             source_row=pl.Series(kept, dtype=pl.Int64)
         )
         yield parsed.table, battles, parsed.quarantine
@@ -133,7 +133,7 @@ def _iter_file(shard: ShardFile) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.Da
     verify_shard(path)
     empty = pl.DataFrame(schema=QUARANTINE_SCHEMA)
     for table, offset in _iter_parquet(path):
-        yield table, flatten_battles(pl.from_arrow(table), shard.name, offset), empty
+        yield table, flatten_battles(pl.from_arrow(table), shard.name, offset, aliases), empty
 
 
 def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -154,7 +154,7 @@ def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame
 
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
-              suffix: str = "") -> LoadReport:
+              suffix: str = "", aliases: pl.DataFrame | None = None) -> LoadReport:
     """Flatten every file of ``manifest`` into staging tables, then swap them in together.
 
     The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
@@ -164,6 +164,8 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
 
     Messages are streamed into DuckDB batch by batch, so memory stays bounded by one batch of the
     dump plus the (small) battles table.
+
+    ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
     Raises
     ------
@@ -185,7 +187,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     quarantine: list[pl.DataFrame] = []
     for shard in manifest.files:
         file_rows = 0
-        for table, battles, unparsed in _iter_file(shard):
+        for table, battles, unparsed in _iter_file(shard, aliases):
             file_rows += battles.height + unparsed.height
             clean, rejected = _screen(battles, kept)
             quarantine += [unparsed, rejected]

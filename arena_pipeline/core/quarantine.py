@@ -141,9 +141,11 @@ RULES: tuple[QuarantineRule, ...] = (
     ),
     QuarantineRule(
         "null_model",
-        pl.col("model_a").is_null() | pl.col("model_b").is_null(),
-        "a side has no model: model_a={model_a}, model_b={model_b}",
-        ("model_a.not_null", "model_b.not_null"),
+        pl.col("model_a").is_null() | pl.col("model_b").is_null()
+        | pl.col("model_a_canonical").is_null() | pl.col("model_b_canonical").is_null(),
+        "a side has no model name: model_a={model_a}, model_b={model_b} "
+        "(normalized: {model_a_canonical}, {model_b_canonical})",
+        ("model_a.not_null", "model_b.not_null", "model_a_canonical.not_null", "model_b_canonical.not_null"),
     ),
     QuarantineRule(
         "same_model",

@@ -122,6 +122,9 @@ BATTLES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(),
     "model_a": pl.String(),
     "model_b": pl.String(),
+    # normalized names (core/models.py: case, separators, alias table); what the leaderboards use
+    "model_a_canonical": pl.String(),
+    "model_b_canonical": pl.String(),
     "winner": pl.String(),
     "evaluation_session_id": pl.String(),
     "evaluation_order": pl.Int32(),

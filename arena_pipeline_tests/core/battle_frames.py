@@ -60,6 +60,8 @@ def battle_row(i: int, **overrides: Any) -> dict[str, Any]:
     if unknown:
         raise KeyError(f"not battles columns: {sorted(unknown)}")
     row.update(overrides)
+    for side in ("model_a", "model_b"):  # the names are already normalized: canonical = raw
+        row.setdefault(f"{side}_canonical", row[side])
     return row
 
 

@@ -1,0 +1,121 @@
+"""Model identity assets: the models table, and the comparison with a published leaderboard."""
+
+import dagster as dg
+import polars as pl
+
+from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
+from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
+from arena_pipeline.constants import (
+    BATTLE_CATEGORIES_TABLE,
+    BATTLES_TABLE,
+    EXTERNAL_COMPARISON_MODELS_TABLE,
+    EXTERNAL_COMPARISON_TABLE,
+    MODELS_TABLE,
+    SCHEMA,
+)
+from arena_pipeline.core.external import BoardFormatError, compare_boards
+from arena_pipeline.core.ingest import DumpManifest
+from arena_pipeline.core.models import merged_names, models_table
+from arena_pipeline.core.publication import read_version, write_version
+from arena_pipeline.core.warehouse import read_frame, write_table
+from arena_pipeline.resources import ModelCatalog, Warehouse
+
+MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
+EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
+
+
+@dg.asset(
+    key=MODELS,
+    group_name="rankings",
+    kinds={"polars", "duckdb"},
+    deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
+    ins={"manifest": dg.AssetIn(RAW_DUMP)},
+)
+def models(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse,
+           model_catalog: ModelCatalog) -> dg.MaterializeResult:
+    """arena.models: one row per canonical model name with its provider, the raw names seen, first and
+    last battle, and battles per category. Raw names that normalize to one model are listed in the metadata."""
+    aliases = model_catalog.aliases()
+    with warehouse.connection() as con:
+        battles = read_version(con, BATTLES_TABLE, manifest.revision,
+                               "id, model_a, model_b, model_a_canonical, model_b_canonical, timestamp")
+        tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
+        table = models_table(battles, tags, aliases)
+        write_version(con, MODELS_TABLE, manifest.revision, table)
+    merged = merged_names(battles, aliases)
+    return dg.MaterializeResult(
+        metadata={
+            "revision": manifest.revision,
+            "dagster/row_count": table.height,
+            "merged_names": dg.MetadataValue.json(
+                [{"canonical": r["canonical"], "raw_names": r["raw_names"], "battles": r["n_battles"]}
+                 for r in merged.iter_rows(named=True)]
+            ),
+            "models_without_provider": dg.MetadataValue.json(
+                table.filter(pl.col("provider").is_null()).get_column("model").to_list()
+            ),
+        },
+        data_version=dg.DataVersion(manifest.revision),
+    )
+
+
+@dg.asset(
+    key=EXTERNAL_COMPARISON,
+    group_name="validation",
+    kinds={"polars", "duckdb"},
+    deps=[PUBLISHED_DUMP],
+)
+def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
+                        model_catalog: ModelCatalog) -> dg.MaterializeResult:
+    """arena.external_comparison (per category) and arena.external_comparison_models (per model): our
+    published boards against a published leaderboard file (ARENA_PUBLISHED_BOARD), matched through the
+    model-name normalization and aliases; rank correlations and rating differences after centring.
+
+    Runs after publication, so a missing or malformed board never blocks the leaderboards.
+    """
+    aliases = model_catalog.aliases()
+    try:
+        theirs = model_catalog.read_board(aliases)
+    except (BoardFormatError, FileNotFoundError) as exc:
+        raise dg.Failure(description=f"published board unusable: {exc}") from exc
+    if theirs is None:
+        return dg.MaterializeResult(metadata={"status": "no published board configured (set ARENA_PUBLISHED_BOARD)"})
+    with warehouse.connection() as con:
+        ours = read_frame(con, f'SELECT * FROM "{SCHEMA}".leaderboard')
+        results = {}
+        for method in ours.get_column("method").unique().sort().to_list():
+            result = compare_boards(ours.filter(pl.col("method") == method), theirs, aliases)
+            results[method] = result
+        revision = ours.get_column("dump_revision").first()
+        summary = pl.concat(
+            [r.summary.with_columns(method=pl.lit(m)) for m, r in results.items()], how="diagonal_relaxed"
+        ).with_columns(dump_revision=pl.lit(revision), board=pl.lit(model_catalog.board_path()))
+        per_model = pl.concat(
+            [r.models.with_columns(method=pl.lit(m)) for m, r in results.items()], how="diagonal_relaxed"
+        ).with_columns(dump_revision=pl.lit(revision))
+        write_table(con, SCHEMA, EXTERNAL_COMPARISON_TABLE, summary)
+        write_table(con, SCHEMA, EXTERNAL_COMPARISON_MODELS_TABLE, per_model)
+    headline = summary.filter(pl.col("method") == "bt").select(
+        "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff"
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "board": model_catalog.board_path(),
+            "dump_revision": revision,
+            "dagster/row_count": summary.height,
+            "bt_vs_published": dg.MetadataValue.md(_markdown(headline)),
+            "comparison": dg.MetadataValue.json({m: r.to_metadata() for m, r in results.items()}),
+        }
+    )
+
+
+def _markdown(frame: pl.DataFrame) -> str:
+    if frame.is_empty():
+        return "no category in common"
+    header = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * frame.width + "\n"
+    rows = "\n".join(
+        "| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |"
+        for row in frame.iter_rows()
+    )
+    return header + rows

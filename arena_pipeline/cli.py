@@ -1,0 +1,397 @@
+"""``arena-pipeline``: read the published leaderboards from the warehouse.
+
+Subcommands::
+
+    arena-pipeline leaderboard [--category C] [--method bt|bt_style|spectral] [--top N]
+    arena-pipeline export [--format parquet|csv] OUT_DIR
+    arena-pipeline report [OUT]
+
+Every subcommand takes ``--warehouse PATH`` (else ``$ARENA_WAREHOUSE``, read when the command
+runs, else ``data/warehouse.duckdb``) and ``--timeout SECONDS`` (how long to wait while a
+pipeline run holds the file's lock). The warehouse is opened read-only, once, for the duration
+of the command. Exit codes: 0 success; 1 no warehouse, no published leaderboard or an unreadable
+file; 2 bad usage, including an unknown category or method (the valid ones are listed); 3 the
+warehouse stayed locked by a running pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from arena_pipeline.constants import CATEGORIES, DEFAULT_WAREHOUSE, SCHEMA
+from arena_pipeline.core.ranking import METHODS
+from arena_pipeline.core.report import (
+    DEFAULT_REPORT_PATH,
+    METHOD_LABELS,
+    category_label,
+    load_report_inputs,
+    published_dump_row,
+    relation_exists,
+    render_report,
+)
+from arena_pipeline.core.warehouse import WarehouseLockedError, connect
+
+PROG = "arena-pipeline"
+EXIT_OK = 0
+EXIT_NO_DATA = 1
+EXIT_USAGE = 2
+EXIT_LOCKED = 3
+
+#: Tables written by ``export``, in order; only ``leaderboard`` is required.
+EXPORT_TABLES: tuple[str, ...] = (
+    "leaderboard",
+    "pairwise",
+    "style_coefficients",
+    "leaderboard_history",
+    "quality_results",
+    "dumps",
+)
+
+MATERIALIZE_HINT = (
+    "materialize the pipeline first, e.g. "
+    "`dagster asset materialize -m arena_pipeline.definitions --select '*'`"
+)
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one message, no traceback."""
+
+    def __init__(self, message: str, code: int = EXIT_NO_DATA) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def warehouse_path(cli_value: str | None) -> Path:
+    """``--warehouse``, else ``$ARENA_WAREHOUSE``, else ``constants.DEFAULT_WAREHOUSE``."""
+    return Path(cli_value or os.environ.get("ARENA_WAREHOUSE") or DEFAULT_WAREHOUSE)
+
+
+@contextlib.contextmanager
+def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A short read-only connection, with a clear error when the file is missing or locked."""
+    if not path.is_file():
+        raise CliError(
+            f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}"
+        )
+    try:
+        con = connect(str(path), read_only=True, timeout_s=timeout_s)
+    except WarehouseLockedError as exc:
+        raise CliError(
+            f"the warehouse {path} is locked by a running pipeline (waited {timeout_s:g} s); "
+            "try again when the run has finished, or pass a longer --timeout",
+            EXIT_LOCKED,
+        ) from exc
+    except duckdb.Error as exc:
+        raise CliError(f"cannot open {path} as a DuckDB warehouse: {exc}") from exc
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _require_leaderboard(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    if not relation_exists(con, SCHEMA, "leaderboard"):
+        raise CliError(f"{path} has no published leaderboard ({SCHEMA}.leaderboard); {MATERIALIZE_HINT}")
+    try:
+        rows = con.execute(f'SELECT count(*) FROM "{SCHEMA}"."leaderboard"').fetchone()[0]
+    except duckdb.Error as exc:
+        raise CliError(f"{SCHEMA}.leaderboard in {path} cannot be read: {exc}") from exc
+    if rows == 0:
+        raise CliError(f"{SCHEMA}.leaderboard in {path} is empty; {MATERIALIZE_HINT}")
+
+
+def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
+    present = set(values)
+    return [v for v in order if v in present] + sorted(present - set(order))
+
+
+def _revision(con: duckdb.DuckDBPyConnection, board: pl.DataFrame | None = None) -> str | None:
+    if board is not None and "dump_revision" in board.columns and board.height:
+        return board.get_column("dump_revision")[0]
+    row = published_dump_row(con, SCHEMA)
+    return row.get("revision") if row else None
+
+
+# ---------------------------------------------------------------------------------------------
+# leaderboard
+# ---------------------------------------------------------------------------------------------
+
+
+def format_board(board: pl.DataFrame) -> str:
+    """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
+    header = ("Rank", "UB", "Model", "Rating", "95% CI", "Battles")
+    lines: list[tuple[str, ...]] = []
+    for r in board.iter_rows(named=True):
+        lo, hi = r.get("ci_lower"), r.get("ci_upper")
+        ci = f"[{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "-"
+        lines.append(
+            (
+                str(r["rank"]),
+                "-" if r.get("rank_ub") is None else str(r["rank_ub"]),
+                str(r["model"]),
+                "-" if r.get("rating") is None else f"{r['rating']:.1f}",
+                ci,
+                "-" if r.get("n_battles") is None else f"{r['n_battles']:,}",
+            )
+        )
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
+    right = {0, 1, 3, 5}
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([fmt(header), rule, *(fmt(line) for line in lines)])
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    path = warehouse_path(args.warehouse)
+    with open_warehouse(path, args.timeout) as con:
+        _require_leaderboard(con, path)
+        lb = f'"{SCHEMA}"."leaderboard"'
+        categories = _ordered(
+            [r[0] for r in con.execute(f"SELECT DISTINCT category FROM {lb}").fetchall()], CATEGORIES
+        )
+        if args.category not in categories:
+            raise CliError(
+                f"unknown category {args.category!r}; valid categories: {', '.join(categories)}",
+                EXIT_USAGE,
+            )
+        methods = _ordered(
+            [
+                r[0]
+                for r in con.execute(
+                    f"SELECT DISTINCT method FROM {lb} WHERE category = ?", [args.category]
+                ).fetchall()
+            ],
+            METHODS,
+        )
+        if args.method not in methods:
+            raise CliError(
+                f"unknown method {args.method!r} for category {args.category!r}; valid methods: "
+                f"{', '.join(methods)}",
+                EXIT_USAGE,
+            )
+        board = pl.from_arrow(
+            con.execute(
+                f"SELECT * FROM {lb} WHERE category = ? AND method = ? ORDER BY rank, model",
+                [args.category, args.method],
+            ).to_arrow_table()
+        )
+        revision = _revision(con, board)
+    total = board.height
+    if args.top > 0:
+        board = board.head(args.top)
+    title = (
+        f"{category_label(args.category)} - {METHOD_LABELS.get(args.method, args.method)} "
+        f"({args.method}); {total} models"
+        + (f", top {board.height} shown" if board.height < total else "")
+        + (f"; dump {revision}" if revision else "")
+    )
+    ci_method = board.get_column("ci_method")[0] if "ci_method" in board.columns and board.height else None
+    print(title)
+    print()
+    print(format_board(board))
+    if ci_method:
+        print()
+        print(f"95% CI: {ci_method} interval. UB: best rank the interval allows.")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+# ---------------------------------------------------------------------------------------------
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    path = warehouse_path(args.warehouse)
+    out_dir = Path(args.out_dir)
+    suffix = {"parquet": ".parquet", "csv": ".csv"}[args.format]
+    options = "FORMAT parquet" if args.format == "parquet" else "FORMAT csv, HEADER true"
+    written: dict[str, dict[str, object]] = {}
+    skipped: list[str] = []
+    with open_warehouse(path, args.timeout) as con:
+        _require_leaderboard(con, path)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        con.execute("BEGIN TRANSACTION")  # one snapshot for every table
+        try:
+            revision = _revision(con)
+            for table in EXPORT_TABLES:
+                if not relation_exists(con, SCHEMA, table):
+                    skipped.append(table)
+                    continue
+                target = out_dir / f"{table}{suffix}"
+                tmp = out_dir / f".{table}{suffix}.tmp"
+                source = f'SELECT * FROM "{SCHEMA}"."{table}"'
+                rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
+                con.execute(f"COPY ({source}) TO {_sql_string(str(tmp))} ({options})")
+                os.replace(tmp, target)
+                written[table] = {"file": target.name, "rows": int(rows)}
+        finally:
+            con.execute("COMMIT")
+    manifest = {
+        "revision": revision,
+        "format": args.format,
+        "warehouse": str(path),
+        "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "tables": written,
+        "missing_tables": skipped,
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    for table, info in written.items():
+        print(f"{out_dir / str(info['file'])}: {info['rows']:,} rows")
+    if skipped:
+        print(f"not in the warehouse (skipped): {', '.join(skipped)}")
+    print(f"{out_dir / 'manifest.json'}: revision {revision or 'unknown'}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = warehouse_path(args.warehouse)
+    with open_warehouse(path, args.timeout) as con:
+        _require_leaderboard(con, path)
+        try:
+            inputs = load_report_inputs(con, SCHEMA)
+        except duckdb.Error as exc:
+            raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
+    out = render_report(
+        inputs.leaderboard,
+        inputs.pairwise,
+        inputs.style_coefficients,
+        inputs.quality_results,
+        inputs.dumps_row,
+        args.out,
+        title=args.title,
+        heatmap_models=args.heatmap_models,
+    )
+    categories = inputs.leaderboard.get_column("category").n_unique()
+    revision = (inputs.dumps_row or {}).get("revision") or _revision_of(inputs.leaderboard)
+    print(f"wrote {out} ({categories} categories; dump {revision or 'unknown'})")
+    return EXIT_OK
+
+
+def _revision_of(frame: pl.DataFrame) -> str | None:
+    if "dump_revision" in frame.columns and frame.height:
+        return frame.get_column("dump_revision")[0]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# parser
+# ---------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--warehouse",
+        metavar="PATH",
+        help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})",
+    )
+    common.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long to wait while a pipeline run holds the warehouse lock (default: 10)",
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Read the LMArena leaderboards published by arena_pipeline.",
+        epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard; "
+        "2 bad usage (unknown category or method); 3 warehouse locked.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "leaderboard", parents=[common], help="print one leaderboard as a table",
+        description="Print one published leaderboard: rank, rank upper bound, model, rating, "
+        "95%% CI, battles.",
+    )
+    p.add_argument("--category", default="overall", help="category (default: overall)")
+    p.add_argument(
+        "--method", default="bt", help=f"ranking method: {', '.join(METHODS)} (default: bt)"
+    )
+    p.add_argument(
+        "--top", type=_positive_int, default=20, metavar="N", help="rows shown, 0 for all (default: 20)"
+    )
+    p.set_defaults(func=cmd_leaderboard)
+
+    p = sub.add_parser(
+        "export", parents=[common], help="write the leaderboard tables to files",
+        description="Write the published leaderboard tables (" + ", ".join(EXPORT_TABLES)
+        + ", when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json.",
+    )
+    p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="default: parquet")
+    p.add_argument("out_dir", metavar="OUT_DIR")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "report", parents=[common], help="render the static HTML report",
+        description="Render the published leaderboards as one self-contained HTML file.",
+    )
+    p.add_argument(
+        "out", nargs="?", default=str(DEFAULT_REPORT_PATH), metavar="OUT",
+        help=f"output file (default: {DEFAULT_REPORT_PATH})",
+    )
+    p.add_argument("--title", default="LMArena leaderboards", help="page title")
+    p.add_argument(
+        "--heatmap-models", type=_positive_int, default=20, metavar="N",
+        help="models in each pairwise heatmap (default: 20)",
+    )
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit code (argparse's own exits are returned, not raised)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed by argparse
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.code
+    except BrokenPipeError:  # e.g. `arena-pipeline leaderboard | head`
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""Analysis tables built from the flat tables: position bias, monthly rating trends, preference pairs.
+
+Pure Polars (plus SciPy for the binomial distribution); no Dagster imports. Every function takes
+the published frames (``arena.battles``, ``arena.messages``, ``arena.battle_categories``) and
+returns one frame whose columns and types are pinned by a ``*_SCHEMA`` dict of this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+from scipy.stats import beta as beta_dist
+from scipy.stats import binom
+
+from arena_pipeline.constants import CATEGORIES
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+
+#: Columns and types of :func:`position_bias`.
+POSITION_BIAS_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(),
+    "battles": pl.Int64(),
+    "a_wins": pl.Int64(),
+    "b_wins": pl.Int64(),
+    "ties": pl.Int64(),
+    "both_bad": pl.Int64(),
+    "decisive": pl.Int64(),
+    "a_win_rate": pl.Float64(),
+    "ci_lower": pl.Float64(),
+    "ci_upper": pl.Float64(),
+    "p_value": pl.Float64(),
+}
+
+#: Columns and types of :func:`rating_trend`.
+RATING_TREND_SCHEMA: dict[str, pl.DataType] = {
+    "month": pl.Date(),
+    "category": pl.String(),
+    "model": pl.String(),
+    "rating": pl.Float64(),
+    "ci_lower": pl.Float64(),
+    "ci_upper": pl.Float64(),
+    "rank": pl.Int64(),
+    "n_battles": pl.Int64(),
+}
+
+_MESSAGE = pl.Struct({"role": pl.String(), "content": pl.String()})
+
+#: Columns and types of :func:`preference_pairs`.
+PREFERENCE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
+    "battle_id": pl.String(),
+    "prompt": pl.String(),
+    "chosen": pl.String(),
+    "rejected": pl.String(),
+    "chosen_model": pl.String(),
+    "rejected_model": pl.String(),
+    "chosen_side": pl.String(),
+    "turns": pl.Int32(),
+    "language": pl.String(),
+    "timestamp": pl.Datetime("us"),
+    "categories": pl.List(pl.String()),
+    "has_images": pl.Boolean(),
+    "prompt_messages": pl.List(_MESSAGE),
+    "chosen_messages": pl.List(_MESSAGE),
+    "rejected_messages": pl.List(_MESSAGE),
+}
+
+#: Role markers of the text rendering of :func:`preference_pairs`.
+ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "system": "System"}
+
+#: Separator between rendered messages.
+MESSAGE_SEPARATOR = "\n\n"
+
+
+def _category_order() -> pl.Expr:
+    """Sort key: position in ``constants.CATEGORIES``, unknown names after (then by name)."""
+    return pl.col("category").replace_strict(
+        {c: i for i, c in enumerate(CATEGORIES)}, default=len(CATEGORIES), return_dtype=pl.Int32
+    )
+
+
+def position_bias(
+    battles: pl.DataFrame,
+    battle_categories: pl.DataFrame,
+    confidence: float = 0.95,
+) -> pl.DataFrame:
+    """Win rate of the model shown on the left (side A) against the right (side B), per category.
+
+    If voters had no position preference, side A would win half of the decisive votes (the
+    sides are assigned at random). ``a_win_rate`` is ``a_wins / decisive``; the interval is
+    the exact Clopper-Pearson interval of that proportion and ``p_value`` the exact two-sided
+    binomial test of ``a_win_rate = 0.5`` (for p = 0.5 the two-sided test doubles the smaller
+    tail, as ``scipy.stats.binomtest`` does).
+
+    Parameters
+    ----------
+    battles
+        ``id`` and ``winner`` (``model_a`` / ``model_b`` / ``tie`` / ``both_bad``). Rows with
+        another or a null winner are ignored. Self-battles (the same model on both sides) are
+        kept: they measure position bias with no model difference at all.
+    battle_categories
+        ``battle_id``, ``category``; one row per battle and category (see
+        ``categories.tag_categories``); duplicates are counted once.
+    confidence
+        Level of ``ci_lower``/``ci_upper``.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`POSITION_BIAS_SCHEMA`, one row per category present (``constants.CATEGORIES``
+        order, unknown names after). ``battles`` counts all four outcomes, ``decisive =
+        a_wins + b_wins``; ``a_win_rate``, ``ci_lower``, ``ci_upper`` and ``p_value`` are null
+        when ``decisive`` is 0.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    winner = pl.col("winner")
+    counts = (
+        battle_categories.select(pl.col("battle_id", "category").cast(pl.String))
+        .unique()
+        .join(
+            battles.select(pl.col("id").cast(pl.String).alias("battle_id"), "winner").filter(
+                winner.is_in(["model_a", "model_b", "tie", "both_bad"]).fill_null(False)
+            ),
+            on="battle_id",
+            how="inner",
+        )
+        .group_by("category")
+        .agg(
+            battles=pl.len().cast(pl.Int64),
+            a_wins=(winner == "model_a").sum().cast(pl.Int64),
+            b_wins=(winner == "model_b").sum().cast(pl.Int64),
+            ties=(winner == "tie").sum().cast(pl.Int64),
+            both_bad=(winner == "both_bad").sum().cast(pl.Int64),
+        )
+        .with_columns(decisive=pl.col("a_wins") + pl.col("b_wins"))
+        .sort(_category_order(), "category")
+    )
+    k = counts.get_column("a_wins").to_numpy().astype(np.float64)
+    n = counts.get_column("decisive").to_numpy().astype(np.float64)
+    alpha = 1.0 - confidence
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n > 0, k / np.where(n > 0, n, 1.0), np.nan)
+        lower = np.where(k > 0, beta_dist.ppf(alpha / 2, k, n - k + 1), 0.0)
+        upper = np.where(k < n, beta_dist.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+        tails = np.minimum(binom.cdf(k, n, 0.5), binom.sf(k - 1, n, 0.5))
+        p_value = np.minimum(1.0, 2.0 * tails)
+    empty = n == 0
+    lower, upper, p_value = (np.where(empty, np.nan, x) for x in (lower, upper, p_value))
+    return counts.with_columns(
+        pl.Series("a_win_rate", rate, dtype=pl.Float64),
+        pl.Series("ci_lower", lower, dtype=pl.Float64),
+        pl.Series("ci_upper", upper, dtype=pl.Float64),
+        pl.Series("p_value", p_value, dtype=pl.Float64),
+    ).select([pl.col(c).fill_nan(None).cast(t) if t == pl.Float64() else pl.col(c).cast(t)
+              for c, t in POSITION_BIAS_SCHEMA.items()])
+
+
+#: Defaults of :func:`rating_trend`: Bradley-Terry only, sandwich intervals, 50 battles/month.
+TREND_CONFIG = RankingConfig(methods=("bt",), bootstrap_rounds=0, min_battles=50)
+
+_KEY_SEPARATOR = "\x1f"  # joins category and month into one board name for compute_rankings
+
+
+def rating_trend(
+    battles: pl.DataFrame,
+    battle_categories: pl.DataFrame,
+    config: RankingConfig | None = None,
+    categories: Sequence[str] | None = ("overall",),
+) -> pl.DataFrame:
+    """Bradley-Terry ratings per calendar month (UTC) and category.
+
+    Every (category, month) is an independent board fitted by
+    :func:`arena_pipeline.core.ranking.compute_rankings` on that month's battles alone, in
+    one call (each board's name is the category and the month). A model is on a month's board
+    when it has at least ``config.min_battles`` battles that month against the other models
+    kept (and a finite maximum-likelihood rating); otherwise it has no row that month.
+
+    Parameters
+    ----------
+    battles
+        ``id``, ``model_a``, ``model_b``, ``winner``, ``timestamp``. Battles with a null
+        timestamp are left out.
+    battle_categories
+        ``battle_id``, ``category``.
+    config
+        Ranking settings; default :data:`TREND_CONFIG` (``min_battles=50``, no bootstrap:
+        sandwich 95% intervals). ``methods`` is always replaced by ``("bt",)``; use
+        ``bootstrap_rounds > 0`` for bootstrap intervals (slower). Ratings of each month are
+        centred on ``anchor_rating`` unless ``anchor_model`` is set, so a month-to-month
+        change is relative to that month's field; set ``anchor_model`` to a model present in
+        every month for an absolute reference.
+    categories
+        Categories to compute; None for every category in ``battle_categories``.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`RATING_TREND_SCHEMA`: ``month`` is the first day of the month; ``ci_lower``/
+        ``ci_upper`` the board's primary interval; ``rank`` within the month's board;
+        ``n_battles`` the model's battles used by that month's fit. Sorted by category
+        (``constants.CATEGORIES`` order), month, rank, model.
+    """
+    config = dataclasses.replace(config or TREND_CONFIG, methods=("bt",))
+    tags = battle_categories.select("battle_id", "category")
+    if categories is not None:
+        tags = tags.filter(pl.col("category").is_in(list(categories)))
+    months = battles.select(
+        "id", month=pl.col("timestamp").dt.truncate("1mo").cast(pl.Date)
+    ).filter(pl.col("month").is_not_null())
+    keyed = tags.join(months, left_on="battle_id", right_on="id", how="inner").select(
+        "battle_id",
+        category=pl.col("category") + _KEY_SEPARATOR + pl.col("month").cast(pl.String),
+    )
+    if keyed.height == 0:
+        return pl.DataFrame(schema=RATING_TREND_SCHEMA)
+    fitted = compute_rankings(
+        battles.select("id", "model_a", "model_b", "winner"), keyed, config
+    ).leaderboard
+    if fitted.height == 0:
+        return pl.DataFrame(schema=RATING_TREND_SCHEMA)
+    parts = pl.col("category").str.split_exact(_KEY_SEPARATOR, 1)
+    return (
+        fitted.with_columns(
+            month=parts.struct.field("field_1").str.to_date("%Y-%m-%d"),
+            category=parts.struct.field("field_0"),
+        )
+        .sort(_category_order(), "category", "month", "rank", "model")
+        .select([pl.col(c).cast(t) for c, t in RATING_TREND_SCHEMA.items()])
+    )
+
+
+def _render(role: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """``"<Marker>: <text>"`` for one message (unknown roles capitalised; null text as empty)."""
+    marker = role.replace_strict(ROLE_MARKERS, default=role.str.to_titlecase(), return_dtype=pl.String)
+    return pl.concat_str([marker.fill_null("Unknown"), pl.lit(": "), text.fill_null("")])
+
+
+def preference_pairs(
+    battles: pl.DataFrame,
+    messages: pl.DataFrame,
+    battle_categories: pl.DataFrame,
+) -> pl.DataFrame:
+    """Chosen/rejected pairs for reward-model training, one row per decisive vote.
+
+    A vote judges the two whole conversations, so a battle is never split into turns. Both
+    sides start from the same first user message but, from the second turn on, each side has
+    its own earlier replies, so only the first user message is a prompt shared by both; the
+    rest of each side's conversation is its response:
+
+    - ``prompt``: the first user message (and anything before it), rendered as text;
+    - ``chosen`` / ``rejected``: every later message of the winning / losing side: for a
+      one-turn battle the reply alone; for a multi-turn battle the first reply, then the
+      next user message, the next reply, and so on.
+
+    Text rendering: each message as ``"User: <text>"`` / ``"Assistant: <text>"`` (other roles
+    capitalised), messages joined by a blank line, so ``prompt + "\\n\\n" + chosen`` is the
+    full transcript of the chosen side. The same split is given unrendered, in the
+    conversational "prompt / chosen / rejected" format of preference-training libraries (e.g.
+    TRL): ``prompt_messages``, ``chosen_messages``, ``rejected_messages`` are lists of
+    ``{"role", "content"}`` with the raw texts. A message whose only parts are images has an
+    empty text; ``has_images`` flags such battles.
+
+    Parameters
+    ----------
+    battles
+        ``id``, ``model_a``, ``model_b``, ``winner``, ``turns``, ``language``, ``timestamp``.
+        Ties and ``both_bad`` votes are left out. Self-battles (the same model on both sides)
+        are kept (two different samples of one model).
+    messages
+        ``arena.messages``: ``battle_id``, ``side``, ``position``, ``role``, ``text``,
+        ``images``.
+    battle_categories
+        ``battle_id``, ``category``.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`PREFERENCE_PAIRS_SCHEMA`, sorted by ``battle_id``. ``categories`` lists the
+        battle's categories in ``constants.CATEGORIES`` order (empty when it has none).
+        Battles lacking a user message or a reply on either side are left out. The prompt is
+        taken from the chosen side.
+    """
+    decided = battles.filter(pl.col("winner").is_in(["model_a", "model_b"]).fill_null(False))
+    decided = decided.select(
+        pl.col("id").alias("battle_id"),
+        chosen_side=pl.when(pl.col("winner") == "model_a").then(pl.lit("a")).otherwise(pl.lit("b")),
+        chosen_model=pl.when(pl.col("winner") == "model_a")
+        .then(pl.col("model_a"))
+        .otherwise(pl.col("model_b")),
+        rejected_model=pl.when(pl.col("winner") == "model_a")
+        .then(pl.col("model_b"))
+        .otherwise(pl.col("model_a")),
+        turns=pl.col("turns"),
+        language=pl.col("language"),
+        timestamp=pl.col("timestamp"),
+    )
+    has_images = pl.col("images").list.len().fill_null(0) > 0
+    msgs = (
+        messages.select("battle_id", "side", "position", "role", "text", "images")
+        .join(decided.select("battle_id", "chosen_side"), on="battle_id", how="inner")
+        .with_columns(
+            label=pl.when(pl.col("side") == pl.col("chosen_side"))
+            .then(pl.lit("chosen"))
+            .otherwise(pl.lit("rejected")),
+            has_image=has_images,
+        )
+    )
+    # first user message of every side: it and what precedes it form the prompt
+    first_user = (
+        msgs.filter(pl.col("role") == "user")
+        .group_by("battle_id", "label")
+        .agg(prompt_end=pl.col("position").min())
+    )
+    msgs = msgs.join(first_user, on=["battle_id", "label"], how="inner").with_columns(
+        part=pl.when(pl.col("position") <= pl.col("prompt_end"))
+        .then(pl.lit("prompt"))
+        .otherwise(pl.col("label")),
+        rendered=_render(pl.col("role"), pl.col("text")),
+        message=pl.struct(role=pl.col("role"), content=pl.col("text").fill_null("")),
+    )
+    sides = (
+        msgs.filter((pl.col("part") != "prompt") | (pl.col("label") == "chosen"))
+        .sort("battle_id", "part", "position")
+        .group_by("battle_id", "part")
+        .agg(
+            text=pl.col("rendered").str.join(MESSAGE_SEPARATOR),
+            messages=pl.col("message"),
+        )
+    )
+    images = msgs.group_by("battle_id").agg(has_images=pl.col("has_image").any())
+
+    def part(name: str) -> pl.DataFrame:
+        return sides.filter(pl.col("part") == name).select(
+            "battle_id", pl.col("text").alias(name), pl.col("messages").alias(f"{name}_messages")
+        )
+
+    tags = (
+        battle_categories.select("battle_id", "category")
+        .unique()
+        .sort(_category_order(), "category")
+        .group_by("battle_id", maintain_order=True)
+        .agg(categories=pl.col("category"))
+    )
+    out = (
+        decided.join(part("prompt"), on="battle_id", how="inner")
+        .join(part("chosen"), on="battle_id", how="inner")
+        .join(part("rejected"), on="battle_id", how="inner")
+        .join(images, on="battle_id", how="left")
+        .join(tags, on="battle_id", how="left")
+        .with_columns(categories=pl.col("categories").fill_null(pl.lit([], pl.List(pl.String))))
+        .sort("battle_id")
+    )
+    return out.select([pl.col(c).cast(t) for c, t in PREFERENCE_PAIRS_SCHEMA.items()])
