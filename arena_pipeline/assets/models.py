@@ -83,6 +83,8 @@ def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
         return dg.MaterializeResult(metadata={"status": "no published board configured (set ARENA_PUBLISHED_BOARD)"})
     with warehouse.connection() as con:
         ours = read_frame(con, f'SELECT * FROM "{SCHEMA}".leaderboard')
+        if ours.is_empty():
+            return dg.MaterializeResult(metadata={"status": "the published leaderboard is empty: nothing to compare"})
         results = {}
         for method in ours.get_column("method").unique().sort().to_list():
             result = compare_boards(ours.filter(pl.col("method") == method), theirs, aliases)

@@ -1,0 +1,83 @@
+"""Model identity assets materialized: canonical names, arena.models and the external comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
+from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
+
+REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
+RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 3, "bootstrap_rounds": 5}}}}
+
+
+def _materialize(tmp_path: Path, catalog: ModelCatalog) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [*ASSETS, *ASSET_CHECKS],
+        resources={**default_resources(), "dump_source": DumpSource(source=str(REAL_CSV)),
+                   "warehouse": Warehouse(path=str(tmp_path / "w.duckdb")), "model_catalog": catalog},
+        run_config=RUN_CONFIG,
+        raise_on_error=False,
+    )
+
+
+def _rows(tmp_path: Path, sql: str):
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_user_alias_merges_names_and_comparison_matches_renamed_models(tmp_path):
+    aliases = tmp_path / "aliases.csv"
+    # a user alias: rank o3-mini under a name of the user's choosing
+    aliases.write_text("alias,canonical,provider\no3-mini,o3-mini-renamed,OpenAI\n", encoding="utf-8")
+    board = tmp_path / "board.json"
+    board.write_text(json.dumps({
+        "full": {
+            "Claude 3.5 Sonnet (20241022)": {"rating": 1250.0, "rating_q025": 1240.0, "rating_q975": 1260.0},
+            "gemma-3-27b-it": {"rating": 1200.0, "rating_q025": 1190.0, "rating_q975": 1210.0},
+            "O3 Mini Renamed": {"rating": 1150.0, "rating_q025": 1140.0, "rating_q975": 1160.0},
+            "a-model-we-never-saw": {"rating": 1100.0, "rating_q025": 1090.0, "rating_q975": 1110.0},
+        },
+        "english": {"gemma-3-27b-it": {"rating": 1000.0, "rating_q025": 990.0, "rating_q975": 1010.0}},
+    }), encoding="utf-8")
+    result = _materialize(tmp_path, ModelCatalog(aliases_path=str(aliases), published_board=str(board)))
+    assert result.success
+    # raw names stay, canonical names are separate and used by the boards
+    assert _rows(tmp_path, "select distinct model_a_canonical from arena.battles where model_a = 'o3-mini'") == [
+        ("o3-mini-renamed",)]
+    boards = {m for (m,) in _rows(tmp_path, "select distinct model from arena.leaderboard")}
+    assert "o3-mini-renamed" in boards and "o3-mini" not in boards
+    models = _rows(tmp_path, "select provider, aliases, battles_overall from arena.models where model = 'o3-mini-renamed'")
+    assert models == [("OpenAI", ["o3-mini"], 9)]
+    summary = _rows(
+        tmp_path,
+        "select n_matched, unmatched_theirs from arena.external_comparison where category = 'overall' and method = 'bt'",
+    )
+    (n_matched, unmatched), = summary
+    assert n_matched == 3
+    assert unmatched == ["a-model-we-never-saw"]
+    unknown = _rows(tmp_path, "select count(*) from arena.external_comparison where category = 'english' and method = 'bt'")
+    assert unknown == [(1,)]  # their unknown category key is kept and reported, not dropped
+    per_model = _rows(
+        tmp_path,
+        "select model, their_name from arena.external_comparison_models "
+        "where category = 'overall' and method = 'bt' and status = 'matched' order by model",
+    )
+    assert [m for m, _ in per_model] == ["claude-3-5-sonnet-20241022", "gemma-3-27b-it", "o3-mini-renamed"]
+
+
+def test_malformed_board_fails_only_the_comparison(tmp_path):
+    board = tmp_path / "board.json"
+    board.write_text("{not json", encoding="utf-8")
+    result = _materialize(tmp_path, ModelCatalog(published_board=str(board)))
+    assert not result.success
+    failed = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert [e.step_key for e in failed] == ["arena__external_comparison"]
+    assert "board.json" in str(failed[0].event_specific_data.error)
+    # everything else was published
+    assert _rows(tmp_path, "select status from arena.dumps") == [("published",)]
+    assert _rows(tmp_path, "select count(*) > 0 from arena.leaderboard") == [(True,)]
