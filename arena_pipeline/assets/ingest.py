@@ -15,7 +15,9 @@ from arena_pipeline.constants import (
     SCHEMA,
     VERSIONS_SCHEMA,
 )
+from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.core.ingest import DumpManifest, load_dump
+from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.publication import record_dump, revision_key
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
@@ -79,20 +81,24 @@ def raw_dump(
     specs=[
         dg.AssetSpec(
             TABLE_KEYS[BATTLES_TABLE], group_name="ingest", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
+            metadata=schema_metadata(BATTLES_SCHEMA, f"{SCHEMA}.{BATTLES_TABLE}"),
             description="arena.battles: one row per vote with every scalar, conv_metadata and "
             "category_tag field as a column.",
         ),
         dg.AssetSpec(
             TABLE_KEYS[MESSAGES_TABLE], group_name="ingest", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
+            metadata=schema_metadata(MESSAGES_SCHEMA, f"{SCHEMA}.{MESSAGES_TABLE}"),
             description="arena.messages: one row per message of conversation_a and conversation_b.",
         ),
         dg.AssetSpec(
             TABLE_KEYS[CONTEXT_MESSAGES_TABLE], group_name="ingest", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
+            metadata=schema_metadata(CONTEXT_MESSAGES_SCHEMA, f"{SCHEMA}.{CONTEXT_MESSAGES_TABLE}"),
             description="arena.context_messages: the full_conversation turns of earlier evaluation "
             "orders that precede each vote (not repeated in arena.messages).",
         ),
         dg.AssetSpec(
-            TABLE_KEYS[QUARANTINE_TABLE], group_name="ingest", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
+            TABLE_KEYS[QUARANTINE_TABLE], group_name="quality", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
+            metadata=schema_metadata(QUARANTINE_SCHEMA, f"{SCHEMA}.{QUARANTINE_TABLE}"),
             description="arena.quarantine: input rows kept out of arena.battles, with the rule broken.",
         ),
     ],

@@ -16,7 +16,8 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.external import BoardFormatError, compare_boards
 from arena_pipeline.core.ingest import DumpManifest
-from arena_pipeline.core.models import merged_names, models_table
+from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.core.models import MODELS_SCHEMA, merged_names, models_table
 from arena_pipeline.core.publication import read_version, write_version
 from arena_pipeline.core.warehouse import read_frame, write_table
 from arena_pipeline.resources import ModelCatalog, Warehouse
@@ -29,6 +30,7 @@ EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
     key=MODELS,
     group_name="rankings",
     kinds={"polars", "duckdb"},
+    metadata=schema_metadata(MODELS_SCHEMA, f"{SCHEMA}.{MODELS_TABLE}"),
     deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )

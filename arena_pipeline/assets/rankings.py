@@ -18,10 +18,18 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.ingest import DumpManifest
 from arena_pipeline.core.publication import read_version, write_version
-from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.core.ranking import (
+    LEADERBOARD_SCHEMA,
+    PAIRWISE_SCHEMA,
+    STYLE_COEFFICIENTS_SCHEMA,
+    RankingConfig,
+    compute_rankings,
+)
 from arena_pipeline.resources import Warehouse
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
+REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
                 for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE)}
 
@@ -30,6 +38,8 @@ RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
     key=BATTLE_CATEGORIES,
     group_name="rankings",
     kinds={"polars", "duckdb"},
+    metadata=schema_metadata({"battle_id": pl.String(), "category": pl.String()},
+                             f"{SCHEMA}.{BATTLE_CATEGORIES_TABLE}"),
     deps=[TABLE_KEYS[BATTLES_TABLE]],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
@@ -86,18 +96,22 @@ class RankingRunConfig(dg.Config):
     specs=[
         dg.AssetSpec(
             RANKING_KEYS[LEADERBOARD_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
+            metadata=schema_metadata({**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{LEADERBOARD_TABLE}"),
             deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
             description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
             "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral.",
         ),
         dg.AssetSpec(
             RANKING_KEYS[PAIRWISE_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
+            metadata=schema_metadata({**PAIRWISE_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{PAIRWISE_TABLE}"),
             deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
             description="arena.pairwise: per category and model pair, battles, wins, ties, observed and "
             "Bradley-Terry-predicted win rate (what a win-rate heatmap reads).",
         ),
         dg.AssetSpec(
             RANKING_KEYS[STYLE_COEFFICIENTS_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
+            metadata=schema_metadata({**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN},
+                                     f"{SCHEMA}.{STYLE_COEFFICIENTS_TABLE}"),
             deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
             description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
             "lists, bold) per category with 95% intervals.",
