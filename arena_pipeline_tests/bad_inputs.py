@@ -1,0 +1,286 @@
+"""Corrupt dumps for the bad-input tests: broken files, broken rows, new optional fields.
+
+Parquet inputs start from the fixture votes of :mod:`arena_pipeline_tests.fixtures` (the dataset
+card's exact Arrow schema) and break one thing; CSV inputs start from the real 100-row export in
+``data/`` and change one cell or a few bytes. Every builder returns what a test needs to state the
+exact expected outcome (the path of the broken file, the ids and rules of the broken rows...).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
+from arena_pipeline_tests.fixtures import make_rows
+
+REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
+
+
+def shard_name(index: int, count: int) -> str:
+    """``data/train-0000i-of-0000n.parquet``: the Hub layout, as ``source_file`` records it."""
+    return f"data/train-{index:05d}-of-{count:05d}.parquet"
+
+
+def write_shards(root: Path, tables: list[pa.Table]) -> list[Path]:
+    """Write ``tables`` as the shards of a dump in ``root`` (Hub layout); return their paths."""
+    paths = []
+    for i, table in enumerate(tables):
+        path = Path(root) / shard_name(i, len(tables))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path)
+        paths.append(path)
+    return paths
+
+
+def table_of(rows: list[dict], schema: pa.Schema = DATASET_ARROW_SCHEMA) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+# ---------------------------------------------------------------------------
+# Whole-file problems (parquet)
+# ---------------------------------------------------------------------------
+
+def truncate(path: Path, keep: float = 0.6) -> Path:
+    """Cut ``path`` after ``keep`` of its bytes, as an interrupted copy leaves it (footer lost)."""
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[: int(len(data) * keep)])
+    return Path(path)
+
+
+def replace_with_html(path: Path) -> Path:
+    """Overwrite a shard with the HTML error page a proxy or an expired signed URL returns."""
+    Path(path).write_bytes(
+        b"<!DOCTYPE html>\n<html><head><title>403 Forbidden</title></head>"
+        b"<body><h1>Request has expired</h1></body></html>\n"
+    )
+    return Path(path)
+
+
+def schema_with_nested_type(path: tuple[str, ...], new_type: pa.DataType,
+                            schema: pa.Schema = DATASET_ARROW_SCHEMA) -> pa.Schema:
+    """``schema`` with the struct field at ``path`` retyped, e.g. ``("conv_metadata", "turns")``."""
+
+    def retype(dtype: pa.DataType, rest: tuple[str, ...]) -> pa.DataType:
+        if not rest:
+            return new_type
+        return pa.struct([pa.field(f.name, retype(f.type, rest[1:])) if f.name == rest[0] else f
+                          for f in dtype])
+
+    index = schema.get_field_index(path[0])
+    return schema.set(index, pa.field(path[0], retype(schema.field(path[0]).type, path[1:])))
+
+
+def with_turns_as_text(rows: list[dict]) -> pa.Table:
+    """The rows with ``conv_metadata.turns`` as a string ("1"): an exporter's type drift."""
+    rows = copy.deepcopy(rows)
+    for row in rows:
+        row["conv_metadata"]["turns"] = str(row["conv_metadata"]["turns"])
+    return table_of(rows, schema_with_nested_type(("conv_metadata", "turns"), pa.string()))
+
+
+# ---------------------------------------------------------------------------
+# New optional fields: reported, never fatal
+# ---------------------------------------------------------------------------
+
+NEW_CATEGORY_VERSION = "criteria_v0.2"
+NEW_TOP_LEVEL_COLUMN = "release_channel"
+
+
+def with_new_optional_fields(rows: list[dict]) -> pa.Table:
+    """The rows plus a ``category_tag.criteria_v0.2`` struct and a top-level ``release_channel``."""
+    rows = copy.deepcopy(rows)
+    for i, row in enumerate(rows):
+        row["category_tag"][NEW_CATEGORY_VERSION] = {"complexity": i % 2 == 0,
+                                                     "reasoning": i % 3 == 0}
+        row[NEW_TOP_LEVEL_COLUMN] = "stable" if i % 2 else "beta"
+    tag = DATASET_ARROW_SCHEMA.field("category_tag").type
+    version = pa.struct([("complexity", pa.bool_()), ("reasoning", pa.bool_())])
+    new_tag = pa.struct([*tag, pa.field(NEW_CATEGORY_VERSION, version)])
+    schema = DATASET_ARROW_SCHEMA.set(DATASET_ARROW_SCHEMA.get_field_index("category_tag"),
+                                      pa.field("category_tag", new_tag))
+    return table_of(rows, schema.append(pa.field(NEW_TOP_LEVEL_COLUMN, pa.string())))
+
+
+# ---------------------------------------------------------------------------
+# Row-level problems (parquet)
+# ---------------------------------------------------------------------------
+
+@dataclass
+class BadRow:
+    """One broken input row and the outcome expected for it."""
+
+    case: str
+    id: str | None
+    source_file: str
+    source_row: int
+    rule: str  # exact quarantine.rule (rules joined by ',' in core.quarantine.RULES order)
+    detail: str  # a fragment of quarantine.detail
+
+
+@dataclass
+class RowLevelDump:
+    """A two-shard dump mixing clean votes and one broken row per case."""
+
+    paths: list[Path]
+    shards: list[list[dict]]  # the rows written, per shard
+    bad: list[BadRow] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(len(s) for s in self.shards)
+
+    def clean(self) -> list[tuple[str, int, dict]]:
+        """(source_file, source_row, row) of every row expected in arena.battles."""
+        broken = {(b.source_file, b.source_row) for b in self.bad}
+        return [(shard_name(s, len(self.shards)), r, row)
+                for s, rows in enumerate(self.shards) for r, row in enumerate(rows)
+                if (shard_name(s, len(self.shards)), r) not in broken]
+
+
+def other_winner(winner: str) -> str:
+    """A valid winner different from ``winner``."""
+    return "tie" if winner != "tie" else "model_b"
+
+
+ROW_CASES = (
+    "unknown winner", "null model", "model_a == model_b", "turns = 0",
+    "turns disagree with messages", "negative tokens", "empty conversation", "null id",
+    "duplicate id within a shard", "duplicate id across shards",
+)
+
+
+def row_level_dump(root: Path, per_shard: int = 12, seed: int = 11) -> RowLevelDump:
+    """Two shards of ``per_shard`` votes; rows 2-10 of shard 0 and row 3 of shard 1 are broken.
+
+    Each broken row breaks exactly the rules listed in its :class:`BadRow` (``turns = 0`` also
+    disagrees with the user messages, an empty conversation also disagrees with ``turns``). The
+    duplicates copy a clean row with a different ``winner``, so the kept copy can be told apart.
+    The cases come in :data:`ROW_CASES` order.
+    """
+    rows = make_rows(2 * per_shard, seed=seed)
+    first, second = rows[:per_shard], rows[per_shard:]
+    f0, f1 = shard_name(0, 2), shard_name(1, 2)
+    bad: list[BadRow] = []
+
+    def broken(index, rule, detail, shard=first, name=f0):
+        case = ROW_CASES[len(bad)]
+        bad.append(BadRow(case, shard[index]["id"], name, index, rule, detail))
+
+    first[2]["winner"] = "draw"
+    broken(2, "unknown_winner", "winner=draw is not one of model_a, model_b, tie, both_bad")
+    first[3]["model_b"] = None
+    broken(3, "null_model", "model_b=null")
+    first[4]["model_b"] = first[4]["model_a"]
+    broken(4, "same_model", f"model_a and model_b are both {first[4]['model_a']}")
+    first[5]["conv_metadata"]["turns"] = 0
+    broken(5, "invalid_turns,turns_mismatch", "turns=0 is not at least 1")
+    users = sum(m["role"] == "user" for m in first[6]["conversation_a"])
+    first[6]["conv_metadata"]["turns"] = users + 1
+    broken(6, "turns_mismatch", f"turns={users + 1} but conversation_a has {users} user "
+           f"messages and conversation_b has {users}")
+    first[7]["conv_metadata"]["sum_assistant_a_tokens"] = -5
+    broken(7, "negative_tokens", "negative token count: sum_assistant_a_tokens=-5")
+    first[8]["conversation_a"] = []
+    first[8]["conversation_b"] = []
+    broken(8, "turns_mismatch,empty_conversation",
+           "empty conversation: conversation_a has 0 messages, conversation_b has 0")
+    first[9]["id"] = None
+    broken(9, "null_id", "id is null")
+    # a second copy of row 0 later in the same shard, and of row 1 in the next shard
+    first[10] = dict(copy.deepcopy(first[0]), winner=other_winner(first[0]["winner"]))
+    broken(10, "duplicate_id", f"id {first[0]['id']} is repeated; the copy kept is {f0} row 0")
+    second[3] = dict(copy.deepcopy(first[1]), winner=other_winner(first[1]["winner"]))
+    broken(3, "duplicate_id", f"id {first[1]['id']} is repeated; the copy kept is {f0} row 1",
+           shard=second, name=f1)
+    paths = write_shards(root, [table_of(first), table_of(second)])
+    return RowLevelDump(paths=paths, shards=[first, second], bad=bad)
+
+
+def messages_of(row: dict) -> int:
+    return len(row["conversation_a"]) + len(row["conversation_b"])
+
+
+# ---------------------------------------------------------------------------
+# CSV exports
+# ---------------------------------------------------------------------------
+
+def read_real_csv() -> tuple[list[str], list[list[str]]]:
+    """Header and records of the real 100-vote export."""
+    records = list(csv.reader(io.StringIO(REAL_CSV.read_text(encoding="utf-8"))))
+    return records[0], records[1:]
+
+
+def write_csv(path: Path, header: list[str], records: list[list[str]]) -> Path:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *records])
+    Path(path).write_text(out.getvalue(), encoding="utf-8")
+    return Path(path)
+
+
+def csv_cut_inside_quotes(path: Path, record: int = 50) -> Path:
+    """The real export with record ``record`` cut short inside its first quoted field.
+
+    The opening quote is never closed, so the CSV parser cannot find where the record ends.
+    """
+    lines = REAL_CSV.read_text(encoding="utf-8").splitlines(keepends=True)
+    line = lines[record + 1]
+    quote = line.index('"')
+    lines[record + 1] = line[: quote + 30] + "\n"
+    Path(path).write_text("".join(lines), encoding="utf-8")
+    return Path(path)
+
+
+def csv_with_latin1_row(path: Path, record: int = 41) -> tuple[Path, int, int]:
+    """The real export with record ``record``'s language cell written in Latin-1 ('café' as 0xE9).
+
+    Returns the path, the offset of the first non-UTF-8 byte and its 1-based line number.
+    """
+    header, records = read_real_csv()
+    placeholder = "@@latin-1@@"
+    records[record][header.index("language")] = placeholder
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows([header, *records])
+    data = text.getvalue().encode("utf-8").replace(placeholder.encode(), b"caf\xe9")
+    Path(path).write_bytes(data)
+    offset = data.index(b"caf\xe9") + 3
+    return Path(path), offset, data[:offset].count(b"\n") + 1
+
+
+CSV_CASES = ("code-calling literal", "unclosed literal", "bad timestamp",
+             "unknown winner after unparseable records", "wrong nested shape")
+
+
+def csv_row_level(path: Path, marker: Path) -> tuple[Path, list[BadRow]]:
+    """The real export with five broken records; one holds a literal that would run a shell command.
+
+    Records 5, 7, 9 and 30 do not parse (rule ``unparseable_nested_field``); record 20 parses but
+    has an unknown winner, so its ``source_row`` must still be its CSV position. ``detail`` is
+    the start of the expected detail for unparseable records, a fragment otherwise.
+    """
+    header, records = read_real_csv()
+    col = header.index
+    name = Path(path).name
+    bad = []
+
+    def broken(case, index, column, value, rule, detail):
+        records[index][col(column)] = value
+        bad.append(BadRow(case, records[index][col("id")], name, index, rule, detail))
+
+    unparseable = "unparseable_nested_field"
+    broken(CSV_CASES[0], 5, "conv_metadata", f"__import__('os').system('touch {marker}')",
+           unparseable, "conv_metadata: ValueError: malformed node or string")
+    broken(CSV_CASES[1], 7, "conversation_a", "[{'role': 'user', 'content': [", unparseable,
+           "conversation_a: SyntaxError")
+    broken(CSV_CASES[2], 9, "timestamp", "yesterday", unparseable,
+           "evaluation_order or timestamp: not parseable")
+    broken(CSV_CASES[3], 20, "winner", "model_c", "unknown_winner", "winner=model_c is not one of")
+    broken(CSV_CASES[4], 30, "category_tag", "{'criteria_v0.1': 'yes'}", unparseable,
+           "category_tag: ArrowTypeError")
+    return write_csv(path, header, records), bad
