@@ -9,9 +9,9 @@ Subcommands::
 Every subcommand takes ``--warehouse PATH`` (else ``$ARENA_WAREHOUSE``, read when the command
 runs, else ``data/warehouse.duckdb``) and ``--timeout SECONDS`` (how long to wait while a
 pipeline run holds the file's lock). The warehouse is opened read-only, once, for the duration
-of the command. Exit codes: 0 success; 1 no warehouse, no published leaderboard or an unreadable
-file; 2 bad usage, including an unknown category or method (the valid ones are listed); 3 the
-warehouse stayed locked by a running pipeline.
+of the command. Exit codes: 0 success; 1 no warehouse, no published leaderboard, no board for a known category,
+or an unreadable file; 2 bad usage, including an unknown category or method (the valid ones are
+listed); 3 the warehouse stayed locked by a running pipeline.
 """
 
 from __future__ import annotations
@@ -28,7 +28,17 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import CATEGORIES, DEFAULT_WAREHOUSE, SCHEMA
+from arena_pipeline.constants import (
+    CATEGORIES,
+    DEFAULT_WAREHOUSE,
+    DUMPS_TABLE,
+    LEADERBOARD_TABLE,
+    MODELS_TABLE,
+    PAIRWISE_TABLE,
+    QUALITY_RESULTS_TABLE,
+    SCHEMA,
+    STYLE_COEFFICIENTS_TABLE,
+)
 from arena_pipeline.core.ranking import METHODS
 from arena_pipeline.core.report import (
     DEFAULT_REPORT_PATH,
@@ -39,7 +49,7 @@ from arena_pipeline.core.report import (
     relation_exists,
     render_report,
 )
-from arena_pipeline.core.warehouse import WarehouseLockedError, connect
+from arena_pipeline.core.warehouse import WarehouseLockedError, connect, quoted
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
@@ -47,14 +57,16 @@ EXIT_NO_DATA = 1
 EXIT_USAGE = 2
 EXIT_LOCKED = 3
 
-#: Tables written by ``export``, in order; only ``leaderboard`` is required.
+#: Tables written by ``export`` when present, in order; only ``leaderboard`` is required.
 EXPORT_TABLES: tuple[str, ...] = (
-    "leaderboard",
-    "pairwise",
-    "style_coefficients",
-    "leaderboard_history",
-    "quality_results",
-    "dumps",
+    LEADERBOARD_TABLE,
+    PAIRWISE_TABLE,
+    STYLE_COEFFICIENTS_TABLE,
+    f"{LEADERBOARD_TABLE}_history",
+    f"{STYLE_COEFFICIENTS_TABLE}_history",
+    MODELS_TABLE,
+    QUALITY_RESULTS_TABLE,
+    DUMPS_TABLE,
 )
 
 MATERIALIZE_HINT = (
@@ -100,10 +112,10 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
 
 
 def _require_leaderboard(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    if not relation_exists(con, SCHEMA, "leaderboard"):
+    if not relation_exists(con, SCHEMA, LEADERBOARD_TABLE):
         raise CliError(f"{path} has no published leaderboard ({SCHEMA}.leaderboard); {MATERIALIZE_HINT}")
     try:
-        rows = con.execute(f'SELECT count(*) FROM "{SCHEMA}"."leaderboard"').fetchone()[0]
+        rows = con.execute(f"SELECT count(*) FROM {quoted(SCHEMA, LEADERBOARD_TABLE)}").fetchone()[0]
     except duckdb.Error as exc:
         raise CliError(f"{SCHEMA}.leaderboard in {path} cannot be read: {exc}") from exc
     if rows == 0:
@@ -160,11 +172,16 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     path = warehouse_path(args.warehouse)
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
-        lb = f'"{SCHEMA}"."leaderboard"'
+        lb = quoted(SCHEMA, LEADERBOARD_TABLE)
         categories = _ordered(
             [r[0] for r in con.execute(f"SELECT DISTINCT category FROM {lb}").fetchall()], CATEGORIES
         )
         if args.category not in categories:
+            if args.category in CATEGORIES:
+                raise CliError(
+                    f"category {args.category!r} has no leaderboard in the published dump (too few "
+                    f"battles?); categories with a leaderboard: {', '.join(categories)}"
+                )
             raise CliError(
                 f"unknown category {args.category!r}; valid categories: {', '.join(categories)}",
                 EXIT_USAGE,
@@ -238,7 +255,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                     continue
                 target = out_dir / f"{table}{suffix}"
                 tmp = out_dir / f".{table}{suffix}.tmp"
-                source = f'SELECT * FROM "{SCHEMA}"."{table}"'
+                source = f"SELECT * FROM {quoted(SCHEMA, table)}"
                 rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
                 con.execute(f"COPY ({source}) TO {_sql_string(str(tmp))} ({options})")
                 os.replace(tmp, target)
@@ -285,9 +302,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         title=args.title,
         heatmap_models=args.heatmap_models,
     )
-    categories = inputs.leaderboard.get_column("category").n_unique()
+    n = inputs.leaderboard.get_column("category").n_unique()
     revision = (inputs.dumps_row or {}).get("revision") or _revision_of(inputs.leaderboard)
-    print(f"wrote {out} ({categories} categories; dump {revision or 'unknown'})")
+    print(f"wrote {out} ({n} {'category' if n == 1 else 'categories'}; dump {revision or 'unknown'})")
     return EXIT_OK
 
 

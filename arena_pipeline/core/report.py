@@ -8,6 +8,7 @@ category is then shown one after the other, tables in rank order). No Dagster im
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import html
 import json
@@ -22,9 +23,18 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import CATEGORIES, SCHEMA
+from arena_pipeline.constants import (
+    CATEGORIES,
+    DUMPS_TABLE,
+    LEADERBOARD_TABLE,
+    PAIRWISE_TABLE,
+    QUALITY_RESULTS_TABLE,
+    SCHEMA,
+    STYLE_COEFFICIENTS_TABLE,
+)
 from arena_pipeline.core.categories import RULES_BY_NAME
 from arena_pipeline.core.ranking import METHODS
+from arena_pipeline.core.warehouse import quoted
 
 DEFAULT_REPORT_PATH = Path("data/report/index.html")
 
@@ -443,6 +453,12 @@ def rating_chart_svg(
             x += 26 + 7 * len(label)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def svg_data_uri(svg: str) -> str:
+    """``data:image/svg+xml;base64,...`` for an SVG string, e.g. to embed a chart in Markdown
+    metadata as ``![ratings](<uri>)`` (no file, no network)."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
 def _heat_colour(value: float) -> str:
@@ -947,6 +963,7 @@ def _quality_html(quality_results: pl.DataFrame | None) -> str:
     if failed.height:
         table = _first_present(failed, ("table_name", "table", "suite"))
         expectation = _first_present(failed, ("expectation", "expectation_id", "expectation_type"))
+        column = _first_present(failed, ("column", "column_name"))
         body = []
         for r in failed.iter_rows(named=True):
             pct = r.get("unexpected_percent")
@@ -954,7 +971,7 @@ def _quality_html(quality_results: pl.DataFrame | None) -> str:
                 "<tr>"
                 f"<td><code>{_esc(r.get(table) if table else '')}</code></td>"
                 f"<td>{_esc(r.get(expectation) if expectation else '')}</td>"
-                f"<td>{_esc(r.get('column') or '–')}</td>"
+                f"<td>{_esc((r.get(column) if column else None) or '–')}</td>"
                 f"<td>{_esc(r.get('severity') or 'error')}</td>"
                 f'<td class="num">{_fmt_int(r.get("unexpected_count"))}</td>'
                 f'<td class="num">{_fmt(pct, 2) + "%" if _is_num(pct) else "–"}</td>'
@@ -1081,7 +1098,7 @@ def build_report_html(
 <header class="page">
 <h1>{_esc(title)}</h1>
 <p class="meta">{' · '.join(meta) or 'Dump revision unknown'}</p>
-<p class="meta">Human-preference votes from LMArena, ranked per category. {len(categories)} categories.</p>
+<p class="meta">Human-preference votes from LMArena, ranked per category: {len(categories)} {'category' if len(categories) == 1 else 'categories'}.</p>
 </header>
 <main id="main">
 <nav aria-label="Categories"><div role="tablist" id="category-tabs" aria-label="Category" hidden>{tabs}</div></nav>
@@ -1225,11 +1242,11 @@ def _read(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) 
 
 def published_dump_row(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> dict[str, Any] | None:
     """The latest ``status = 'published'`` row of ``schema.dumps``, or None."""
-    if not relation_exists(con, schema, "dumps"):
+    if not relation_exists(con, schema, DUMPS_TABLE):
         return None
     frame = _read(
         con,
-        f'SELECT * FROM "{schema}"."dumps" WHERE status = \'published\' '
+        f"SELECT * FROM {quoted(schema, DUMPS_TABLE)} WHERE status = 'published' "
         "ORDER BY published_at DESC NULLS LAST LIMIT 1",
     )
     return frame.row(0, named=True) if frame.height else None
@@ -1251,22 +1268,22 @@ def load_report_inputs(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> 
 
     con.execute("BEGIN TRANSACTION")
     try:
-        if not relation_exists(con, schema, "leaderboard"):
+        if not relation_exists(con, schema, LEADERBOARD_TABLE):
             raise LookupError(f"{schema}.leaderboard does not exist")
-        leaderboard = _read(con, f'SELECT * FROM "{schema}"."leaderboard"')
+        leaderboard = _read(con, f"SELECT * FROM {quoted(schema, LEADERBOARD_TABLE)}")
         pairwise = (
-            _read(con, f'SELECT * FROM "{schema}"."pairwise"')
-            if relation_exists(con, schema, "pairwise")
+            _read(con, f"SELECT * FROM {quoted(schema, PAIRWISE_TABLE)}")
+            if relation_exists(con, schema, PAIRWISE_TABLE)
             else pl.DataFrame(schema=PAIRWISE_SCHEMA)
         )
         style = (
-            _read(con, f'SELECT * FROM "{schema}"."style_coefficients"')
-            if relation_exists(con, schema, "style_coefficients")
+            _read(con, f"SELECT * FROM {quoted(schema, STYLE_COEFFICIENTS_TABLE)}")
+            if relation_exists(con, schema, STYLE_COEFFICIENTS_TABLE)
             else pl.DataFrame(schema=STYLE_COEFFICIENTS_SCHEMA)
         )
         quality = (
-            _read(con, f'SELECT * FROM "{schema}"."quality_results"')
-            if relation_exists(con, schema, "quality_results")
+            _read(con, f"SELECT * FROM {quoted(schema, QUALITY_RESULTS_TABLE)}")
+            if relation_exists(con, schema, QUALITY_RESULTS_TABLE)
             else None
         )
         dump = published_dump_row(con, schema)
@@ -1277,6 +1294,20 @@ def load_report_inputs(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> 
         if "dump_revision" in leaderboard.columns
         else []
     )
-    if quality is not None and "dump_revision" in quality.columns and len(revisions) == 1:
-        quality = quality.filter(pl.col("dump_revision") == revisions[0])
+    revision = revisions[0] if len(revisions) == 1 else (dump or {}).get("revision")
+    if quality is not None:
+        quality = latest_quality_results(quality, revision)
     return ReportInputs(leaderboard, pairwise, style, quality, dump)
+
+
+def latest_quality_results(quality_results: pl.DataFrame, revision: str | None) -> pl.DataFrame:
+    """The rows of ``revision`` (when given and the frame has ``dump_revision``), and of each
+    table only its latest check run (the rows with its greatest ``checked_at``, when present):
+    ``arena.quality_results`` accumulates every run of every dump."""
+    out = quality_results
+    if revision is not None and "dump_revision" in out.columns:
+        out = out.filter(pl.col("dump_revision") == revision)
+    table = _first_present(out, ("table_name", "table", "suite"))
+    if "checked_at" in out.columns and table and out.height:
+        out = out.filter(pl.col("checked_at") == pl.col("checked_at").max().over(table))
+    return out

@@ -1,0 +1,337 @@
+"""Analysis tables: position bias, monthly rating trends, preference pairs (golden cases + invariants)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import binomtest
+
+from arena_pipeline.core.analysis import (
+    POSITION_BIAS_SCHEMA,
+    PREFERENCE_PAIRS_SCHEMA,
+    RATING_TREND_SCHEMA,
+    position_bias,
+    preference_pairs,
+    rating_trend,
+)
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.schema import MESSAGES_SCHEMA
+
+
+def _battles(winners: list[str], **columns) -> pl.DataFrame:
+    n = len(winners)
+    data = {
+        "id": [f"b{i:03d}" for i in range(n)],
+        "model_a": columns.pop("model_a", ["m1"] * n),
+        "model_b": columns.pop("model_b", ["m2"] * n),
+        "winner": winners,
+        **columns,
+    }
+    return pl.DataFrame(data)
+
+
+def _tags(battles: pl.DataFrame, category: str = "overall") -> pl.DataFrame:
+    return battles.select(pl.col("id").alias("battle_id"), category=pl.lit(category))
+
+
+# ---------------------------------------------------------------------------------------------
+# position_bias
+# ---------------------------------------------------------------------------------------------
+
+
+def test_position_bias_golden_counts_match_scipy():
+    winners = ["model_a"] * 7 + ["model_b"] * 3 + ["tie"] * 2 + ["both_bad"]
+    battles = _battles(winners)
+    out = position_bias(battles, _tags(battles))
+    assert out.schema == pl.Schema(POSITION_BIAS_SCHEMA)
+    row = out.row(0, named=True)
+    assert row | {"a_win_rate": None, "ci_lower": None, "ci_upper": None, "p_value": None} == {
+        "category": "overall", "battles": 13, "a_wins": 7, "b_wins": 3, "ties": 2, "both_bad": 1,
+        "decisive": 10, "a_win_rate": None, "ci_lower": None, "ci_upper": None, "p_value": None,
+    }
+    test = binomtest(7, 10, 0.5)
+    ci = test.proportion_ci(confidence_level=0.95, method="exact")
+    assert row["a_win_rate"] == pytest.approx(0.7)
+    assert row["p_value"] == pytest.approx(test.pvalue, rel=1e-9)
+    assert (row["ci_lower"], row["ci_upper"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+
+
+@pytest.mark.parametrize("k,n", [(0, 5), (5, 5), (50, 120), (61, 100), (1, 1)])
+def test_position_bias_p_value_and_interval_match_scipy_at_edges(k, n):
+    battles = _battles(["model_a"] * k + ["model_b"] * (n - k))
+    row = position_bias(battles, _tags(battles), confidence=0.9).row(0, named=True)
+    test = binomtest(k, n, 0.5)
+    ci = test.proportion_ci(confidence_level=0.9, method="exact")
+    assert row["p_value"] == pytest.approx(test.pvalue, rel=1e-9)
+    assert row["ci_lower"] == pytest.approx(ci.low, abs=1e-12)
+    assert row["ci_upper"] == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_position_bias_swapping_sides_mirrors_the_rate():
+    rng = np.random.default_rng(3)
+    winners = rng.choice(["model_a", "model_b", "tie", "both_bad"], 400, p=[0.45, 0.35, 0.15, 0.05]).tolist()
+    battles = _battles(winners)
+    swapped = battles.with_columns(
+        winner=pl.col("winner").replace({"model_a": "model_b", "model_b": "model_a"})
+    )
+    a = position_bias(battles, _tags(battles)).row(0, named=True)
+    b = position_bias(swapped, _tags(swapped)).row(0, named=True)
+    assert (b["a_wins"], b["b_wins"], b["ties"], b["both_bad"]) == (a["b_wins"], a["a_wins"], a["ties"], a["both_bad"])
+    assert b["a_win_rate"] == pytest.approx(1 - a["a_win_rate"])
+    assert b["p_value"] == pytest.approx(a["p_value"])
+    assert (b["ci_lower"], b["ci_upper"]) == pytest.approx((1 - a["ci_upper"], 1 - a["ci_lower"]))
+
+
+def test_position_bias_per_category_order_nulls_and_bad_rows():
+    battles = _battles(["model_a", "model_b", "tie", "both_bad", None, "weird"])
+    tags = pl.DataFrame(
+        {
+            "battle_id": ["b000", "b001", "b002", "b003", "b004", "b005", "b002", "b003", "b000", "b000"],
+            "category": ["math", "math", "coding", "coding", "math", "math", "overall", "overall",
+                         "zz_custom", "math"],  # b000/math twice: counted once
+        }
+    )
+    out = position_bias(battles, tags)
+    assert out.get_column("category").to_list() == ["overall", "math", "coding", "zz_custom"]
+    by = {r["category"]: r for r in out.iter_rows(named=True)}
+    assert by["math"]["battles"] == 2 and by["math"]["a_win_rate"] == 0.5  # null/weird winners ignored
+    assert by["coding"]["decisive"] == 0
+    assert by["coding"]["a_win_rate"] is None and by["coding"]["p_value"] is None
+    assert by["coding"]["ci_lower"] is None
+    assert by["zz_custom"]["a_win_rate"] == 1.0
+
+
+def test_position_bias_empty_input_has_the_schema():
+    battles = _battles([])
+    out = position_bias(battles.cast({"winner": pl.String, "model_a": pl.String, "model_b": pl.String}),
+                        pl.DataFrame(schema={"battle_id": pl.String, "category": pl.String}))
+    assert out.height == 0 and out.schema == pl.Schema(POSITION_BIAS_SCHEMA)
+
+
+# ---------------------------------------------------------------------------------------------
+# rating_trend
+# ---------------------------------------------------------------------------------------------
+
+
+def _month_battles(month: dt.datetime, strengths: dict[str, float], n: int, seed: int) -> pl.DataFrame:
+    """Battles of one month among ``strengths``' models, Bradley-Terry outcomes, no ties."""
+    rng = np.random.default_rng(seed)
+    names = list(strengths)
+    s = np.array([strengths[m] for m in names])
+    a = rng.integers(0, len(names), n)
+    b = (a + rng.integers(1, len(names), n)) % len(names)
+    a_wins = rng.random(n) < 1 / (1 + np.exp(-(s[a] - s[b])))
+    return pl.DataFrame(
+        {
+            "id": [f"{month:%Y%m}-{i:04d}" for i in range(n)],
+            "model_a": [names[i] for i in a],
+            "model_b": [names[i] for i in b],
+            "winner": np.where(a_wins, "model_a", "model_b").tolist(),
+            "timestamp": [month + dt.timedelta(hours=int(h)) for h in rng.integers(0, 24 * 27, n)],
+        }
+    ).with_columns(pl.col("timestamp").cast(pl.Datetime("us")))
+
+
+def test_rating_trend_follows_a_change_of_strength_between_months():
+    april = _month_battles(dt.datetime(2025, 4, 1), {"x": 1.0, "y": 0.0, "z": -1.0}, 900, 1)
+    may = _month_battles(dt.datetime(2025, 5, 1), {"x": -1.0, "y": 0.0, "z": 1.0}, 900, 2)
+    battles = pl.concat([april, may])
+    out = rating_trend(battles, _tags(battles), RankingConfig(min_battles=10, bootstrap_rounds=0))
+    assert out.schema == pl.Schema(RATING_TREND_SCHEMA)
+    assert out.get_column("month").unique().sort().to_list() == [dt.date(2025, 4, 1), dt.date(2025, 5, 1)]
+    top = out.filter(pl.col("rank") == 1).sort("month").get_column("model").to_list()
+    assert top == ["x", "z"]
+    # each month is exactly the board compute_rankings gives on that month alone
+    expected = compute_rankings(
+        may, _tags(may), RankingConfig(methods=("bt",), min_battles=10, bootstrap_rounds=0)
+    ).leaderboard
+    got = out.filter(pl.col("month") == dt.date(2025, 5, 1)).sort("model")
+    expected = expected.sort("model")
+    assert got.get_column("rating").to_list() == pytest.approx(expected.get_column("rating").to_list())
+    assert got.get_column("n_battles").to_list() == expected.get_column("n_battles").to_list()
+    assert got.get_column("ci_lower").to_list() == pytest.approx(expected.get_column("ci_lower").to_list())
+    # the intervals bracket the ratings
+    assert (out.get_column("ci_lower") <= out.get_column("rating")).all()
+    assert (out.get_column("rating") <= out.get_column("ci_upper")).all()
+
+
+def test_rating_trend_min_battles_is_per_month_and_null_timestamps_are_left_out():
+    april = _month_battles(dt.datetime(2025, 4, 1), {"x": 0.5, "y": 0.0, "z": -0.5}, 600, 3)
+    # "w" plays only 5 battles in May
+    may = _month_battles(dt.datetime(2025, 5, 1), {"x": 0.5, "y": 0.0, "z": -0.5}, 600, 4)
+    extra = pl.DataFrame(
+        {
+            "id": [f"w{i}" for i in range(5)],
+            "model_a": ["w"] * 5,
+            "model_b": ["x", "y", "z", "x", "y"],
+            "winner": ["model_a", "model_b", "model_a", "model_b", "model_a"],
+            "timestamp": [dt.datetime(2025, 5, 3)] * 5,
+        }
+    ).with_columns(pl.col("timestamp").cast(pl.Datetime("us")))
+    undated = april.head(50).with_columns(
+        id=pl.lit("u-") + pl.col("id"), timestamp=pl.lit(None, pl.Datetime("us"))
+    )
+    battles = pl.concat([april, may, extra, undated])
+    out = rating_trend(battles, _tags(battles), RankingConfig(min_battles=20, bootstrap_rounds=0))
+    assert "w" not in out.get_column("model").to_list()
+    counts = out.group_by("month").agg(pl.col("n_battles").sum() // 2).sort("month")
+    assert counts.get_column("n_battles").to_list() == [600, 600]  # undated battles not counted
+
+
+def test_rating_trend_categories_selection_and_default_overall_only():
+    battles = _month_battles(dt.datetime(2025, 6, 1), {"x": 0.5, "y": 0.0, "z": -0.5}, 600, 5)
+    tags = pl.concat([_tags(battles), _tags(battles.head(300), "coding")])
+    only_overall = rating_trend(battles, tags, RankingConfig(min_battles=10, bootstrap_rounds=0))
+    assert only_overall.get_column("category").unique().to_list() == ["overall"]
+    every = rating_trend(battles, tags, RankingConfig(min_battles=10, bootstrap_rounds=0), categories=None)
+    assert every.get_column("category").unique(maintain_order=True).to_list() == ["overall", "coding"]
+    assert rating_trend(battles, tags, categories=("math",)).height == 0
+
+
+def test_rating_trend_default_config_is_bt_only_with_50_battles():
+    battles = _month_battles(dt.datetime(2025, 6, 1), {"x": 0.5, "y": 0.0}, 80, 6)
+    out = rating_trend(battles, _tags(battles))
+    assert out.height == 2 and out.get_column("n_battles").min() >= 50
+
+
+# ---------------------------------------------------------------------------------------------
+# preference_pairs
+# ---------------------------------------------------------------------------------------------
+
+
+def _messages(rows: list[tuple]) -> pl.DataFrame:
+    """rows: (battle_id, side, turn, position, role, text, images)."""
+    return pl.DataFrame(
+        [
+            {
+                "battle_id": b, "side": s, "turn": t, "position": p, "role": r, "text": x,
+                "content_type": "text", "n_parts": 1, "images": imgs, "num_tokens": None,
+            }
+            for b, s, t, p, r, x, imgs in rows
+        ],
+        schema=MESSAGES_SCHEMA,
+    )
+
+
+@pytest.fixture
+def conversation():
+    battles = pl.DataFrame(
+        {
+            "id": ["one", "multi", "tie", "bad", "nomsg", "img"],
+            "model_a": ["ma", "ma", "ma", "ma", "ma", "ma"],
+            "model_b": ["mb", "mb", "mb", "mb", "mb", "ma"],
+            "winner": ["model_a", "model_b", "tie", "both_bad", "model_a", "model_b"],
+            "turns": [1, 2, 1, 1, 1, 1],
+            "language": ["en", "de", "en", "en", "en", "en"],
+            "timestamp": [dt.datetime(2025, 5, 1)] * 6,
+        }
+    ).with_columns(pl.col("turns").cast(pl.Int32), pl.col("timestamp").cast(pl.Datetime("us")))
+    rows = [
+        ("one", "a", 1, 0, "user", "Hi?", []),
+        ("one", "a", 1, 1, "assistant", "Hello from A", []),
+        ("one", "b", 1, 0, "user", "Hi?", []),
+        ("one", "b", 1, 1, "assistant", "Hello from B", []),
+        ("multi", "a", 1, 0, "user", "Q1", []),
+        ("multi", "a", 1, 1, "assistant", "A1 by a", []),
+        ("multi", "a", 2, 2, "user", "Q2", []),
+        ("multi", "a", 2, 3, "assistant", "A2 by a", []),
+        ("multi", "b", 1, 0, "user", "Q1", []),
+        ("multi", "b", 1, 1, "assistant", "A1 by b", []),
+        ("multi", "b", 2, 2, "user", "Q2", []),
+        ("multi", "b", 2, 3, "assistant", "A2 by b", []),
+        ("tie", "a", 1, 0, "user", "t", []),
+        ("tie", "a", 1, 1, "assistant", "ta", []),
+        ("tie", "b", 1, 0, "user", "t", []),
+        ("tie", "b", 1, 1, "assistant", "tb", []),
+        ("bad", "a", 1, 0, "user", "x", []),
+        ("bad", "a", 1, 1, "assistant", "xa", []),
+        ("bad", "b", 1, 0, "user", "x", []),
+        ("bad", "b", 1, 1, "assistant", "xb", []),
+        ("img", "a", 1, 0, "user", None, ["img://1"]),
+        ("img", "a", 1, 1, "assistant", "a cat", []),
+        ("img", "b", 1, 0, "user", None, ["img://1"]),
+        ("img", "b", 1, 1, "assistant", "a dog", []),
+    ]
+    # the rows arrive shuffled: the output must not depend on the input order
+    messages = _messages(rows).sample(fraction=1.0, shuffle=True, seed=7)
+    tags = pl.DataFrame(
+        {
+            "battle_id": ["multi", "multi", "multi", "one", "img"],
+            "category": ["multi_turn", "overall", "coding", "overall", "overall"],
+        }
+    )
+    return battles, messages, tags
+
+
+def test_preference_pairs_golden_rows(conversation):
+    out = preference_pairs(*conversation)
+    assert out.schema == pl.Schema(PREFERENCE_PAIRS_SCHEMA)
+    assert out.get_column("battle_id").to_list() == ["img", "multi", "one"]  # ties, both_bad, no messages left out
+    one = out.filter(pl.col("battle_id") == "one").row(0, named=True)
+    assert one["prompt"] == "User: Hi?"
+    assert one["chosen"] == "Assistant: Hello from A"
+    assert one["rejected"] == "Assistant: Hello from B"
+    assert (one["chosen_model"], one["rejected_model"], one["chosen_side"]) == ("ma", "mb", "a")
+    assert one["prompt_messages"] == [{"role": "user", "content": "Hi?"}]
+    assert one["chosen_messages"] == [{"role": "assistant", "content": "Hello from A"}]
+    assert one["categories"] == ["overall"] and one["has_images"] is False
+
+
+def test_preference_pairs_multi_turn_keeps_each_sides_own_history(conversation):
+    multi = preference_pairs(*conversation).filter(pl.col("battle_id") == "multi").row(0, named=True)
+    assert (multi["chosen_model"], multi["rejected_model"], multi["chosen_side"]) == ("mb", "ma", "b")
+    assert multi["prompt"] == "User: Q1"
+    assert multi["chosen"] == "Assistant: A1 by b\n\nUser: Q2\n\nAssistant: A2 by b"
+    assert multi["rejected"] == "Assistant: A1 by a\n\nUser: Q2\n\nAssistant: A2 by a"
+    # prompt + chosen is the chosen side's whole transcript
+    assert multi["prompt"] + "\n\n" + multi["chosen"] == "User: Q1\n\nAssistant: A1 by b\n\nUser: Q2\n\nAssistant: A2 by b"
+    assert [m["role"] for m in multi["rejected_messages"]] == ["assistant", "user", "assistant"]
+    assert multi["categories"] == ["overall", "coding", "multi_turn"]  # constants.CATEGORIES order
+    assert multi["turns"] == 2 and multi["language"] == "de"
+
+
+def test_preference_pairs_image_only_prompt_and_self_battle(conversation):
+    img = preference_pairs(*conversation).filter(pl.col("battle_id") == "img").row(0, named=True)
+    assert img["has_images"] is True
+    assert img["prompt"] == "User: " and img["prompt_messages"] == [{"role": "user", "content": ""}]
+    assert img["chosen_model"] == img["rejected_model"] == "ma"
+    assert img["chosen"] == "Assistant: a dog"
+
+
+def test_preference_pairs_battle_without_category_gets_empty_list(conversation):
+    battles, messages, tags = conversation
+    out = preference_pairs(battles, messages, tags.filter(pl.col("battle_id") != "one"))
+    assert out.filter(pl.col("battle_id") == "one").get_column("categories").to_list() == [[]]
+
+
+def test_preference_pairs_side_without_reply_is_left_out(conversation):
+    battles, messages, tags = conversation
+    messages = messages.filter(~((pl.col("battle_id") == "one") & (pl.col("side") == "b") & (pl.col("role") == "assistant")))
+    assert "one" not in preference_pairs(battles, messages, tags).get_column("battle_id").to_list()
+
+
+def test_preference_pairs_on_the_real_sample():
+    from pathlib import Path
+
+    from arena_pipeline.core.categories import tag_categories
+    from arena_pipeline.core.flatten import flatten_table
+    from arena_pipeline.core.sources import read_csv_export
+
+    sample = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
+    shard = flatten_table(read_csv_export(sample).table, sample.name)
+    tags, _ = tag_categories(shard.battles)
+    out = preference_pairs(shard.battles, shard.messages, tags)
+    decided = shard.battles.filter(pl.col("winner").is_in(["model_a", "model_b"])).height
+    assert 0 < out.height <= decided
+    assert out.filter(pl.col("chosen").str.starts_with("Assistant: ").not_()).height == 0
+    assert out.filter(pl.col("prompt").str.starts_with("User: ").not_()).height == 0
+    # a multi-turn battle's chosen text holds all its later user turns
+    multi = out.filter(pl.col("turns") > 1)
+    assert multi.height > 0
+    users = multi.select(pl.col("chosen_messages").list.eval(pl.element().struct.field("role") == "user").list.sum())
+    assert (users.to_series() == multi.get_column("turns") - 1).all()
+    bias = position_bias(shard.battles, tags)
+    assert bias.filter(pl.col("category") == "overall").get_column("battles").item() == shard.battles.height

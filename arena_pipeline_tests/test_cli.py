@@ -1,0 +1,264 @@
+"""The ``arena-pipeline`` CLI against small DuckDB warehouses built in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
+from arena_pipeline.core.publication import DUMPS_DDL
+from arena_pipeline_tests.core.test_report import (
+    REVISION,
+    synthetic_dump,
+    synthetic_outputs,
+    synthetic_quality,
+)
+
+
+def build_warehouse(path: Path, *, leaderboard: bool = True, extras: bool = True) -> Path:
+    """A warehouse with schema ``arena`` shaped like the published views (plain tables here)."""
+    out = synthetic_outputs()
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("CREATE SCHEMA arena")
+        if leaderboard:
+            lb = out.leaderboard.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
+            con.execute("CREATE TABLE arena.leaderboard AS SELECT * FROM lb")
+        if extras:
+            pw = out.pairwise.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
+            st = out.style_coefficients.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
+            q = synthetic_quality()  # noqa: F841
+            con.execute("CREATE TABLE arena.pairwise AS SELECT * FROM pw")
+            con.execute("CREATE TABLE arena.style_coefficients AS SELECT * FROM st")
+            con.execute("CREATE TABLE arena.quality_results AS SELECT * FROM q")
+            # a view, as publication makes them (over the earlier dumps' tables)
+            con.execute("CREATE VIEW arena.leaderboard_history AS SELECT * FROM arena.leaderboard")
+            con.execute(DUMPS_DDL.format(table="arena.dumps"))
+            d = synthetic_dump()
+            con.execute(
+                "INSERT INTO arena.dumps VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                [d["revision"], d["source"], d["source_kind"], d["requested_revision"], d["first_seen"],
+                 d["files"], d["rows"], "published", d["published_at"], d["published_at"]],
+            )
+    finally:
+        con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Path:
+    return build_warehouse(tmp_path_factory.mktemp("wh") / "warehouse.duckdb")
+
+
+@pytest.fixture(autouse=True)
+def _no_env_warehouse(monkeypatch):
+    monkeypatch.delenv("ARENA_WAREHOUSE", raising=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# leaderboard
+# ---------------------------------------------------------------------------------------------
+
+
+def test_leaderboard_prints_a_table_in_rank_order(warehouse, capsys):
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--top", "3"]) == EXIT_OK
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("Overall - Bradley-Terry (bt); 9 models, top 3 shown; dump " + REVISION)
+    header = lines[2].split()
+    assert header == ["Rank", "UB", "Model", "Rating", "95%", "CI", "Battles"]
+    board = synthetic_outputs().leaderboard.filter(
+        (pl.col("category") == "overall") & (pl.col("method") == "bt")
+    ).sort("rank")
+    for line, row in zip(lines[4:7], board.head(3).iter_rows(named=True)):
+        cells = line.split()
+        assert cells[0] == str(row["rank"]) and cells[1] == str(row["rank_ub"]) and cells[2] == row["model"]
+        assert cells[3] == f"{row['rating']:.1f}"
+        assert f"[{row['ci_lower']:.1f}, {row['ci_upper']:.1f}]" in line
+        assert cells[-1] == f"{row['n_battles']:,}"
+    assert "95% CI: bootstrap interval" in out
+
+
+def test_leaderboard_category_method_and_all_rows(warehouse, capsys):
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "math",
+                 "--method", "bt_style", "--top", "0"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("Math - Bradley-Terry, style-controlled (bt_style); 9 models; dump")
+    assert "&lt;" not in out and "<b>odd|model</b> & co" in out  # plain text, not HTML
+
+
+def test_unknown_category_and_method_list_the_valid_ones(warehouse, capsys):
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "poetry"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "arena-pipeline: error: unknown category 'poetry'; valid categories: overall, math, coding"
+    )
+    # a real category without a board in this dump is missing data, not a typo
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "multi_turn"]) == EXIT_NO_DATA
+    err = capsys.readouterr().err
+    assert "category 'multi_turn' has no leaderboard in the published dump" in err
+    assert "categories with a leaderboard: overall, math, coding" in err
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--method", "elo"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "unknown method 'elo' for category 'overall'; valid methods: bt, bt_style, spectral" in err
+    assert "Traceback" not in err
+
+
+def test_warehouse_from_env_at_run_time_and_flag_wins(warehouse, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
+    assert main(["leaderboard", "--top", "1"]) == EXIT_OK
+    assert "gemini-2.5-pro" in capsys.readouterr().out
+    missing = tmp_path / "elsewhere.duckdb"
+    assert main(["leaderboard", "--warehouse", str(missing)]) == EXIT_NO_DATA
+    assert str(missing) in capsys.readouterr().err
+
+
+def test_default_warehouse_path_is_relative_to_the_working_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["leaderboard"]) == EXIT_NO_DATA
+    err = capsys.readouterr().err
+    assert "no warehouse at data/warehouse.duckdb" in err and "ARENA_WAREHOUSE" in err
+    assert not (tmp_path / "data").exists()  # nothing created by a read
+
+
+@pytest.mark.parametrize("command", [["leaderboard"], ["export", "OUT"], ["report", "OUT"]])
+def test_missing_or_unpublished_warehouse_is_a_clear_error(tmp_path, capsys, command):
+    argv = [c if c != "OUT" else str(tmp_path / "out") for c in command]
+    assert main([*argv, "--warehouse", str(tmp_path / "none.duckdb")]) == EXIT_NO_DATA
+    assert "no warehouse at" in capsys.readouterr().err
+
+    bare = build_warehouse(tmp_path / "bare.duckdb", leaderboard=False, extras=False)
+    assert main([*argv, "--warehouse", str(bare)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err
+    assert "has no published leaderboard (arena.leaderboard)" in err and "materialize" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_empty_leaderboard_and_not_a_database(tmp_path, capsys):
+    path = tmp_path / "empty.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA arena; CREATE TABLE arena.leaderboard (category VARCHAR, method VARCHAR)")
+    con.close()
+    assert main(["leaderboard", "--warehouse", str(path)]) == EXIT_NO_DATA
+    assert "is empty" in capsys.readouterr().err
+    junk = tmp_path / "junk.duckdb"
+    junk.write_text("not a database")
+    assert main(["leaderboard", "--warehouse", str(junk)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err
+    assert "cannot open" in err and "Traceback" not in err
+
+
+def test_usage_errors_return_2(capsys):
+    assert main([]) == EXIT_USAGE
+    assert main(["leaderboard", "--top", "-1"]) == EXIT_USAGE
+    assert main(["export", "--format", "xlsx", "x"]) == EXIT_USAGE
+    assert main(["--help"]) == EXIT_OK
+    assert "leaderboard" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+# ---------------------------------------------------------------------------------------------
+
+
+def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, capsys):
+    out_dir = tmp_path / "export"
+    assert main(["export", "--warehouse", str(warehouse), "--format", "parquet", str(out_dir)]) == EXIT_OK
+    files = sorted(p.name for p in out_dir.iterdir())
+    assert files == ["dumps.parquet", "leaderboard.parquet", "leaderboard_history.parquet", "manifest.json",
+                     "pairwise.parquet", "quality_results.parquet", "style_coefficients.parquet"]
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    assert manifest["revision"] == REVISION and manifest["format"] == "parquet"
+    assert manifest["missing_tables"] == ["style_coefficients_history", "models"]
+    assert manifest["tables"]["leaderboard_history"]["rows"] == manifest["tables"]["leaderboard"]["rows"]
+    lb = pl.read_parquet(out_dir / "leaderboard.parquet")
+    expected = synthetic_outputs().leaderboard
+    assert manifest["tables"]["leaderboard"]["rows"] == lb.height == expected.height
+    assert lb.drop("dump_revision").sort("category", "method", "model").equals(
+        expected.sort("category", "method", "model")
+    )
+    assert "leaderboard.parquet: 81 rows" in capsys.readouterr().out
+
+
+def test_export_csv(warehouse, tmp_path):
+    out_dir = tmp_path / "csv"
+    assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
+    pw = pl.read_csv(out_dir / "pairwise.csv")
+    assert pw.height == synthetic_outputs().pairwise.height
+    assert {"model_1", "model_2", "win_rate_1", "dump_revision"} <= set(pw.columns)
+    dumps = pl.read_csv(out_dir / "dumps.csv")
+    assert dumps.get_column("revision").to_list() == [REVISION]
+    assert not [p for p in out_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+# ---------------------------------------------------------------------------------------------
+
+
+def test_report_renders_from_the_warehouse(warehouse, tmp_path, capsys):
+    out = tmp_path / "r" / "index.html"
+    assert main(["report", str(out), "--warehouse", str(warehouse), "--title", "Arena test"]) == EXIT_OK
+    page = out.read_text(encoding="utf-8")
+    assert "<title>Arena test</title>" in page and REVISION in page
+    assert 'id="cat-coding"' in page and "winner_in_set" in page
+    assert f"wrote {out} (3 categories; dump {REVISION})" in capsys.readouterr().out
+
+
+def test_report_default_path(warehouse, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
+    assert main(["report"]) == EXIT_OK
+    assert (tmp_path / "data" / "report" / "index.html").is_file()
+
+
+# ---------------------------------------------------------------------------------------------
+# processes: the console entry point, a locked warehouse
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_module_entry_point_runs_in_a_fresh_process(warehouse):
+    result = subprocess.run(
+        [sys.executable, "-m", "arena_pipeline.cli", "leaderboard", "--top", "2"],
+        env={**os.environ, "ARENA_WAREHOUSE": str(warehouse)},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "gemini-2.5-pro" in result.stdout
+
+
+@pytest.mark.slow
+def test_locked_warehouse_is_reported_after_the_timeout(warehouse, tmp_path, capsys):
+    locked = tmp_path / "locked.duckdb"
+    locked.write_bytes(warehouse.read_bytes())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time, duckdb
+            con = duckdb.connect({str(locked)!r})
+            print("locked", flush=True)
+            time.sleep(120)
+        """)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        code = main(["leaderboard", "--warehouse", str(locked), "--timeout", "0.5"])
+        assert code == EXIT_LOCKED
+        assert time.monotonic() - started < 30
+        err = capsys.readouterr().err
+        assert "is locked by a running pipeline" in err and "--timeout" in err
+    finally:
+        os.kill(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=30)

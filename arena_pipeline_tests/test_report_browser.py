@@ -1,0 +1,278 @@
+"""The HTML report in a real headless Chromium: it renders, sorts, switches tabs, logs no error
+and fetches nothing but its own file.
+
+Chromium is driven through the DevTools protocol over ``--remote-debugging-pipe`` (file
+descriptors 3 and 4, NUL-separated JSON), so no websocket client, driver or browser download is
+needed: only Debian's ``chromium`` package. The browser runs in its own process group, is
+asked to close over the protocol, and is killed by that group id if it does not exit.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from arena_pipeline.core.report import render_report
+from arena_pipeline_tests.core.test_report import synthetic_dump, synthetic_outputs, synthetic_quality
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="chromium is not installed (apt-get install -y chromium); CI installs it",
+    ),
+]
+
+
+class DevToolsPipe:
+    """A minimal Chrome DevTools protocol client over ``--remote-debugging-pipe``."""
+
+    def __init__(self, executable: str, profile: Path, width: int = 1280, height: int = 1000) -> None:
+        profile.mkdir(parents=True, exist_ok=True)
+        to_browser_r, self._to_browser = os.pipe()
+        self._from_browser, from_browser_w = os.pipe()
+        # move the browser's ends above 9 so the shell redirections below cannot collide
+        read_fd = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD_CLOEXEC, 10)
+        write_fd = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        args = [
+            executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--no-default-browser-check", "--disable-background-networking", "--disable-sync",
+            "--disable-component-update", "--disable-extensions", "--disable-default-apps",
+            "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", f"--window-size={width},{height}",
+            f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank",
+        ]
+        self.log_path = profile / "chromium.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            ["/bin/bash", "-c", f'exec "$@" 3<&{read_fd} 4>&{write_fd} {read_fd}<&- {write_fd}>&-',
+             "bash", *args],
+            pass_fds=(read_fd, write_fd),
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+            start_new_session=True,
+        )
+        os.close(read_fd)
+        os.close(write_fd)
+        self._id = 0
+        self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.events: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        buffer = b""
+        while chunk := os.read(self._from_browser, 1 << 16):
+            buffer += chunk
+            *messages, buffer = buffer.split(b"\0")
+            for message in messages:
+                self._inbox.put(json.loads(message))
+        self._inbox.put(None)
+
+    def _next(self, deadline: float) -> dict[str, Any]:
+        message = self._inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+        if message is None:
+            raise RuntimeError(f"chromium closed the pipe; log: {self.log_path.read_text(errors='replace')[-2000:]}")
+        return message
+
+    def send(self, method: str, params: dict | None = None, session: str | None = None,
+             timeout: float = 30.0) -> dict[str, Any]:
+        self._id += 1
+        message: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._next(deadline)
+            if reply.get("id") == self._id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_for(self, event: str, timeout: float = 30.0) -> dict[str, Any]:
+        for seen in self.events:
+            if seen.get("method") == event:
+                return seen
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self._next(deadline)
+            self.events.append(message)
+            if message.get("method") == event:
+                return message
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.send("Browser.close", timeout=10)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the group this test started
+            self.proc.wait(timeout=15)
+        os.close(self._to_browser)
+        self._log.close()
+
+
+class Page:
+    """One tab of :class:`DevToolsPipe` with Page, Runtime, Log and Network events on."""
+
+    def __init__(self, browser: DevToolsPipe) -> None:
+        self.browser = browser
+        target = browser.send("Target.createTarget", {"url": "about:blank"})
+        self.session = browser.send(
+            "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+        )["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.send(f"{domain}.enable")
+
+    def send(self, method: str, params: dict | None = None) -> dict[str, Any]:
+        return self.browser.send(method, params, self.session)
+
+    def open(self, url: str) -> None:
+        self.send("Page.navigate", {"url": url})
+        self.browser.wait_for("Page.loadEventFired")
+
+    def js(self, expression: str) -> Any:
+        result = self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
+        if "exceptionDetails" in result:
+            raise AssertionError(f"JS error in {expression!r}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def problems(self) -> list[str]:
+        """Console errors/warnings, uncaught exceptions, and browser log errors (e.g. CSP)."""
+        found = []
+        for event in self.browser.events:
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "warning", "assert"):
+                found.append(f"console.{params['type']}: {params.get('args')}")
+            elif method == "Runtime.exceptionThrown":
+                found.append(f"exception: {params.get('exceptionDetails')}")
+            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") in ("error", "warning"):
+                found.append(f"log: {params['entry']}")
+        return found
+
+    def requested_urls(self) -> list[str]:
+        return [
+            e["params"]["request"]["url"]
+            for e in self.browser.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
+
+    def screenshot(self, path: Path) -> Path:
+        shot = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+        path.write_bytes(base64.b64decode(shot["data"]))
+        return path
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory) -> Path:
+    out = synthetic_outputs()
+    return render_report(
+        out.leaderboard, out.pairwise, out.style_coefficients, synthetic_quality(), synthetic_dump(),
+        tmp_path_factory.mktemp("report") / "index.html",
+    )
+
+
+@pytest.fixture
+def page(tmp_path):
+    browser = DevToolsPipe(CHROMIUM, tmp_path / "profile")
+    try:
+        yield Page(browser)
+    finally:
+        browser.close()
+
+
+def _board(category: str, method: str = "bt") -> pl.DataFrame:
+    lb = synthetic_outputs().leaderboard
+    return lb.filter((pl.col("category") == category) & (pl.col("method") == method)).sort("rank")
+
+
+def test_report_renders_offline_without_errors(page, report_file, tmp_path):
+    page.open(report_file.as_uri())
+
+    # tabs: built by the script, one per category, only the first panel visible
+    assert page.js("document.getElementById('category-tabs').hidden") is False
+    assert page.js("[...document.querySelectorAll('[role=tab]')].map(t => t.textContent)") == [
+        "Overall", "Math", "Coding"]
+    assert page.js("[...document.querySelectorAll('[role=tabpanel]')].map(p => p.hidden)") == [
+        False, True, True]
+
+    # the visible panel: leaderboard rows, one chart point per model, a full heatmap
+    board = _board("overall")
+    panel = "document.getElementById('cat-overall')"
+    assert page.js(f"{panel}.querySelectorAll('table.leaderboard')[0].tBodies[0].rows.length") == board.height
+    assert page.js(f"{panel}.querySelectorAll('svg.rating-chart g.series-bt circle').length") == board.height
+    assert page.js(f"{panel}.querySelectorAll('svg.heatmap g.cell').length") == 9 * 8
+    size = page.js(f"(() => {{ const r = {panel}.querySelector('svg.rating-chart').getBoundingClientRect();"
+                   " return [r.width, r.height]; })()")
+    assert size[0] > 500 and size[1] > 150
+    shown_models = page.js(
+        f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[2].textContent)")
+    assert shown_models == board.get_column("model").to_list()  # escaped name shown verbatim
+
+    screenshot = page.screenshot(tmp_path / "report.png")
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 50_000
+    print(f"screenshot: {screenshot}")
+
+    assert page.problems() == []
+    urls = page.requested_urls()
+    assert urls and all(u.startswith("file://") for u in urls), urls
+
+
+def test_sorting_and_tab_switching(page, report_file):
+    page.open(report_file.as_uri())
+    table = "document.querySelector('#cat-overall table.leaderboard')"
+    ratings = f"[...{table}.tBodies[0].rows].map(r => parseFloat(r.cells[3].dataset.value))"
+    header = f"[...{table}.tHead.rows[0].cells].find(th => th.textContent.trim() === '{{}}')"
+
+    page.js(f"{header.format('Rating')}.querySelector('button').click()")
+    values = page.js(ratings)
+    assert values == sorted(values)
+    assert page.js(f"{header.format('Rating')}.getAttribute('aria-sort')") == "ascending"
+    assert page.js(f"{header.format('Rank')}.hasAttribute('aria-sort')") is False  # old mark gone
+    page.js(f"{header.format('Rating')}.querySelector('button').click()")
+    assert page.js(ratings) == sorted(values, reverse=True)
+    page.js(f"{header.format('Model')}.querySelector('button').click()")
+    models = page.js(f"[...{table}.tBodies[0].rows].map(r => r.cells[2].textContent)")
+    assert models == sorted(models, key=str.lower)
+
+    page.js("document.getElementById('tab-math').click()")
+    assert page.js("[...document.querySelectorAll('[role=tabpanel]')].map(p => p.hidden)") == [True, False, True]
+    assert page.js("document.getElementById('tab-math').getAttribute('aria-selected')") == "true"
+    assert page.js("location.hash") == "#cat-math"
+    page.js("document.getElementById('tab-math').dispatchEvent("
+            "new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}))")
+    assert page.js("document.activeElement.id") == "tab-coding"
+    assert page.js("document.getElementById('cat-coding').hidden") is False
+    math_rows = page.js("document.querySelector('#cat-math table.leaderboard').tBodies[0].rows.length")
+    assert math_rows == _board("math").height
+    assert page.problems() == []
+
+
+def test_without_javascript_every_category_is_shown(page, report_file):
+    page.send("Emulation.setScriptExecutionDisabled", {"value": True})
+    page.open(report_file.as_uri())
+    page.send("Emulation.setScriptExecutionDisabled", {"value": False})  # to query the DOM
+    assert page.js("document.getElementById('category-tabs').hidden") is True
+    assert page.js("[...document.querySelectorAll('[role=tabpanel]')].map(p => p.hidden)") == [
+        False, False, False]
