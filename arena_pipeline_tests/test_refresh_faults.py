@@ -1,0 +1,385 @@
+"""Fault tolerance of a refresh: kill -9 mid-run, a concurrent reader, a held lock, Hub faults.
+
+Every run materializes the whole graph (``refresh_job``: every asset of ``defs``), so the tests
+keep covering assets added later. Subprocesses are started in their own session and stopped by
+PID (their process group), whatever happens in the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.parquet as pq
+import pytest
+
+from arena_pipeline.constants import HISTORY_TABLES, PUBLISHED_TABLES, SCHEMA, VERSIONS_SCHEMA
+from arena_pipeline.core import warehouse as core_warehouse
+from arena_pipeline.core.publication import revision_key
+from arena_pipeline.core.warehouse import WarehouseLockedError
+from arena_pipeline.definitions import defs
+from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.refresh_worker import no_retries_config, refresh_job, versioned_keys
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DAGSTER_YAML = REPO_ROOT / "dagster_home" / "dagster.yaml"
+REPO = "lmarena-ai/arena-human-preference-140k"
+WORKER = [sys.executable, "-m", "arena_pipeline_tests.refresh_worker"]
+#: Rows of the dump whose refresh is killed, and the WAL size at which it is killed: the WAL
+#: reaches about 1.8 MB by the end of flat_tables for 2000 rows, so the kill lands early in it.
+KILL_ROWS = 2000
+KILL_WAL_BYTES = 256 * 1024
+
+
+# ------------------------------------------------------------------------------------- helpers
+
+def _env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    """The environment of a worker: no inherited ARENA_*/HF_* settings, a private DAGSTER_HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "HF_", "DAGSTER_"))}
+    home = tmp_path / "dagster_home"
+    if not home.exists():
+        home.mkdir()
+        shutil.copy(DAGSTER_YAML, home / "dagster.yaml")
+    env.update(DAGSTER_HOME=str(home), PYTHONUNBUFFERED="1", HF_HUB_DISABLE_TELEMETRY="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    env.update(settings)
+    return env
+
+
+@contextmanager
+def _process(args: list[str], env: dict[str, str], log: Path, cwd: Path):
+    """Popen in a new session (its own process group); the group is SIGKILLed on exit if alive."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            _killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _revision(path: Path) -> str:
+    return DumpSource(source=str(path)).latest_revision()
+
+
+def _refresh_in_process(source: DumpSource, database: Path) -> dg.ExecuteInProcessResult:
+    """Materialize every asset of refresh_job in this process (step retries as in production)."""
+    return defs.resolve_job_def("refresh_job").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(),
+        resources={"dump_source": source, "warehouse": Warehouse(path=str(database))},
+        raise_on_error=False,
+    )
+
+
+@contextmanager
+def _read(database: Path):
+    """A read-only connection, waiting (bounded) while a writer holds the file."""
+    con = core_warehouse.connect(str(database), read_only=True, timeout_s=30)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _snapshot(database: Path) -> dict:
+    """What users see: the published revision(s), and per arena.* view its revision key and rows."""
+    with _read(database) as con:
+        published = [r[0] for r in con.execute(
+            f"SELECT revision FROM {SCHEMA}.dumps WHERE status = 'published'").fetchall()]
+        statuses = dict(con.execute(f"SELECT revision, status FROM {SCHEMA}.dumps").fetchall())
+        views = {}
+        for name, sql in con.execute(
+            "SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal", [SCHEMA]
+        ).fetchall():
+            rows = con.execute(f'SELECT count(*) FROM "{SCHEMA}"."{name}"').fetchone()[0]
+            views[name] = {"keys": sorted(versioned_keys(sql)), "rows": rows}
+        versions = sorted(r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall())
+    return {"published": published, "statuses": statuses, "views": views, "versions": versions}
+
+
+def _battle_fingerprint(dump_dir: Path) -> tuple[int, int, str, str]:
+    """(rows, distinct source files, min id, max id) that arena.battles must show for a dump."""
+    ids = [i for p in sorted(dump_dir.glob("data/*.parquet"))
+           for i in pq.read_table(p, columns=["id"]).column("id").to_pylist()]
+    return len(ids), len(list(dump_dir.glob("data/*.parquet"))), min(ids), max(ids)
+
+
+def _assert_published(database: Path, revision: str, battles: int) -> dict:
+    snap = _snapshot(database)
+    assert snap["published"] == [revision]
+    assert set(PUBLISHED_TABLES) <= set(snap["views"])
+    for table in PUBLISHED_TABLES:
+        assert snap["views"][table]["keys"] == [revision_key(revision)], (table, snap["views"][table])
+    assert snap["views"]["battles"]["rows"] == battles
+    return snap
+
+
+# ------------------------------------------------------------------------------------- kill -9
+
+def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path):
+    database = tmp_path / "warehouse.duckdb"
+    old_dir, new_dir = tmp_path / "v1", tmp_path / "v2"
+    write_dump(old_dir, n_rows=120, n_shards=2, seed=1)
+    old = _revision(old_dir)
+    assert _refresh_in_process(DumpSource(source=str(old_dir)), database).success
+    before = _assert_published(database, old, 120)
+
+    write_dump(new_dir, n_rows=KILL_ROWS, n_shards=4, seed=2)
+    new = _revision(new_dir)
+    env = _env(tmp_path, ARENA_SOURCE=str(new_dir), ARENA_WAREHOUSE=str(database),
+               ARENA_CACHE_DIR=str(tmp_path / "cache"))
+    log = tmp_path / "killed_run.log"
+    wal = Path(f"{database}.wal")
+    wal_size = lambda: wal.stat().st_size if wal.exists() else 0  # noqa: E731
+    with _process(WORKER + ["refresh"], env, log, tmp_path) as proc:
+        text = lambda: log.read_text(errors="replace")  # noqa: E731
+        _wait_for(lambda: 'Started execution of step "flat_tables"' in text() or proc.poll() is not None,
+                  120, "the refresh to start flat_tables")
+        # the new revision's versioned tables are being filled: DuckDB's WAL has grown past KILL_WAL_BYTES
+        _wait_for(lambda: wal_size() > KILL_WAL_BYTES or proc.poll() is not None,
+                  60, "the new revision's tables to fill up")
+        assert proc.poll() is None, f"the refresh finished before the kill; enlarge KILL_ROWS\n{text()[-3000:]}"
+        wal_bytes = wal_size()
+        _killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+    _wait_for(lambda: not _group_alive(proc.pid), 10, "every process of the killed run to be gone")
+    killed_log = text()
+    assert 'Finished execution of step "flat_tables"' not in killed_log  # the kill landed mid-run
+    assert "RUN_SUCCESS" not in killed_log
+
+    after = _snapshot(database)  # opening the file replays what the WAL holds
+    assert after["published"] == [old]
+    assert after["views"] == before["views"]  # every arena.* view: same revision, same row count
+    assert after["statuses"][new] == "fetched"  # raw_dump ran; the new tables never completed
+    leftovers = [t for t in after["versions"] if t.endswith("__" + revision_key(new))]
+    with _read(database) as con:
+        staged = {t: con.execute(f'SELECT count(*) FROM {VERSIONS_SCHEMA}."{t}"').fetchone()[0] for t in leftovers}
+    print(f"\nkill -9 during flat_tables: WAL {wal_bytes} bytes at the kill; new-revision tables left "
+          f"(rows): {staged}; arena.* views unchanged: {json.dumps(after['views'])}")
+
+    # the re-run (same dump, same warehouse) starts over and publishes
+    started = time.monotonic()
+    assert _refresh_in_process(DumpSource(source=str(new_dir)), database).success
+    print(f"re-run to completion: {time.monotonic() - started:.1f} s")
+    done = _assert_published(database, new, KILL_ROWS)
+    assert done["statuses"][old] == "superseded"
+    # the old revision keeps only the tables its *_history views read; no staging table is left
+    old_key = revision_key(old)
+    assert {t for t in done["versions"] if t.endswith("__" + old_key)} <= {f"{h}__{old_key}" for h in HISTORY_TABLES}
+    assert not [t for t in done["versions"] if t.startswith("_stage_")]
+
+
+# -------------------------------------------------------------------------------------- reader
+
+def test_reader_during_refresh_sees_one_complete_revision_at_a_time(tmp_path):
+    database = tmp_path / "warehouse.duckdb"
+    old_dir, new_dir = tmp_path / "v1", tmp_path / "v2"
+    write_dump(old_dir, n_rows=150, n_shards=2, seed=1)
+    write_dump(new_dir, n_rows=800, n_shards=3, seed=2)
+    old, new = _revision(old_dir), _revision(new_dir)
+    expected = {old: _battle_fingerprint(old_dir), new: _battle_fingerprint(new_dir)}
+    assert _refresh_in_process(DumpSource(source=str(old_dir)), database).success
+
+    out, stop, ready = tmp_path / "reader.json", tmp_path / "reader.stop", tmp_path / "reader.ready"
+    args = WORKER + ["read", "--warehouse", str(database), "--out", str(out), "--stop-file", str(stop),
+                     "--ready-file", str(ready)]
+    with _process(args, _env(tmp_path), tmp_path / "reader.log", tmp_path) as reader:
+        _wait_for(lambda: ready.exists() or reader.poll() is not None, 60, "the reader's first read")
+        assert reader.poll() is None, (tmp_path / "reader.log").read_text()
+        refresh_start = time.time()
+        result = _refresh_in_process(DumpSource(source=str(new_dir)), database)
+        refresh_end = time.time()
+        time.sleep(1.0)  # keep reading the new revision a little
+        stop.touch()
+        reader.wait(timeout=30)
+    assert result.success
+    assert reader.returncode == 0, (tmp_path / "reader.log").read_text()
+    summary = json.loads(out.read_text())
+
+    assert summary["errors"] == {}  # no missing table, no failed query
+    by_revision: dict[str, list[dict]] = {}
+    for obs in summary["observations"]:
+        assert len(obs["published"]) == 1, obs
+        (revision,) = obs["published"]
+        assert obs["view_keys"] == [revision_key(revision)], obs  # every view on the published dump
+        assert (obs["battles"], obs["files"], obs["min_id"], obs["max_id"]) == tuple(expected[revision]), obs
+        by_revision.setdefault(revision, []).append(obs)
+    assert set(by_revision) == {old, new}
+    assert all(len(v) == 1 for v in by_revision.values()), by_revision  # one picture per revision
+    order = [summary["observations"][i]["published"][0] for _, i in summary["timeline"]]
+    switch = order.index(new)
+    assert set(order[:switch]) == {old} and set(order[switch:]) == {new}  # never back to the old one
+    during = sum(refresh_start <= t <= refresh_end for t, _ in summary["timeline"])
+    assert during > 0 and summary["blocked"] > 0
+    print(f"\nreader: {summary['attempts']} attempts, {summary['reads']} reads "
+          f"({during} while the refresh ran for {refresh_end - refresh_start:.1f} s), "
+          f"{summary['blocked']} blocked by the writer's lock; "
+          f"battles rows seen: {sorted({o['battles'] for o in summary['observations']})}; "
+          f"old revision {by_revision[old][0]['reads']} reads, new {by_revision[new][0]['reads']} reads")
+
+
+# ---------------------------------------------------------------------------------------- lock
+
+def test_held_lock_makes_writer_wait_bounded_then_fail_clearly(tmp_path):
+    database = tmp_path / "warehouse.duckdb"
+    dump = tmp_path / "dump"
+    write_dump(dump, n_rows=20, n_shards=1, seed=3)
+    ready, release = tmp_path / "hold.ready", tmp_path / "hold.release"
+    args = WORKER + ["hold", "--warehouse", str(database), "--ready-file", str(ready),
+                     "--release-file", str(release)]
+    with _process(args, _env(tmp_path), tmp_path / "hold.log", tmp_path) as holder:
+        _wait_for(lambda: ready.exists() or holder.poll() is not None, 60, "the lock holder")
+        assert holder.poll() is None, (tmp_path / "hold.log").read_text()
+
+        started = time.monotonic()
+        with pytest.raises(WarehouseLockedError) as caught:
+            with Warehouse(path=str(database), lock_timeout_s=1.0).connection():
+                pass
+        waited = time.monotonic() - started
+        assert 0.3 < waited < 3.0
+        message = str(caught.value)
+        assert str(database) in message and "locked by another process" in message and "waited 1 s" in message
+
+        # a whole refresh against the held file fails (bounded) with that error; it does not hang
+        started = time.monotonic()
+        config = no_retries_config({"dump_source": {"source": str(dump)},
+                                    "warehouse": {"path": str(database), "lock_timeout_s": 1.0}})
+        with dg.execute_job(dg.reconstructable(refresh_job), dg.DagsterInstance.ephemeral(),
+                            run_config=config, raise_on_error=False) as run:
+            failures = [e.step_failure_data.error for e in run.all_events if e.is_step_failure]
+            assert not run.success
+        run_seconds = time.monotonic() - started
+        assert run_seconds < 30
+        assert failures and any(err.cls_name == "WarehouseLockedError" or
+                                "WarehouseLockedError" in err.to_string() for err in failures)
+        assert "locked by another process" in failures[0].to_string()
+
+        # released while the writer waits: the writer gets in
+        threading.Timer(1.0, release.touch).start()
+        started = time.monotonic()
+        with Warehouse(path=str(database), lock_timeout_s=20.0).connection() as con:
+            assert con.execute("SELECT 1").fetchone() == (1,)
+        got_in = time.monotonic() - started
+        assert 0.9 < got_in < 10
+        holder.wait(timeout=10)
+    print(f"\nlock: resource gave up after {waited:.2f} s (lock_timeout_s=1), whole run failed in "
+          f"{run_seconds:.1f} s, writer got in {got_in:.2f} s after waiting for a released lock")
+
+
+# ---------------------------------------------------------------------------------- Hub faults
+
+@pytest.fixture
+def hub(tmp_path):
+    with fake_hub_server(tmp_path / "hub") as server:
+        yield server
+
+
+def _hub_source(hub, tmp_path) -> dict:
+    return {"source": REPO, "revision": "main", "cache_dir": str(tmp_path / "cache"),
+            "hf_endpoint": hub.url, "attempts": 3, "backoff_s": 0.1, "timeout_s": 5.0}
+
+
+def _failed_hub_run(hub, tmp_path, database: Path):
+    """A refresh with step retries off (raw_dump's RetryPolicy would wait 5 + 10 s first); returns
+    the Hub error that failed raw_dump, after checking that no other step failed."""
+    config = no_retries_config({"dump_source": _hub_source(hub, tmp_path), "warehouse": {"path": str(database)}})
+    with dg.execute_job(dg.reconstructable(refresh_job), dg.DagsterInstance.ephemeral(),
+                        run_config=config, raise_on_error=False) as run:
+        assert not run.success
+        failures = [(e.step_key, e.step_failure_data.error) for e in run.all_events if e.is_step_failure]
+    assert [step for step, _ in failures] == ["raw_dump"]
+    chain, error = [], failures[0][1]
+    while error is not None:  # with retries off, Dagster wraps the error: the Hub error is a cause
+        chain.append(error)
+        error = error.cause
+    (hub_error,) = [e for e in chain if e.cls_name in ("HubUnavailable", "DownloadFailed")][:1]
+    return hub_error
+
+
+def test_hub_faults_during_runs(hub, tmp_path):
+    """One Hub, four runs: 503 twice on the API (succeeds), Hub down (fails, nothing published),
+    every download 503 (fails, no partial cache entry), 503 twice on a file (succeeds)."""
+    database = tmp_path / "warehouse.duckdb"
+    repo_cache = tmp_path / "cache" / REPO.replace("/", "--")
+    v1 = write_dump(tmp_path / "v1", n_rows=30, n_shards=1, seed=1)
+    sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v1})
+
+    # 1. two 503s from the API: the Hub client's own retries absorb them (no step retry needed)
+    hub.set_faults(status_5xx_times=2, status_code=503, status_match="/api/datasets/", status_method="GET")
+    result = _refresh_in_process(DumpSource(**_hub_source(hub, tmp_path)), database)
+    assert result.success
+    assert hub.faults()["status_5xx_times"] == 0  # both 503s were served
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    before = _assert_published(database, sha1, 30)
+
+    v2 = write_dump(tmp_path / "v2", n_rows=40, n_shards=2, seed=2)
+    sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v2})
+    faults = {
+        "hub_down": {"down": True},
+        "downloads_fail": {"status_5xx_times": 1000, "status_code": 503, "status_match": "/resolve/"},
+    }
+    for name, fault in faults.items():
+        # 2./3. the Hub is down, or serves the listing but no file: the run fails and says why
+        hub.set_faults(**fault)
+        error = _failed_hub_run(hub, tmp_path, database)
+        message = error.message.strip()
+        print(f"\nHub fault {name}: raw_dump failed with {error.cls_name}: {message[:400]}")
+        assert error.cls_name == ("HubUnavailable" if name == "hub_down" else "DownloadFailed")
+        assert hub.url in message and "attempt(s)" in message, message
+        assert ("Hub unavailable" if name == "hub_down" else "data/train-0000") in message, message
+        after = _snapshot(database)
+        assert after["published"] == [sha1] and after["views"] == before["views"]
+        assert sha2 not in after["statuses"]
+        assert sorted(p.name for p in repo_cache.iterdir()) == [sha1]  # no sha2 entry, no staging dir
+
+    # 4. two 503s on a shard download: retried, the run succeeds and publishes revision 2
+    hub.set_faults(status_5xx_times=2, status_code=503, status_match="/resolve/", status_method="GET")
+    gets_before = len(hub.file_gets())
+    result = _refresh_in_process(DumpSource(**_hub_source(hub, tmp_path)), database)
+    assert result.success
+    assert hub.faults()["status_5xx_times"] == 0
+    assert len(hub.file_gets()) - gets_before == 2 + 2  # two shards, two of the GETs answered 503
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    _assert_published(database, sha2, 40)
+    assert sorted(p.name for p in repo_cache.iterdir()) == sorted([sha1, sha2])
