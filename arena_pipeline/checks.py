@@ -14,7 +14,7 @@ import polars as pl
 from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
 from arena_pipeline.constants import BATTLES_TABLE, MESSAGES_TABLE, QUALITY_RESULTS_TABLE, SCHEMA
 from arena_pipeline.core.ingest import DumpManifest
-from arena_pipeline.core.publication import read_version
+from arena_pipeline.core.publication import read_version, record_dump
 from arena_pipeline.core.quality import QualityReport, validate_frame
 from arena_pipeline.core.warehouse import quoted
 from arena_pipeline.resources import Warehouse
@@ -123,6 +123,10 @@ def _suite_checks(table: str):
         del frame
         with warehouse.connection() as con:
             store_results(con, manifest.revision, table, report)
+            if not report.passed_errors:
+                failed = ", ".join(report.failures("error").get_column("expectation_id").to_list())
+                record_dump(con, SCHEMA, revision=manifest.revision, status="failed",
+                            detail=f"{table} failed error expectations: {failed}"[:2000])
         context.log.info(f"{table}: {report.summary()}")
         yield _result(report, "error", errors, key)
         yield _result(report, "warning", warnings, key)

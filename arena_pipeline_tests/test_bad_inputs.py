@@ -402,9 +402,6 @@ def test_broken_csv_record_is_quarantined_with_its_rule(csv_run, case):
         assert bad.detail in detail, detail
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: read_csv_export records source_file as the absolute path (str(path)) for unparseable "
-    "records, while arena.battles and rule-quarantined rows use the dump-relative name"))
 def test_csv_quarantine_names_the_file_like_battles(csv_run):
     names = query(csv_run.warehouse, "select distinct source_file from arena.battles "
                                      "union all select distinct source_file from arena.quarantine")
@@ -437,9 +434,6 @@ def test_new_category_version_and_column_are_not_fatal(new_fields):
     assert query(warehouse, "select count(*) from arena.quarantine") == [(0,)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: SchemaDiff.extra (new optional fields) is computed by verify_shard and dropped; "
-    "neither raw_dump's metadata nor the run log mentions the new fields"))
 def test_new_category_version_and_column_are_reported(new_fields):
     _, result, _, instance = new_fields
     run_log = "\n".join(repr(entry) for entry in instance.all_logs(result.run_id))
@@ -481,13 +475,9 @@ def test_blocking_check_stops_a_bad_dump_that_escaped_quarantine(
 
 
 # ---------------------------------------------------------------------------
-# Reported bugs (see /work/notes/bad_inputs.md)
+# Bugs found by this corpus, fixed since (each test failed before its fix)
 # ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: local_shards orders nested files by Path parts ('x/0.parquet' before 'x-1.parquet') "
-    "but duplicates are ranked by the source_file string ('x-1.parquet' < 'x/0.parquet'): the "
-    "kept copy of an earlier file is quarantined afterwards and load_dump fails its invariant"))
 def test_duplicate_across_nested_files_keeps_one_copy(tmp_path):
     rows = make_rows(4, seed=3)
     later = dict(rows[0], winner=bi.other_winner(rows[0]["winner"]))
@@ -503,9 +493,6 @@ def test_duplicate_across_nested_files_keeps_one_copy(tmp_path):
     assert kept == [("x-1.parquet",)]  # the first copy by (source_file, source_row)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a broken first copy of a duplicated id is labelled duplicate_id only when its later "
-    "copy is in the same batch; across files (or 8192-row batches) it keeps its own rule alone"))
 def test_duplicate_label_does_not_depend_on_file_boundaries(tmp_path):
     rows = make_rows(4, seed=6)
     rows[1]["winner"] = "draw"
@@ -521,9 +508,6 @@ def test_duplicate_label_does_not_depend_on_file_boundaries(tmp_path):
     assert rules["two files"] == rules["one file"]
 
 
-@pytest.mark.xfail(strict=True, raises=SourceError, reason=(
-    "raw_dump's RetryPolicy retries a SourceError (a corrupt local file): two retries, 15 s of "
-    "waiting, same outcome; it should raise dg.Failure(allow_retries=False)"))
 def test_source_error_is_not_retried(tmp_path):
     paths = _two_shards(tmp_path / "dump")
     bi.truncate(paths[1])

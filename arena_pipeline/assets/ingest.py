@@ -3,6 +3,7 @@
 
 import dagster as dg
 
+from pathlib import Path
 from typing import Optional
 
 from pydantic import Field
@@ -17,6 +18,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.core.ingest import DumpManifest, load_dump
+from arena_pipeline.core.sources import SourceError, new_fields
 from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.publication import record_dump, revision_key
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
@@ -52,7 +54,14 @@ def raw_dump(
     re-run with the same sha downloads nothing); local sources are read in place. Every parquet
     shard is opened and its schema checked before anything downstream uses it.
     """
-    manifest = dump_source.fetch(revision=config.revision)
+    try:
+        manifest = dump_source.fetch(revision=config.revision)
+    except SourceError as exc:  # a broken file stays broken: fail now, no retry
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    extras = {f.name: new_fields(Path(f.path)) for f in manifest.files}
+    extras = {name: fields for name, fields in extras.items() if fields}
+    if extras:
+        context.log.warning(f"fields the dataset card does not document (ignored, not fatal): {extras}")
     with warehouse.connection() as con:
         record_dump(
             con, SCHEMA, revision=manifest.revision, status="fetched", source=manifest.source,
@@ -73,6 +82,7 @@ def raw_dump(
             ),
             "bytes": manifest.bytes,
             "rows": manifest.rows,
+            "new_fields": dg.MetadataValue.json(extras),
         },
     )
 

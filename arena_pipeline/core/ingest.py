@@ -128,7 +128,8 @@ def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None) -> Iterator[tuple
         battles = flatten_battles(pl.from_arrow(parsed.table), shard.name, aliases=aliases).with_columns(
             source_row=pl.Series(kept, dtype=pl.Int64)
         )
-        yield parsed.table, battles, parsed.quarantine
+        # name the file as arena.battles does (its name inside the dump), not by its local path
+        yield parsed.table, battles, parsed.quarantine.with_columns(source_file=pl.lit(shard.name))
         return
     verify_shard(path)
     empty = pl.DataFrame(schema=QUARANTINE_SCHEMA)
@@ -151,6 +152,34 @@ def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame
     if earlier.height:
         clean = clean.join(earlier.select("source_file", "source_row"), on=["source_file", "source_row"], how="anti")
     return clean, quarantine
+
+
+def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl.DataFrame:
+    """Add ``duplicate_id`` to quarantine rows whose id has another copy that was screened later.
+
+    Within one batch :func:`split_quarantine` already labels every rejected copy of a repeated
+    id; across batches a rejected copy was screened before its later copies existed. Labelling
+    here makes the rule independent of file and batch boundaries.
+    """
+    if quarantine.is_empty():
+        return quarantine
+    ids = pl.concat([quarantine.select("id"), battles.select("id")]).drop_nulls()
+    repeated = ids.group_by("id").len().filter(pl.col("len") > 1).select("id")
+    kept_at = battles.join(repeated, on="id", how="semi").select(
+        "id", pl.format("{} row {}", "source_file", "source_row").alias("_kept_at")
+    )
+    flagged = quarantine.join(repeated.with_columns(_repeated=pl.lit(True)), on="id", how="left")
+    flagged = flagged.join(kept_at, on="id", how="left")
+    missing = pl.col("_repeated").fill_null(False) & ~pl.col("rule").str.contains(r"(^|,)duplicate_id($|,)")
+    note = (
+        pl.when(pl.col("_kept_at").is_not_null())
+        .then(pl.format("id {} is repeated; the copy kept is {}", "id", "_kept_at"))
+        .otherwise(pl.format("id {} is repeated and every copy breaks another rule", "id"))
+    )
+    return flagged.with_columns(
+        rule=pl.when(missing).then(pl.col("rule") + ",duplicate_id").otherwise("rule"),
+        detail=pl.when(missing).then(pl.concat_str(["detail", note], separator="; ")).otherwise("detail"),
+    ).select(list(QUARANTINE_SCHEMA))
 
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
@@ -222,6 +251,7 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
         report.per_file.append({"file": shard.name, "rows": file_rows})
     all_battles = pl.concat(kept) if kept else pl.DataFrame(schema=BATTLES_SCHEMA)
     all_quarantine = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    all_quarantine = label_late_duplicates(all_quarantine, all_battles)
     if all_battles.height + all_quarantine.height != report.rows_read:
         raise AssertionError(
             f"rows read ({report.rows_read}) != battles ({all_battles.height}) + quarantine ({all_quarantine.height})"

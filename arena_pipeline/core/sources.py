@@ -53,9 +53,11 @@ def parse_source(source: str) -> SourceSpec:
 def local_shards(directory: Path) -> list[Path]:
     """The parquet shards of a local dump: ``data/train-*.parquet`` if present, else any ``*.parquet``."""
     directory = Path(directory)
-    shards = sorted(directory.glob("data/train-*.parquet"))
+    # sorted by the name each file gets in source_file, so load order = duplicate-ranking order
+    by_name = lambda p: p.relative_to(directory).as_posix()  # noqa: E731
+    shards = sorted(directory.glob("data/train-*.parquet"), key=by_name)
     if not shards:
-        shards = sorted(p for p in directory.rglob("*.parquet") if p.is_file())
+        shards = sorted((p for p in directory.rglob("*.parquet") if p.is_file()), key=by_name)
     if not shards:
         raise SourceError(f"{directory}: no parquet files found (looked for data/train-*.parquet and **/*.parquet)")
     return shards
@@ -151,6 +153,15 @@ def verify_shard(path: Path) -> int:
         problems = [f"missing column {m}" for m in diff.missing] + [f"wrong type for {m}" for m in diff.mismatched]
         raise SourceError(f"{path}: does not match the dataset card schema: " + "; ".join(problems))
     return rows
+
+
+def new_fields(path: Path) -> list[str]:
+    """Columns or struct fields of a file that the dataset card does not document (reported, not fatal)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        header = pl.read_csv(path, n_rows=0, infer_schema=False).columns
+        return [f"{name} (csv column)" for name in header if name not in DATASET_ARROW_SCHEMA.names]
+    return compare_schema(pq.read_schema(path)).extra
 
 
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
