@@ -28,7 +28,7 @@ from arena_pipeline.core import ingest
 from arena_pipeline.core.ingest import load_dump, local_manifest
 from arena_pipeline.core.publication import revision_key
 from arena_pipeline.core.schema import QUARANTINE_SCHEMA
-from arena_pipeline.core.sources import SourceError, parse_source
+from arena_pipeline.core.sources import parse_source
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests import bad_inputs as bi
@@ -39,17 +39,6 @@ RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 1, "bootstrap_round
 #: What a run that stops at the blocking checks materializes.
 FLAT_KEYS = {"raw_dump", "arena/battles", "arena/messages", "arena/context_messages",
              "arena/quarantine"}
-
-
-@pytest.fixture
-def no_fetch_retries(monkeypatch):
-    """Drop raw_dump's RetryPolicy for one test.
-
-    It retries a SourceError too (2 retries after 5 s and 10 s), which is deterministic: same
-    outcome, 15 s later (see test_source_error_is_not_retried). ``materialize`` ignores executor
-    config, so ``retries: disabled`` cannot be set through the run config.
-    """
-    monkeypatch.setattr(raw_dump.op, "_retry_policy", None)
 
 
 def materialize(source: Path, warehouse: Path,
@@ -157,6 +146,12 @@ def assert_publication_untouched(warehouse: Path, published: Published) -> None:
     assert not [t for t in added if t.endswith("__" + revision_key(published.revision))]
 
 
+def rejected_revisions(warehouse: Path) -> list[tuple]:
+    """(status, detail) of the dumps that are neither published nor superseded."""
+    return query(warehouse, "select status, status_detail from arena.dumps "
+                            "where status not in ('published', 'superseded')")
+
+
 # ---------------------------------------------------------------------------
 # Whole-file problems: the run fails, naming the file and the problem
 # ---------------------------------------------------------------------------
@@ -223,12 +218,13 @@ def csv_not_utf8(root: Path):
     pytest.param(csv_not_utf8, id="CSV non-UTF-8"),
 ])
 def test_whole_file_problem_fails_the_run_and_keeps_the_publication(
-        build, published, warehouse, tmp_path, no_fetch_retries):
+        build, published, warehouse, tmp_path):
     source, step, message = build(tmp_path / "bad")
     result = materialize(source, warehouse)
 
     assert not result.success
     assert result.get_failed_step_keys() == {step}
+    assert result.retry_attempts_for_node(step) == 0  # a broken file stays broken
     assert re.search(message, failure_text(result, step)), failure_text(result, step)
     # nothing downstream of the failure ran; no flat table of the bad dump was materialized
     assert materialized(result) == (set() if step == "raw_dump" else {"raw_dump"})
@@ -259,6 +255,8 @@ def test_empty_dump_is_blocked_by_the_row_count_expectation(published, warehouse
     assert battles_metadata(result)["rows_read"].value == 0
     assert materialized(result) == FLAT_KEYS
     assert_publication_untouched(warehouse, published)
+    assert rejected_revisions(warehouse) == [
+        ("failed", "battles failed error expectations: row_count.at_least_1")]
 
 
 def test_empty_shard_next_to_good_ones_loads_the_others(tmp_path):
@@ -438,6 +436,10 @@ def test_new_category_version_and_column_are_reported(new_fields):
     _, result, _, instance = new_fields
     run_log = "\n".join(repr(entry) for entry in instance.all_logs(result.run_id))
     assert bi.NEW_CATEGORY_VERSION in run_log and bi.NEW_TOP_LEVEL_COLUMN in run_log
+    meta = result.asset_materializations_for_node("raw_dump")[0].metadata
+    assert meta["new_fields"].value == {bi.shard_name(0, 1): [
+        f"category_tag.{bi.NEW_CATEGORY_VERSION} (struct<complexity: bool, reasoning: bool>)",
+        f"{bi.NEW_TOP_LEVEL_COLUMN} (string)"]}
 
 
 # ---------------------------------------------------------------------------
@@ -472,6 +474,8 @@ def test_blocking_check_stops_a_bad_dump_that_escaped_quarantine(
                               "and dump_revision = ? and expectation_id = 'winner.in_set'",
                    [revision])
     assert stored == [([rows[3]["id"]],)]
+    assert rejected_revisions(warehouse) == [
+        ("failed", "battles failed error expectations: winner.in_set")]
 
 
 # ---------------------------------------------------------------------------
