@@ -19,6 +19,10 @@ QUALITY_RESULTS_TABLE = "quality_results"
 MODELS_TABLE = "models"
 EXTERNAL_COMPARISON_TABLE = "external_comparison"
 EXTERNAL_COMPARISON_MODELS_TABLE = "external_comparison_models"
+POSITION_BIAS_TABLE = "position_bias"
+RATING_TREND_TABLE = "rating_trend"
+PREFERENCE_PAIRS_TABLE = "preference_pairs"
+DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"
 
 CATEGORIES = (
@@ -43,6 +47,9 @@ PUBLISHED_TABLES = (
     PAIRWISE_TABLE,
     STYLE_COEFFICIENTS_TABLE,
     MODELS_TABLE,
+    POSITION_BIAS_TABLE,
+    RATING_TREND_TABLE,
+    PREFERENCE_PAIRS_TABLE,
 )
 #: Tables whose earlier revisions stay queryable through SCHEMA.<table>_history views.
 HISTORY_TABLES: tuple[str, ...] = (LEADERBOARD_TABLE, STYLE_COEFFICIENTS_TABLE)

@@ -6,20 +6,43 @@ from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.assets.rankings import battle_categories, rankings
+from arena_pipeline.assets.reports import (
+    leaderboard_report,
+    position_bias_table,
+    preference_pairs_table,
+    rating_trend_table,
+)
 from arena_pipeline.checks import battles_quality, messages_quality
 from arena_pipeline.jobs import refresh_job
-from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
+from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
 
-ASSETS = [raw_dump, flat_tables, battle_categories, rankings, models, published_dump, external_comparison]
+ASSETS = [
+    raw_dump,
+    flat_tables,
+    battle_categories,
+    rankings,
+    models,
+    position_bias_table,
+    rating_trend_table,
+    preference_pairs_table,
+    published_dump,
+    external_comparison,
+    leaderboard_report,
+]
 ASSET_CHECKS = [battles_quality, messages_quality]
 
 
 
 def default_resources() -> dict:
     """The resources with their defaults (each resolves its settings at run time, not now)."""
-    return {"dump_source": DumpSource(), "warehouse": Warehouse(), "model_catalog": ModelCatalog()}
+    return {
+        "dump_source": DumpSource(),
+        "warehouse": Warehouse(),
+        "model_catalog": ModelCatalog(),
+        "report_settings": ReportSettings(),
+    }
 
 
 defs = dg.Definitions(

@@ -20,7 +20,13 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from arena_pipeline.constants import DATASET_ID, DEFAULT_CACHE_DIR, DEFAULT_REVISION, DEFAULT_WAREHOUSE
+from arena_pipeline.constants import (
+    DATASET_ID,
+    DEFAULT_CACHE_DIR,
+    DEFAULT_REPORT_PATH,
+    DEFAULT_REVISION,
+    DEFAULT_WAREHOUSE,
+)
 from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.ingest import DumpManifest, ShardFile, local_files, local_fingerprint, local_manifest
@@ -161,3 +167,14 @@ class ModelCatalog(dg.ConfigurableResource):
         """The published board, or None when none is configured (BoardFormatError if malformed)."""
         path = self.board_path()
         return None if path is None else read_published_board(path, aliases=aliases, category_map=load_category_map())
+
+
+class ReportSettings(dg.ConfigurableResource):
+    """Where the static HTML report is written."""
+
+    report_path: Optional[str] = Field(
+        default=None, description=f"ARENA_REPORT: the report's HTML file (default {DEFAULT_REPORT_PATH})."
+    )
+
+    def path(self) -> Path:
+        return Path(_setting(self.report_path, "ARENA_REPORT", DEFAULT_REPORT_PATH))
