@@ -18,6 +18,7 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.ingest import DumpManifest
 from arena_pipeline.core.publication import read_version, write_version
+from arena_pipeline.core.report import rating_chart_svg, svg_data_uri, top_n_markdown
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.core.ranking import (
     LEADERBOARD_SCHEMA,
@@ -142,7 +143,7 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, manife
     for name, frame in frames.items():
         extra = {}
         if name == LEADERBOARD_TABLE:
-            extra = {
+            extra = {**_board_previews(output.leaderboard),
                 "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
                 "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
                 "seconds": dg.MetadataValue.json(meta.get("timings", {})),
@@ -152,3 +153,16 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, manife
             metadata={"revision": manifest.revision, "dagster/row_count": frame.height, **extra},
             data_version=dg.DataVersion(manifest.revision),
         )
+
+
+def _board_previews(leaderboard: pl.DataFrame) -> dict:
+    """Markdown top-10 per category (bt) and a ratings chart with 95% intervals, for the UI."""
+    previews: dict = {}
+    bt = leaderboard.filter(pl.col("method") == "bt")
+    for category in bt.get_column("category").unique(maintain_order=True).to_list():
+        previews[f"top10_{category}"] = dg.MetadataValue.md(top_n_markdown(leaderboard, category, "bt", 10))
+    if not bt.filter(pl.col("category") == "overall").is_empty():
+        chart = rating_chart_svg(leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
+        previews["overall_ratings_chart"] = dg.MetadataValue.md(
+            f"![overall ratings with 95% CI]({svg_data_uri(chart)})")
+    return previews
