@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "leaderboard", parents=[common], help="print one leaderboard as a table",
         description="Print one published leaderboard: rank, rank upper bound, model, rating, "
-        "95%% CI, battles.",
+        "95% CI, battles.",
     )
     p.add_argument("--category", default="overall", help="category (default: overall)")
     p.add_argument(
