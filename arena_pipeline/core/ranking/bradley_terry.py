@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.special import expit, log_expit
 
+from arena_pipeline.core.ranking.logistic import sigmoid, softplus
 from arena_pipeline.core.ranking.newton import NewtonResult, newton_minimize
 
 #: Integer codes of the ``winner`` column.
@@ -109,6 +109,28 @@ def aggregate_pairs(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models:
     return PairCounts(n_models=n_models, lo=lo, hi=hi, counts=counts)
 
 
+def incidence(lo: np.ndarray, hi: np.ndarray, n_models: int, signed: bool = True) -> csr_matrix:
+    """Sparse pair-model incidence, shape (P, n_models): +1 at ``lo``, -1 (or +1) at ``hi``.
+
+    Parameters
+    ----------
+    lo, hi
+        Distinct pairs, shape (P,).
+    n_models
+        Number of columns.
+    signed
+        -1 at ``hi`` when True, +1 otherwise.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+    """
+    rows = np.repeat(np.arange(len(lo)), 2)
+    cols = np.column_stack([lo, hi]).ravel()
+    vals = np.tile([1.0, -1.0 if signed else 1.0], len(lo))
+    return csr_matrix((vals, (rows, cols)), shape=(len(lo), n_models))
+
+
 def laplacian(lo: np.ndarray, hi: np.ndarray, weights: np.ndarray, n_models: int) -> np.ndarray:
     """Weighted graph Laplacian ``sum_k w_k (e_lo - e_hi)(e_lo - e_hi)^T``.
 
@@ -127,14 +149,11 @@ def laplacian(lo: np.ndarray, hi: np.ndarray, weights: np.ndarray, n_models: int
         Shape (B, n_models, n_models), or (n_models, n_models) for 1-d weights.
     """
     w = np.atleast_2d(weights)
-    out = np.zeros((w.shape[0], n_models, n_models))
-    out[:, lo, hi] = -w
-    out[:, hi, lo] = -w
-    ends = np.zeros((len(lo), n_models))
-    ends[np.arange(len(lo)), lo] = 1.0
-    ends[np.arange(len(lo)), hi] = 1.0
-    idx = np.arange(n_models)
-    out[:, idx, idx] = w @ ends
+    flat = np.zeros((w.shape[0], n_models * n_models))
+    flat[:, lo * n_models + hi] = -w
+    flat[:, hi * n_models + lo] = -w
+    flat[:, :: n_models + 1] = (incidence(lo, hi, n_models, signed=False).T @ w.T).T
+    out = flat.reshape(-1, n_models, n_models)
     return out if np.ndim(weights) == 2 else out[0]
 
 
@@ -190,20 +209,19 @@ def _bt_objective(pairs: PairCounts, counts: np.ndarray, ridge: float):
     lo, hi = pairs.lo, pairs.hi
     n = counts.sum(axis=2)
     s = counts[:, :, 0] + 0.5 * counts[:, :, 2]
-    incidence = np.zeros((len(lo), m))
-    incidence[np.arange(len(lo)), lo] = 1.0
-    incidence[np.arange(len(lo)), hi] = -1.0
+    signed_t = incidence(lo, hi, m).T.tocsr()
     # c * 11^T added to the Hessian: iterates keep sum(theta) = 0 and the step is unique
     shift = max(float(n.sum(axis=1).max()) / m**2, 1.0)
 
     def fun(theta: np.ndarray, with_derivatives: bool):
         d = theta[:, lo] - theta[:, hi]
-        nll = -(s * log_expit(d) + (n - s) * log_expit(-d)).sum(axis=1)
+        # -[s log p + (n - s) log(1 - p)] = n softplus(d) - s d
+        nll = (n * softplus(d) - s * d).sum(axis=1)
         f = nll + 0.5 * ridge * (theta**2).sum(axis=1)
         if not with_derivatives:
             return f, None, None
-        p = expit(d)
-        grad = -(s - n * p) @ incidence + ridge * theta
+        p = sigmoid(d)
+        grad = -(signed_t @ (s - n * p).T).T + ridge * theta
         hess = laplacian(lo, hi, n * p * (1.0 - p), m) + shift
         hess[:, np.arange(m), np.arange(m)] += ridge
         return f, grad, hess
@@ -282,7 +300,7 @@ def bt_sandwich_covariance(pairs: PairCounts, theta: np.ndarray) -> np.ndarray:
         Shape (n_models, n_models), natural log-odds units squared.
     """
     m = pairs.n_models
-    p = expit(theta[pairs.lo] - theta[pairs.hi])
+    p = sigmoid(theta[pairs.lo] - theta[pairs.hi])
     c = pairs.counts
     info = laplacian(pairs.lo, pairs.hi, pairs.battles * p * (1.0 - p), m)
     meat = laplacian(
@@ -293,17 +311,18 @@ def bt_sandwich_covariance(pairs: PairCounts, theta: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_counts(pairs: PairCounts, rounds: int, rng: np.random.Generator) -> np.ndarray:
-    """Resample battles with replacement, in aggregated form.
+    """Resample battles with replacement and aggregate each replicate.
 
-    Draws the (pair, outcome) counts of each replicate from a multinomial with the
-    observed total and observed proportions. This has exactly the distribution of the
-    counts obtained by resampling the battle rows with replacement and aggregating,
-    without materialising the rows.
+    Each battle is represented by its (pair, outcome) cell; a replicate draws as many
+    battles as observed, uniformly with replacement, and counts them per cell. This is
+    row resampling exactly (the counts are multinomial with the observed proportions),
+    done on cell labels; for boards of 10^5 battles it is faster than NumPy's
+    multinomial over the ~4000 cells.
 
     Parameters
     ----------
     pairs
-        Observed counts.
+        Observed counts (integers).
     rounds
         Number of replicates.
     rng
@@ -314,7 +333,11 @@ def bootstrap_counts(pairs: PairCounts, rounds: int, rng: np.random.Generator) -
     np.ndarray
         Shape (rounds, P, 3).
     """
-    flat = pairs.counts.ravel()
-    total = int(round(flat.sum()))
-    draws = rng.multinomial(total, flat / flat.sum(), size=rounds)
-    return draws.reshape(rounds, *pairs.counts.shape).astype(float)
+    flat = pairs.counts.ravel().astype(np.int64)
+    labels = np.repeat(np.arange(flat.size, dtype=np.int32), flat)
+    n = labels.size
+    out = np.empty((rounds, flat.size))
+    for r in range(rounds):
+        drawn = labels[rng.integers(0, n, n, dtype=np.int32 if n < 2**31 else np.int64)]
+        out[r] = np.bincount(drawn, minlength=flat.size)
+    return out.reshape(rounds, *pairs.counts.shape)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 import polars as pl
+from scipy.sparse import csr_matrix
 from scipy.stats import kendalltau
 
 from arena_pipeline.constants import CATEGORIES
@@ -609,12 +610,10 @@ def _concat(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.Da
 
 def _degenerate_rounds(pairs: PairCounts, resampled: np.ndarray) -> int:
     """Bootstrap rounds in which some model has no score or no loss (its MLE is infinite)."""
-    rows = np.arange(len(pairs.lo))
-    is_lo = np.zeros((len(pairs.lo), pairs.n_models))
-    is_lo[rows, pairs.lo] = 1.0
-    is_hi = np.zeros_like(is_lo)
-    is_hi[rows, pairs.hi] = 1.0
+    rows, m = np.arange(len(pairs.lo)), pairs.n_models
+    is_lo = csr_matrix((np.ones(len(rows)), (rows, pairs.lo)), shape=(len(rows), m))
+    is_hi = csr_matrix((np.ones(len(rows)), (rows, pairs.hi)), shape=(len(rows), m))
     draws = 0.5 * resampled[:, :, 2]
-    score = (resampled[:, :, 0] + draws) @ is_lo + (resampled[:, :, 1] + draws) @ is_hi
-    battles = resampled.sum(axis=2) @ (is_lo + is_hi)
-    return int(((score <= 0) | (score >= battles)).any(axis=1).sum())
+    score = is_lo.T @ (resampled[:, :, 0] + draws).T + is_hi.T @ (resampled[:, :, 1] + draws).T
+    battles = (is_lo + is_hi).T @ resampled.sum(axis=2).T
+    return int(((score <= 0) | (score >= battles)).any(axis=0).sum())

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy.special import expit, log_expit
 
 from arena_pipeline.core.ranking.bradley_terry import laplacian, pair_index
+from arena_pipeline.core.ranking.logistic import sigmoid
 from arena_pipeline.core.ranking.newton import NewtonResult, newton_minimize
 from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
 
@@ -132,39 +132,89 @@ class StyleDesign:
         )
 
 
-def _style_objective(design: StyleDesign, weights: np.ndarray, l2: float, ridge: float):
-    """Penalised negative log-likelihood of a weighted per-battle design, for Newton."""
-    m, k = design.n_models, design.features.shape[1]
+def _incidence(design: StyleDesign) -> np.ndarray:
+    """Signed pair-model incidence: +1 at (pair, lo), -1 at (pair, hi); shape (P, n_models)."""
+    rows = np.arange(len(design.lo))
+    out = np.zeros((len(design.lo), design.n_models))
+    out[rows, design.lo] = 1.0
+    out[rows, design.hi] = -1.0
+    return out
+
+
+def _second_moments(
+    design: StyleDesign,
+    feats_t: np.ndarray,
+    incidence: np.ndarray,
+    v: np.ndarray,
+    work: np.ndarray | None = None,
+) -> np.ndarray:
+    """``sum_i v_i x_i x_i^T`` for the per-battle design rows ``x_i = [e_a - e_b, f_i]``.
+
+    ``work`` is an optional scratch array of shape (2, k, n) (avoids reallocating
+    feature-sized temporaries in every Newton step).
+    """
+    m, k = design.n_models, feats_t.shape[0]
     n_pairs = len(design.lo)
-    pair, sign, y, feats = design.pair, design.sign, design.y, design.features
-    incidence = np.zeros((n_pairs, m))
-    incidence[np.arange(n_pairs), design.lo] = 1.0
-    incidence[np.arange(n_pairs), design.hi] = -1.0
+    if work is None:
+        work = np.empty((2, *feats_t.shape))
+    out = np.empty((m + k, m + k))
+    out[:m, :m] = laplacian(design.lo, design.hi, np.bincount(design.pair, v, n_pairs), m)
+    vf = np.multiply(feats_t, v, out=work[0])
+    signed_vf = np.multiply(vf, design.sign, out=work[1])
+    cross = np.stack([np.bincount(design.pair, row, n_pairs) for row in signed_vf], axis=1)
+    out[:m, m:] = incidence.T @ cross
+    out[m:, :m] = out[:m, m:].T
+    out[m:, m:] = vf @ feats_t.T
+    return out
+
+
+def _style_objective(design: StyleDesign, weights: np.ndarray, l2: float, ridge: float):
+    """Penalised negative log-likelihood of a weighted per-battle design, for Newton.
+
+    Works in preallocated buffers: the objective is evaluated a few times per fit on
+    arrays of the size of the data, where fresh allocations cost as much as arithmetic.
+    """
+    m, k = design.n_models, design.features.shape[1]
+    n, n_pairs = len(design.y), len(design.lo)
+    pair, sign, y = design.pair, design.sign, design.y
+    feats_t = np.ascontiguousarray(design.features.T)
+    incidence = _incidence(design)
     shift = max(float(weights.sum()) / m**2, 1.0)
     penalty = np.concatenate([np.full(m, ridge), np.full(k, l2)])
+    eta, tmp, tmp2, p, h = np.empty((5, n))
+    work = np.empty((2, k, n))
 
     def fun(x: np.ndarray, with_derivatives: bool):
         theta, beta = x[0, :m], x[0, m:]
-        d = theta[design.lo] - theta[design.hi]
-        eta = sign * d[pair] + feats @ beta
-        nll = -(weights * (y * log_expit(eta) + (1.0 - y) * log_expit(-eta))).sum()
-        f = np.array([nll + 0.5 * (penalty * x[0] ** 2).sum()])
+        np.take(theta[design.lo] - theta[design.hi], pair, out=eta)
+        np.multiply(eta, sign, out=eta)
+        np.add(eta, beta @ feats_t, out=eta)
+        # logistic loss softplus(eta) - y * eta, softplus = max(eta, 0) + log1p(exp(-|eta|))
+        np.abs(eta, out=tmp)
+        np.negative(tmp, out=tmp)
+        np.exp(tmp, out=tmp)
+        np.log1p(tmp, out=tmp)
+        np.add(tmp, np.maximum(eta, 0.0, out=tmp2), out=tmp)
+        np.subtract(tmp, np.multiply(y, eta, out=tmp2), out=tmp)
+        # einsum, not a BLAS dot: threaded ddot is slow on small busy machines
+        f = np.array([np.einsum("n,n->", weights, tmp) + 0.5 * (penalty * x[0] ** 2).sum()])
         if not with_derivatives:
             return f, None, None
-        p = expit(eta)
-        r = weights * (y - p)
-        h = weights * p * (1.0 - p)
+        with np.errstate(over="ignore"):
+            np.exp(np.negative(eta, out=p), out=p)  # p = sigmoid(eta)
+        np.reciprocal(np.add(p, 1.0, out=p), out=p)
+        np.subtract(1.0, p, out=h)
+        np.multiply(h, p, out=h)
+        np.multiply(h, weights, out=h)  # Fisher weights
+        np.subtract(y, p, out=tmp)
+        np.multiply(tmp, weights, out=tmp)  # residuals
         grad = np.empty(m + k)
-        grad[:m] = -(np.bincount(pair, sign * r, n_pairs) @ incidence)
-        grad[m:] = -(feats.T @ r)
+        grad[m:] = -(feats_t @ tmp)
+        np.multiply(tmp, sign, out=tmp)
+        grad[:m] = -(np.bincount(pair, tmp, n_pairs) @ incidence)
         grad += penalty * x[0]
-        hess = np.empty((m + k, m + k))
-        hess[:m, :m] = laplacian(design.lo, design.hi, np.bincount(pair, h, n_pairs), m) + shift
-        hf = h[:, None] * feats
-        signed_hf = np.stack([np.bincount(pair, sign * hf[:, j], n_pairs) for j in range(k)], 1)
-        hess[:m, m:] = incidence.T @ signed_hf
-        hess[m:, :m] = hess[:m, m:].T
-        hess[m:, m:] = feats.T @ hf
+        hess = _second_moments(design, feats_t, incidence, h, work)
+        hess[:m, :m] += shift
         hess[np.arange(m + k), np.arange(m + k)] += penalty
         return f, grad[None], hess[None]
 
@@ -238,31 +288,19 @@ def bt_style_sandwich_covariance(design: StyleDesign, x: np.ndarray, l2: float) 
         Shape (n_models + k, n_models + k), natural log-odds units squared.
     """
     m, k = design.n_models, design.features.shape[1]
-    n_pairs = len(design.lo)
     x = np.asarray(x, dtype=float)
     theta, beta = x[:m], x[m:]
-    pair, sign, feats = design.pair, design.sign, design.features
-    eta = sign * (theta[design.lo] - theta[design.hi])[pair] + feats @ beta
-    p = expit(eta)
+    feats_t = np.ascontiguousarray(design.features.T)
+    incidence = _incidence(design)
+    eta = design.sign * (theta[design.lo] - theta[design.hi])[design.pair] + beta @ feats_t
+    p = sigmoid(eta)
     resid = design.y - p
-    incidence = np.zeros((n_pairs, m))
-    incidence[np.arange(n_pairs), design.lo] = 1.0
-    incidence[np.arange(n_pairs), design.hi] = -1.0
-
-    def blocks(v: np.ndarray, extra: np.ndarray) -> np.ndarray:
-        out = np.empty((m + k, m + k))
-        out[:m, :m] = laplacian(design.lo, design.hi, np.bincount(pair, v, n_pairs), m)
-        vf = v[:, None] * feats
-        signed = np.stack([np.bincount(pair, sign * vf[:, j], n_pairs) for j in range(k)], 1)
-        out[:m, m:] = incidence.T @ signed
-        out[m:, :m] = out[:m, m:].T
-        out[m:, m:] = feats.T @ vf
-        return out + extra
-
-    info = blocks(p * (1.0 - p), np.diag(np.concatenate([np.zeros(m), np.full(k, l2)])))
+    info = _second_moments(design, feats_t, incidence, p * (1.0 - p))
+    info[np.arange(m, m + k), np.arange(m, m + k)] += l2
     info[:m, :m] += max(np.trace(info[:m, :m]) / m**2, 1e-12)
-    score_sum = np.concatenate([np.zeros(m), feats.T @ resid])
-    meat = blocks(resid**2, -np.outer(score_sum, score_sum) / len(resid))
+    score_sum = np.concatenate([np.zeros(m), feats_t @ resid])
+    meat = _second_moments(design, feats_t, incidence, resid**2)
+    meat -= np.outer(score_sum, score_sum) / len(resid)
     bread = np.linalg.inv(info)
     return bread @ meat @ bread
 

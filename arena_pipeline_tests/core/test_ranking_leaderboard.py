@@ -1,0 +1,200 @@
+"""`compute_rankings` end to end: frames and their schemas, ranks, seeds, categories, metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.ranking import (
+    LEADERBOARD_SCHEMA,
+    PAIRWISE_SCHEMA,
+    STYLE_COEFFICIENTS_SCHEMA,
+    RankingConfig,
+    compute_rankings,
+)
+
+FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
+
+
+def with_flags(frame: pl.DataFrame) -> pl.DataFrame:
+    """The fixture plus deterministic math / creative_writing flags (no is_code etc.)."""
+    n = frame.height
+    return frame.with_columns(
+        math=pl.Series(np.arange(n) % 3 == 0),
+        creative_writing=pl.Series(np.arange(n) % 4 == 1),
+    )
+
+
+@pytest.fixture(scope="module")
+def battles() -> pl.DataFrame:
+    return with_flags(pl.read_parquet(FIXTURE))
+
+
+@pytest.fixture(scope="module")
+def output(battles):
+    tagged, _ = tag_categories(battles)
+    return compute_rankings(battles, tagged, RankingConfig(bootstrap_rounds=30, min_battles=20))
+
+
+def test_frames_have_their_schemas_and_order(output):
+    assert output.leaderboard.schema == pl.Schema(LEADERBOARD_SCHEMA)
+    assert output.style_coefficients.schema == pl.Schema(STYLE_COEFFICIENTS_SCHEMA)
+    assert output.pairwise.schema == pl.Schema(PAIRWISE_SCHEMA)
+    board = output.leaderboard
+    keys = board.select("category", "method", "model")
+    assert keys.n_unique() == board.height
+    assert keys.get_column("category").unique(maintain_order=True).to_list() == [
+        "overall",
+        "creative_writing",
+        "math",
+    ]
+    per_category = board.filter(pl.col("category") == "math")
+    assert per_category.get_column("method").unique(maintain_order=True).to_list() == [
+        "bt",
+        "bt_style",
+        "spectral",
+    ]
+    assert board.get_column("ci_method").unique().to_list() == ["bootstrap"]
+
+
+def test_rank_and_rank_ub_follow_their_definitions(output):
+    for (category, method), board in output.leaderboard.group_by(
+        "category", "method", maintain_order=True
+    ):
+        rating = board.get_column("rating").to_numpy()
+        lower = board.get_column("ci_lower").to_numpy()
+        upper = board.get_column("ci_upper").to_numpy()
+        expected_rank = [1 + int((rating > r).sum()) for r in rating]
+        expected_ub = [1 + int((lower > u).sum()) for u in upper]
+        assert board.get_column("rank").to_list() == expected_rank
+        assert board.get_column("rank_ub").to_list() == expected_ub
+        assert (board.get_column("rank_ub") <= board.get_column("rank")).all()
+
+
+def test_counts_add_up(output, battles):
+    board = output.leaderboard.filter(pl.col("category") == "overall", pl.col("method") == "bt")
+    total = board.select(pl.col("wins") + pl.col("losses") + pl.col("ties"))
+    assert total.to_series().equals(board.get_column("n_battles"), check_names=False)
+    assert board.get_column("n_battles").sum() == 2 * battles.height
+    rate = (board.get_column("wins") + 0.5 * board.get_column("ties")) / board.get_column("n_battles")
+    assert np.allclose(rate.to_numpy(), board.get_column("win_rate").to_numpy())
+
+
+def test_pairwise_counts_and_predictions(output, battles):
+    pairs = output.pairwise.filter(pl.col("category") == "overall")
+    assert pairs.get_column("battles").sum() == battles.height
+    assert (pairs.get_column("model_1") < pairs.get_column("model_2")).all()
+    parts = pairs.select(pl.col("wins_1") + pl.col("wins_2") + pl.col("ties") + pl.col("both_bad"))
+    assert parts.to_series().equals(pairs.get_column("battles"), check_names=False)
+    bt = output.leaderboard.filter(pl.col("category") == "overall", pl.col("method") == "bt")
+    rating = dict(zip(bt.get_column("model"), bt.get_column("rating")))
+    row = pairs.row(0, named=True)
+    diff = rating[row["model_2"]] - rating[row["model_1"]]
+    assert row["predicted_win_rate_1"] == pytest.approx(1.0 / (1.0 + 10.0 ** (diff / 400.0)))
+    expected = (row["wins_1"] + 0.5 * (row["ties"] + row["both_bad"])) / row["battles"]
+    assert row["win_rate_1"] == pytest.approx(expected)
+    # model-a's wins over all its pairs equal its leaderboard wins
+    wins = pairs.select(
+        pl.when(pl.col("model_1") == "model-a").then("wins_1")
+        .when(pl.col("model_2") == "model-a").then("wins_2")
+        .otherwise(0)
+        .sum()
+    ).item()
+    assert wins == bt.filter(pl.col("model") == "model-a").get_column("wins").item()
+
+
+def test_fixed_seed_gives_identical_output(battles):
+    tagged, _ = tag_categories(battles)
+    config = RankingConfig(bootstrap_rounds=20, min_battles=20, seed=11)
+    one = compute_rankings(battles, tagged, config)
+    two = compute_rankings(battles, tagged, config)
+    assert one.leaderboard.equals(two.leaderboard)
+    assert one.style_coefficients.equals(two.style_coefficients)
+    assert one.pairwise.equals(two.pairwise)
+    # a board does not depend on which other boards are computed
+    only_math = compute_rankings(battles, tagged.filter(pl.col("category") == "math"), config)
+    assert only_math.leaderboard.equals(one.leaderboard.filter(pl.col("category") == "math"))
+    other = compute_rankings(battles, tagged, RankingConfig(bootstrap_rounds=20, min_battles=20))
+    assert not other.leaderboard.equals(one.leaderboard)
+
+
+def test_min_battles_exclusions_are_listed(output, battles):
+    assert output.metadata["excluded_models"]["overall"] == []
+    for entry in output.metadata["excluded_models"]["creative_writing"]:
+        assert entry["n_battles"] < 20 and entry["reason"].startswith("fewer than min_battles")
+    tagged, _ = tag_categories(battles)
+    strict = compute_rankings(
+        battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0, min_battles=10_000)
+    )
+    assert strict.leaderboard.height == 0
+    excluded = strict.metadata["excluded_models"]["overall"]
+    assert sorted(e["model"] for e in excluded) == [f"model-{c}" for c in "abcdef"]
+    assert strict.metadata["categories"]["overall"]["note"] == "fewer than 2 models left: no board"
+
+
+def test_ties_drop_removes_draws_from_fits_and_counts(battles):
+    tagged, _ = tag_categories(battles)
+    out = compute_rankings(
+        battles, tagged, RankingConfig(ties="drop", methods=("bt",), bootstrap_rounds=0)
+    )
+    board = out.leaderboard.filter(pl.col("category") == "overall")
+    decided = battles.filter(pl.col("winner").is_in(["model_a", "model_b"])).height
+    assert board.get_column("ties").sum() == 0
+    assert board.get_column("n_battles").sum() == 2 * decided
+    assert out.pairwise.filter(pl.col("category") == "overall").get_column("battles").sum() == battles.height
+
+
+def test_self_battles_are_dropped_and_bad_winners_rejected(battles):
+    core = battles.select("id", "model_a", "model_b", "winner")
+    mirror = pl.DataFrame(
+        {"id": ["self-1"], "model_a": ["model-a"], "model_b": ["model-a"], "winner": ["model_a"]}
+    )
+    frame = pl.concat([core, mirror])
+    categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    config = RankingConfig(methods=("bt",), bootstrap_rounds=0)
+    out = compute_rankings(frame, categories, config)
+    assert out.metadata["dropped"]["self_battles"] == 1
+    base = compute_rankings(core, categories, config)
+    assert out.leaderboard.equals(base.leaderboard)
+    broken = frame.with_columns(winner=pl.lit("model_c"))
+    with pytest.raises(ValueError, match="winner"):
+        compute_rankings(broken, categories, config)
+
+
+def test_missing_anchor_falls_back_to_centring(battles):
+    tagged, _ = tag_categories(battles)
+    config = RankingConfig(methods=("bt",), bootstrap_rounds=0, anchor_model="not-a-model")
+    out = compute_rankings(battles, tagged, config)
+    assert out.metadata["categories"]["overall"]["anchor_missing"] is True
+    mean = out.leaderboard.filter(pl.col("category") == "overall").get_column("rating").mean()
+    assert mean == pytest.approx(1000.0)
+
+
+def test_timings_and_convergence_are_reported(output):
+    meta = output.metadata
+    assert meta["timings_s"]["total"] > 0
+    for category in ("overall", "creative_writing", "math"):
+        info = meta["categories"][category]
+        assert info["bt"]["grad_norm"] < 1e-8
+        assert info["bt_style"]["grad_norm"] < 1e-8
+        assert set(info["timings_s"]) >= {"bt", "bt_style", "spectral", "total"}
+        assert -1.0 <= meta["kendall_tau"][category] <= 1.0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"ties": "third"},
+        {"methods": ("elo",)},
+        {"methods": ()},
+        {"bootstrap_rounds": -1},
+        {"confidence": 1.5},
+    ],
+)
+def test_config_is_validated(bad):
+    with pytest.raises(ValueError):
+        RankingConfig(**bad)

@@ -1,0 +1,259 @@
+"""Benchmark the ranking step on the 135,634 real votes, and compare with LMArena's arena-rank.
+
+Usage (from the repository root)::
+
+    python benchmarks/bench_ranking.py                    # /work/venv: skips arena-rank
+    /work/venv-bench/bin/python benchmarks/bench_ranking.py   # with arena-rank installed
+
+Prints figures only; it is not a test. Options: ``--repeats N`` timing repeats (default 3),
+``--arena-rank-rounds N`` bootstrap rounds for arena-rank (default 100, as ours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.schema import CRITERIA
+
+REAL_VOTES = Path("/work/shared/data/real/arena_hp140k_votes_with_category_tag.parquet")
+SYNTHETIC_SEED = 20250101
+
+#: Dotted columns of the real vote table -> battles-table names (schema.BATTLES_SCHEMA).
+REAL_COLUMNS = {
+    "category_tag.creative_writing_v0.1.creative_writing": "creative_writing",
+    "category_tag.creative_writing_v0.1.score": "creative_writing_score",
+    **{f"category_tag.criteria_v0.1.{c}": f"criteria_{c}" for c in CRITERIA},
+    "category_tag.if_v0.1.if": "instruction_following",
+    "category_tag.if_v0.1.score": "instruction_following_score",
+    "category_tag.math_v0.1.math": "math",
+}
+TOP10_CATEGORIES = ("overall", "creative_writing", "math", "instruction_following", "hard_prompt")
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def load_real_votes(path: Path = REAL_VOTES) -> pl.DataFrame:
+    """The real vote table with battles-table column names."""
+    return pl.read_parquet(path).rename(REAL_COLUMNS)
+
+
+def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) -> pl.DataFrame:
+    """Add SYNTHETIC style columns, is_code, sum_user_tokens and turns to the real votes.
+
+    The real vote table lacks conv_metadata and is_code. For timing only: each model gets a
+    verbosity (log mean tokens ~ N(6.3, 0.5)) and a formatting propensity; answer tokens
+    are log-normal around the model's verbosity, headers / lists / bold are Poisson with
+    rates proportional to tokens x propensity; is_code ~ Bernoulli(0.25); sum_user_tokens
+    log-normal (about 8% above 500); turns = 1 + Geometric, about 15% multi-turn.
+    """
+    rng = np.random.default_rng(seed)
+    n = votes.height
+    models = sorted(set(votes.get_column("model_a")) | set(votes.get_column("model_b")))
+    verbosity = dict(zip(models, rng.normal(6.3, 0.5, len(models))))
+    formatting = dict(zip(models, rng.uniform(0.2, 2.0, len(models))))
+    cols: dict[str, np.ndarray] = {}
+    for side in ("a", "b"):
+        names = votes.get_column(f"model_{side}").to_list()
+        level = np.array([verbosity[m] for m in names])
+        style = np.array([formatting[m] for m in names])
+        tokens = np.exp(rng.normal(level, 0.8))
+        cols[f"sum_assistant_{side}_tokens"] = tokens.astype(np.int32)
+        for i in range(1, 7):
+            cols[f"header_count_{side}_h{i}"] = rng.poisson(style * tokens / (700.0 * i))
+        cols[f"list_count_{side}_ordered"] = rng.poisson(style * tokens / 400.0)
+        cols[f"list_count_{side}_unordered"] = rng.poisson(style * tokens / 200.0)
+        cols[f"bold_count_{side}_asterisk"] = rng.poisson(style * tokens / 150.0)
+        cols[f"bold_count_{side}_underscore"] = rng.poisson(0.02, n)
+    cols["is_code"] = rng.random(n) < 0.25
+    cols["sum_user_tokens"] = np.exp(rng.normal(4.5, 1.2, n)).astype(np.int32)
+    cols["turns"] = rng.geometric(0.85, n).astype(np.int32)
+    return votes.with_columns(**{k: pl.Series(v) for k, v in cols.items()})
+
+
+def timed(fn, repeats: int):
+    """Run ``fn`` ``repeats`` times; return the last result, wall seconds and CPU seconds."""
+    walls, cpus, result = [], [], None
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        result = fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return result, walls, cpus
+
+
+def fmt_times(walls: list[float], cpus: list[float]) -> str:
+    runs = ", ".join(f"{w:.2f}" for w in walls)
+    return f"wall min {min(walls):.2f} s, median {np.median(walls):.2f} s (runs: {runs}); CPU min {min(cpus):.2f} s"
+
+
+def print_top10(leaderboard: pl.DataFrame, categories: tuple[str, ...]) -> None:
+    for category in categories:
+        board = leaderboard.filter(pl.col("category") == category, pl.col("method") == "bt")
+        if board.height == 0:
+            print(f"\n{category}: unavailable")
+            continue
+        print(f"\nTop 10, {category} (bt, 95% bootstrap CI, {board.height} models):")
+        print("rank  ub  model                                       rating   ci_lower ci_upper  battles")
+        for row in board.head(10).iter_rows(named=True):
+            print(
+                f"{row['rank']:>4} {row['rank_ub']:>3}  {row['model']:<42} {row['rating']:8.1f} "
+                f"{row['ci_lower']:8.1f} {row['ci_upper']:8.1f} {row['n_battles']:8d}"
+            )
+
+
+def arena_rank_comparison(votes: pl.DataFrame, ours: pl.DataFrame, our_boot_s: float, rounds: int):
+    """Fit arena-rank's BradleyTerry on the overall board's battles; compare and time it."""
+    try:
+        from arena_rank.models.bradley_terry import BradleyTerry
+        from arena_rank.utils.data_utils import PairDataset
+    except ImportError:
+        print(
+            "\narena-rank is not installed: comparison skipped. Create /work/venv-bench "
+            "(python3 -m venv /work/venv-bench && /work/venv-bench/bin/pip install -e "
+            "'/work/main[dev]' arena-rank psutil) and run this script with it."
+        )
+        return
+    import arena_rank
+
+    kept = ours.get_column("model").to_list()
+    battles = votes.filter(
+        pl.col("model_a") != pl.col("model_b"),
+        pl.col("model_a").is_in(kept),
+        pl.col("model_b").is_in(kept),
+    ).select("model_a", "model_b", "winner")
+    print(
+        f"\narena-rank {getattr(arena_rank, '__version__', '0.1.x')}: BradleyTerry(scale=400, "
+        "base=10, init_rating=1000), L-BFGS (gtol=ftol=1e-9 on the mean loss), ties and "
+        f"both_bad = 0.5; same {battles.height} overall battles and {len(kept)} models as ours"
+    )
+    dataset = PairDataset.from_pandas(battles.to_pandas())
+    model = BradleyTerry(n_competitors=len(dataset.competitors))
+    t0 = time.perf_counter()
+    model.fit(dataset)
+    fit_s = time.perf_counter() - t0
+    theirs = np.asarray(model.params["ratings"]) * model.alpha
+    theirs = 1000.0 + theirs - theirs.mean()  # centre both on mean 1000 over the same models
+    mine = dict(zip(ours.get_column("model"), ours.get_column("rating")))
+    mine_vec = np.array([mine[c] for c in dataset.competitors])
+    mine_vec = 1000.0 + mine_vec - mine_vec.mean()
+    diff = np.abs(mine_vec - theirs)
+    print(f"  fit (incl. JIT compile): {fit_s:.2f} s")
+    print(
+        f"  overall bt ratings: max |ours - arena-rank| = {diff.max():.4f} points "
+        f"(mean {diff.mean():.4f}; target < 0.1)"
+    )
+    # JAX is multithreaded: forking after it started can deadlock the pool, so spawn workers
+    multiprocessing.set_start_method("spawn", force=True)
+    t0 = time.perf_counter()
+    result = model.compute_ratings_and_cis(
+        dataset, ci_method="bootstrap", num_bootstrap=rounds, seed=42
+    )
+    boot_s = time.perf_counter() - t0
+    lower = np.asarray(result["rating_lower"])
+    upper = np.asarray(result["rating_upper"])
+    ours_w = dict(zip(ours.get_column("model"), ours.get_column("ci_upper") - ours.get_column("ci_lower")))
+    width_gap = np.abs(np.array([ours_w[c] for c in dataset.competitors]) - (upper - lower))
+    print(
+        f"  bootstrap, {rounds} rounds, {os.cpu_count()} workers (mp.Pool, spawn): {boot_s:.1f} s"
+    )
+    print(f"  95% CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points (independent resamples)")
+    scaled = boot_s * 100.0 / rounds
+    print(
+        f"  speed: ours {our_boot_s:.3f} s for the overall board (bt fit + 100-round bootstrap "
+        f"+ sandwich) vs arena-rank {scaled:.1f} s per 100 rounds -> {scaled / our_boot_s:.0f}x "
+        "(target >= 50x)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--arena-rank-rounds", type=int, default=100)
+    args = parser.parse_args()
+
+    print(
+        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average at start {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    votes = load_real_votes()
+    tagged, tag_meta = tag_categories(votes)
+    available = [c for c, m in tag_meta.items() if m["available"]]
+    print(
+        f"real votes: {votes.height} battles, "
+        f"{pl.concat([votes['model_a'], votes['model_b']]).n_unique()} models; "
+        f"categories available: {', '.join(available)}; unavailable (no source column): "
+        f"{', '.join(c for c in tag_meta if c not in available)}"
+    )
+
+    # 1. bt + 100-round bootstrap + sandwich + spectral on every available category
+    config = RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=100)
+    out, walls, cpus = timed(lambda: compute_rankings(votes, tagged, config), args.repeats)
+    rss_1 = peak_rss_mb()
+    print(
+        f"\n[1] bt + spectral, 100-round bootstrap + sandwich, {len(available)} categories on the "
+        f"real votes: {fmt_times(walls, cpus)}; target < 3 s"
+    )
+    print(f"    peak RSS so far: {rss_1:.0f} MB (target < 1024 MB)")
+    for category, info in out.metadata["categories"].items():
+        bt = info["bt"]
+        print(
+            f"    {category:<22} {info['battles_fitted']:>7} battles {info['models']:>3} models  "
+            f"bt: {bt['iterations']} Newton steps, |grad| {bt['grad_norm']:.1e}; bootstrap max "
+            f"|grad| {bt['bootstrap_max_grad_norm']:.1e}; tau(spectral, bt) "
+            f"{out.metadata['kendall_tau'][category]:.3f}; {info['timings_s']['total']:.2f} s"
+        )
+
+    # 2. all 8 boards with bt_style, on synthetic style columns
+    print(
+        f"\n[2] SYNTHETIC style columns, is_code, sum_user_tokens and turns added to the real "
+        f"votes (seed {SYNTHETIC_SEED}; see synthesize_missing_columns) to time style control"
+    )
+    synthetic = synthesize_missing_columns(votes)
+    tagged_all, meta_all = tag_categories(synthetic)
+    full = RankingConfig(bootstrap_rounds=100)
+    out_style, walls, cpus = timed(lambda: compute_rankings(synthetic, tagged_all, full), 1)
+    rss_2 = peak_rss_mb()
+    print(
+        f"    bt + bt_style + spectral, 100-round bootstraps, "
+        f"{len(out_style.metadata['categories'])} boards: {fmt_times(walls, cpus)}; target < 30 s"
+    )
+    print(f"    peak RSS so far: {rss_2:.0f} MB")
+    for category, info in out_style.metadata["categories"].items():
+        st = info["bt_style"]
+        print(
+            f"    {category:<22} {info['battles_fitted']:>7} battles  bt_style "
+            f"{info['timings_s']['bt_style']:.2f} s, {st['iterations']} Newton steps "
+            f"(|grad| {st['grad_norm']:.1e}), bootstrap <= {st['bootstrap_iterations']} steps"
+        )
+
+    # 3. the overall board alone (what arena-rank's bootstrap is compared with)
+    overall_only = tagged.filter(pl.col("category") == "overall")
+    overall_config = RankingConfig(methods=("bt",), bootstrap_rounds=100)
+    out_overall, walls, cpus = timed(
+        lambda: compute_rankings(votes, overall_only, overall_config), args.repeats
+    )
+    print(f"\n[3] overall board only, bt + 100-round bootstrap + sandwich: {fmt_times(walls, cpus)}")
+
+    print_top10(out.leaderboard, TOP10_CATEGORIES)
+
+    overall_bt = out_overall.leaderboard.filter(pl.col("method") == "bt")
+    arena_rank_comparison(votes, overall_bt, min(walls), args.arena_rank_rounds)
+    print(f"\npeak RSS at exit (includes arena-rank/JAX if it ran): {peak_rss_mb():.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
