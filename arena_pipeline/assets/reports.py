@@ -117,6 +117,9 @@ def leaderboard_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
     raw vs style-controlled ranks, the data-quality summary and the dump revision."""
     with warehouse.connection(read_only=True) as con:
         inputs = load_report_inputs(con, SCHEMA)
+    if inputs.leaderboard.is_empty():
+        context.log.warning("the published leaderboard is empty (no model reached min_battles): no report written")
+        return dg.MaterializeResult(metadata={"status": "empty leaderboard: no report written"})
     path = render_report(inputs.leaderboard, inputs.pairwise, inputs.style_coefficients,
                          inputs.quality_results, inputs.dumps_row, report_settings.path())
     chart = rating_chart_svg(inputs.leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
