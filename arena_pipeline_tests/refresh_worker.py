@@ -1,9 +1,13 @@
 """Processes the fault tests run beside the pipeline: a refresh, a reader, a lock holder.
 
-    python -m arena_pipeline_tests.refresh_worker refresh
+    python -m arena_pipeline_tests.refresh_worker refresh [--pause-at fill|publish --paused-file P]
         Materialize every asset of ``refresh_job`` in this process, with the real resources of
         ``arena_pipeline.definitions`` (so ARENA_SOURCE, ARENA_WAREHOUSE, ... are read at run time)
         and the instance of DAGSTER_HOME. Exit status 0 when the run succeeded, 1 otherwise.
+        ``--pause-at`` stops the run at a chosen point, creates P and sleeps there (for a kill):
+        ``fill``: inside flat_tables, after the third batch appended to the new revision's
+        staging tables; ``publish``: inside the publication transaction, after the first
+        arena.* view was re-pointed at the new revision.
     python -m arena_pipeline_tests.refresh_worker read --warehouse W --out OUT --stop-file STOP
         Query the published tables in a loop with short read-only connections until STOP exists,
         then write a JSON summary of what was seen to OUT.
@@ -56,8 +60,37 @@ def no_retries_config(resources: dict[str, dict] | None = None) -> dict:
 
 # ---------------------------------------------------------------------------------------- refresh
 
-def run_refresh() -> int:
+#: Calls of the hooked function after which the run pauses.
+PAUSE_AFTER = {"fill": 3, "publish": 2}
+
+
+def install_pause(point: str, paused_file: Path, seconds: float = 120.0) -> None:
+    """Wrap a core function so the run stops at ``point`` (see the module docstring)."""
+    from arena_pipeline.core import publication, warehouse
+
+    module, name = (warehouse, "append") if point == "fill" else (publication, "versioned")
+    original = getattr(module, name)
+    calls = 0
+
+    def hooked(*args, **kwargs):
+        nonlocal calls
+        result = original(*args, **kwargs)
+        # versioned() is also used outside publish(); count only the calls made by publish()
+        if point == "fill" or sys._getframe(1).f_code.co_name == "publish":
+            calls += 1
+            if calls == PAUSE_AFTER[point]:
+                paused_file.write_text(str(os.getpid()))
+                time.sleep(seconds)
+        return result
+
+    setattr(module, name, hooked)
+
+
+def run_refresh(pause_at: str | None = None, paused_file: Path | None = None) -> int:
     import dagster as dg
+
+    if pause_at:
+        install_pause(pause_at, paused_file)
 
     from arena_pipeline.definitions import defs
 
@@ -171,7 +204,9 @@ def run_holder(warehouse: Path, ready_file: Path, release_file: Path, max_second
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
-    sub.add_parser("refresh")
+    refresh = sub.add_parser("refresh")
+    refresh.add_argument("--pause-at", choices=sorted(PAUSE_AFTER))
+    refresh.add_argument("--paused-file", type=Path)
     read = sub.add_parser("read")
     read.add_argument("--warehouse", type=Path, required=True)
     read.add_argument("--out", type=Path, required=True)
@@ -186,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     hold.add_argument("--max-seconds", type=float, default=60.0)
     args = parser.parse_args(argv)
     if args.mode == "refresh":
-        return run_refresh()
+        return run_refresh(args.pause_at, args.paused_file)
     if args.mode == "read":
         return run_reader(args.warehouse, args.out, args.stop_file, args.ready_file, args.pause,
                           args.max_seconds)

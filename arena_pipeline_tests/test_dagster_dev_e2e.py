@@ -237,8 +237,10 @@ def test_dagster_dev_sensor_refreshes_on_new_hub_revision(tmp_path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(DAGSTER_YAML, home / "dagster.yaml")
-    v1 = write_dump(tmp_path / "v1", n_rows=40, n_shards=1, seed=1)
-    v2 = write_dump(tmp_path / "v2", n_rows=60, n_shards=2, seed=2)
+    # at least 50 battles per model of the fixtures' 6 (rankings' min_battles): an empty leaderboard
+    # fails the run
+    v1 = write_dump(tmp_path / "v1", n_rows=200, n_shards=1, seed=1)
+    v2 = write_dump(tmp_path / "v2", n_rows=240, n_shards=2, seed=2)
 
     with fake_hub_server(tmp_path / "hub") as hub:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "HF_", "DAGSTER_"))}
@@ -272,13 +274,13 @@ def test_dagster_dev_sensor_refreshes_on_new_hub_revision(tmp_path):
             t1 = time.time()
             sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v1})
             first = _await_refresh(dev, sha1, database, t1, timeout=150)
-            assert _battles(database) == 40
+            assert _battles(database) == 200
 
             t2 = time.time()
             sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v2})
             second = _await_refresh(dev, sha2, database, t2, timeout=150)
             assert _published(database) == {sha1: "superseded", sha2: "published"}
-            assert _battles(database) == 60
+            assert _battles(database) == 240
             assert [r["runId"] for r in dev.runs(sha1)] == [first["run"]["runId"]]  # one run per revision
 
             # no-op ticks (revision unchanged) as the daemon ran them

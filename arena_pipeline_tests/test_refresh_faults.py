@@ -36,10 +36,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = REPO_ROOT / "dagster_home" / "dagster.yaml"
 REPO = "lmarena-ai/arena-human-preference-140k"
 WORKER = [sys.executable, "-m", "arena_pipeline_tests.refresh_worker"]
-#: Rows of the dump whose refresh is killed, and the WAL size at which it is killed: the WAL
-#: reaches about 1.8 MB by the end of flat_tables for 2000 rows, so the kill lands early in it.
-KILL_ROWS = 2000
-KILL_WAL_BYTES = 256 * 1024
+#: Rows of the published dump the kill and reader tests start from. At least 50 battles per model
+#: (rankings' min_battles) for the fixtures' 6 models: an empty leaderboard fails the run.
+OLD_ROWS = 200
+#: Rows of the dump whose refresh is killed (4 shards: the fill pause comes after the 3rd batch).
+KILL_ROWS = 400
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -101,13 +102,33 @@ def _revision(path: Path) -> str:
     return DumpSource(source=str(path)).latest_revision()
 
 
+@contextmanager
+def _hermetic(workdir: Path):
+    """No ARENA_* setting from the caller's environment, and ``workdir`` as the working directory:
+    whatever a resource writes at its default relative path (data/...) lands in the test's tmp."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in [k for k in os.environ if k.startswith("ARENA_")]:
+            mp.delenv(name)
+        mp.chdir(workdir)
+        yield
+
+
 def _refresh_in_process(source: DumpSource, database: Path) -> dg.ExecuteInProcessResult:
     """Materialize every asset of refresh_job in this process (step retries as in production)."""
-    return defs.resolve_job_def("refresh_job").execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(),
-        resources={"dump_source": source, "warehouse": Warehouse(path=str(database))},
-        raise_on_error=False,
-    )
+    with _hermetic(database.parent):
+        return defs.resolve_job_def("refresh_job").execute_in_process(
+            instance=dg.DagsterInstance.ephemeral(),
+            resources={"dump_source": source, "warehouse": Warehouse(path=str(database))},
+            raise_on_error=False,
+        )
+
+
+def _execute_without_retries(run_config: dict, workdir: Path) -> tuple[bool, list]:
+    """refresh_job in process with step retries off; (success, [(step, SerializableErrorInfo)])."""
+    with _hermetic(workdir), dg.execute_job(dg.reconstructable(refresh_job), dg.DagsterInstance.ephemeral(),
+                                            run_config=run_config, raise_on_error=False) as run:
+        failures = [(e.step_key, e.step_failure_data.error) for e in run.all_events if e.is_step_failure]
+        return run.success, failures
 
 
 @contextmanager
@@ -154,49 +175,74 @@ def _assert_published(database: Path, revision: str, battles: int) -> dict:
     return snap
 
 
+@pytest.fixture(scope="module")
+def published_old(tmp_path_factory) -> dict:
+    """A warehouse with one published dump (OLD_ROWS rows, 2 shards), built once per module;
+    tests copy the file rather than re-running the whole graph."""
+    root = tmp_path_factory.mktemp("published_old")
+    dump, database = root / "v1", root / "warehouse.duckdb"
+    write_dump(dump, n_rows=OLD_ROWS, n_shards=2, seed=1)
+    revision = _revision(dump)
+    result = _refresh_in_process(DumpSource(source=str(dump)), database)
+    assert result.success, [e.step_key for e in result.all_events if e.is_step_failure]
+    snapshot = _assert_published(database, revision, OLD_ROWS)
+    return {"dump": dump, "revision": revision, "database": database, "snapshot": snapshot}
+
+
+def _copy_published(published_old: dict, tmp_path: Path) -> Path:
+    database = tmp_path / "warehouse.duckdb"
+    shutil.copy(published_old["database"], database)
+    assert not Path(f"{published_old['database']}.wal").exists()  # closed cleanly: the file is whole
+    return database
+
+
 # ------------------------------------------------------------------------------------- kill -9
 
-def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path):
-    database = tmp_path / "warehouse.duckdb"
-    old_dir, new_dir = tmp_path / "v1", tmp_path / "v2"
-    write_dump(old_dir, n_rows=120, n_shards=2, seed=1)
-    old = _revision(old_dir)
-    assert _refresh_in_process(DumpSource(source=str(old_dir)), database).success
-    before = _assert_published(database, old, 120)
-
+@pytest.mark.parametrize(
+    "point, step, new_status",
+    [("fill", "flat_tables", "fetched"), ("publish", "published_dump", "loaded")],
+    ids=["while_filling_tables", "inside_publication_transaction"],
+)
+def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, published_old, point, step,
+                                                                     new_status):
+    """SIGKILL the whole run (its process group) at ``point``: while the new revision's staging
+    tables are being filled, or inside publish()'s transaction after the first arena.* view was
+    re-pointed. The refresh runs in a subprocess with the production resources read from ARENA_*;
+    refresh_worker pauses it at the point (a wrapped core function) so the kill lands there."""
+    database = _copy_published(published_old, tmp_path)
+    old, before = published_old["revision"], published_old["snapshot"]
+    new_dir = tmp_path / "v2"
     write_dump(new_dir, n_rows=KILL_ROWS, n_shards=4, seed=2)
     new = _revision(new_dir)
     env = _env(tmp_path, ARENA_SOURCE=str(new_dir), ARENA_WAREHOUSE=str(database),
                ARENA_CACHE_DIR=str(tmp_path / "cache"))
-    log = tmp_path / "killed_run.log"
-    wal = Path(f"{database}.wal")
-    wal_size = lambda: wal.stat().st_size if wal.exists() else 0  # noqa: E731
-    with _process(WORKER + ["refresh"], env, log, tmp_path) as proc:
+    log, paused = tmp_path / "killed_run.log", tmp_path / "paused"
+    args = WORKER + ["refresh", "--pause-at", point, "--paused-file", str(paused)]
+    with _process(args, env, log, tmp_path) as proc:
         text = lambda: log.read_text(errors="replace")  # noqa: E731
-        _wait_for(lambda: 'Started execution of step "flat_tables"' in text() or proc.poll() is not None,
-                  120, "the refresh to start flat_tables")
-        # the new revision's versioned tables are being filled: DuckDB's WAL has grown past KILL_WAL_BYTES
-        _wait_for(lambda: wal_size() > KILL_WAL_BYTES or proc.poll() is not None,
-                  60, "the new revision's tables to fill up")
-        assert proc.poll() is None, f"the refresh finished before the kill; enlarge KILL_ROWS\n{text()[-3000:]}"
-        wal_bytes = wal_size()
+        _wait_for(lambda: paused.exists() or proc.poll() is not None, 120, f"the refresh to reach {point}")
+        assert proc.poll() is None, f"the refresh ended before reaching {point}:\n{text()[-3000:]}"
+        wal = Path(f"{database}.wal")
+        wal_bytes = wal.stat().st_size if wal.exists() else 0
         _killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     assert proc.returncode == -signal.SIGKILL
     _wait_for(lambda: not _group_alive(proc.pid), 10, "every process of the killed run to be gone")
     killed_log = text()
-    assert 'Finished execution of step "flat_tables"' not in killed_log  # the kill landed mid-run
+    assert f'Started execution of step "{step}"' in killed_log
+    assert f'Finished execution of step "{step}"' not in killed_log  # the kill landed mid-step
     assert "RUN_SUCCESS" not in killed_log
 
     after = _snapshot(database)  # opening the file replays what the WAL holds
     assert after["published"] == [old]
     assert after["views"] == before["views"]  # every arena.* view: same revision, same row count
-    assert after["statuses"][new] == "fetched"  # raw_dump ran; the new tables never completed
+    assert after["statuses"][new] == new_status
     leftovers = [t for t in after["versions"] if t.endswith("__" + revision_key(new))]
     with _read(database) as con:
-        staged = {t: con.execute(f'SELECT count(*) FROM {VERSIONS_SCHEMA}."{t}"').fetchone()[0] for t in leftovers}
-    print(f"\nkill -9 during flat_tables: WAL {wal_bytes} bytes at the kill; new-revision tables left "
-          f"(rows): {staged}; arena.* views unchanged: {json.dumps(after['views'])}")
+        left = {t: con.execute(f'SELECT count(*) FROM {VERSIONS_SCHEMA}."{t}"').fetchone()[0] for t in leftovers}
+    print(f"\nkill -9 at {point} ({step}): WAL {wal_bytes} bytes; arena.dumps has the new revision as "
+          f"{after['statuses'][new]!r}; its tables left (rows): {left}; arena.* views unchanged: "
+          f"{json.dumps(after['views'])}")
 
     # the re-run (same dump, same warehouse) starts over and publishes
     started = time.monotonic()
@@ -212,14 +258,12 @@ def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path):
 
 # -------------------------------------------------------------------------------------- reader
 
-def test_reader_during_refresh_sees_one_complete_revision_at_a_time(tmp_path):
-    database = tmp_path / "warehouse.duckdb"
-    old_dir, new_dir = tmp_path / "v1", tmp_path / "v2"
-    write_dump(old_dir, n_rows=150, n_shards=2, seed=1)
+def test_reader_during_refresh_sees_one_complete_revision_at_a_time(tmp_path, published_old):
+    database = _copy_published(published_old, tmp_path)
+    old_dir, new_dir = published_old["dump"], tmp_path / "v2"
     write_dump(new_dir, n_rows=800, n_shards=3, seed=2)
-    old, new = _revision(old_dir), _revision(new_dir)
+    old, new = published_old["revision"], _revision(new_dir)
     expected = {old: _battle_fingerprint(old_dir), new: _battle_fingerprint(new_dir)}
-    assert _refresh_in_process(DumpSource(source=str(old_dir)), database).success
 
     out, stop, ready = tmp_path / "reader.json", tmp_path / "reader.stop", tmp_path / "reader.ready"
     args = WORKER + ["read", "--warehouse", str(database), "--out", str(out), "--stop-file", str(stop),
@@ -285,10 +329,9 @@ def test_held_lock_makes_writer_wait_bounded_then_fail_clearly(tmp_path):
         started = time.monotonic()
         config = no_retries_config({"dump_source": {"source": str(dump)},
                                     "warehouse": {"path": str(database), "lock_timeout_s": 1.0}})
-        with dg.execute_job(dg.reconstructable(refresh_job), dg.DagsterInstance.ephemeral(),
-                            run_config=config, raise_on_error=False) as run:
-            failures = [e.step_failure_data.error for e in run.all_events if e.is_step_failure]
-            assert not run.success
+        success, failed_steps = _execute_without_retries(config, tmp_path)
+        assert not success
+        failures = [error for _, error in failed_steps]
         run_seconds = time.monotonic() - started
         assert run_seconds < 30
         assert failures and any(err.cls_name == "WarehouseLockedError" or
@@ -324,10 +367,8 @@ def _failed_hub_run(hub, tmp_path, database: Path):
     """A refresh with step retries off (raw_dump's RetryPolicy would wait 5 + 10 s first); returns
     the Hub error that failed raw_dump, after checking that no other step failed."""
     config = no_retries_config({"dump_source": _hub_source(hub, tmp_path), "warehouse": {"path": str(database)}})
-    with dg.execute_job(dg.reconstructable(refresh_job), dg.DagsterInstance.ephemeral(),
-                        run_config=config, raise_on_error=False) as run:
-        assert not run.success
-        failures = [(e.step_key, e.step_failure_data.error) for e in run.all_events if e.is_step_failure]
+    success, failures = _execute_without_retries(config, tmp_path)
+    assert not success
     assert [step for step, _ in failures] == ["raw_dump"]
     chain, error = [], failures[0][1]
     while error is not None:  # with retries off, Dagster wraps the error: the Hub error is a cause
@@ -338,29 +379,19 @@ def _failed_hub_run(hub, tmp_path, database: Path):
 
 
 def test_hub_faults_during_runs(hub, tmp_path):
-    """One Hub, four runs: 503 twice on the API (succeeds), Hub down (fails, nothing published),
-    every download 503 (fails, no partial cache entry), 503 twice on a file (succeeds)."""
+    """Hub down, then every shard download failing: the run fails and says why, nothing is
+    published, the cache holds no partial entry. Then a flaky Hub (two dropped API connections,
+    two 503s on a shard): the Hub client's retries absorb it and the run publishes."""
     database = tmp_path / "warehouse.duckdb"
     repo_cache = tmp_path / "cache" / REPO.replace("/", "--")
-    v1 = write_dump(tmp_path / "v1", n_rows=30, n_shards=1, seed=1)
-    sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v1})
+    shards = write_dump(tmp_path / "v1", n_rows=OLD_ROWS, n_shards=2, seed=1)
+    sha = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
 
-    # 1. two 503s from the API: the Hub client's own retries absorb them (no step retry needed)
-    hub.set_faults(status_5xx_times=2, status_code=503, status_match="/api/datasets/", status_method="GET")
-    result = _refresh_in_process(DumpSource(**_hub_source(hub, tmp_path)), database)
-    assert result.success
-    assert hub.faults()["status_5xx_times"] == 0  # both 503s were served
-    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
-    before = _assert_published(database, sha1, 30)
-
-    v2 = write_dump(tmp_path / "v2", n_rows=40, n_shards=2, seed=2)
-    sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v2})
     faults = {
         "hub_down": {"down": True},
         "downloads_fail": {"status_5xx_times": 1000, "status_code": 503, "status_match": "/resolve/"},
     }
     for name, fault in faults.items():
-        # 2./3. the Hub is down, or serves the listing but no file: the run fails and says why
         hub.set_faults(**fault)
         error = _failed_hub_run(hub, tmp_path, database)
         message = error.message.strip()
@@ -368,18 +399,22 @@ def test_hub_faults_during_runs(hub, tmp_path):
         assert error.cls_name == ("HubUnavailable" if name == "hub_down" else "DownloadFailed")
         assert hub.url in message and "attempt(s)" in message, message
         assert ("Hub unavailable" if name == "hub_down" else "data/train-0000") in message, message
-        after = _snapshot(database)
-        assert after["published"] == [sha1] and after["views"] == before["views"]
-        assert sha2 not in after["statuses"]
-        assert sorted(p.name for p in repo_cache.iterdir()) == [sha1]  # no sha2 entry, no staging dir
+        if database.exists():  # nothing published, not even a history row for the revision
+            with _read(database) as con:
+                assert not con.execute("SELECT count(*) FROM duckdb_views() WHERE schema_name = ? "
+                                       "AND NOT internal", [SCHEMA]).fetchone()[0]
+                if con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND "
+                               "table_name = 'dumps'", [SCHEMA]).fetchone()[0]:
+                    assert not con.execute(f"SELECT count(*) FROM {SCHEMA}.dumps").fetchone()[0]
+        # no sha entry and no staging dir left in the cache
+        assert not repo_cache.exists() or not list(repo_cache.iterdir()), list(repo_cache.iterdir())
 
-    # 4. two 503s on a shard download: retried, the run succeeds and publishes revision 2
-    hub.set_faults(status_5xx_times=2, status_code=503, status_match="/resolve/", status_method="GET")
-    gets_before = len(hub.file_gets())
+    hub.set_faults(reset_times=2, reset_match="/api/datasets/", reset_method="GET",
+                   status_5xx_times=2, status_code=503, status_match="/resolve/", status_method="GET")
     result = _refresh_in_process(DumpSource(**_hub_source(hub, tmp_path)), database)
-    assert result.success
-    assert hub.faults()["status_5xx_times"] == 0
-    assert len(hub.file_gets()) - gets_before == 2 + 2  # two shards, two of the GETs answered 503
-    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
-    _assert_published(database, sha2, 40)
-    assert sorted(p.name for p in repo_cache.iterdir()) == sorted([sha1, sha2])
+    assert result.success, [e.step_key for e in result.all_events if e.is_step_failure]
+    left = hub.faults()
+    assert left["reset_times"] == 0 and left["status_5xx_times"] == 0  # every fault fired
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]  # no step retry
+    _assert_published(database, sha, OLD_ROWS)
+    assert [p.name for p in repo_cache.iterdir()] == [sha]
