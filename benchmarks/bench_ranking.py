@@ -97,7 +97,10 @@ def timed(fn, repeats: int):
 
 def fmt_times(walls: list[float], cpus: list[float]) -> str:
     runs = ", ".join(f"{w:.2f}" for w in walls)
-    return f"wall min {min(walls):.2f} s, median {np.median(walls):.2f} s (runs: {runs}); CPU min {min(cpus):.2f} s"
+    return (
+        f"wall min {min(walls):.2f} s, median {np.median(walls):.2f} s (runs: {runs}); "
+        f"CPU min {min(cpus):.2f} s"
+    )
 
 
 def print_top10(leaderboard: pl.DataFrame, categories: tuple[str, ...]) -> None:
@@ -107,7 +110,7 @@ def print_top10(leaderboard: pl.DataFrame, categories: tuple[str, ...]) -> None:
             print(f"\n{category}: unavailable")
             continue
         print(f"\nTop 10, {category} (bt, 95% bootstrap CI, {board.height} models):")
-        print("rank  ub  model                                       rating   ci_lower ci_upper  battles")
+        print(f"rank  ub  {'model':<42} {'rating':>8} {'ci_lower':>8} {'ci_upper':>8}  battles")
         for row in board.head(10).iter_rows(named=True):
             print(
                 f"{row['rank']:>4} {row['rank_ub']:>3}  {row['model']:<42} {row['rating']:8.1f} "
@@ -115,7 +118,9 @@ def print_top10(leaderboard: pl.DataFrame, categories: tuple[str, ...]) -> None:
             )
 
 
-def arena_rank_comparison(votes: pl.DataFrame, ours: pl.DataFrame, our_boot_s: float, rounds: int):
+def arena_rank_comparison(
+    votes: pl.DataFrame, ours: pl.DataFrame, our_grad: float, our_boot_s: float, rounds: int
+) -> None:
     """Fit arena-rank's BradleyTerry on the overall board's battles; compare and time it."""
     try:
         from arena_rank.models.bradley_terry import BradleyTerry
@@ -151,7 +156,19 @@ def arena_rank_comparison(votes: pl.DataFrame, ours: pl.DataFrame, our_boot_s: f
     mine_vec = np.array([mine[c] for c in dataset.competitors])
     mine_vec = 1000.0 + mine_vec - mine_vec.mean()
     diff = np.abs(mine_vec - theirs)
+    # gradient of the summed log-likelihood at arena-rank's optimum (ours is at the MLE)
+    theta = np.asarray(model.params["ratings"])
+    left, right = np.asarray(dataset.pairs).T
+    resid = np.asarray(dataset.counts) * (
+        np.asarray(dataset.outcomes) - 1.0 / (1.0 + np.exp(-(theta[left] - theta[right])))
+    )
+    size = len(dataset.competitors)
+    grad = np.bincount(left, resid, size) - np.bincount(right, resid, size)
     print(f"  fit (incl. JIT compile): {fit_s:.2f} s")
+    print(
+        f"  |gradient| of the summed log-likelihood: arena-rank {np.linalg.norm(grad):.1e}, "
+        f"ours {our_grad:.1e}"
+    )
     print(
         f"  overall bt ratings: max |ours - arena-rank| = {diff.max():.4f} points "
         f"(mean {diff.mean():.4f}; target < 0.1)"
@@ -165,12 +182,17 @@ def arena_rank_comparison(votes: pl.DataFrame, ours: pl.DataFrame, our_boot_s: f
     boot_s = time.perf_counter() - t0
     lower = np.asarray(result["rating_lower"])
     upper = np.asarray(result["rating_upper"])
-    ours_w = dict(zip(ours.get_column("model"), ours.get_column("ci_upper") - ours.get_column("ci_lower")))
+    ours_w = dict(
+        zip(ours.get_column("model"), ours.get_column("ci_upper") - ours.get_column("ci_lower"))
+    )
     width_gap = np.abs(np.array([ours_w[c] for c in dataset.competitors]) - (upper - lower))
     print(
         f"  bootstrap, {rounds} rounds, {os.cpu_count()} workers (mp.Pool, spawn): {boot_s:.1f} s"
     )
-    print(f"  95% CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points (independent resamples)")
+    print(
+        f"  95% CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points "
+        "(independent resamples)"
+    )
     scaled = boot_s * 100.0 / rounds
     print(
         f"  speed: ours {our_boot_s:.3f} s for the overall board (bt fit + 100-round bootstrap "
@@ -186,7 +208,8 @@ def main() -> None:
     args = parser.parse_args()
 
     print(
-        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, "
         f"load average at start {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     votes = load_real_votes()
@@ -246,12 +269,15 @@ def main() -> None:
     out_overall, walls, cpus = timed(
         lambda: compute_rankings(votes, overall_only, overall_config), args.repeats
     )
-    print(f"\n[3] overall board only, bt + 100-round bootstrap + sandwich: {fmt_times(walls, cpus)}")
+    print(
+        f"\n[3] overall board only, bt + 100-round bootstrap + sandwich: {fmt_times(walls, cpus)}"
+    )
 
     print_top10(out.leaderboard, TOP10_CATEGORIES)
 
     overall_bt = out_overall.leaderboard.filter(pl.col("method") == "bt")
-    arena_rank_comparison(votes, overall_bt, min(walls), args.arena_rank_rounds)
+    our_grad = out_overall.metadata["categories"]["overall"]["bt"]["grad_norm"]
+    arena_rank_comparison(votes, overall_bt, our_grad, min(walls), args.arena_rank_rounds)
     print(f"\npeak RSS at exit (includes arena-rank/JAX if it ran): {peak_rss_mb():.0f} MB")
 
 

@@ -46,10 +46,10 @@ def reference_design(frame: pl.DataFrame):
     feats = []
     for cols in groups.values():
         side = {
-            s: sum(frame.get_column(c.format(s=s)).fill_null(0).to_numpy().astype(float) for c in cols)
+            s: sum(frame.get_column(c.format(s=s)).fill_null(0).to_numpy() for c in cols)
             for s in "ab"
         }
-        total = side["a"] + side["b"]
+        total = (side["a"] + side["b"]).astype(float)
         feats.append(np.divide(side["a"] - side["b"], total, out=np.zeros(n), where=total > 0))
     f = np.column_stack(feats)
     f = (f - f.mean(axis=0)) / f.std(axis=0)
@@ -169,7 +169,10 @@ def test_length_effect_is_recovered_and_bootstrap_is_reproducible():
 def test_swapping_sides_changes_nothing():
     frame = load_fixture()
     flip = {"model_a": "model_b", "model_b": "model_a", "tie": "tie", "both_bad": "both_bad"}
-    swap = {c: c.replace("_a_", "_T_").replace("_b_", "_a_").replace("_T_", "_b_") for c in frame.columns}
+    swap = {
+        c: c.replace("_a_", "_T_").replace("_b_", "_a_").replace("_T_", "_b_")
+        for c in frame.columns
+    }
     swapped = frame.rename(swap).with_columns(
         model_a=pl.col("model_b"),
         model_b=pl.col("model_a"),

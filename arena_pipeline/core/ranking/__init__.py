@@ -1,13 +1,13 @@
 """Leaderboards from pairwise votes: Bradley-Terry, style control, Rank Centrality."""
 
-from arena_pipeline.core.ranking.leaderboard import (
+from arena_pipeline.core.ranking.api import (
     LEADERBOARD_SCHEMA,
     METHODS,
     STYLE_COEFFICIENTS_SCHEMA,
     RankingConfig,
     RankingOutput,
-    compute_rankings,
 )
+from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
 
 __all__ = [

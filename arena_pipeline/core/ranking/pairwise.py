@@ -1,4 +1,4 @@
-"""Per-category head-to-head table: observed results and Bradley-Terry predictions per model pair."""
+"""Per-category head-to-head table: observed results and Bradley-Terry predictions per pair."""
 
 from __future__ import annotations
 

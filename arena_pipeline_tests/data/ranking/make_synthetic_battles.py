@@ -1,6 +1,7 @@
 """Regenerate synthetic_battles.parquet: 1,200 synthetic battles among 6 models with style columns.
 
-Run from the repository root: ``python arena_pipeline_tests/data/ranking/make_synthetic_battles.py``.
+Run from the repository root:
+``python arena_pipeline_tests/data/ranking/make_synthetic_battles.py``.
 The draw is fixed by the seed, so the file is reproducible. True log-strengths (natural
 log-odds) are TRUE_THETA and a longer answer helps (TRUE_TOKENS_EFFECT per unit of the raw
 (a - b) / (a + b) token feature); 15% ties and 10% both_bad.

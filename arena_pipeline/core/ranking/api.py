@@ -1,0 +1,131 @@
+"""Public types of the ranking step: settings, the output container and its frame schemas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import polars as pl
+
+METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
+
+#: Columns and types of ``RankingOutput.leaderboard``.
+LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(),
+    "method": pl.String(),
+    "model": pl.String(),
+    "rating": pl.Float64(),
+    "ci_lower": pl.Float64(),
+    "ci_upper": pl.Float64(),
+    "ci_method": pl.String(),
+    "rank": pl.Int64(),
+    "rank_ub": pl.Int64(),
+    "n_battles": pl.Int64(),
+    "wins": pl.Int64(),
+    "losses": pl.Int64(),
+    "ties": pl.Int64(),
+    "win_rate": pl.Float64(),
+    "sandwich_lower": pl.Float64(),
+    "sandwich_upper": pl.Float64(),
+}
+
+#: Columns and types of ``RankingOutput.style_coefficients``.
+STYLE_COEFFICIENTS_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(),
+    "feature": pl.String(),
+    "coefficient": pl.Float64(),
+    "ci_lower": pl.Float64(),
+    "ci_upper": pl.Float64(),
+    "ci_method": pl.String(),
+    "sandwich_lower": pl.Float64(),
+    "sandwich_upper": pl.Float64(),
+}
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    """Settings of :func:`compute_rankings`.
+
+    Attributes
+    ----------
+    ties
+        ``"half"`` (default, LMArena's convention): ``tie`` and ``both_bad`` count as half
+        a win for each side. ``"drop"``: those battles are left out of every fit and count.
+    bootstrap_rounds
+        Bootstrap replicates for ``ci_lower``/``ci_upper``; 0 uses the sandwich interval.
+    seed
+        Seed of the bootstrap; each (category, stream) gets its own generator derived
+        from it, so a board does not depend on which other boards are computed.
+    min_battles
+        Models with fewer battles in a category (after ``ties`` handling, counting only
+        battles against models kept on the board) are excluded from that board.
+    anchor_model, anchor_rating
+        With an anchor, that model's rating is ``anchor_rating`` on every board it is on
+        (a board without it falls back to centring, noted in metadata). Without, ratings
+        are centred: their mean on every board is ``anchor_rating``.
+    style_l2
+        Ridge penalty on the four style coefficients of ``bt_style``, added as
+        ``style_l2 / 2 * |beta|^2`` to the summed (not averaged) negative log-likelihood;
+        coefficients are in natural log-odds per standard deviation of the feature. The
+        default 1.0 is a N(0, 1) prior: negligible against boards of thousands of battles
+        (each battle adds about 0.2 to the information on a coefficient) and a mild
+        stabiliser on small boards. arena-rank's ``reg`` penalises the mean
+        log-likelihood instead: its ``reg=r`` equals ``style_l2 = r * n_battles``.
+    scale, base
+        ``P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale))``.
+    methods
+        Boards to produce, a subset of ``("bt", "bt_style", "spectral")``.
+    confidence
+        Level of every interval.
+    tol, max_iter
+        Newton stops when the Euclidean norm of the gradient of the summed negative
+        log-likelihood is below ``tol``; ``max_iter`` bounds the steps.
+    """
+
+    ties: Literal["half", "drop"] = "half"
+    bootstrap_rounds: int = 100
+    seed: int = 42
+    min_battles: int = 50
+    anchor_model: str | None = None
+    anchor_rating: float = 1000.0
+    style_l2: float = 1.0
+    scale: float = 400.0
+    base: float = 10.0
+    methods: tuple[str, ...] = METHODS
+    confidence: float = 0.95
+    tol: float = 1e-8
+    max_iter: int = 100
+
+    def __post_init__(self) -> None:
+        if self.ties not in ("half", "drop"):
+            raise ValueError(f"ties must be 'half' or 'drop', got {self.ties!r}")
+        unknown = set(self.methods) - set(METHODS)
+        if unknown or not self.methods:
+            raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
+        if self.bootstrap_rounds < 0 or self.min_battles < 0 or self.style_l2 < 0:
+            raise ValueError("bootstrap_rounds, min_battles and style_l2 must be >= 0")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError("confidence must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class RankingOutput:
+    """Result of :func:`compute_rankings`.
+
+    Attributes
+    ----------
+    leaderboard
+        :data:`LEADERBOARD_SCHEMA`, one row per (category, method, model).
+    style_coefficients
+        :data:`STYLE_COEFFICIENTS_SCHEMA`, one row per (category, feature).
+    pairwise
+        ``pairwise.PAIRWISE_SCHEMA``, one row per (category, unordered model pair).
+    metadata
+        Plain dict: config, dropped rows, per-category excluded models, Kendall tau,
+        Newton iterations and gradient norms, timings (seconds).
+    """
+
+    leaderboard: pl.DataFrame
+    style_coefficients: pl.DataFrame
+    pairwise: pl.DataFrame
+    metadata: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,365 @@
+"""One category's boards: model selection, then each method's ratings and intervals as frames."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy.sparse import csr_matrix
+from scipy.stats import kendalltau
+
+from arena_pipeline.core.ranking.api import (
+    LEADERBOARD_SCHEMA,
+    STYLE_COEFFICIENTS_SCHEMA,
+    RankingConfig,
+)
+from arena_pipeline.core.ranking.bradley_terry import (
+    BOOTSTRAP_RIDGE,
+    PairCounts,
+    aggregate_pairs,
+    bootstrap_counts,
+    bt_sandwich_covariance,
+    fit_bt,
+    mle_support,
+)
+from arena_pipeline.core.ranking.scale import (
+    anchor_matrix,
+    percentile_interval,
+    points_per_logit,
+    rank_upper_bounds,
+    ranks,
+    to_ratings,
+    z_value,
+)
+from arena_pipeline.core.ranking.spectral import BOOTSTRAP_SMOOTHING, rank_centrality
+from arena_pipeline.core.ranking.style_control import (
+    STYLE_FEATURES,
+    StyleDesign,
+    bootstrap_bt_style,
+    bt_style_sandwich_covariance,
+    fit_bt_style,
+    standardize,
+)
+
+Interval = tuple[np.ndarray, np.ndarray]
+
+
+def model_stats(a: np.ndarray, b: np.ndarray, o: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Battles, wins, losses, draws (tie + both_bad) and score rate per model.
+
+    Parameters
+    ----------
+    a, b, o
+        Side-a model, side-b model and outcome code of each battle.
+    n
+        Number of models.
+
+    Returns
+    -------
+    dict[str, np.ndarray]
+        ``n_battles``, ``wins``, ``losses``, ``ties`` (int64) and
+        ``win_rate = (wins + ties / 2) / n_battles`` (NaN without battles).
+    """
+
+    def count(x: np.ndarray) -> np.ndarray:
+        return np.bincount(x, minlength=n).astype(np.int64)
+
+    battles = count(a) + count(b)
+    wins = count(a[o == 0]) + count(b[o == 1])
+    losses = count(a[o == 1]) + count(b[o == 0])
+    draws = battles - wins - losses
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = (wins + 0.5 * draws) / battles
+    return {"n_battles": battles, "wins": wins, "losses": losses, "ties": draws, "win_rate": rate}
+
+
+def select_models(
+    a: np.ndarray, b: np.ndarray, o: np.ndarray, names: list[str], min_battles: int
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Models kept on a board: at least ``min_battles`` battles and a finite MLE.
+
+    Alternates the two filters until neither removes a model (removing a model removes
+    its battles from the others' counts).
+
+    Parameters
+    ----------
+    a, b, o
+        Side-a model, side-b model (indices into ``names``) and outcome code per battle.
+    names
+        Model names.
+    min_battles
+        Threshold on battles against models still on the board.
+
+    Returns
+    -------
+    tuple[np.ndarray, list[dict]]
+        Boolean mask over ``names`` and the excluded models, each
+        ``{"model", "reason", "n_battles"}`` (battles when it was excluded).
+    """
+    n = len(names)
+    active = np.zeros(n, dtype=bool)
+    active[a] = True
+    active[b] = True
+    excluded: list[dict[str, Any]] = []
+    while True:
+        keep = active[a] & active[b]
+        stats = model_stats(a[keep], b[keep], o[keep], n)
+        low = active & (stats["n_battles"] < min_battles)
+        if low.any():
+            excluded += [
+                {
+                    "model": names[i],
+                    "reason": f"fewer than min_battles={min_battles} battles",
+                    "n_battles": int(stats["n_battles"][i]),
+                }
+                for i in np.flatnonzero(low)
+            ]
+            active &= ~low
+            continue
+        support = mle_support(aggregate_pairs(a[keep], b[keep], o[keep], n), present=active)
+        outside = active & ~support
+        if not outside.any():
+            return active, excluded
+        for i in np.flatnonzero(outside):
+            score = stats["wins"][i] + 0.5 * stats["ties"][i]
+            if score == 0:
+                why = "no finite MLE: never won or drew"
+            elif score == stats["n_battles"][i]:
+                why = "no finite MLE: never lost or drew"
+            else:
+                why = "no finite MLE: outside the largest strongly connected group"
+            excluded.append(
+                {"model": names[i], "reason": why, "n_battles": int(stats["n_battles"][i])}
+            )
+        active &= ~outside
+
+
+@dataclass(frozen=True)
+class Board:
+    """The battles of one category restricted to the models kept, with shared settings.
+
+    Attributes
+    ----------
+    category
+        Category name.
+    config
+        Settings of the run.
+    models
+        Model names on the board; local index = position.
+    a, b, o
+        Local side-a and side-b model indices and outcome codes of the fitted battles.
+    raw_style
+        Raw style features of those battles, shape (n, 4), or None.
+    anchor
+        Local index of the anchor model, or None (centring).
+    """
+
+    category: str
+    config: RankingConfig
+    models: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    o: np.ndarray
+    raw_style: np.ndarray | None
+    anchor: int | None
+
+    @property
+    def m(self) -> int:
+        """Number of models."""
+        return len(self.models)
+
+    def rate(self, theta: np.ndarray) -> np.ndarray:
+        """Log-strengths (..., m) -> ratings, centred or anchored per the config."""
+        c = self.config
+        return to_ratings(theta, self.anchor, c.anchor_rating, c.scale, c.base)
+
+    def half_width(self, cov_theta: np.ndarray) -> np.ndarray:
+        """Normal half-width in rating points from a log-strength covariance."""
+        contrast = anchor_matrix(self.m, self.anchor)
+        var = np.diag(contrast @ cov_theta @ contrast.T)
+        ppl = points_per_logit(self.config.scale, self.config.base)
+        return z_value(self.config.confidence) * ppl * np.sqrt(np.clip(var, 0.0, None))
+
+    def rng(self, stream: str) -> np.random.Generator:
+        """Generator for one (category, stream): independent of the other boards computed."""
+        keys = [self.config.seed, zlib.crc32(self.category.encode()), zlib.crc32(stream.encode())]
+        return np.random.default_rng(keys)
+
+    def frame(
+        self, method: str, rating: np.ndarray, boot: Interval | None, sandwich: Interval | None
+    ) -> pl.DataFrame:
+        """The board as leaderboard rows (primary CI = bootstrap if any, else sandwich)."""
+        m = self.m
+        nulls = np.full(m, np.nan)
+        if boot is not None:
+            (lower, upper), ci_method = boot, "bootstrap"
+        elif sandwich is not None:
+            (lower, upper), ci_method = sandwich, "sandwich"
+        else:
+            lower, upper, ci_method = nulls, nulls, "none"
+        rank_ub = rank_upper_bounds(lower, upper).astype(float) if ci_method != "none" else nulls
+        data = {
+            "category": [self.category] * m,
+            "method": [method] * m,
+            "model": self.models,
+            "rating": rating,
+            "ci_lower": lower,
+            "ci_upper": upper,
+            "ci_method": [ci_method] * m,
+            "rank": ranks(rating),
+            "rank_ub": rank_ub,
+            **model_stats(self.a, self.b, self.o, m),
+            "sandwich_lower": sandwich[0] if sandwich is not None else nulls,
+            "sandwich_upper": sandwich[1] if sandwich is not None else nulls,
+        }
+        frame = pl.DataFrame(data, nan_to_null=True)
+        return frame.select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()])
+
+
+@dataclass(frozen=True)
+class BTResult:
+    """The ``bt`` board and what the other methods reuse from it."""
+
+    frame: pl.DataFrame
+    info: dict[str, Any]
+    pairs: PairCounts
+    theta: np.ndarray
+    rating: np.ndarray
+    resampled: np.ndarray | None
+
+
+def fit_bt_board(board: Board) -> BTResult:
+    """Exact Bradley-Terry MLE, sandwich interval and (if configured) bootstrap interval.
+
+    The bootstrap replicates are resampled battles aggregated per (pair, outcome) cell
+    (``bradley_terry.bootstrap_counts``), refitted from the point estimate with
+    ``BOOTSTRAP_RIDGE``; the same replicates serve the spectral board.
+    """
+    c = board.config
+    pairs = aggregate_pairs(board.a, board.b, board.o, board.m)
+    fit = fit_bt(pairs, tol=c.tol, max_iter=c.max_iter)
+    theta = fit.x[0]
+    rating = board.rate(theta)
+    half = board.half_width(bt_sandwich_covariance(pairs, theta))
+    info: dict[str, Any] = {"iterations": fit.iterations, "grad_norm": float(fit.grad_norm[0])}
+    boot = resampled = None
+    if c.bootstrap_rounds > 0:
+        resampled = bootstrap_counts(pairs, c.bootstrap_rounds, board.rng("pairs"))
+        refit = fit_bt(pairs, resampled, BOOTSTRAP_RIDGE, theta, c.tol, c.max_iter)
+        boot = percentile_interval(board.rate(refit.x), c.confidence)
+        info.update(
+            bootstrap_iterations=refit.iterations,
+            bootstrap_max_grad_norm=float(refit.grad_norm.max()),
+            bootstrap_degenerate_rounds=degenerate_rounds(pairs, resampled),
+        )
+    frame = board.frame("bt", rating, boot, (rating - half, rating + half))
+    return BTResult(frame, info, pairs, theta, rating, resampled)
+
+
+def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    """Style-controlled fit: the ``bt_style`` board, the coefficient rows and metadata.
+
+    Features are z-scored over the board's battles; the fit starts from the ``bt``
+    log-strengths. Bootstrap: battles resampled with replacement, refitted from the
+    point estimate with ``BOOTSTRAP_RIDGE`` on the ratings.
+    """
+    c = board.config
+    m, k = board.m, len(STYLE_FEATURES)
+    feats, mean, std = standardize(board.raw_style)
+    y = np.where(board.o == 0, 1.0, np.where(board.o == 1, 0.0, 0.5))
+    design = StyleDesign.build(board.a, board.b, y, feats, m)
+    x0 = np.concatenate([theta_bt, np.zeros(k)])
+    fit = fit_bt_style(design, c.style_l2, x0=x0, tol=c.tol, max_iter=c.max_iter)
+    x_hat = fit.x[0]
+    cov = bt_style_sandwich_covariance(design, x_hat, c.style_l2)
+    rating = board.rate(x_hat[:m])
+    half = board.half_width(cov[:m, :m])
+    beta = x_hat[m:]
+    beta_half = z_value(c.confidence) * np.sqrt(np.clip(np.diag(cov)[m:], 0.0, None))
+    info: dict[str, Any] = {
+        "iterations": fit.iterations,
+        "grad_norm": float(fit.grad_norm[0]),
+        "feature_mean": dict(zip(STYLE_FEATURES, mean.tolist())),
+        "feature_std": dict(zip(STYLE_FEATURES, std.tolist())),
+    }
+    boot = beta_boot = None
+    if c.bootstrap_rounds > 0:
+        reps, steps, worst = bootstrap_bt_style(
+            design,
+            c.style_l2,
+            x_hat,
+            c.bootstrap_rounds,
+            board.rng("bt_style"),
+            BOOTSTRAP_RIDGE,
+            c.tol,
+            c.max_iter,
+        )
+        boot = percentile_interval(board.rate(reps[:, :m]), c.confidence)
+        beta_boot = percentile_interval(reps[:, m:], c.confidence)
+        info.update(bootstrap_iterations=steps, bootstrap_max_grad_norm=worst)
+    frame = board.frame("bt_style", rating, boot, (rating - half, rating + half))
+    lower, upper = beta_boot if beta_boot is not None else (beta - beta_half, beta + beta_half)
+    coefficients = pl.DataFrame(
+        {
+            "category": [board.category] * k,
+            "feature": list(STYLE_FEATURES),
+            "coefficient": beta,
+            "ci_lower": lower,
+            "ci_upper": upper,
+            "ci_method": ["bootstrap" if beta_boot is not None else "sandwich"] * k,
+            "sandwich_lower": beta - beta_half,
+            "sandwich_upper": beta + beta_half,
+        },
+        schema=STYLE_COEFFICIENTS_SCHEMA,
+    )
+    return frame, coefficients, info
+
+
+def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict]:
+    """Rank Centrality ratings with a bootstrap interval from ``bt``'s replicates.
+
+    Also reports the Kendall tau (tau-b) between the spectral and ``bt`` ratings.
+    """
+    pairs = bt.pairs
+    log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, board.m)
+    rating = board.rate(log_pi)
+    boot = None
+    if bt.resampled is not None:
+        draws = 0.5 * bt.resampled[:, :, 2]
+        log_pi_boot = rank_centrality(
+            pairs.lo,
+            pairs.hi,
+            bt.resampled[:, :, 0] + draws,
+            bt.resampled[:, :, 1] + draws,
+            board.m,
+            smoothing=BOOTSTRAP_SMOOTHING,
+        )
+        boot = percentile_interval(board.rate(log_pi_boot), board.config.confidence)
+    tau = float(kendalltau(bt.rating, rating).statistic)
+    return board.frame("spectral", rating, boot, None), {"kendall_tau_vs_bt": tau}
+
+
+def degenerate_rounds(pairs: PairCounts, resampled: np.ndarray) -> int:
+    """Bootstrap rounds in which some model has no score or no loss (its MLE is infinite).
+
+    Parameters
+    ----------
+    pairs
+        The observed pairs.
+    resampled
+        Replicate counts, shape (rounds, P, 3).
+
+    Returns
+    -------
+    int
+    """
+    rows, m = np.arange(len(pairs.lo)), pairs.n_models
+    is_lo = csr_matrix((np.ones(len(rows)), (rows, pairs.lo)), shape=(len(rows), m))
+    is_hi = csr_matrix((np.ones(len(rows)), (rows, pairs.hi)), shape=(len(rows), m))
+    draws = 0.5 * resampled[:, :, 2]
+    score = is_lo.T @ (resampled[:, :, 0] + draws).T + is_hi.T @ (resampled[:, :, 1] + draws).T
+    battles = (is_lo + is_hi).T @ resampled.sum(axis=2).T
+    return int(((score <= 0) | (score >= battles)).any(axis=0).sum())
