@@ -52,4 +52,6 @@ defs = dg.Definitions(
     schedules=[nightly_refresh],
     sensors=[new_dump_sensor],
     resources=default_resources(),
+    # steps run one after another (one DuckDB writer): one process saves a re-import per step
+    executor=dg.in_process_executor,
 )

@@ -52,7 +52,7 @@ def no_retries_config(resources: dict[str, dict] | None = None) -> dict:
     """Run config for ``dg.execute_job(reconstructable(refresh_job))``: in-process, step retries
     off (raw_dump's RetryPolicy would otherwise wait 5 + 10 s before the run fails), resources
     configured from ``resources`` ({"warehouse": {"path": ...}, ...})."""
-    config: dict = {"execution": {"config": {"in_process": {"retries": {"disabled": {}}}}}}
+    config: dict = {"execution": {"config": {"retries": {"disabled": {}}}}}
     if resources:
         config["resources"] = {name: {"config": values} for name, values in resources.items()}
     return config

@@ -19,6 +19,7 @@ from arena_pipeline.constants import (
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.core.ingest import DumpManifest, load_dump
 from arena_pipeline.core.sources import SourceError, new_fields
+from arena_pipeline.core.warehouse import WarehouseLockedError
 from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.publication import record_dump, revision_key
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
@@ -62,13 +63,17 @@ def raw_dump(
     extras = {name: fields for name, fields in extras.items() if fields}
     if extras:
         context.log.warning(f"fields the dataset card does not document (ignored, not fatal): {extras}")
-    with warehouse.connection() as con:
-        record_dump(
-            con, SCHEMA, revision=manifest.revision, status="fetched", source=manifest.source,
-            source_kind=manifest.source_kind, requested_revision=manifest.requested_revision,
-            files=[{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256} for f in manifest.files],
-            rows=manifest.rows,
-        )
+    try:
+        with warehouse.connection() as con:
+            record_dump(
+                con, SCHEMA, revision=manifest.revision, status="fetched", source=manifest.source,
+                source_kind=manifest.source_kind, requested_revision=manifest.requested_revision,
+                files=[{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256}
+                       for f in manifest.files],
+                rows=manifest.rows,
+            )
+    except WarehouseLockedError as exc:  # it already waited lock_timeout_s: a retry would only wait again
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
     context.log.info(f"dump {manifest.source} at {manifest.revision}: {len(manifest.files)} file(s)")
     return dg.Output(
         manifest,

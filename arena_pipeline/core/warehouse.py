@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterable
 
@@ -16,27 +17,33 @@ class WarehouseLockedError(RuntimeError):
 
 
 def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse, retrying with backoff while another process holds its lock.
+    """Open the warehouse, retrying while another process holds its lock, for at most ``timeout_s``.
+
+    Waits grow from 20 ms to at most 250 ms (with jitter), so a busy reader cannot hold a writer
+    back for long after it lets go; the last attempt is made at the deadline.
 
     Raises
     ------
     WarehouseLockedError
-        If the file is still locked after ``timeout_s`` seconds.
+        If the file is still locked at the deadline (the message gives the time waited).
     """
-    deadline = time.monotonic() + timeout_s
-    delay = 0.05
+    started = time.monotonic()
+    deadline = started + timeout_s
+    delay = 0.02
     while True:
         try:
             return duckdb.connect(path, read_only=read_only, config={"custom_user_agent": "arena_pipeline"})
         except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower() or time.monotonic() + delay > deadline:
-                if "lock" in str(exc).lower():
-                    raise WarehouseLockedError(
-                        f"{path} is locked by another process (waited {timeout_s:.0f} s): {exc}"
-                    ) from exc
+            if "lock" not in str(exc).lower():
                 raise
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WarehouseLockedError(
+                    f"{path} is locked by another process "
+                    f"(waited {time.monotonic() - started:.1f} s of {timeout_s:g} s): {exc}"
+                ) from exc
+            time.sleep(min(delay * random.uniform(0.75, 1.25), remaining))
+            delay = min(delay * 2, 0.25)
 
 
 def quoted(schema: str, table: str) -> str:
