@@ -132,7 +132,7 @@ def arena_rank_comparison(
             "'/work/main[dev]' arena-rank psutil) and run this script with it."
         )
         return
-    import arena_rank
+    from importlib.metadata import version
 
     kept = ours.get_column("model").to_list()
     battles = votes.filter(
@@ -141,7 +141,7 @@ def arena_rank_comparison(
         pl.col("model_b").is_in(kept),
     ).select("model_a", "model_b", "winner")
     print(
-        f"\narena-rank {getattr(arena_rank, '__version__', '0.1.x')}: BradleyTerry(scale=400, "
+        f"\narena-rank {version('arena-rank')}: BradleyTerry(scale=400, "
         "base=10, init_rating=1000), L-BFGS (gtol=ftol=1e-9 on the mean loss), ties and "
         f"both_bad = 0.5; same {battles.height} overall battles and {len(kept)} models as ours"
     )

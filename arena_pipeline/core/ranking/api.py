@@ -50,7 +50,8 @@ class RankingConfig:
     ----------
     ties
         ``"half"`` (default, LMArena's convention): ``tie`` and ``both_bad`` count as half
-        a win for each side. ``"drop"``: those battles are left out of every fit and count.
+        a win for each side. ``"drop"``: those battles are left out of every fit and of the
+        leaderboard counts (the pairwise table still lists them).
     bootstrap_rounds
         Bootstrap replicates for ``ci_lower``/``ci_upper``; 0 uses the sandwich interval.
     seed
