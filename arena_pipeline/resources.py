@@ -119,6 +119,9 @@ class Warehouse(dg.ConfigurableResource):
         default=None, description=f"ARENA_WAREHOUSE: DuckDB file (default {DEFAULT_WAREHOUSE})."
     )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
+    memory_limit: Optional[str] = Field(
+        default="4GB", description="DuckDB buffer-pool cap per connection (DuckDB's own default: 80% of RAM)."
+    )
     retention: int = Field(
         default=5, description="How many published dumps keep their leaderboards in the *_history views."
     )
@@ -132,7 +135,8 @@ class Warehouse(dg.ConfigurableResource):
         database = self.database()
         if not read_only:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        con = warehouse.connect(database, read_only=read_only, timeout_s=self.lock_timeout_s)
+        con = warehouse.connect(database, read_only=read_only, timeout_s=self.lock_timeout_s,
+                                memory_limit=self.memory_limit)
         try:
             yield con
         finally:

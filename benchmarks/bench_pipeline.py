@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         "warehouse": Warehouse(path=str(scratch / "warehouse.duckdb")),
         "report_settings": ReportSettings(report_path=str(scratch / "report" / "index.html")),
     }
-    job = defs.get_job_def("refresh_job")
+    job = defs.resolve_job_def("refresh_job")
     started = time.perf_counter()
     with dg.instance_for_test() as instance:
         result = job.execute_in_process(

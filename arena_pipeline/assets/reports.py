@@ -18,7 +18,8 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.analysis import position_bias, preference_pairs, rating_trend
 from arena_pipeline.core.ingest import DumpManifest
-from arena_pipeline.core.publication import read_version, write_version
+from arena_pipeline.core.publication import read_version, versioned, write_version
+from arena_pipeline.core.warehouse import read_frame
 from arena_pipeline.core.report import load_report_inputs, rating_chart_svg, render_report, svg_data_uri
 from arena_pipeline.resources import ReportSettings, Warehouse
 
@@ -96,10 +97,18 @@ def preference_pairs_table(context: dg.AssetExecutionContext, manifest: DumpMani
     rest of each side's conversation is its response (multi-turn sides differ after the first turn)."""
     with warehouse.connection() as con:
         battles = read_version(con, BATTLES_TABLE, manifest.revision, _BATTLE_COLUMNS)
-        messages = read_version(con, MESSAGES_TABLE, manifest.revision)
+        # only what the pairs need: the decisive votes' messages, without the unused columns
+        messages = read_frame(
+            con,
+            f"SELECT battle_id, side, position, role, text, images FROM {versioned(MESSAGES_TABLE, manifest.revision)} "
+            f"WHERE battle_id IN (SELECT id FROM {versioned(BATTLES_TABLE, manifest.revision)} "
+            "WHERE winner IN ('model_a', 'model_b'))",
+        )
         tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
-        table = preference_pairs(_canonical(battles), messages, tags).with_columns(
-            dump_revision=pl.lit(manifest.revision))
+        # the rendered strings only: the *_messages list columns would store every text twice
+        table = preference_pairs(_canonical(battles), messages, tags).drop(
+            "prompt_messages", "chosen_messages", "rejected_messages"
+        ).with_columns(dump_revision=pl.lit(manifest.revision))
         del messages
         write_version(con, PREFERENCE_PAIRS_TABLE, manifest.revision, table)
     return dg.MaterializeResult(

@@ -16,10 +16,12 @@ class WarehouseLockedError(RuntimeError):
     """The DuckDB file stayed locked by another process for longer than the allowed wait."""
 
 
-def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0) -> duckdb.DuckDBPyConnection:
+def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
+            memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, retrying while another process holds its lock, for at most ``timeout_s``.
 
-    Waits grow from 20 ms to at most 250 ms (with jitter), so a busy reader cannot hold a writer
+    ``memory_limit`` caps DuckDB's buffer pool (e.g. ``"4GB"``; DuckDB's default is 80% of RAM,
+    which a long pipeline process would otherwise keep filled). Waits grow from 20 ms to at most 250 ms (with jitter), so a busy reader cannot hold a writer
     back for long after it lets go; the last attempt is made at the deadline.
 
     Raises
@@ -32,7 +34,10 @@ def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0) -> d
     delay = 0.02
     while True:
         try:
-            return duckdb.connect(path, read_only=read_only, config={"custom_user_agent": "arena_pipeline"})
+            config = {"custom_user_agent": "arena_pipeline"}
+            if memory_limit:
+                config["memory_limit"] = memory_limit
+            return duckdb.connect(path, read_only=read_only, config=config)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
