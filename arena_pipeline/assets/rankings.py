@@ -146,7 +146,7 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, manife
             extra = {**_board_previews(output.leaderboard),
                 "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
                 "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
-                "seconds": dg.MetadataValue.json(meta.get("timings", {})),
+                "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
             }
         yield dg.MaterializeResult(
             asset_key=RANKING_KEYS[name],
