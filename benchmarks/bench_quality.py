@@ -26,30 +26,18 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from arena_pipeline.core.schema import BATTLES_SCHEMA, CRITERIA, MESSAGES_SCHEMA
+from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
+from real_votes import REAL_COLUMNS, REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
-REAL_VOTES = Path("/work/shared/data/real/arena_hp140k_votes_with_category_tag.parquet")
 SEED = 20250529
 
 
 def real_battles(path: Path = REAL_VOTES, seed: int = SEED) -> pl.DataFrame:
     """The real votes mapped to battles columns, padded with synthetic values (see module doc)."""
-    votes = pl.read_parquet(path)
-    n = votes.height
+    frame = load_real_votes(path).select("id", "model_a", "model_b", "winner", *REAL_COLUMNS.values())
+    frame = frame.with_columns(model_a_canonical=pl.col("model_a"), model_b_canonical=pl.col("model_b"))
+    n = frame.height
     rng = np.random.default_rng(seed)
-    tag = "category_tag."
-    frame = votes.select(
-        "id",
-        "model_a",
-        "model_b",
-        "winner",
-        pl.col(f"{tag}creative_writing_v0.1.creative_writing").alias("creative_writing"),
-        pl.col(f"{tag}creative_writing_v0.1.score").alias("creative_writing_score"),
-        *[pl.col(f"{tag}criteria_v0.1.{c}").alias(f"criteria_{c}") for c in CRITERIA],
-        pl.col(f"{tag}if_v0.1.if").alias("instruction_following"),
-        pl.col(f"{tag}if_v0.1.score").alias("instruction_following_score"),
-        pl.col(f"{tag}math_v0.1.math").alias("math"),
-    )
     turns = rng.choice([1, 2, 3], n, p=[0.9, 0.07, 0.03])
     order = rng.integers(1, 4, n)
     synthetic: dict[str, np.ndarray | list] = {

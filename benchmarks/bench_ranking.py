@@ -23,32 +23,16 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.core.categories import tag_categories
+from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.schema import CRITERIA
 
-REAL_VOTES = Path("/work/shared/data/real/arena_hp140k_votes_with_category_tag.parquet")
 SYNTHETIC_SEED = 20250101
-
-#: Dotted columns of the real vote table -> battles-table names (schema.BATTLES_SCHEMA).
-REAL_COLUMNS = {
-    "category_tag.creative_writing_v0.1.creative_writing": "creative_writing",
-    "category_tag.creative_writing_v0.1.score": "creative_writing_score",
-    **{f"category_tag.criteria_v0.1.{c}": f"criteria_{c}" for c in CRITERIA},
-    "category_tag.if_v0.1.if": "instruction_following",
-    "category_tag.if_v0.1.score": "instruction_following_score",
-    "category_tag.math_v0.1.math": "math",
-}
 TOP10_CATEGORIES = ("overall", "creative_writing", "math", "instruction_following", "hard_prompt")
 
 
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far (ru_maxrss is in KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def load_real_votes(path: Path = REAL_VOTES) -> pl.DataFrame:
-    """The real vote table with battles-table column names."""
-    return pl.read_parquet(path).rename(REAL_COLUMNS)
 
 
 def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) -> pl.DataFrame:

@@ -48,9 +48,8 @@ from arena_pipeline.core.external import (
 )
 from arena_pipeline.core.models import add_canonical_columns, load_aliases, merged_names
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.schema import CRITERIA
+from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
-REAL_VOTES = Path("/work/shared/data/real/arena_hp140k_votes_with_category_tag.parquet")
 SEED = 20250529
 #: ``--display-names``: how other publications spell some of the votes' names (all resolved
 #: by the packaged alias table / normalization; LMArena's own key for Nova Pro is the first).
@@ -66,24 +65,6 @@ DISPLAY_NAMES = {
     "gemma-3-27b-it": "Gemma_3_27B_IT",
 }
 SCORE_A = {"model_a": 1.0, "model_b": 0.0, "tie": 0.5, "both_bad": 0.5, "tie (bothbad)": 0.5}
-
-
-def real_battles(path: Path) -> pl.DataFrame:
-    """The real vote table with its ``category_tag.*`` columns renamed to battles columns."""
-    votes = pl.read_parquet(path)
-    tag = "category_tag."
-    return votes.select(
-        "id",
-        "model_a",
-        "model_b",
-        "winner",
-        pl.col(f"{tag}creative_writing_v0.1.creative_writing").alias("creative_writing"),
-        pl.col(f"{tag}creative_writing_v0.1.score").alias("creative_writing_score"),
-        *[pl.col(f"{tag}criteria_v0.1.{c}").alias(f"criteria_{c}") for c in CRITERIA],
-        pl.col(f"{tag}if_v0.1.if").alias("instruction_following"),
-        pl.col(f"{tag}if_v0.1.score").cast(pl.Int32).alias("instruction_following_score"),
-        pl.col(f"{tag}math_v0.1.math").alias("math"),
-    )
 
 
 def online_elo(
@@ -189,7 +170,7 @@ def main() -> None:
     pl.Config.set_float_precision(3)
 
     t0 = time.perf_counter()
-    battles = real_battles(args.votes)
+    battles = load_real_votes(args.votes)
     aliases = load_aliases(args.aliases)
     category_map = load_category_map(args.category_map)
     print(f"votes: {battles.height} rows, read in {time.perf_counter() - t0:.2f} s")
