@@ -6,15 +6,19 @@ SETTINGS = ("ARENA_SOURCE", "ARENA_REVISION", "ARENA_WAREHOUSE", "ARENA_CACHE_DI
             "ARENA_MODEL_ALIASES", "ARENA_PUBLISHED_BOARD", "HF_ENDPOINT", "HF_TOKEN")
 
 
-@pytest.fixture(autouse=True)
-def _isolated_settings(tmp_path_factory, monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_settings(tmp_path_factory):
     """Unset the pipeline's variables and point the file defaults at a temporary folder.
 
-    Tests that need a setting pass it explicitly to the resource (or set the variable themselves).
+    Session-scoped so that it is in force before any module- or session-scoped fixture runs
+    (a function-scoped autouse fixture comes after those). Tests that need a setting pass it
+    explicitly to the resource, or set the variable themselves with ``monkeypatch``.
     """
-    for name in SETTINGS:
-        monkeypatch.delenv(name, raising=False)
     scratch = tmp_path_factory.mktemp("defaults")
-    monkeypatch.setenv("ARENA_WAREHOUSE", str(scratch / "warehouse.duckdb"))
-    monkeypatch.setenv("ARENA_CACHE_DIR", str(scratch / "cache"))
-    monkeypatch.setenv("ARENA_REPORT", str(scratch / "report" / "index.html"))
+    with pytest.MonkeyPatch.context() as patch:
+        for name in SETTINGS:
+            patch.delenv(name, raising=False)
+        patch.setenv("ARENA_WAREHOUSE", str(scratch / "warehouse.duckdb"))
+        patch.setenv("ARENA_CACHE_DIR", str(scratch / "cache"))
+        patch.setenv("ARENA_REPORT", str(scratch / "report" / "index.html"))
+        yield scratch
