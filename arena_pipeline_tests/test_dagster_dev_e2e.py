@@ -28,6 +28,7 @@ from arena_pipeline.constants import REVISION_TAG, SCHEMA
 from arena_pipeline.core import warehouse as core_warehouse
 from arena_pipeline.resources import DumpSource
 from arena_pipeline.sensors import new_dump_sensor
+from arena_pipeline_tests.waiting import wait_for
 from arena_pipeline_tests.e2e_definitions import E2E_SENSOR_INTERVAL_SECONDS, defs as e2e_defs
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
@@ -67,14 +68,7 @@ def _free_port() -> int:
 
 
 def _wait_for(predicate, timeout: float, what: str, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+    return wait_for(predicate, timeout, what, interval)
 
 
 class Webserver:

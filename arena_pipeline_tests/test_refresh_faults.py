@@ -28,6 +28,7 @@ from arena_pipeline.core.publication import revision_key
 from arena_pipeline.core.warehouse import WarehouseLockedError
 from arena_pipeline.definitions import defs
 from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline_tests.waiting import wait_for
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
 from arena_pipeline_tests.refresh_worker import no_retries_config, refresh_job, versioned_keys
@@ -88,14 +89,7 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+    return wait_for(predicate, timeout, what, interval)
 
 
 def _revision(path: Path) -> str:
