@@ -16,7 +16,7 @@ from arena_pipeline.constants import (
     SCHEMA,
     VERSIONS_SCHEMA,
 )
-from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.assets.metadata import table_spec
 from arena_pipeline.core.ingest import DumpManifest, load_dump
 from arena_pipeline.core.sources import SourceError, new_fields
 from arena_pipeline.core.warehouse import WarehouseLockedError
@@ -92,30 +92,21 @@ def raw_dump(
     )
 
 
+_FLAT = {"kinds": {"polars", "duckdb"}, "deps": [RAW_DUMP]}
+
+
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(
-            TABLE_KEYS[BATTLES_TABLE], group_name="ingest", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
-            metadata=schema_metadata(BATTLES_SCHEMA, f"{SCHEMA}.{BATTLES_TABLE}"),
-            description="arena.battles: one row per vote with every scalar, conv_metadata and "
-            "category_tag field as a column.",
-        ),
-        dg.AssetSpec(
-            TABLE_KEYS[MESSAGES_TABLE], group_name="ingest", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
-            metadata=schema_metadata(MESSAGES_SCHEMA, f"{SCHEMA}.{MESSAGES_TABLE}"),
-            description="arena.messages: one row per message of conversation_a and conversation_b.",
-        ),
-        dg.AssetSpec(
-            TABLE_KEYS[CONTEXT_MESSAGES_TABLE], group_name="ingest", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
-            metadata=schema_metadata(CONTEXT_MESSAGES_SCHEMA, f"{SCHEMA}.{CONTEXT_MESSAGES_TABLE}"),
-            description="arena.context_messages: the full_conversation turns of earlier evaluation "
-            "orders that precede each vote (not repeated in arena.messages).",
-        ),
-        dg.AssetSpec(
-            TABLE_KEYS[QUARANTINE_TABLE], group_name="quality", kinds={"polars", "duckdb"}, deps=[RAW_DUMP],
-            metadata=schema_metadata(QUARANTINE_SCHEMA, f"{SCHEMA}.{QUARANTINE_TABLE}"),
-            description="arena.quarantine: input rows kept out of arena.battles, with the rule broken.",
-        ),
+        table_spec(BATTLES_TABLE, BATTLES_SCHEMA, group="ingest", **_FLAT,
+                   description="arena.battles: one row per vote with every scalar, conv_metadata and "
+                   "category_tag field as a column."),
+        table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, group="ingest", **_FLAT,
+                   description="arena.messages: one row per message of conversation_a and conversation_b."),
+        table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, group="ingest", **_FLAT,
+                   description="arena.context_messages: the full_conversation turns of earlier evaluation "
+                   "orders that precede each vote (not repeated in arena.messages)."),
+        table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, group="quality", **_FLAT,
+                   description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
     ],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )

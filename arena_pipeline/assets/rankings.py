@@ -19,7 +19,7 @@ from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.ingest import DumpManifest
 from arena_pipeline.core.publication import read_version, write_version
 from arena_pipeline.core.report import rating_chart_svg, svg_data_uri, top_n_markdown
-from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.core.ranking import (
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,
@@ -93,30 +93,21 @@ class RankingRunConfig(dg.Config):
         )
 
 
+_RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
+           "deps": [TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP]}
+
+
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(
-            RANKING_KEYS[LEADERBOARD_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
-            metadata=schema_metadata({**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{LEADERBOARD_TABLE}"),
-            deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
-            description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
-            "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral.",
-        ),
-        dg.AssetSpec(
-            RANKING_KEYS[PAIRWISE_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
-            metadata=schema_metadata({**PAIRWISE_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{PAIRWISE_TABLE}"),
-            deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
-            description="arena.pairwise: per category and model pair, battles, wins, ties, observed and "
-            "Bradley-Terry-predicted win rate (what a win-rate heatmap reads).",
-        ),
-        dg.AssetSpec(
-            RANKING_KEYS[STYLE_COEFFICIENTS_TABLE], group_name="rankings", kinds={"numpy", "duckdb"},
-            metadata=schema_metadata({**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN},
-                                     f"{SCHEMA}.{STYLE_COEFFICIENTS_TABLE}"),
-            deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP],
-            description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
-            "lists, bold) per category with 95% intervals.",
-        ),
+        table_spec(LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
+                   "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral."),
+        table_spec(PAIRWISE_TABLE, {**PAIRWISE_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.pairwise: per category and model pair, battles, wins, ties, observed and "
+                   "Bradley-Terry-predicted win rate (what a win-rate heatmap reads)."),
+        table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
+                   "lists, bold) per category with 95% intervals."),
     ],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )

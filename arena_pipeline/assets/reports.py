@@ -16,7 +16,14 @@ from arena_pipeline.constants import (
     RATING_TREND_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.analysis import position_bias, preference_pairs, rating_trend
+from arena_pipeline.core.analysis import (
+    POSITION_BIAS_SCHEMA,
+    PREFERENCE_PAIRS_SCHEMA,
+    RATING_TREND_SCHEMA,
+    position_bias,
+    preference_pairs,
+    rating_trend,
+)
 from arena_pipeline.core.ingest import DumpManifest
 from arena_pipeline.core.publication import read_version, versioned, write_version
 from arena_pipeline.core.warehouse import read_frame
@@ -26,6 +33,10 @@ from arena_pipeline.resources import ReportSettings, Warehouse
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
                  for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE, PREFERENCE_PAIRS_TABLE)}
 REPORT = dg.AssetKey("leaderboard_report")
+REVISION_COLUMN = {"dump_revision": pl.String()}
+#: The message-list columns are dropped before storing (they would store every text twice).
+LIST_COLUMNS = ("prompt_messages", "chosen_messages", "rejected_messages")
+PAIRS_COLUMNS = {k: v for k, v in PREFERENCE_PAIRS_SCHEMA.items() if k not in LIST_COLUMNS}
 
 _BATTLE_COLUMNS = "id, model_a, model_b, model_a_canonical, model_b_canonical, winner, timestamp, turns, language"
 
@@ -38,6 +49,7 @@ def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
 @dg.asset(
     key=ANALYSIS_KEYS[POSITION_BIAS_TABLE],
     group_name="reports",
+    metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}"),
     kinds={"polars", "duckdb"},
     deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
@@ -53,8 +65,7 @@ def position_bias_table(context: dg.AssetExecutionContext, manifest: DumpManifes
         write_version(con, POSITION_BIAS_TABLE, manifest.revision, table)
     overall = table.filter(pl.col("category") == "overall").to_dicts()
     return dg.MaterializeResult(
-        metadata={"dagster/row_count": table.height, "overall": dg.MetadataValue.json(overall),
-                  "dagster/column_schema": schema_metadata(dict(table.schema), "")["dagster/column_schema"]},
+        metadata={"dagster/row_count": table.height, "overall": dg.MetadataValue.json(overall)},
         data_version=dg.DataVersion(manifest.revision),
     )
 
@@ -62,6 +73,7 @@ def position_bias_table(context: dg.AssetExecutionContext, manifest: DumpManifes
 @dg.asset(
     key=ANALYSIS_KEYS[RATING_TREND_TABLE],
     group_name="reports",
+    metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}"),
     kinds={"numpy", "duckdb"},
     deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
@@ -77,8 +89,7 @@ def rating_trend_table(context: dg.AssetExecutionContext, manifest: DumpManifest
         write_version(con, RATING_TREND_TABLE, manifest.revision, table)
     months = table.get_column("month").n_unique() if table.height else 0
     return dg.MaterializeResult(
-        metadata={"dagster/row_count": table.height, "months": months,
-                  "dagster/column_schema": schema_metadata(dict(table.schema), "")["dagster/column_schema"]},
+        metadata={"dagster/row_count": table.height, "months": months},
         data_version=dg.DataVersion(manifest.revision),
     )
 
@@ -86,6 +97,7 @@ def rating_trend_table(context: dg.AssetExecutionContext, manifest: DumpManifest
 @dg.asset(
     key=ANALYSIS_KEYS[PREFERENCE_PAIRS_TABLE],
     group_name="reports",
+    metadata=schema_metadata({**PAIRS_COLUMNS, **REVISION_COLUMN}, f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}"),
     kinds={"polars", "duckdb"},
     deps=[TABLE_KEYS[BATTLES_TABLE], TABLE_KEYS[MESSAGES_TABLE], BATTLE_CATEGORIES],
     ins={"manifest": dg.AssetIn(RAW_DUMP)},
@@ -106,14 +118,11 @@ def preference_pairs_table(context: dg.AssetExecutionContext, manifest: DumpMani
         )
         tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
         # the rendered strings only: the *_messages list columns would store every text twice
-        table = preference_pairs(_canonical(battles), messages, tags).drop(
-            "prompt_messages", "chosen_messages", "rejected_messages"
-        ).with_columns(dump_revision=pl.lit(manifest.revision))
+        table = preference_pairs(_canonical(battles), messages, tags).drop(*LIST_COLUMNS).with_columns(dump_revision=pl.lit(manifest.revision))
         del messages
         write_version(con, PREFERENCE_PAIRS_TABLE, manifest.revision, table)
     return dg.MaterializeResult(
-        metadata={"dagster/row_count": table.height,
-                  "dagster/column_schema": schema_metadata(dict(table.schema), "")["dagster/column_schema"]},
+        metadata={"dagster/row_count": table.height},
         data_version=dg.DataVersion(manifest.revision),
     )
 
