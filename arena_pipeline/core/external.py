@@ -23,7 +23,6 @@ comparison instead of disappearing. Model names are matched through
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import warnings
@@ -37,7 +36,7 @@ import polars as pl
 from scipy import stats
 
 from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.models import canonical_name_expr, load_aliases
+from arena_pipeline.core.models import canonical_name_expr, load_aliases, read_data_csv
 from arena_pipeline.core.ranking.leaderboard import METHODS
 
 PACKAGED_CATEGORY_MAP = "data/category_map.csv"
@@ -124,23 +123,11 @@ class BoardFormatError(ValueError):
 
 
 def _read_category_csv(data: bytes | Path, label: str) -> pl.DataFrame:
-    try:
-        raw = pl.read_csv(io.BytesIO(data) if isinstance(data, bytes) else data, infer_schema=False)
-    except Exception as exc:  # polars raises several error types for unreadable CSV
-        raise ValueError(f"{label}: not a readable CSV ({exc})") from exc
-    missing = [c for c in ("external", "category") if c not in raw.columns]
-    if missing:
-        raise ValueError(
-            f"{label}: missing column(s) {missing}; expected external, category[, method]"
-        )
-    method = pl.col("method") if "method" in raw.columns else pl.lit(None, pl.String)
-    table = raw.with_row_index("line", offset=2).select(
+    table = read_data_csv(data, label, ("external", "category"), "method", ValueError).select(
         pl.col("external").str.strip_chars(),
         pl.col("category").str.strip_chars(),
-        pl.when(method.str.strip_chars().str.len_chars() > 0)
-        .then(method.str.strip_chars())
-        .alias("method"),
-        pl.col("line").cast(pl.Int64),
+        "method",
+        "line",
     )
     bad = table.filter(
         pl.col("external").is_null()

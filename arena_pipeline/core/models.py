@@ -110,30 +110,35 @@ def normalize_names(names: Iterable[str | None]) -> list[str | None]:
     return series.to_frame().select(normalize_name_expr("name")).to_series().to_list()
 
 
+def read_data_csv(data: bytes | Path, label: str, required: tuple[str, ...], optional: str,
+                  error: type[Exception]) -> pl.DataFrame:
+    """A small data CSV read as strings, with ``line`` (its line in the file) and ``optional``.
+
+    Raises ``error`` naming ``label`` when the file is unreadable or lacks a ``required`` column.
+    ``optional`` is always present in the result: stripped, empty or absent as null.
+    """
+    try:
+        raw = pl.read_csv(io.BytesIO(data) if isinstance(data, bytes) else data, infer_schema=False)
+    except Exception as exc:  # polars raises several error types for unreadable CSV
+        raise error(f"{label}: not a readable CSV ({exc})") from exc
+    missing = [c for c in required if c not in raw.columns]
+    if missing:
+        raise error(f"{label}: missing column(s) {missing}; expected {', '.join(required)}[, {optional}]")
+    value = (pl.col(optional) if optional in raw.columns else pl.lit(None, pl.String)).str.strip_chars()
+    return raw.with_row_index("line", offset=2).with_columns(
+        pl.when(value.str.len_chars() > 0).then(value).alias(optional),
+        pl.col("line").cast(pl.Int64),
+    )
+
+
 def _read_alias_csv(data: bytes | Path, label: str) -> pl.DataFrame:
     """One alias file as (alias, canonical, provider, source, line), validated."""
-    try:
-        raw = pl.read_csv(
-            io.BytesIO(data) if isinstance(data, bytes) else data,
-            infer_schema=False,
-        )
-    except Exception as exc:  # polars raises several error types for unreadable CSV
-        raise AliasTableError(f"{label}: not a readable CSV ({exc})") from exc
-    missing = [c for c in ("alias", "canonical") if c not in raw.columns]
-    if missing:
-        raise AliasTableError(
-            f"{label}: missing column(s) {missing}; expected alias, canonical[, provider]"
-        )
-    provider = pl.col("provider") if "provider" in raw.columns else pl.lit(None, pl.String)
-    table = raw.with_row_index("line", offset=2).select(
+    table = read_data_csv(data, label, ("alias", "canonical"), "provider", AliasTableError).select(
         normalize_name_expr("alias").alias("alias"),
         normalize_name_expr("canonical").alias("canonical"),
-        pl.when(provider.str.strip_chars().str.len_chars() > 0)
-        .then(provider.str.strip_chars())
-        .otherwise(None)
-        .alias("provider"),
+        "provider",
         pl.lit(label).alias("source"),
-        pl.col("line").cast(pl.Int64),
+        "line",
     )
     empty = table.filter(pl.col("alias").is_null() | pl.col("canonical").is_null())
     if empty.height:
