@@ -144,10 +144,9 @@ def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame
     first clean copy by (source_file, source_row) wins across the whole dump; they stay clean and
     are dropped from the result.
     """
-    earlier = (
-        pl.concat(kept).join(batch.select("id").drop_nulls().unique(), on="id", how="semi")
-        if kept else batch.clear()
-    )
+    ids = batch.select("id").drop_nulls().unique()
+    # semi-join each kept batch rather than concatenating all of them again for every batch
+    earlier = pl.concat([part.join(ids, on="id", how="semi") for part in kept]) if kept else batch.clear()
     clean, quarantine = split_quarantine(pl.concat([earlier, batch]) if earlier.height else batch)
     if earlier.height:
         clean = clean.join(earlier.select("source_file", "source_row"), on=["source_file", "source_row"], how="anti")
