@@ -17,7 +17,6 @@ from typing import Iterator, Optional
 import dagster as dg
 import duckdb
 import polars as pl
-from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from arena_pipeline.constants import (
@@ -141,10 +140,6 @@ class Warehouse(dg.ConfigurableResource):
             yield con
         finally:
             con.close()
-
-    def duckdb(self) -> DuckDBResource:
-        """The same file as dagster-duckdb's resource, for code that expects one."""
-        return DuckDBResource(database=self.database())
 
 
 class ModelCatalog(dg.ConfigurableResource):
