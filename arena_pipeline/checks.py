@@ -3,20 +3,22 @@
 Each table gets two checks from one validation: ``<table>_errors`` (ERROR severity, blocking, so
 nothing downstream, leaderboards and publication included, is materialized from data that fails
 it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's results are appended to
-``arena.quality_results``.
+``arena.quality_results``, and the outcome is recorded on the exact table version checked, which the
+publication gate requires to have passed.
 """
 
 import datetime as dt
+import hashlib
 
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
+from arena_pipeline.assets.builds import run_build
+from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.constants import BATTLES_TABLE, MESSAGES_TABLE, QUALITY_RESULTS_TABLE, SCHEMA
-from arena_pipeline.core.ingest import DumpManifest
-from arena_pipeline.core.publication import read_version, record_dump
-from arena_pipeline.core.quality import QualityReport, validate_frame
-from arena_pipeline.core.warehouse import quoted
+from arena_pipeline.core.publication import finish_build, input_version, record_checks, record_dump, versioned
+from arena_pipeline.core.quality import QualityReport, suite_path, validate_frame
+from arena_pipeline.core.warehouse import quoted, read_frame
 from arena_pipeline.resources import Warehouse
 
 QUALITY_RESULTS_DDL = """
@@ -30,11 +32,17 @@ CREATE TABLE IF NOT EXISTS {table} (
 SAMPLE_SIZE = 10
 
 
-def store_results(con, revision: str, table: str, report: QualityReport) -> int:
+def suite_sha256(table: str) -> str:
+    """The sha256 of the suite file a table is checked with (recorded with every check and publication)."""
+    return hashlib.sha256(suite_path(table).read_bytes()).hexdigest()
+
+
+def store_results(con, revision: str, table: str, report: QualityReport, version: str | None = None) -> int:
     """Append a validation's rows to ``arena.quality_results``; return how many."""
     name = quoted(SCHEMA, QUALITY_RESULTS_TABLE)
     con.execute(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"')
     con.execute(QUALITY_RESULTS_DDL.format(table=name))
+    con.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS table_version VARCHAR")
     rows = report.results.select(
         pl.lit(revision).alias("dump_revision"),
         pl.lit(table).alias("table_name"),
@@ -49,8 +57,9 @@ def store_results(con, revision: str, table: str, report: QualityReport) -> int:
         "unexpected_percent",
         "sample_ids",
         pl.lit(dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)).alias("checked_at"),
+        pl.lit(version, dtype=pl.String).alias("table_version"),
     ).to_arrow()  # noqa: F841 - read by DuckDB below
-    con.execute(f"INSERT INTO {name} SELECT * FROM rows")
+    con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM rows")
     return report.results.height
 
 
@@ -108,25 +117,30 @@ def _suite_checks(table: str):
     @dg.multi_asset_check(
         name=f"{table}_quality",
         specs=[
-            dg.AssetCheckSpec(errors, asset=key, blocking=True, additional_deps=[RAW_DUMP],
+            dg.AssetCheckSpec(errors, asset=key, blocking=True,
                               description=f"Error-severity expectations of expectations/{table}.json "
-                              "(a failure would corrupt a ranking); blocks everything downstream."),
-            dg.AssetCheckSpec(warnings, asset=key, additional_deps=[RAW_DUMP],
+                              "(a failure would corrupt a ranking); blocks everything downstream, and the "
+                              "publication gate publishes only a version that passed it."),
+            dg.AssetCheckSpec(warnings, asset=key,
                               description=f"Warning-severity expectations of expectations/{table}.json."),
         ],
-        ins={"manifest": dg.AssetIn(RAW_DUMP)},
     )
-    def suite_check(context: dg.AssetCheckExecutionContext, manifest: DumpManifest, warehouse: Warehouse):
-        with warehouse.connection(read_only=True) as con:
-            frame = read_version(con, table, manifest.revision)
+    def suite_check(context: dg.AssetCheckExecutionContext, warehouse: Warehouse):
+        with warehouse.connection() as con:
+            build = run_build(context, con)
+            version = input_version(con, SCHEMA, table, build)
+            frame = read_frame(con, f"SELECT * FROM {versioned(version)}")
         report = validate_frame(frame, table, sample_size=SAMPLE_SIZE)
         del frame
+        failed = report.failures("error").get_column("expectation_id").to_list()
         with warehouse.connection() as con:
-            store_results(con, manifest.revision, table, report)
+            store_results(con, build.revision, table, report, version)
+            record_checks(con, version, report.passed_errors,
+                          {"suite": report.suite, "suite_sha256": suite_sha256(table), "failed": failed})
             if not report.passed_errors:
-                failed = ", ".join(report.failures("error").get_column("expectation_id").to_list())
-                record_dump(con, SCHEMA, revision=manifest.revision, status="failed",
-                            detail=f"{table} failed error expectations: {failed}"[:2000])
+                detail = f"{table} failed error expectations: {', '.join(failed)}"[:2000]
+                record_dump(con, SCHEMA, revision=build.revision, status="failed", detail=detail)
+                finish_build(con, build.build_id, "failed", detail)
         context.log.info(f"{table}: {report.summary()}")
         yield _result(report, "error", errors, key)
         yield _result(report, "warning", warnings, key)

@@ -11,6 +11,7 @@ MESSAGES_TABLE = "messages"
 CONTEXT_MESSAGES_TABLE = "context_messages"
 QUARANTINE_TABLE = "quarantine"
 DUMPS_TABLE = "dumps"
+PUBLICATIONS_TABLE = "publications"
 BATTLE_CATEGORIES_TABLE = "battle_categories"
 LEADERBOARD_TABLE = "leaderboard"
 PAIRWISE_TABLE = "pairwise"
@@ -51,7 +52,25 @@ PUBLISHED_TABLES = (
     RATING_TREND_TABLE,
     PREFERENCE_PAIRS_TABLE,
 )
-#: Tables whose earlier revisions stay queryable through SCHEMA.<table>_history views.
+#: What each published table is computed from (a publication never shows a table next to a rebuilt input).
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    BATTLE_CATEGORIES_TABLE: (BATTLES_TABLE,),
+    LEADERBOARD_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    PAIRWISE_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    STYLE_COEFFICIENTS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    MODELS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    POSITION_BIAS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    RATING_TREND_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    PREFERENCE_PAIRS_TABLE: (BATTLES_TABLE, MESSAGES_TABLE, BATTLE_CATEGORIES_TABLE),
+}
+#: Tables computed in one step (one load, one fit): a publication takes them from one run.
+BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
+    (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE),
+    (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE),
+)
+#: Tables whose blocking expectation suites must have passed on the exact version published.
+CHECKED_TABLES: tuple[str, ...] = (BATTLES_TABLE, MESSAGES_TABLE)
+#: Tables whose earlier publications stay queryable through SCHEMA.<table>_history views.
 HISTORY_TABLES: tuple[str, ...] = (LEADERBOARD_TABLE, STYLE_COEFFICIENTS_TABLE)
 
 NIGHTLY_CRON = "0 3 * * *"  # 03:00 UTC

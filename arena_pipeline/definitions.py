@@ -6,14 +6,9 @@ from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.assets.rankings import battle_categories, rankings
-from arena_pipeline.assets.reports import (
-    leaderboard_report,
-    position_bias_table,
-    preference_pairs_table,
-    rating_trend_table,
-)
+from arena_pipeline.assets.reports import position_bias_table, preference_pairs_table, rating_trend_table
 from arena_pipeline.checks import battles_quality, messages_quality
-from arena_pipeline.jobs import refresh_job
+from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
@@ -29,10 +24,8 @@ ASSETS = [
     preference_pairs_table,
     published_dump,
     external_comparison,
-    leaderboard_report,
 ]
 ASSET_CHECKS = [battles_quality, messages_quality]
-
 
 
 def default_resources() -> dict:
@@ -48,7 +41,7 @@ def default_resources() -> dict:
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=ASSET_CHECKS,
-    jobs=[refresh_job],
+    jobs=[refresh_job, rerank_job],
     schedules=[nightly_refresh],
     sensors=[new_dump_sensor],
     resources=default_resources(),

@@ -28,7 +28,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.external import load_category_map, read_published_board
-from arena_pipeline.core.ingest import DumpManifest, ShardFile, local_files, local_fingerprint, local_manifest
+from arena_pipeline.core.ingest import ContentHashes, DumpManifest, ShardFile, local_manifest, local_revision
 from arena_pipeline.core.models import load_aliases
 from arena_pipeline.core.sources import SourceSpec, parse_source, verify_shard
 
@@ -79,6 +79,10 @@ class DumpSource(dg.ConfigurableResource):
     def cache_root(self) -> Path:
         return Path(_setting(self.cache_dir, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR))
 
+    def content_hashes(self) -> ContentHashes:
+        """The remembered sha256 of local files (so an unchanged local dump is not re-hashed)."""
+        return ContentHashes(self.cache_root() / "local-sha256.json")
+
     def latest_revision(self) -> str:
         """The current revision of the source, cheaply: one Hub API call, or a local file fingerprint."""
         spec = self.spec()
@@ -87,7 +91,7 @@ class DumpSource(dg.ConfigurableResource):
                 spec.location, self.requested_revision(), endpoint=self.endpoint(), token=self._token(),
                 retry=self.retry_policy(),
             )
-        return local_fingerprint(local_files(spec))
+        return local_revision(spec, self.content_hashes())
 
     def fetch(self, revision: Optional[str] = None) -> DumpManifest:
         """Download (Hub, cached by commit sha) or describe in place (local) the dump's files.
@@ -96,7 +100,7 @@ class DumpSource(dg.ConfigurableResource):
         """
         spec = self.spec()
         if spec.kind != "hub":
-            return local_manifest(spec)
+            return local_manifest(spec, self.content_hashes())
         requested = revision or self.requested_revision()
         result = hub.download_dump(
             spec.location,
@@ -122,7 +126,12 @@ class Warehouse(dg.ConfigurableResource):
         default="4GB", description="DuckDB buffer-pool cap per connection (DuckDB's own default: 80% of RAM)."
     )
     retention: int = Field(
-        default=5, description="How many published dumps keep their leaderboards in the *_history views."
+        default=5, ge=1, description="How many publications keep their leaderboards in the *_history views."
+    )
+    stale_build_hours: float = Field(
+        default=24.0, gt=0,
+        description="A run that never finished (killed) keeps its unpublished tables this long before a "
+        "publication drops them (runs known to the Dagster instance as finished are cleaned at once).",
     )
 
     def database(self) -> str:

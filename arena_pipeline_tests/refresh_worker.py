@@ -105,8 +105,9 @@ def run_refresh(pause_at: str | None = None, paused_file: Path | None = None) ->
 # ------------------------------------------------------------------------------------------- read
 
 def versioned_keys(view_sql: str) -> set[str]:
-    """The revision keys of the ``arena_versions`` tables a view reads (``battles__<key>`` -> key)."""
-    return {name.rpartition("__")[2] for name in _VERSIONED.findall(view_sql)}
+    """The revision keys of the ``arena_versions`` tables a view reads
+    (``battles__<revision key>__<build key>`` -> revision key)."""
+    return {name.split("__")[1] for name in _VERSIONED.findall(view_sql)}
 
 
 def observe(con: duckdb.DuckDBPyConnection) -> dict:

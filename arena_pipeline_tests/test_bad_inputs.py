@@ -26,7 +26,6 @@ from arena_pipeline.assets.ingest import FetchConfig, raw_dump
 from arena_pipeline.constants import VERSIONS_SCHEMA
 from arena_pipeline.core import ingest
 from arena_pipeline.core.ingest import load_dump, local_manifest
-from arena_pipeline.core.publication import revision_key
 from arena_pipeline.core.schema import QUARANTINE_SCHEMA
 from arena_pipeline.core.sources import parse_source
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
@@ -93,8 +92,9 @@ def publication_state(warehouse: Path) -> dict:
                         "order by id)) from arena.battles")
         tables = [t for (t,) in con.execute("select table_name from duckdb_tables() "
                                             "where schema_name = ?", [VERSIONS_SCHEMA]).fetchall()]
+        # table versions only: not the leftover staging tables of a failed load, nor the registry
         versions = {t: scalar(f'select count(*) from "{VERSIONS_SCHEMA}"."{t}"')
-                    for t in sorted(tables) if not t.startswith("_stage_")}
+                    for t in sorted(tables) if not t.startswith("_stage_") and "__" in t}
         dumps = con.execute("select * from arena.dumps where status = 'published'").fetchall()
     return {"views": views, "counts": counts, "battles_digest": digest, "versions": versions,
             "published": dumps}
@@ -143,7 +143,8 @@ def assert_publication_untouched(warehouse: Path, published: Published) -> None:
     assert after["published"][0][0] == published.revision
     assert {t: after["versions"].get(t) for t in before["versions"]} == before["versions"]
     added = set(after["versions"]) - set(before["versions"])
-    assert not [t for t in added if t.endswith("__" + revision_key(published.revision))]
+    live_build = {t.rpartition("__")[2] for t in before["versions"]}
+    assert not [t for t in added if t.rpartition("__")[2] in live_build]
 
 
 def rejected_revisions(warehouse: Path) -> list[tuple]:
@@ -232,8 +233,10 @@ def test_whole_file_problem_fails_the_run_and_keeps_the_publication(
     assert_publication_untouched(warehouse, published)
     history = query(warehouse, "select revision, status, status_detail from arena.dumps "
                                "where status <> 'published'")
-    if step == "raw_dump":  # the fetch failed: no other revision was recorded
-        assert history == []
+    if step == "raw_dump":  # the fetch rejected the dump: recorded as failed under its content revision
+        [(revision, status, detail)] = history
+        assert revision.startswith("local-") and revision != published.revision and status == "failed"
+        assert detail.startswith("rejected: ")
     else:  # the load failed: the revision is recorded as failed, with the reason
         [(revision, status, detail)] = history
         assert revision != published.revision and status == "failed"

@@ -62,7 +62,7 @@ def test_local_parquet_dump_to_duckdb(tmp_path):
     views = [t for (t,) in _query(tmp_path, "select view_name from duckdb_views() where schema_name = 'arena'")]
     assert {"battles", "context_messages", "messages", "quarantine"} <= set(views)
     assert _query(tmp_path, "select status, rows from arena.dumps") == [("published", 40)]
-    report = Path(result.asset_materializations_for_node("leaderboard_report")[0].metadata["path"].path)
+    report = Path(result.asset_materializations_for_node("published_dump")[1].metadata["path"].path)
     assert report.is_file() and "<table" in report.read_text(encoding="utf-8")
     assert not report.is_relative_to(Path.cwd())
 

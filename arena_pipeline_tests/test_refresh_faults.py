@@ -231,7 +231,7 @@ def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, 
     assert after["published"] == [old]
     assert after["views"] == before["views"]  # every arena.* view: same revision, same row count
     assert after["statuses"][new] == new_status
-    leftovers = [t for t in after["versions"] if t.endswith("__" + revision_key(new))]
+    leftovers = [t for t in after["versions"] if f"__{revision_key(new)}__" in t]
     with _read(database) as con:
         left = {t: con.execute(f'SELECT count(*) FROM {VERSIONS_SCHEMA}."{t}"').fetchone()[0] for t in leftovers}
     print(f"\nkill -9 at {point} ({step}): WAL {wal_bytes} bytes; arena.dumps has the new revision as "
@@ -244,9 +244,11 @@ def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, 
     print(f"re-run to completion: {time.monotonic() - started:.1f} s")
     done = _assert_published(database, new, KILL_ROWS)
     assert done["statuses"][old] == "superseded"
-    # the old revision keeps only the tables its *_history views read; no staging table is left
+    # the old revision keeps only the tables its *_history views read; the killed run's tables
+    # (its process is gone) are dropped, staging tables included
     old_key = revision_key(old)
-    assert {t for t in done["versions"] if t.endswith("__" + old_key)} <= {f"{h}__{old_key}" for h in HISTORY_TABLES}
+    assert {t.rpartition("__")[0] for t in done["versions"] if f"__{old_key}__" in t} <= {
+        f"{h}__{old_key}" for h in HISTORY_TABLES}
     assert not [t for t in done["versions"] if t.startswith("_stage_")]
 
 

@@ -1,9 +1,9 @@
 """Ingest assets: the raw dump (Hub download or local files) and the flat tables made from it."""
 
+from pathlib import Path
 
 import dagster as dg
 
-from pathlib import Path
 from typing import Optional
 
 from pydantic import Field
@@ -17,11 +17,12 @@ from arena_pipeline.constants import (
     VERSIONS_SCHEMA,
 )
 from arena_pipeline.assets.metadata import table_spec
-from arena_pipeline.core.ingest import DumpManifest, load_dump
+from arena_pipeline.assets.builds import package_version, run_build, table_sha256
+from arena_pipeline.core.ingest import DumpManifest, load_dump, local_revision
 from arena_pipeline.core.sources import SourceError, new_fields
 from arena_pipeline.core.warehouse import WarehouseLockedError
 from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
-from arena_pipeline.core.publication import record_dump, revision_key
+from arena_pipeline.core.publication import finish_build, record_dump, register_version, start_build, version_name
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
@@ -40,24 +41,44 @@ class FetchConfig(dg.Config):
     )
 
 
-@dg.asset(
-    key=RAW_DUMP,
-    group_name="ingest",
-    kinds={"huggingface", "parquet"},
-    retry_policy=dg.RetryPolicy(max_retries=2, delay=5, backoff=dg.Backoff.EXPONENTIAL),
-)
+def _files(manifest: DumpManifest) -> list[dict]:
+    return [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256} for f in manifest.files]
+
+
+def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError) -> None:
+    """Record a rejected local dump in arena.dumps (its content revision is known without reading it)."""
+    spec = dump_source.spec()
+    if spec.kind == "hub":
+        return
+    try:
+        revision = local_revision(spec, dump_source.content_hashes())
+    except (OSError, SourceError):
+        return
+    with warehouse.connection() as con:
+        record_dump(con, SCHEMA, revision=revision, status="failed", source=spec.location,
+                    source_kind=spec.kind, requested_revision="local", detail=f"rejected: {exc}"[:2000])
+
+
+@dg.asset(key=RAW_DUMP, group_name="ingest", kinds={"huggingface", "parquet"})
 def raw_dump(
     context: dg.AssetExecutionContext, config: FetchConfig, dump_source: DumpSource, warehouse: Warehouse
-) -> dg.Output[DumpManifest]:
+) -> dg.MaterializeResult:
     """The dump's parquet shards (or CSV export), fetched and verified against the dataset card.
 
     Hub sources are resolved to a commit sha and downloaded into a cache keyed by that sha (a
-    re-run with the same sha downloads nothing); local sources are read in place. Every parquet
-    shard is opened and its schema checked before anything downstream uses it.
+    re-run with the same sha downloads nothing); local sources are read in place and identified by
+    their content (sha256). Every parquet shard is opened and its schema checked before anything
+    downstream uses it. This step starts the run's build: every table the run writes is a version
+    of its own, published only by published_dump. Hub errors are retried inside the Hub client
+    only; the step itself is not retried.
     """
     try:
         manifest = dump_source.fetch(revision=config.revision)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry
+        try:
+            _record_rejected(dump_source, warehouse, exc)
+        except WarehouseLockedError:
+            pass
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     extras = {f.name: new_fields(Path(f.path)) for f in manifest.files}
     extras = {name: fields for name, fields in extras.items() if fields}
@@ -68,27 +89,24 @@ def raw_dump(
             record_dump(
                 con, SCHEMA, revision=manifest.revision, status="fetched", source=manifest.source,
                 source_kind=manifest.source_kind, requested_revision=manifest.requested_revision,
-                files=[{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256}
-                       for f in manifest.files],
-                rows=manifest.rows,
+                files=_files(manifest), rows=manifest.rows,
             )
+            start_build(con, SCHEMA, context.run_id, manifest)
     except WarehouseLockedError as exc:  # it already waited lock_timeout_s: a retry would only wait again
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     context.log.info(f"dump {manifest.source} at {manifest.revision}: {len(manifest.files)} file(s)")
-    return dg.Output(
-        manifest,
+    return dg.MaterializeResult(
         metadata={
             "source": manifest.source,
             "source_kind": manifest.source_kind,
             "requested_revision": manifest.requested_revision,
             "revision": manifest.revision,
-            "files": dg.MetadataValue.json(
-                [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256} for f in manifest.files]
-            ),
+            "files": dg.MetadataValue.json(_files(manifest)),
             "bytes": manifest.bytes,
             "rows": manifest.rows,
             "new_fields": dg.MetadataValue.json(extras),
         },
+        data_version=dg.DataVersion(manifest.revision),
     )
 
 
@@ -108,30 +126,40 @@ _FLAT = {"kinds": {"polars", "duckdb"}, "deps": [RAW_DUMP]}
         table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, group="quality", **_FLAT,
                    description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
     ],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
-def flat_tables(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse,
-                model_catalog: ModelCatalog):
-    """Flatten the dump's nested structs with Polars into this revision's versioned tables."""
+def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_catalog: ModelCatalog):
+    """Flatten the dump's nested structs with Polars into this run's versions of the flat tables."""
+    aliases = model_catalog.aliases()
     with warehouse.connection() as con:
+        build = run_build(context, con)
+        manifest = build.manifest
+        if manifest is None or any(not Path(f.path).exists() for f in manifest.files):
+            raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
+                             "include raw_dump in the selection", allow_retries=False)
         try:
-            report = load_dump(manifest, con, VERSIONS_SCHEMA, suffix=f"__{revision_key(manifest.revision)}",
-                               aliases=model_catalog.aliases())
+            report = load_dump(manifest, con, VERSIONS_SCHEMA,
+                               suffix=version_name("", build), aliases=aliases)
         except Exception as exc:
             record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
+            finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
             raise
+        settings = {"aliases_sha256": table_sha256(aliases), "source": manifest.source,
+                    "package_version": package_version()}
+        counts = {
+            BATTLES_TABLE: report.battles,
+            MESSAGES_TABLE: report.messages,
+            CONTEXT_MESSAGES_TABLE: report.context_messages,
+            QUARANTINE_TABLE: report.quarantined,
+        }
+        for name, rows in counts.items():
+            register_version(con, name, build, rows, settings)
         record_dump(con, SCHEMA, revision=manifest.revision, status="loaded")
     context.log.info(
         f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
         f"{report.quarantined} quarantined in {report.seconds:.1f} s"
     )
-    common = {"revision": manifest.revision, "seconds": round(report.seconds, 3)}
-    counts = {
-        BATTLES_TABLE: report.battles,
-        MESSAGES_TABLE: report.messages,
-        CONTEXT_MESSAGES_TABLE: report.context_messages,
-        QUARANTINE_TABLE: report.quarantined,
-    }
+    common = {"revision": manifest.revision, "seconds": round(report.seconds, 3),
+              "version_suffix": version_name("", build)}
     for name, rows in counts.items():
         extra = {}
         if name == BATTLES_TABLE:

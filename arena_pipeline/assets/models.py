@@ -3,7 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
+from arena_pipeline.assets.builds import package_version, run_build, table_sha256
+from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.publish import PUBLISHED_DUMP
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
 from arena_pipeline.constants import (
@@ -15,10 +16,9 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.external import BoardFormatError, compare_boards
-from arena_pipeline.core.ingest import DumpManifest
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.core.models import MODELS_SCHEMA, merged_names, models_table
-from arena_pipeline.core.publication import read_version, write_version
+from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.core.warehouse import read_frame, write_table
 from arena_pipeline.resources import ModelCatalog, Warehouse
 
@@ -32,23 +32,24 @@ EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
     kinds={"polars", "duckdb"},
     metadata=schema_metadata(MODELS_SCHEMA, f"{SCHEMA}.{MODELS_TABLE}"),
     deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
-def models(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse,
+def models(context: dg.AssetExecutionContext, warehouse: Warehouse,
            model_catalog: ModelCatalog) -> dg.MaterializeResult:
     """arena.models: one row per canonical model name with its provider, the raw names seen, first and
     last battle, and battles per category. Raw names that normalize to one model are listed in the metadata."""
     aliases = model_catalog.aliases()
     with warehouse.connection() as con:
-        battles = read_version(con, BATTLES_TABLE, manifest.revision,
-                               "id, model_a, model_b, model_a_canonical, model_b_canonical, timestamp")
-        tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
+        build = run_build(context, con)
+        battles = read_input(con, SCHEMA, BATTLES_TABLE, build,
+                             "id, model_a, model_b, model_a_canonical, model_b_canonical, timestamp")
+        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
         table = models_table(battles, tags, aliases)
-        write_version(con, MODELS_TABLE, manifest.revision, table)
+        write_version(con, MODELS_TABLE, build, table,
+                      {"aliases_sha256": table_sha256(aliases), "package_version": package_version()})
     merged = merged_names(battles, aliases)
     return dg.MaterializeResult(
         metadata={
-            "revision": manifest.revision,
+            "revision": build.revision,
             "dagster/row_count": table.height,
             "merged_names": dg.MetadataValue.json(
                 [{"canonical": r["canonical"], "raw_names": r["raw_names"], "battles": r["n_battles"]}
@@ -58,7 +59,7 @@ def models(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse:
                 table.filter(pl.col("provider").is_null()).get_column("model").to_list()
             ),
         },
-        data_version=dg.DataVersion(manifest.revision),
+        data_version=dg.DataVersion(build.revision),
     )
 
 

@@ -1,43 +1,141 @@
-"""The publication asset: every table of one dump revision made visible together."""
+"""The publication gate: a run's tables made visible together, checked, recorded, and the report re-rendered."""
 
 import dagster as dg
+from pydantic import Field
 
-from arena_pipeline.assets.ingest import RAW_DUMP
-from arena_pipeline.constants import HISTORY_TABLES, PUBLISHED_TABLES, PUBLISHED_TAG, SCHEMA
-from arena_pipeline.core.ingest import DumpManifest
-from arena_pipeline.core.publication import publish
-from arena_pipeline.resources import Warehouse
+from arena_pipeline.assets.builds import finished_check, package_version, run_build
+from arena_pipeline.constants import (
+    BUILT_TOGETHER,
+    CHECKED_TABLES,
+    DERIVED_FROM,
+    HISTORY_TABLES,
+    LEADERBOARD_TABLE,
+    PUBLISHED_TABLES,
+    PUBLISHED_TAG,
+    SCHEMA,
+)
+from arena_pipeline.core.publication import (
+    PublicationError,
+    live_publication,
+    plan_tables,
+    publication_settings,
+    publish,
+    versioned,
+)
+from arena_pipeline.core.publication_gate import GatePolicy, board_problems
+from arena_pipeline.core.report import load_report_inputs, rating_chart_svg, render_report, svg_data_uri
+from arena_pipeline.core.warehouse import WarehouseLockedError, read_frame
+from arena_pipeline.resources import ReportSettings, Warehouse
 
 PUBLISHED_DUMP = dg.AssetKey("published_dump")
+REPORT = dg.AssetKey("leaderboard_report")
 
 
-@dg.asset(
-    key=PUBLISHED_DUMP,
-    group_name="publish",
-    kinds={"duckdb"},
-    deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES] + [RAW_DUMP],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
+class PublishConfig(dg.Config):
+    """Settings of the publication gate (run configuration of published_dump)."""
+
+    allow_degenerate: bool = Field(
+        default=False, description="Publish even an empty overall board or one that lost many models/categories.")
+    max_model_drop: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description="Largest share of the live overall board's models that may disappear.")
+    max_category_drop: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Largest share of the live categories that may lose their board.")
+
+    def policy(self) -> GatePolicy:
+        return GatePolicy(self.allow_degenerate, self.max_model_drop, self.max_category_drop)
+
+
+@dg.multi_asset(
+    name="published_dump",
+    specs=[
+        dg.AssetSpec(PUBLISHED_DUMP, group_name="publish", kinds={"duckdb"},
+                     deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES],
+                     description="The publication gate: re-points every arena.* view at this run's tables "
+                     "(with the live publication's for what the run did not rebuild) in one DuckDB "
+                     "transaction, after checking them; recorded in arena.publications."),
+        dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP],
+                     description="A static, offline HTML report of the live publication (default "
+                     "data/report/index.html), re-rendered after every publication."),
+    ],
 )
-def published_dump(context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse) -> dg.MaterializeResult:
-    """Re-point every arena.* view at this dump's tables in one DuckDB transaction.
+def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
+                   report_settings: ReportSettings):
+    """Publish this run's tables through the gate, then re-render the report.
 
-    Readers see the previous dump or this one, never a mix: the versioned tables are complete
-    before this step runs, and nothing here is visible until COMMIT. Runs only after every table
-    of the dump (and the blocking quality checks) succeeded.
+    The gate refuses, changing nothing, when a published table is missing for the dump, would be
+    shown beside a rebuilt input, comes from another fit than its siblings, was made with other
+    settings (alias table) than the rest, or failed its blocking checks; and when the new overall
+    board is empty or lost more than the allowed share of models or categories. A run that built
+    nothing publishes nothing and only re-renders the report.
     """
     with warehouse.connection() as con:
-        report = publish(
-            con, SCHEMA, manifest.revision, list(PUBLISHED_TABLES),
-            history_tables=HISTORY_TABLES, retention=warehouse.retention,
+        build = run_build(context, con)
+        try:
+            chosen, rebuilt = plan_tables(con, SCHEMA, build, PUBLISHED_TABLES, derived_from=DERIVED_FROM,
+                                          built_together=BUILT_TOGETHER, checked=CHECKED_TABLES)
+        except PublicationError as exc:
+            if "built no table" not in str(exc):
+                raise dg.Failure(description=str(exc), allow_retries=False) from exc
+            chosen = None
+        if chosen is not None:
+            live = live_publication(con, SCHEMA)
+            candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
+            current = (read_frame(con, f"SELECT * FROM {versioned(live['tables'][LEADERBOARD_TABLE])}")
+                       if live and LEADERBOARD_TABLE in live["tables"] else None)
+            problems = board_problems(candidate, current, config.policy())
+            if problems:
+                raise dg.Failure(description="publication refused, nothing changed: " + "; ".join(problems),
+                                 allow_retries=False)
+            settings = {"package_version": package_version(), "gate": config.policy().__dict__,
+                        "tables": publication_settings(con, chosen)}
+            report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
+                             settings=settings, history_tables=HISTORY_TABLES, retention=warehouse.retention,
+                             is_finished=finished_check(context.instance, warehouse.stale_build_hours))
+    if chosen is None:
+        context.log.info("this run built no table: nothing new to publish; re-rendering the report")
+        yield dg.MaterializeResult(asset_key=PUBLISHED_DUMP, metadata={"status": "nothing new to publish"})
+    else:
+        context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
+        context.log.info(f"publication {report.publication_id}: {report.revision} "
+                         f"(previous: {report.previous}); rebuilt {', '.join(report.rebuilt)}")
+        yield dg.MaterializeResult(
+            asset_key=PUBLISHED_DUMP,
+            metadata={
+                "publication_id": report.publication_id,
+                "revision": report.revision,
+                "previous_revision": report.previous or "",
+                "rebuilt": dg.MetadataValue.json(report.rebuilt),
+                "tables": dg.MetadataValue.json(report.tables),
+                "settings": dg.MetadataValue.json(report.settings),
+                "dropped_versions": dg.MetadataValue.json(report.dropped),
+            },
+            data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
         )
-    context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
-    context.log.info(f"published {report.revision} (previous: {report.previous})")
+    yield _render_report(context, warehouse, report_settings)
+
+
+def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
+                   report_settings: ReportSettings) -> dg.MaterializeResult:
+    """Render the report of what is live now (after the publication committed)."""
+    try:
+        with warehouse.connection(read_only=True) as con:
+            inputs = load_report_inputs(con, SCHEMA)
+    except WarehouseLockedError as exc:
+        raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc
+    if inputs.leaderboard.is_empty():
+        context.log.warning("the published leaderboard is empty (no model reached min_battles): no report written")
+        return dg.MaterializeResult(asset_key=REPORT, metadata={"status": "empty leaderboard: no report written"})
+    path = render_report(inputs.leaderboard, inputs.pairwise, inputs.style_coefficients,
+                         inputs.quality_results, inputs.dumps_row, report_settings.path())
+    chart = rating_chart_svg(inputs.leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
     return dg.MaterializeResult(
+        asset_key=REPORT,
         metadata={
-            "revision": report.revision,
-            "previous_revision": report.previous or "",
-            "views": dg.MetadataValue.json(report.views + report.history_views),
-            "dropped_versions": dg.MetadataValue.json(report.dropped),
+            "path": dg.MetadataValue.path(str(path.resolve())),
+            "bytes": path.stat().st_size,
+            "revision": (inputs.dumps_row or {}).get("revision", ""),
+            "overall_ratings": dg.MetadataValue.md(f"![overall ratings with 95% CI]({svg_data_uri(chart)})"),
         },
-        data_version=dg.DataVersion(report.revision),
     )
+

@@ -1,12 +1,14 @@
 """Ranking assets: category tags and the per-category leaderboards, pairwise and style tables."""
 
+import dataclasses
 from typing import Literal, Optional
 
 import dagster as dg
 import polars as pl
 from pydantic import Field
 
-from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
+from arena_pipeline.assets.builds import package_version, run_build
+from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
@@ -16,8 +18,7 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.ingest import DumpManifest
-from arena_pipeline.core.publication import read_version, write_version
+from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.core.report import rating_chart_svg, svg_data_uri, top_n_markdown
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.core.ranking import (
@@ -42,11 +43,8 @@ RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
     metadata=schema_metadata({"battle_id": pl.String(), "category": pl.String()},
                              f"{SCHEMA}.{BATTLE_CATEGORIES_TABLE}"),
     deps=[TABLE_KEYS[BATTLES_TABLE]],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
-def battle_categories(
-    context: dg.AssetExecutionContext, manifest: DumpManifest, warehouse: Warehouse
-) -> dg.MaterializeResult:
+def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """arena.battle_categories: (battle_id, category) for overall and the 7 categories of the schema seed.
 
     Rules (core/categories.py): creative_writing, math, instruction_following flags; coding =
@@ -54,20 +52,21 @@ def battle_categories(
     multi_turn = turns > 1. A null flag counts as false and is counted in the metadata.
     """
     with warehouse.connection() as con:
-        battles = read_version(con, BATTLES_TABLE, manifest.revision)
+        build = run_build(context, con)
+        battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
         tags, meta = tag_categories(battles)
-        write_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision, tags)
+        write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, {"package_version": package_version()})
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
     return dg.MaterializeResult(
         metadata={
-            "revision": manifest.revision,
+            "revision": build.revision,
             "dagster/row_count": tags.height,
             "battles_per_category": dg.MetadataValue.json(counts),
             "null_flags_counted_false": dg.MetadataValue.json(nulls),
             "unavailable": dg.MetadataValue.json([n for n, m in meta.items() if not m["available"]]),
         },
-        data_version=dg.DataVersion(manifest.revision),
+        data_version=dg.DataVersion(build.revision),
     )
 
 
@@ -94,7 +93,7 @@ class RankingRunConfig(dg.Config):
 
 
 _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
-           "deps": [TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES, RAW_DUMP]}
+           "deps": [TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES]}
 
 
 @dg.multi_asset(
@@ -109,28 +108,36 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
                    description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
                    "lists, bold) per category with 95% intervals."),
     ],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
+    can_subset=True,
 )
-def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, manifest: DumpManifest,
-             warehouse: Warehouse):
-    """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category."""
+def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse):
+    """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
+
+    The three tables come from one fit: a publication takes all three from the same run, so select
+    them together (the rerank_job does) to re-rank with other settings.
+    """
     with warehouse.connection() as con:
-        battles = read_version(con, BATTLES_TABLE, manifest.revision)
-        tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
+        build = run_build(context, con)
+        battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
+        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
     # the leaderboards rank canonical names (core/models.py); raw names stay in arena.battles
     battles = battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
-    output = compute_rankings(battles, tags, config.ranking_config())
-    revision = pl.lit(manifest.revision).alias("dump_revision")
+    ranking_config = config.ranking_config()
+    output = compute_rankings(battles, tags, ranking_config)
+    revision = pl.lit(build.revision).alias("dump_revision")
+    selected = {key.path[-1] for key in context.selected_asset_keys}
     frames = {
         LEADERBOARD_TABLE: output.leaderboard.with_columns(revision),
         PAIRWISE_TABLE: output.pairwise.with_columns(revision),
         STYLE_COEFFICIENTS_TABLE: output.style_coefficients.with_columns(revision),
     }
+    frames = {name: frame for name, frame in frames.items() if name in selected}
+    settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version()}
     with warehouse.connection() as con:
         for name, frame in frames.items():
-            write_version(con, name, manifest.revision, frame)
+            write_version(con, name, build, frame, settings)
     meta = output.metadata
-    context.log.info(f"rankings for {manifest.revision}: {frames[LEADERBOARD_TABLE].height} leaderboard rows")
+    context.log.info(f"rankings for {build.revision}: {output.leaderboard.height} leaderboard rows")
     for name, frame in frames.items():
         extra = {}
         if name == LEADERBOARD_TABLE:
@@ -141,8 +148,8 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, manife
             }
         yield dg.MaterializeResult(
             asset_key=RANKING_KEYS[name],
-            metadata={"revision": manifest.revision, "dagster/row_count": frame.height, **extra},
-            data_version=dg.DataVersion(manifest.revision),
+            metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},
+            data_version=dg.DataVersion(build.revision),
         )
 
 

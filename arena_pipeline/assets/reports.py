@@ -1,11 +1,11 @@
-"""What users see: analysis tables from the seed's usage scenarios, and the static HTML report."""
+"""Analysis tables from the seed's usage scenarios: position bias, rating trend, preference pairs."""
 
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
+from arena_pipeline.assets.builds import package_version, run_build
+from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
-from arena_pipeline.assets.publish import PUBLISHED_DUMP
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
@@ -24,15 +24,12 @@ from arena_pipeline.core.analysis import (
     preference_pairs,
     rating_trend,
 )
-from arena_pipeline.core.ingest import DumpManifest
-from arena_pipeline.core.publication import read_version, versioned, write_version
+from arena_pipeline.core.publication import input_version, read_input, versioned, write_version
 from arena_pipeline.core.warehouse import read_frame
-from arena_pipeline.core.report import load_report_inputs, rating_chart_svg, render_report, svg_data_uri
-from arena_pipeline.resources import ReportSettings, Warehouse
+from arena_pipeline.resources import Warehouse
 
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
                  for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE, PREFERENCE_PAIRS_TABLE)}
-REPORT = dg.AssetKey("leaderboard_report")
 REVISION_COLUMN = {"dump_revision": pl.String()}
 #: The message-list columns are dropped before storing (they would store every text twice).
 LIST_COLUMNS = ("prompt_messages", "chosen_messages", "rejected_messages")
@@ -52,21 +49,20 @@ def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
     metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}"),
     kinds={"polars", "duckdb"},
     deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
-def position_bias_table(context: dg.AssetExecutionContext, manifest: DumpManifest,
-                        warehouse: Warehouse) -> dg.MaterializeResult:
+def position_bias_table(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """arena.position_bias: per category, how often the model shown as A wins against B, with counts,
     an exact 95% interval and a binomial p-value against no bias."""
     with warehouse.connection() as con:
-        battles = read_version(con, BATTLES_TABLE, manifest.revision, _BATTLE_COLUMNS)
-        tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
-        table = position_bias(battles, tags).with_columns(dump_revision=pl.lit(manifest.revision))
-        write_version(con, POSITION_BIAS_TABLE, manifest.revision, table)
+        build = run_build(context, con)
+        battles = read_input(con, SCHEMA, BATTLES_TABLE, build, _BATTLE_COLUMNS)
+        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
+        table = position_bias(battles, tags).with_columns(dump_revision=pl.lit(build.revision))
+        write_version(con, POSITION_BIAS_TABLE, build, table, {"package_version": package_version()})
     overall = table.filter(pl.col("category") == "overall").to_dicts()
     return dg.MaterializeResult(
         metadata={"dagster/row_count": table.height, "overall": dg.MetadataValue.json(overall)},
-        data_version=dg.DataVersion(manifest.revision),
+        data_version=dg.DataVersion(build.revision),
     )
 
 
@@ -76,21 +72,20 @@ def position_bias_table(context: dg.AssetExecutionContext, manifest: DumpManifes
     metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}"),
     kinds={"numpy", "duckdb"},
     deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
-def rating_trend_table(context: dg.AssetExecutionContext, manifest: DumpManifest,
-                       warehouse: Warehouse) -> dg.MaterializeResult:
+def rating_trend_table(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """arena.rating_trend: Bradley-Terry ratings per calendar month for the models with enough
     battles that month (each month centred on its own field)."""
     with warehouse.connection() as con:
-        battles = read_version(con, BATTLES_TABLE, manifest.revision, _BATTLE_COLUMNS)
-        tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
-        table = rating_trend(_canonical(battles), tags).with_columns(dump_revision=pl.lit(manifest.revision))
-        write_version(con, RATING_TREND_TABLE, manifest.revision, table)
+        build = run_build(context, con)
+        battles = read_input(con, SCHEMA, BATTLES_TABLE, build, _BATTLE_COLUMNS)
+        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
+        table = rating_trend(_canonical(battles), tags).with_columns(dump_revision=pl.lit(build.revision))
+        write_version(con, RATING_TREND_TABLE, build, table, {"package_version": package_version()})
     months = table.get_column("month").n_unique() if table.height else 0
     return dg.MaterializeResult(
         metadata={"dagster/row_count": table.height, "months": months},
-        data_version=dg.DataVersion(manifest.revision),
+        data_version=dg.DataVersion(build.revision),
     )
 
 
@@ -100,52 +95,28 @@ def rating_trend_table(context: dg.AssetExecutionContext, manifest: DumpManifest
     metadata=schema_metadata({**PAIRS_COLUMNS, **REVISION_COLUMN}, f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}"),
     kinds={"polars", "duckdb"},
     deps=[TABLE_KEYS[BATTLES_TABLE], TABLE_KEYS[MESSAGES_TABLE], BATTLE_CATEGORIES],
-    ins={"manifest": dg.AssetIn(RAW_DUMP)},
 )
-def preference_pairs_table(context: dg.AssetExecutionContext, manifest: DumpManifest,
-                           warehouse: Warehouse) -> dg.MaterializeResult:
+def preference_pairs_table(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """arena.preference_pairs: prompt, chosen and rejected responses of every decisive vote (ties and
     both_bad excluded), for reward-model training. The shared prompt is the first user message; the
     rest of each side's conversation is its response (multi-turn sides differ after the first turn)."""
     with warehouse.connection() as con:
-        battles = read_version(con, BATTLES_TABLE, manifest.revision, _BATTLE_COLUMNS)
+        build = run_build(context, con)
+        battles = read_input(con, SCHEMA, BATTLES_TABLE, build, _BATTLE_COLUMNS)
         # only what the pairs need: the decisive votes' messages, without the unused columns
         messages = read_frame(
             con,
-            f"SELECT battle_id, side, position, role, text, images FROM {versioned(MESSAGES_TABLE, manifest.revision)} "
-            f"WHERE battle_id IN (SELECT id FROM {versioned(BATTLES_TABLE, manifest.revision)} "
+            f"SELECT battle_id, side, position, role, text, images "
+            f"FROM {versioned(input_version(con, SCHEMA, MESSAGES_TABLE, build))} "
+            f"WHERE battle_id IN (SELECT id FROM {versioned(input_version(con, SCHEMA, BATTLES_TABLE, build))} "
             "WHERE winner IN ('model_a', 'model_b'))",
         )
-        tags = read_version(con, BATTLE_CATEGORIES_TABLE, manifest.revision)
+        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
         # the rendered strings only: the *_messages list columns would store every text twice
-        table = preference_pairs(_canonical(battles), messages, tags).drop(*LIST_COLUMNS).with_columns(dump_revision=pl.lit(manifest.revision))
+        table = preference_pairs(_canonical(battles), messages, tags).drop(*LIST_COLUMNS).with_columns(dump_revision=pl.lit(build.revision))
         del messages
-        write_version(con, PREFERENCE_PAIRS_TABLE, manifest.revision, table)
+        write_version(con, PREFERENCE_PAIRS_TABLE, build, table, {"package_version": package_version()})
     return dg.MaterializeResult(
         metadata={"dagster/row_count": table.height},
-        data_version=dg.DataVersion(manifest.revision),
-    )
-
-
-@dg.asset(key=REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP])
-def leaderboard_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
-                       report_settings: ReportSettings) -> dg.MaterializeResult:
-    """A static, offline HTML report of the published dump (default data/report/index.html): per
-    category the sortable leaderboard, ratings with 95% intervals, the pairwise win-rate heatmap,
-    raw vs style-controlled ranks, the data-quality summary and the dump revision."""
-    with warehouse.connection(read_only=True) as con:
-        inputs = load_report_inputs(con, SCHEMA)
-    if inputs.leaderboard.is_empty():
-        context.log.warning("the published leaderboard is empty (no model reached min_battles): no report written")
-        return dg.MaterializeResult(metadata={"status": "empty leaderboard: no report written"})
-    path = render_report(inputs.leaderboard, inputs.pairwise, inputs.style_coefficients,
-                         inputs.quality_results, inputs.dumps_row, report_settings.path())
-    chart = rating_chart_svg(inputs.leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
-    return dg.MaterializeResult(
-        metadata={
-            "path": dg.MetadataValue.path(str(path.resolve())),
-            "bytes": path.stat().st_size,
-            "revision": (inputs.dumps_row or {}).get("revision", ""),
-            "overall_ratings": dg.MetadataValue.md(f"![overall ratings with 95% CI]({svg_data_uri(chart)})"),
-        }
+        data_version=dg.DataVersion(build.revision),
     )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -65,13 +67,76 @@ class DumpManifest:
         return sum(f.size for f in self.files)
 
 
-def local_fingerprint(paths: list[Path]) -> str:
-    """A revision id for local files: sha256 over (name, size, mtime) of each, 'local-' + 16 hex."""
-    digest = hashlib.sha256()
-    for path in sorted(paths):
+class ContentHashes:
+    """sha256 of local files, remembered by (path, size, mtime, ctime, inode) in a JSON file.
+
+    The status-change time (ctime) cannot be set back by a program, so rewriting a file in place
+    with its old size and modification time still invalidates its entry; an unchanged dump costs
+    no re-hash. Without a ``path`` nothing is remembered.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._entries: dict[str, dict] = {}
+        self._dirty = False
+        if path is not None and path.is_file():
+            try:
+                self._entries = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self._entries = {}
+
+    @staticmethod
+    def _stamp(path: Path) -> list[int]:
         stat = path.stat()
-        digest.update(f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+
+    def sha256(self, path: Path) -> str:
+        key = str(path.resolve())
+        stamp = self._stamp(path)
+        entry = self._entries.get(key)
+        if entry and entry.get("stamp") == stamp:
+            return entry["sha256"]
+        digest = file_sha256(path)
+        if self._stamp(path) == stamp:  # not changed while it was read
+            self._entries[key] = {"stamp": stamp, "sha256": digest}
+            self._dirty = True
+        return digest
+
+    def save(self) -> None:
+        if self.path is None or not self._dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self._entries, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path)
+        self._dirty = False
+
+
+def content_revision(names_and_digests: list[tuple[str, str]]) -> str:
+    """A local dump's revision: 'local-' + 16 hex of sha256 over its files' identities and contents."""
+    digest = hashlib.sha256()
+    for name, sha in sorted(names_and_digests):
+        digest.update(f"{name}\0{sha}\n".encode())
     return "local-" + digest.hexdigest()[:16]
+
+
+def _root(spec: SourceSpec) -> Path:
+    return Path(spec.location) if spec.kind == "parquet_dir" else Path(spec.location).parent
+
+
+def local_revision(spec: SourceSpec, hashes: ContentHashes | None = None) -> str:
+    """The content-addressed revision of a local source (what the sensor and a manual run agree on)."""
+    hashes = hashes or ContentHashes()
+    root = _root(spec)
+    revision = content_revision([(_identity(spec, p.relative_to(root)), hashes.sha256(p)) for p in local_files(spec)])
+    hashes.save()
+    return revision
+
+
+def _identity(spec: SourceSpec, name) -> str:
+    """What of a file's name is part of the dump's identity: a shard's relative path (the shard order
+    decides which copy of a duplicate is kept), nothing for a single file."""
+    return str(name) if spec.kind == "parquet_dir" else ""
 
 
 def local_files(spec: SourceSpec) -> list[Path]:
@@ -81,16 +146,20 @@ def local_files(spec: SourceSpec) -> list[Path]:
     return [Path(spec.location)]
 
 
-def local_manifest(spec: SourceSpec) -> DumpManifest:
-    """Describe a local dump in place (parquet shards are verified against the dataset card)."""
+def local_manifest(spec: SourceSpec, hashes: ContentHashes | None = None) -> DumpManifest:
+    """Describe a local dump in place (parquet shards are verified against the dataset card); its
+    revision comes from the files' content (see ``content_revision``)."""
+    hashes = hashes or ContentHashes()
     paths = local_files(spec)
     files = []
-    root = Path(spec.location) if spec.kind == "parquet_dir" else Path(spec.location).parent
+    root = _root(spec)
     for path in paths:
         rows = verify_shard(path) if path.suffix.lower() == ".parquet" else -1
         files.append(ShardFile(str(path), str(path.relative_to(root)), path.stat().st_size, rows,
-                               file_sha256(path)))
-    return DumpManifest(spec.kind, spec.location, "local", local_fingerprint(paths), tuple(files))
+                               hashes.sha256(path)))
+    hashes.save()
+    revision = content_revision([(_identity(spec, f.name), f.sha256) for f in files])
+    return DumpManifest(spec.kind, spec.location, "local", revision, tuple(files))
 
 
 @dataclass

@@ -1,98 +1,223 @@
-"""Versioned tables, the dump history and atomic publication."""
+"""Run-scoped versions, the publication gate's table rules, publications as data, and retention."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+
 import duckdb
+import polars as pl
 import pytest
 
+from arena_pipeline.core.ingest import DumpManifest, ShardFile
 from arena_pipeline.core.publication import (
-    drop_old_versions,
+    NothingPublishedError,
+    PublicationError,
+    build_key,
+    current_build,
+    input_version,
+    live_publication,
+    manifest_from_json,
+    manifest_to_json,
+    plan_tables,
     publish,
     published_revision,
+    read_input,
+    record_checks,
     record_dump,
     revision_key,
-    versioned,
+    start_build,
+    version_name,
+    write_version,
 )
 
 SHA1 = "1" * 40
 SHA2 = "2" * 40
-SHA3 = "3" * 40
+TABLES = ["battles", "leaderboard", "pairwise"]
+DERIVED = {"leaderboard": ("battles",), "pairwise": ("battles",)}
+TOGETHER = (("leaderboard", "pairwise"),)
+RULES = {"derived_from": DERIVED, "built_together": TOGETHER, "checked": ("battles",)}
+
+
+def _manifest(revision: str) -> DumpManifest:
+    return DumpManifest("hub", "org/name", "main", revision, (ShardFile("/x/a.parquet", "a.parquet", 10, 3, "ab"),))
 
 
 @pytest.fixture
 def con(tmp_path):
     connection = duckdb.connect(str(tmp_path / "w.duckdb"))
-    connection.execute("CREATE SCHEMA arena_versions")
     yield connection
     connection.close()
 
 
-def _write(con, revision: str, n: int) -> None:
-    for table in ("battles", "leaderboard"):
-        con.execute(f"CREATE OR REPLACE TABLE {versioned(table, revision)} AS "
-                    f"SELECT range AS i, '{revision}' AS dump_revision FROM range({n})")
+def _frame(n: int, tag: str) -> pl.DataFrame:
+    return pl.DataFrame({"i": list(range(n)), "tag": [tag] * n})
 
 
-def test_revision_key():
+def _board(models: list[str], categories=("overall",)) -> pl.DataFrame:
+    rows = [{"category": c, "method": "bt", "model": m} for c in categories for m in models]
+    return pl.DataFrame(rows)
+
+
+def _full_build(con, run: str, revision: str, n: int, *, settings=None, checks=True):
+    build = start_build(con, "arena", run, _manifest(revision))
+    record_dump(con, "arena", revision=revision, status="fetched", source="org/name", rows=n)
+    write_version(con, "battles", build, _frame(n, run), settings)
+    record_checks(con, version_name("battles", build), checks, {"suite": "battles"})
+    write_version(con, "leaderboard", build, _frame(n, run), {"ranking": {"ties": "half"}})
+    write_version(con, "pairwise", build, _frame(n, run), {"ranking": {"ties": "half"}})
+    return build
+
+
+def _publish(con, build, **kwargs):
+    chosen, rebuilt = plan_tables(con, "arena", build, TABLES, **RULES)
+    return publish(con, "arena", build, chosen, rebuilt=rebuilt, history_tables=("leaderboard",), **kwargs)
+
+
+def _tags(con, table: str) -> set[str]:
+    return {r[0] for r in con.execute(f"SELECT DISTINCT tag FROM arena.{table}").fetchall()}
+
+
+def test_keys_are_identifier_safe():
     assert revision_key(SHA1) == "111111111111"
     assert revision_key("local-ABCdef0123456789") == "local_abcdef0123456789"
+    assert build_key("43b6ede7-1eac-4da9-ba46-ef1e02000180") == "43b6ede71eac"
     with pytest.raises(ValueError):
         revision_key("///")
 
 
-def test_publish_points_all_views_at_one_revision(con):
-    _write(con, SHA1, 3)
-    record_dump(con, "arena", revision=SHA1, status="loaded", source="org/name", rows=3,
-                files=[{"file": "a", "bytes": 1}])
-    first = publish(con, "arena", SHA1, ["battles", "leaderboard"], history_tables=("leaderboard",))
-    assert first.previous is None and published_revision(con, "arena") == SHA1
+def test_manifest_round_trips_through_json():
+    manifest = _manifest(SHA1)
+    assert manifest_from_json(manifest_to_json(manifest)) == manifest
+    assert manifest_from_json(None) is None
+
+
+def test_each_run_writes_its_own_versions_and_publication_points_views_at_them(con):
+    first = _full_build(con, "run-aaaa", SHA1, 3)
+    assert published_revision(con, "arena") is None
+    report = _publish(con, first)
+    assert report.publication_id == 1 and report.previous is None
+    assert sorted(report.rebuilt) == sorted(TABLES)
+    assert _tags(con, "battles") == {"run-aaaa"} and _tags(con, "leaderboard") == {"run-aaaa"}
+    # a second full run of the SAME revision writes new versions: the live views do not move
+    second = _full_build(con, "run-bbbb", SHA1, 5)
+    assert version_name("battles", second) != version_name("battles", first)
+    assert _tags(con, "battles") == {"run-aaaa"}
     assert con.execute("SELECT count(*) FROM arena.battles").fetchone() == (3,)
-    _write(con, SHA2, 5)
-    second = publish(con, "arena", SHA2, ["battles", "leaderboard"], history_tables=("leaderboard",))
-    assert second.previous == SHA1
-    assert con.execute("SELECT DISTINCT dump_revision FROM arena.battles").fetchall() == [(SHA2,)]
-    assert con.execute("SELECT DISTINCT dump_revision FROM arena.leaderboard").fetchall() == [(SHA2,)]
-    history = con.execute("SELECT dump_revision, count(*) FROM arena.leaderboard_history GROUP BY 1 ORDER BY 1")
-    assert history.fetchall() == [(SHA1, 3), (SHA2, 5)]
-    statuses = con.execute("SELECT revision, status, rows FROM arena.dumps ORDER BY revision").fetchall()
-    assert statuses == [(SHA1, "superseded", 3), (SHA2, "published", None)]
-    # the superseded dump's big tables are dropped, its history table is kept
-    assert "battles__111111111111" in second.dropped
-    assert "leaderboard__111111111111" not in second.dropped
+    _publish(con, second)
+    assert _tags(con, "battles") == {"run-bbbb"}
+    pubs = con.execute("SELECT publication_id, revision, run_id, previous_publication FROM arena.publications "
+                       "ORDER BY 1").fetchall()
+    assert pubs == [(1, SHA1, "run-aaaa", None), (2, SHA1, "run-bbbb", 1)]
+    # history is keyed by publication: the re-run of the same dump keeps the earlier board
+    history = con.execute("SELECT publication_id, tag, count(*) FROM arena.leaderboard_history "
+                          "GROUP BY ALL ORDER BY 1").fetchall()
+    assert history == [(1, "run-aaaa", 3), (2, "run-bbbb", 5)]
+    assert con.execute("SELECT status FROM arena.dumps").fetchall() == [("published",)]
 
 
-def test_retention_limits_history(con):
-    for sha, n in ((SHA1, 1), (SHA2, 2), (SHA3, 3)):
-        _write(con, sha, n)
-        publish(con, "arena", sha, ["battles", "leaderboard"], history_tables=("leaderboard",), retention=2)
-    revisions = con.execute("SELECT DISTINCT dump_revision FROM arena.leaderboard_history ORDER BY 1").fetchall()
-    assert revisions == [(SHA2,), (SHA3,)]
-    tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'arena_versions'").fetchall()}
-    assert tables == {"battles__333333333333", "leaderboard__333333333333", "leaderboard__222222222222"}
+def test_partial_run_builds_on_the_live_publication(con):
+    _publish(con, _full_build(con, "run-full", SHA1, 4))
+    rerank = current_build(con, "arena", "run-rerank")
+    assert rerank.revision == SHA1 and rerank.manifest == _manifest(SHA1) and rerank.based_on == 1
+    # inputs it did not build come from the live publication
+    assert input_version(con, "arena", "battles", rerank) == live_publication(con, "arena")["tables"]["battles"]
+    assert read_input(con, "arena", "battles", rerank).height == 4
+    write_version(con, "leaderboard", rerank, _frame(7, "rerank"), {"ranking": {"ties": "drop"}})
+    write_version(con, "pairwise", rerank, _frame(7, "rerank"), {"ranking": {"ties": "drop"}})
+    report = _publish(con, rerank)
+    assert sorted(report.rebuilt) == ["leaderboard", "pairwise"]
+    assert _tags(con, "leaderboard") == {"rerank"} and _tags(con, "battles") == {"run-full"}
+    # the big table is shared, not copied: both publications name the same battles version
+    tables = [json.loads(t) for (t,) in con.execute("SELECT tables FROM arena.publications ORDER BY 1").fetchall()]
+    assert tables[0]["battles"] == tables[1]["battles"] and tables[0]["leaderboard"] != tables[1]["leaderboard"]
 
 
-def test_publish_refuses_incomplete_revision_and_changes_nothing(con):
-    _write(con, SHA1, 3)
-    publish(con, "arena", SHA1, ["battles", "leaderboard"])
-    con.execute(f"CREATE TABLE {versioned('battles', SHA2)} AS SELECT 1 AS i, '{SHA2}' AS dump_revision")
-    with pytest.raises(LookupError, match="not written yet: leaderboard"):
-        publish(con, "arena", SHA2, ["battles", "leaderboard"])
-    assert published_revision(con, "arena") == SHA1
-    assert con.execute("SELECT DISTINCT dump_revision FROM arena.battles").fetchall() == [(SHA1,)]
+def test_a_partial_run_needs_a_publication(con):
+    with pytest.raises(NothingPublishedError, match="materialize the whole graph"):
+        current_build(con, "arena", "run-x")
 
 
-def test_record_dump_keeps_known_fields_and_rejects_unknown_status(con):
-    record_dump(con, "arena", revision=SHA1, status="fetched", source="org/name", rows=10)
-    record_dump(con, "arena", revision=SHA1, status="failed", detail="boom")
-    row = con.execute("SELECT source, rows, status, status_detail FROM arena.dumps").fetchone()
-    assert row == ("org/name", 10, "failed", "boom")
-    with pytest.raises(ValueError, match="unknown dump status"):
-        record_dump(con, "arena", revision=SHA1, status="weird")
+def test_gate_refuses_mixed_or_unchecked_tables_and_changes_nothing(con):
+    _publish(con, _full_build(con, "run-full", SHA1, 4))
+    before = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = 'arena' ORDER BY view_name").fetchall()
+
+    rebuilt_input = current_build(con, "arena", "run-alias")
+    write_version(con, "battles", rebuilt_input, _frame(2, "alias"))
+    record_checks(con, version_name("battles", rebuilt_input), True, {})
+    with pytest.raises(PublicationError, match="computed from battles, which this run rebuilt"):
+        plan_tables(con, "arena", rebuilt_input, TABLES, **RULES)
+
+    half_fit = current_build(con, "arena", "run-half")
+    write_version(con, "leaderboard", half_fit, _frame(2, "half"))
+    with pytest.raises(PublicationError, match="computed together"):
+        plan_tables(con, "arena", half_fit, TABLES, **RULES)
+
+    unchecked = _full_build(con, "run-unchecked", SHA2, 3, checks=False)
+    with pytest.raises(PublicationError, match="blocking checks of arena.battles .* failed"):
+        plan_tables(con, "arena", unchecked, TABLES, **RULES)
+
+    missing = start_build(con, "arena", "run-missing", _manifest(SHA2))
+    write_version(con, "battles", missing, _frame(1, "m"))
+    with pytest.raises(PublicationError, match="arena.leaderboard was not built for revision"):
+        plan_tables(con, "arena", missing, TABLES, **RULES)
+
+    nothing = current_build(con, "arena", "run-nothing")
+    with pytest.raises(PublicationError, match="built no table"):
+        plan_tables(con, "arena", nothing, TABLES, **RULES)
+    after = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = 'arena' ORDER BY view_name").fetchall()
+    assert after == before and _tags(con, "battles") == {"run-full"}
 
 
-def test_drop_old_versions_keeps_published(con):
-    _write(con, SHA1, 1)
-    _write(con, SHA2, 1)
-    dropped = drop_old_versions(con, published=SHA2, kept=set())
-    assert sorted(dropped) == ["battles__111111111111", "leaderboard__111111111111"]
+def test_gate_refuses_tables_made_with_different_settings(con):
+    _publish(con, _full_build(con, "run-full", SHA1, 4, settings={"aliases_sha256": "aaa"}))
+    models_only = current_build(con, "arena", "run-models")
+    write_version(con, "models", models_only, _frame(1, "x"), {"aliases_sha256": "bbb"})
+    with pytest.raises(PublicationError, match="different aliases_sha256"):
+        plan_tables(con, "arena", models_only, [*TABLES, "models"], **RULES)
+
+
+def test_failed_rerun_of_a_published_dump_keeps_it_published(con):
+    _publish(con, _full_build(con, "run-full", SHA1, 4))
+    record_dump(con, "arena", revision=SHA1, status="loaded")
+    record_dump(con, "arena", revision=SHA1, status="failed", detail="battles failed")
+    assert con.execute("SELECT status, status_detail FROM arena.dumps").fetchall() == [("published", None)]
+    record_dump(con, "arena", revision=SHA2, status="failed", detail="bad")
+    assert con.execute("SELECT status FROM arena.dumps WHERE revision = ?", [SHA2]).fetchall() == [("failed",)]
+
+
+def test_retention_drops_only_finished_unused_versions(con):
+    _publish(con, _full_build(con, "run-one", SHA1, 1))
+    running = _full_build(con, "run-running", SHA1, 2)  # another run, still going
+    killed = _full_build(con, "run-killed", SHA1, 2)
+    killed_tables = {version_name(t, killed) for t in TABLES}
+    con.execute("UPDATE arena_versions.builds SET started_at = ? WHERE build_id = 'run-killed'",
+                [dt.datetime(2000, 1, 1)])
+    third = _full_build(con, "run-three", SHA2, 3)
+
+    def is_finished(build_id, started_at):
+        return started_at < dt.datetime(2001, 1, 1)
+
+    report = _publish(con, third, retention=1, is_finished=is_finished)
+    names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'arena_versions'").fetchall()}
+    assert killed_tables <= set(report.dropped) and not killed_tables & names
+    assert {version_name(t, running) for t in TABLES} <= names  # a running build's tables are never dropped
+    assert {version_name(t, third) for t in TABLES} <= names  # the live ones neither
+    # with retention 1 the first publication's board leaves the history, and its tables go
+    assert not {n for n in names if n.endswith(build_key("run-one"))}
+    assert con.execute("SELECT DISTINCT publication_id FROM arena.leaderboard_history").fetchall() == [(2,)]
+
+
+def test_publication_is_atomic_when_it_fails_before_commit(con):
+    _publish(con, _full_build(con, "run-one", SHA1, 1))
+    second = _full_build(con, "run-two", SHA2, 2)
+    chosen, rebuilt = plan_tables(con, "arena", second, TABLES, **RULES)
+
+    def crash():
+        raise RuntimeError("killed inside the transaction")
+
+    with pytest.raises(RuntimeError):
+        publish(con, "arena", second, chosen, rebuilt=rebuilt, before_commit=crash)
+    assert _tags(con, "battles") == {"run-one"}
+    assert con.execute("SELECT count(*) FROM arena.publications").fetchone() == (1,)
+    assert con.execute("SELECT status FROM arena.dumps WHERE revision = ?", [SHA1]).fetchone() == ("published",)

@@ -1,0 +1,52 @@
+"""What every asset of a run shares: its build (run-scoped table versions) and the settings it records."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from importlib import metadata as importlib_metadata
+
+import dagster as dg
+import polars as pl
+
+from arena_pipeline.constants import SCHEMA
+from arena_pipeline.core.publication import Build, NothingPublishedError, current_build
+
+FINISHED_RUN_STATUSES = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+
+
+def run_build(context, con) -> Build:
+    """The build of this run (its raw_dump's, or one on the live publication for a partial run)."""
+    run_id = context.run.run_id  # asset and asset-check contexts both have .run
+    try:
+        return current_build(con, SCHEMA, run_id)
+    except NothingPublishedError as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
+
+
+def table_sha256(frame: pl.DataFrame) -> str:
+    """A content hash of a small table (the merged alias table), recorded with what it produced."""
+    return hashlib.sha256(frame.write_csv().encode()).hexdigest()
+
+
+def package_version() -> str:
+    """The installed arena_pipeline version."""
+    try:
+        return importlib_metadata.version("arena_pipeline")
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def finished_check(instance: dg.DagsterInstance, stale_hours: float):
+    """``is_finished(build_id, started_at)`` for retention: a run the instance knows to be over, or a
+    build older than ``stale_hours`` (a killed run, or one launched from another instance)."""
+    def is_finished(build_id: str, started_at: dt.datetime | None) -> bool:
+        run = instance.get_run_by_id(build_id)
+        if run is not None and run.status in FINISHED_RUN_STATUSES:
+            return True
+        if started_at is None:
+            return True
+        age = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - started_at
+        return age > dt.timedelta(hours=stale_hours)
+
+    return is_finished
