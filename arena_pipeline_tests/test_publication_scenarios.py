@@ -1,0 +1,274 @@
+"""The six ways the live boards used to change outside the publication gate, as regression tests.
+
+Each test starts from a copy of one published warehouse and checks, byte for byte, that what
+readers see (every arena.* view's SQL and content) is unchanged until the gate publishes, and that
+afterwards exactly the new publication is visible, with the earlier one kept in the history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from arena_pipeline.assets import rankings as ranking_assets
+from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
+from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
+from arena_pipeline_tests.fixtures import write_dump
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ROWS = 240
+RANK = {"min_battles": 5, "bootstrap_rounds": 5}
+RERANK_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "published_dump",
+                    "leaderboard_report"]
+
+
+def fingerprint(warehouse: Path) -> dict:
+    """What readers see: every arena view's SQL, row count and a digest of its rows."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() "
+                                 "WHERE schema_name = 'arena' AND NOT internal ORDER BY 1").fetchall())
+        out = {}
+        for name, sql in views.items():
+            n, digest = con.execute(f'SELECT count(*), md5(string_agg(CAST(t AS VARCHAR), \'|\' '
+                                    f'ORDER BY CAST(t AS VARCHAR))) FROM arena."{name}" t').fetchone()
+            out[name] = (sql, n, digest)
+    return out
+
+
+def query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+@dataclass
+class Setup:
+    root: Path
+    dump: Path
+    warehouse: Path
+
+    def resources(self, **overrides) -> dict:
+        return {**default_resources(),
+                "dump_source": DumpSource(source=str(self.dump), cache_dir=str(self.root / "cache")),
+                "warehouse": Warehouse(path=str(self.warehouse), retention=50),
+                "report_settings": ReportSettings(report_path=str(self.root / "report" / "index.html")),
+                **overrides}
+
+    def run(self, selection=None, rank: dict | None = None, publish: dict | None = None, **overrides):
+        config = {"ops": {"rankings": {"config": {**RANK, **(rank or {})}}}}
+        if publish:
+            config["ops"]["published_dump"] = {"config": publish}
+        return dg.materialize([*ASSETS, *ASSET_CHECKS], selection=selection, resources=self.resources(**overrides),
+                              run_config=config, raise_on_error=False)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> Setup:
+    root = tmp_path_factory.mktemp("published")
+    write_dump(root / "dump", n_rows=ROWS, n_shards=2, seed=11)
+    setup = Setup(root, root / "dump", root / "warehouse.duckdb")
+    assert setup.run().success
+    return setup
+
+
+@pytest.fixture
+def setup(published, tmp_path) -> Setup:
+    shutil.copy(published.warehouse, tmp_path / "warehouse.duckdb")
+    shutil.copytree(published.dump, tmp_path / "dump")
+    shutil.copytree(published.root / "cache", tmp_path / "cache")
+    return Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
+
+
+def publications(warehouse: Path) -> list[tuple]:
+    return query(warehouse, "SELECT publication_id, revision, rebuilt FROM arena.publications ORDER BY 1")
+
+
+def assert_live_is_one_publication(warehouse: Path) -> dict:
+    """Every arena view reads exactly the versions of the newest publication, with its row counts."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pid, tables, rows = con.execute("SELECT publication_id, tables, rows FROM arena.publications "
+                                        "ORDER BY publication_id DESC LIMIT 1").fetchone()
+        tables, rows = json.loads(tables), json.loads(rows)
+        for table, version in tables.items():
+            sql = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = 'arena' AND view_name = ?",
+                              [table]).fetchone()[0]
+            assert f'"{version}"' in sql or f".{version}" in sql, (table, version, sql)
+            assert con.execute(f'SELECT count(*) FROM arena."{table}"').fetchone()[0] == rows[table]
+    return {"publication_id": pid, "tables": tables}
+
+
+def _env(setup: Setup, **settings: str) -> dict[str, str]:
+    """A subprocess environment with this setup's settings and no DAGSTER_HOME (an ephemeral instance)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "DAGSTER_", "HF_"))}
+    env.update(ARENA_SOURCE=str(setup.dump), ARENA_WAREHOUSE=str(setup.warehouse),
+               ARENA_CACHE_DIR=str(setup.root / "cache"), ARENA_REPORT=str(setup.root / "report" / "index.html"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.update(settings)
+    return env
+
+
+# 1 ---------------------------------------------------------------------------------------------
+
+def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(setup):
+    before = fingerprint(setup.warehouse)
+    report = setup.root / "report" / "index.html"
+    result = setup.run(selection=["arena/leaderboard", "arena/pairwise", "arena/style_coefficients"],
+                       rank={"min_battles": 1, "ties": "drop"})
+    assert result.success
+    assert fingerprint(setup.warehouse) == before  # computed, not published
+    assert not report.exists()
+
+    result = setup.run(selection=RERANK_SELECTION, rank={"min_battles": 1, "ties": "drop"})
+    assert result.success
+    after = fingerprint(setup.warehouse)
+    assert after["leaderboard"] != before["leaderboard"] and after["battles"] == before["battles"]
+    (first, _, _), (second, _, rebuilt) = publications(setup.warehouse)
+    assert sorted(rebuilt) == ["leaderboard", "pairwise", "style_coefficients"]
+    settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications "
+                                                 "WHERE publication_id = ?", [second])[0][0])
+    assert settings["tables"]["leaderboard"]["ranking"]["ties"] == "drop"
+    assert settings["tables"]["battles"]["checks"]["failed"] == []
+    history = query(setup.warehouse, "SELECT publication_id, count(*) FROM arena.leaderboard_history "
+                                     "GROUP BY 1 ORDER BY 1")
+    assert [h[0] for h in history] == [first, second]
+    assert report.is_file()  # the publication re-rendered the report
+    # the large tables were not copied: the re-rank's publication reads the same versions
+    tables = [json.loads(t) for (t,) in query(setup.warehouse, "SELECT tables FROM arena.publications ORDER BY 1")]
+    for big in ("battles", "messages", "context_messages", "preference_pairs"):
+        assert tables[0][big] == tables[1][big]
+    assert_live_is_one_publication(setup.warehouse)
+
+
+# 2 ---------------------------------------------------------------------------------------------
+
+def test_failed_rerun_with_new_aliases_leaves_the_publication_and_its_status(setup, monkeypatch):
+    aliases = setup.root / "aliases.csv"
+    aliases.write_text("alias,canonical\nllama-4-maverick,deepseek-v3-0324\n", encoding="utf-8")
+    catalog = ModelCatalog(aliases_path=str(aliases))
+    before = fingerprint(setup.warehouse)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the ranking step died")
+
+    monkeypatch.setattr(ranking_assets, "compute_rankings", broken)
+    result = setup.run(model_catalog=catalog)
+    assert not result.success
+    assert fingerprint(setup.warehouse) == before
+    assert query(setup.warehouse, "SELECT status FROM arena.dumps") == [("published",)]
+    assert len(publications(setup.warehouse)) == 1
+    monkeypatch.undo()
+
+    assert setup.run(model_catalog=catalog).success
+    names = {r[0] for r in query(setup.warehouse, "SELECT DISTINCT model FROM arena.leaderboard")}
+    canon = {r[0] for r in query(setup.warehouse, "SELECT DISTINCT model_a_canonical FROM arena.battles")}
+    assert "llama-4-maverick" not in names | canon and "deepseek-v3-0324" in names
+    assert len(publications(setup.warehouse)) == 2
+    history = {r[0] for r in query(setup.warehouse, "SELECT DISTINCT publication_id FROM arena.leaderboard_history")}
+    assert history == {1, 2}
+    # the earlier board is still queryable, merged-away name and all
+    old = {r[0] for r in query(setup.warehouse, "SELECT model FROM arena.leaderboard_history WHERE publication_id = 1")}
+    assert "llama-4-maverick" in old
+
+
+# 3 ---------------------------------------------------------------------------------------------
+
+def test_changed_local_dump_in_place_gets_a_new_revision(setup):
+    shard = sorted(setup.dump.glob("data/*.parquet"))[0]
+    # stored plainly (no compression, no dictionary), so a winner can be flipped byte for byte
+    pq.write_table(pq.read_table(shard), shard, compression="none", use_dictionary=False)
+    source = DumpSource(source=str(setup.dump), cache_dir=str(setup.root / "cache"))
+    old = source.latest_revision()
+    assert setup.run().success
+    stat = shard.stat()
+    data = bytearray(shard.read_bytes())
+    at = data.index(b"\x07\x00\x00\x00model_a")  # a winner value; same size, same mtime, same inode
+    data[at + 4:at + 11] = b"model_b"
+    with open(shard, "r+b") as fh:
+        fh.write(data)
+    os.utime(shard, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    new = source.latest_revision()
+    assert new != old
+    assert setup.run().success
+    statuses = dict(query(setup.warehouse, "SELECT revision, status FROM arena.dumps"))
+    assert statuses[old] == "superseded" and statuses[new] == "published"
+
+
+# 4 ---------------------------------------------------------------------------------------------
+
+def test_empty_board_is_refused_by_the_gate_unless_allowed(setup):
+    before = fingerprint(setup.warehouse)
+    result = setup.run(selection=RERANK_SELECTION, rank={"min_battles": 100000})
+    assert not result.success
+    text = " ".join(e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure)
+    assert "overall leaderboard is empty" in text and "allow_degenerate" in text
+    assert fingerprint(setup.warehouse) == before
+    assert len(publications(setup.warehouse)) == 1
+
+    allowed = setup.run(selection=RERANK_SELECTION, rank={"min_battles": 100000},
+                        publish={"allow_degenerate": True})
+    assert allowed.success and len(publications(setup.warehouse)) == 2
+
+
+# 5 ---------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_concurrent_runs_of_two_revisions_both_publish_and_drop_nothing_of_each_other(setup, tmp_path):
+    """Two refreshes of different revisions, in two processes, against one warehouse at once."""
+    other = tmp_path / "dump2"
+    write_dump(other, n_rows=ROWS, n_shards=2, seed=12)
+    procs = []
+    for name, dump in (("a", setup.dump), ("b", other)):
+        env = _env(setup, ARENA_SOURCE=str(dump), ARENA_TEST_RUN_CONFIG=json.dumps(
+            {"ops": {"rankings": {"config": RANK}}}))
+        log = open(tmp_path / f"{name}.log", "w")
+        procs.append((name, log, subprocess.Popen(
+            [sys.executable, "-m", "arena_pipeline_tests.refresh_worker", "refresh"], cwd=tmp_path, env=env,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)))
+    try:
+        for name, log, proc in procs:
+            proc.wait(timeout=600)
+    finally:
+        for name, log, proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+            log.close()
+    for name, _, proc in procs:
+        text = (tmp_path / f"{name}.log").read_text(errors="replace")
+        assert proc.returncode == 0, text[-3000:]
+        assert "does not exist" not in text
+    assert len(publications(setup.warehouse)) == 3
+    assert_live_is_one_publication(setup.warehouse)
+
+
+# 6 ---------------------------------------------------------------------------------------------
+
+def _cli(setup: Setup, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dagster", *args], cwd=setup.root, env=_env(setup),
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_partial_runs_from_the_cli_without_dagster_home(setup):
+    config = json.dumps({"ops": {"rankings": {"config": {"min_battles": 2, "bootstrap_rounds": 3}}}})
+    before = fingerprint(setup.warehouse)
+    alone = _cli(setup, "asset", "materialize", "-m", "arena_pipeline.definitions",
+                 "--select", "arena/leaderboard", "--config-json", config)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert fingerprint(setup.warehouse) == before  # built, not published
+    config_file = setup.root / "rerank.yaml"
+    config_file.write_text(config, encoding="utf-8")  # JSON is YAML
+    rerank = _cli(setup, "job", "execute", "-m", "arena_pipeline.definitions", "-j", "rerank_job",
+                  "-c", str(config_file))
+    assert rerank.returncode == 0, rerank.stderr[-3000:]
+    (_, _, _), (_, _, rebuilt) = publications(setup.warehouse)
+    assert sorted(rebuilt) == ["leaderboard", "pairwise", "style_coefficients"]
+    assert_live_is_one_publication(setup.warehouse)
