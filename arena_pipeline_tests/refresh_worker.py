@@ -132,10 +132,28 @@ def observe(con: duckdb.DuckDBPyConnection) -> dict:
         leaderboard = None
         if LEADERBOARD_VIEW in views:
             leaderboard = con.execute(f'SELECT count(*) FROM "{SCHEMA}"."{LEADERBOARD_VIEW}"').fetchone()[0]
+        publication, consistent = _publication_seen(con, views)
     finally:
         con.execute("COMMIT")
     return {"published": published, "view_keys": keys, "battles": n, "files": files,
-            "min_id": min_id, "max_id": max_id, "leaderboard": leaderboard}
+            "min_id": min_id, "max_id": max_id, "leaderboard": leaderboard,
+            "publication": publication, "consistent": consistent}
+
+
+def _publication_seen(con: duckdb.DuckDBPyConnection, views: dict[str, str]) -> tuple[int | None, bool]:
+    """The newest arena.publications row, and whether every view reads exactly its versions and
+    shows its row counts (one complete publication)."""
+    row = con.execute(f'SELECT publication_id, tables, rows FROM "{SCHEMA}".publications '
+                      "ORDER BY publication_id DESC LIMIT 1").fetchone()
+    if row is None:
+        return None, False
+    pid, tables, rows = row[0], json.loads(row[1]), json.loads(row[2])
+    for table, version in tables.items():
+        if set(_VERSIONED.findall(views.get(table, ""))) != {version}:
+            return pid, False
+        if con.execute(f'SELECT count(*) FROM "{SCHEMA}"."{table}"').fetchone()[0] != rows[table]:
+            return pid, False
+    return pid, True
 
 
 def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | None, pause: float,

@@ -12,63 +12,26 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-import dagster as dg
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.assets import rankings as ranking_assets
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
-from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
+from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.publication_support import (
+    RANK,
+    RERANK_SELECTION,
+    Setup,
+    assert_live_is_one_publication,
+    fingerprint,
+    publications,
+    query,
+    subprocess_env,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 ROWS = 240
-RANK = {"min_battles": 5, "bootstrap_rounds": 5}
-RERANK_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "published_dump",
-                    "leaderboard_report"]
-
-
-def fingerprint(warehouse: Path) -> dict:
-    """What readers see: every arena view's SQL, row count and a digest of its rows."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() "
-                                 "WHERE schema_name = 'arena' AND NOT internal ORDER BY 1").fetchall())
-        out = {}
-        for name, sql in views.items():
-            n, digest = con.execute(f'SELECT count(*), md5(string_agg(CAST(t AS VARCHAR), \'|\' '
-                                    f'ORDER BY CAST(t AS VARCHAR))) FROM arena."{name}" t').fetchone()
-            out[name] = (sql, n, digest)
-    return out
-
-
-def query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        return con.execute(sql, params or []).fetchall()
-
-
-@dataclass
-class Setup:
-    root: Path
-    dump: Path
-    warehouse: Path
-
-    def resources(self, **overrides) -> dict:
-        return {**default_resources(),
-                "dump_source": DumpSource(source=str(self.dump), cache_dir=str(self.root / "cache")),
-                "warehouse": Warehouse(path=str(self.warehouse), retention=50),
-                "report_settings": ReportSettings(report_path=str(self.root / "report" / "index.html")),
-                **overrides}
-
-    def run(self, selection=None, rank: dict | None = None, publish: dict | None = None, **overrides):
-        config = {"ops": {"rankings": {"config": {**RANK, **(rank or {})}}}}
-        if publish:
-            config["ops"]["published_dump"] = {"config": publish}
-        return dg.materialize([*ASSETS, *ASSET_CHECKS], selection=selection, resources=self.resources(**overrides),
-                              run_config=config, raise_on_error=False)
 
 
 @pytest.fixture(scope="module")
@@ -86,34 +49,6 @@ def setup(published, tmp_path) -> Setup:
     shutil.copytree(published.dump, tmp_path / "dump")
     shutil.copytree(published.root / "cache", tmp_path / "cache")
     return Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
-
-
-def publications(warehouse: Path) -> list[tuple]:
-    return query(warehouse, "SELECT publication_id, revision, rebuilt FROM arena.publications ORDER BY 1")
-
-
-def assert_live_is_one_publication(warehouse: Path) -> dict:
-    """Every arena view reads exactly the versions of the newest publication, with its row counts."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        pid, tables, rows = con.execute("SELECT publication_id, tables, rows FROM arena.publications "
-                                        "ORDER BY publication_id DESC LIMIT 1").fetchone()
-        tables, rows = json.loads(tables), json.loads(rows)
-        for table, version in tables.items():
-            sql = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = 'arena' AND view_name = ?",
-                              [table]).fetchone()[0]
-            assert f'"{version}"' in sql or f".{version}" in sql, (table, version, sql)
-            assert con.execute(f'SELECT count(*) FROM arena."{table}"').fetchone()[0] == rows[table]
-    return {"publication_id": pid, "tables": tables}
-
-
-def _env(setup: Setup, **settings: str) -> dict[str, str]:
-    """A subprocess environment with this setup's settings and no DAGSTER_HOME (an ephemeral instance)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "DAGSTER_", "HF_"))}
-    env.update(ARENA_SOURCE=str(setup.dump), ARENA_WAREHOUSE=str(setup.warehouse),
-               ARENA_CACHE_DIR=str(setup.root / "cache"), ARENA_REPORT=str(setup.root / "report" / "index.html"))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    env.update(settings)
-    return env
 
 
 # 1 ---------------------------------------------------------------------------------------------
@@ -227,7 +162,7 @@ def test_concurrent_runs_of_two_revisions_both_publish_and_drop_nothing_of_each_
     write_dump(other, n_rows=ROWS, n_shards=2, seed=12)
     procs = []
     for name, dump in (("a", setup.dump), ("b", other)):
-        env = _env(setup, ARENA_SOURCE=str(dump), ARENA_TEST_RUN_CONFIG=json.dumps(
+        env = subprocess_env(setup, ARENA_SOURCE=str(dump), ARENA_TEST_RUN_CONFIG=json.dumps(
             {"ops": {"rankings": {"config": RANK}}}))
         log = open(tmp_path / f"{name}.log", "w")
         procs.append((name, log, subprocess.Popen(
@@ -252,7 +187,7 @@ def test_concurrent_runs_of_two_revisions_both_publish_and_drop_nothing_of_each_
 # 6 ---------------------------------------------------------------------------------------------
 
 def _cli(setup: Setup, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dagster", *args], cwd=setup.root, env=_env(setup),
+    return subprocess.run([sys.executable, "-m", "dagster", *args], cwd=setup.root, env=subprocess_env(setup),
                           capture_output=True, text=True, timeout=300)
 
 
