@@ -28,7 +28,7 @@ class Decision:
     skip_reason: str | None
 
 
-def handled(instance: dg.DagsterInstance, revision: str) -> str | None:
+def already_handled_reason(instance: dg.DagsterInstance, revision: str) -> str | None:
     """Why ``revision`` needs no new run (a run for it is queued, running or done), or None."""
     published = instance.get_runs(
         dg.RunsFilter(tags={PUBLISHED_TAG: revision}, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1
@@ -49,7 +49,7 @@ def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | 
         return Decision(None, f"could not look up the dump revision: {type(exc).__name__}: {exc}")
     if cursor == revision:
         return Decision(None, f"dump revision {revision} unchanged since the last tick")
-    reason = handled(instance, revision)
+    reason = already_handled_reason(instance, revision)
     if reason:
         return Decision(revision, reason)
     return Decision(revision, None)

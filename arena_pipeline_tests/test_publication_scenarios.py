@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,6 +23,7 @@ from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.publication_support import (
     RANK,
+    REPO_ROOT,
     RERANK_SELECTION,
     Setup,
     assert_live_is_one_publication,
@@ -207,3 +209,15 @@ def test_partial_runs_from_the_cli_without_dagster_home(setup):
     (_, _, _), (_, _, rebuilt) = publications(setup.warehouse)
     assert sorted(rebuilt) == ["leaderboard", "pairwise", "style_coefficients"]
     assert_live_is_one_publication(setup.warehouse)
+
+
+def test_readme_sql_cookbook_runs_as_written(published):
+    """Every statement of the README's SQL cookbook runs on a published warehouse."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## SQL cookbook", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
+    statements = [s.strip() for s in block.split(";") if s.strip() and not all(
+        line.strip().startswith("--") or not line.strip() for line in s.strip().splitlines())]
+    assert len(statements) >= 8
+    with duckdb.connect(str(published.warehouse), read_only=True) as con:
+        for statement in statements:
+            con.execute(statement).fetchall()

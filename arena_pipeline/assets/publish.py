@@ -22,7 +22,7 @@ from arena_pipeline.core.publication import (
     publish,
     versioned,
 )
-from arena_pipeline.core.publication_gate import GatePolicy, board_problems
+from arena_pipeline.core.publication_gate import GatePolicy, board_problems, refusal_message
 from arena_pipeline.core.report import load_report_inputs, rating_chart_svg, render_report, svg_data_uri
 from arena_pipeline.core.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.resources import ReportSettings, Warehouse
@@ -85,8 +85,7 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
                        if live and LEADERBOARD_TABLE in live["tables"] else None)
             problems = board_problems(candidate, current, config.policy())
             if problems:
-                raise dg.Failure(description="publication refused, nothing changed: " + "; ".join(problems),
-                                 allow_retries=False)
+                raise dg.Failure(description=refusal_message(problems), allow_retries=False)
             settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                         "tables": publication_settings(con, chosen)}
             report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,

@@ -46,8 +46,6 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     """
     if policy.allow_degenerate:
         return []
-    relax = ("(to publish it anyway: published_dump config allow_degenerate=true, or raise "
-             "max_model_drop / max_category_drop)")
     problems = []
     new = _shown(candidate)
     new_overall = set(new.filter(pl.col("category") == "overall").get_column("model").to_list())
@@ -68,4 +66,13 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
             problems.append(f"{len(lost_categories)} of the {len(old_categories)} live categories would lose "
                             f"their board ({len(lost_categories) / len(old_categories):.0%} > max_category_drop "
                             f"{policy.max_category_drop:.0%}): {_names(lost_categories)}")
-    return [f"{p} {relax}" for p in problems]
+    return problems
+
+
+RELAX_HINT = ("to publish it anyway, set the published_dump run config allow_degenerate=true, or raise "
+              "max_model_drop / max_category_drop")
+
+
+def refusal_message(problems: list[str]) -> str:
+    """The gate's one-paragraph refusal: what changed, then which setting relaxes it."""
+    return "publication refused, nothing changed: " + "; ".join(problems) + f" ({RELAX_HINT})"
