@@ -17,6 +17,7 @@ from typing import Iterator, Optional
 import dagster as dg
 import duckdb
 import polars as pl
+from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from arena_pipeline.constants import (
@@ -115,10 +116,16 @@ class DumpSource(dg.ConfigurableResource):
         return DumpManifest("hub", spec.location, requested, result.sha, files)
 
 
-class Warehouse(dg.ConfigurableResource):
-    """The DuckDB file the tables are published to (schema ``arena``)."""
+class Warehouse(DuckDBResource):
+    """The DuckDB file the tables are published to (schema ``arena``), on dagster-duckdb's resource.
 
-    path: Optional[str] = Field(
+    ``DuckDBResource`` gives the ``database`` and ``connection_config`` fields and the Dagster
+    resource type; this adds what it lacks: the ARENA_WAREHOUSE fallback resolved at run time,
+    read-only reader connections, a bounded wait for another process's lock (its own backoff
+    retries ten times and then raises the raw IOException), and DuckDB's buffer-pool cap.
+    """
+
+    database: Optional[str] = Field(  # type: ignore[assignment] - optional here, resolved at run time
         default=None, description=f"ARENA_WAREHOUSE: DuckDB file (default {DEFAULT_WAREHOUSE})."
     )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
@@ -134,21 +141,23 @@ class Warehouse(dg.ConfigurableResource):
         "publication drops them (runs known to the Dagster instance as finished are cleaned at once).",
     )
 
-    def database(self) -> str:
-        return _setting(self.path, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)
+    def database_path(self) -> str:
+        return _setting(self.database, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)
 
     @contextmanager
-    def connection(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    def get_connection(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived connection; waits (bounded) for a lock held by another process."""
-        database = self.database()
+        database = self.database_path()
         if not read_only:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         con = warehouse.connect(database, read_only=read_only, timeout_s=self.lock_timeout_s,
-                                memory_limit=self.memory_limit)
+                                memory_limit=self.memory_limit, config=self.connection_config)
         try:
             yield con
         finally:
             con.close()
+
+    connection = get_connection
 
 
 class ModelCatalog(dg.ConfigurableResource):

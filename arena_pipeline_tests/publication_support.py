@@ -46,7 +46,7 @@ class Setup:
     def resources(self, **overrides) -> dict:
         return {**default_resources(),
                 "dump_source": DumpSource(source=str(self.dump), cache_dir=str(self.root / "cache")),
-                "warehouse": Warehouse(path=str(self.warehouse), retention=50),
+                "warehouse": Warehouse(database=str(self.warehouse), retention=50),
                 "report_settings": ReportSettings(report_path=str(self.root / "report" / "index.html")),
                 **overrides}
 

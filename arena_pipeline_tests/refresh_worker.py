@@ -51,7 +51,7 @@ def refresh_job() -> "dg.JobDefinition":
 def no_retries_config(resources: dict[str, dict] | None = None) -> dict:
     """Run config for ``dg.execute_job(reconstructable(refresh_job))``: in-process, step retries
     off (raw_dump's RetryPolicy would otherwise wait 5 + 10 s before the run fails), resources
-    configured from ``resources`` ({"warehouse": {"path": ...}, ...})."""
+    configured from ``resources`` ({"warehouse": {"database": ...}, ...})."""
     config: dict = {"execution": {"config": {"retries": {"disabled": {}}}}}
     if resources:
         config["resources"] = {name: {"config": values} for name, values in resources.items()}

@@ -45,7 +45,7 @@ def materialize(source: Path, warehouse: Path,
     return dg.materialize(
         [*ASSETS, *ASSET_CHECKS],
         resources={**default_resources(), "dump_source": DumpSource(source=str(source)),
-                   "warehouse": Warehouse(path=str(warehouse))},
+                   "warehouse": Warehouse(database=str(warehouse))},
         run_config=RUN_CONFIG,
         instance=instance,
         raise_on_error=False,
@@ -521,6 +521,6 @@ def test_source_error_is_not_retried(tmp_path):
     with pytest.raises(dg.Failure) as failure:
         raw_dump(dg.build_asset_context(), FetchConfig(),
                  dump_source=DumpSource(source=str(tmp_path / "dump")),
-                 warehouse=Warehouse(path=str(tmp_path / "w.duckdb")))
+                 warehouse=Warehouse(database=str(tmp_path / "w.duckdb")))
     assert failure.value.allow_retries is False
     assert "not a readable parquet file" in failure.value.description

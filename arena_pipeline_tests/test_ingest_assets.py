@@ -24,7 +24,7 @@ def _materialize(tmp_path: Path, source: DumpSource) -> dg.ExecuteInProcessResul
     return dg.materialize(
         [*ASSETS, *ASSET_CHECKS],
         resources={**default_resources(), "dump_source": source,
-                   "warehouse": Warehouse(path=str(tmp_path / "warehouse.duckdb"))},
+                   "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb"))},
         run_config=RUN_CONFIG,
     )
 

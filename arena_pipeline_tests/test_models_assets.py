@@ -19,7 +19,7 @@ def _materialize(tmp_path: Path, catalog: ModelCatalog) -> dg.ExecuteInProcessRe
     return dg.materialize(
         [*ASSETS, *ASSET_CHECKS],
         resources={**default_resources(), "dump_source": DumpSource(source=str(REAL_CSV)),
-                   "warehouse": Warehouse(path=str(tmp_path / "w.duckdb")), "model_catalog": catalog},
+                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": catalog},
         run_config=RUN_CONFIG,
         raise_on_error=False,
     )

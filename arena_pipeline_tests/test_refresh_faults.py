@@ -112,7 +112,7 @@ def _refresh_in_process(source: DumpSource, database: Path) -> dg.ExecuteInProce
     with _hermetic(database.parent):
         return defs.resolve_job_def("refresh_job").execute_in_process(
             instance=dg.DagsterInstance.ephemeral(),
-            resources={"dump_source": source, "warehouse": Warehouse(path=str(database))},
+            resources={"dump_source": source, "warehouse": Warehouse(database=str(database))},
             raise_on_error=False,
         )
 
@@ -314,7 +314,7 @@ def test_held_lock_makes_writer_wait_bounded_then_fail_clearly(tmp_path):
 
         started = time.monotonic()
         with pytest.raises(WarehouseLockedError) as caught:
-            with Warehouse(path=str(database), lock_timeout_s=1.0).connection():
+            with Warehouse(database=str(database), lock_timeout_s=1.0).connection():
                 pass
         waited = time.monotonic() - started
         assert 1.0 <= waited < 3.0  # the full timeout, not less (a last attempt at the deadline)
@@ -324,7 +324,7 @@ def test_held_lock_makes_writer_wait_bounded_then_fail_clearly(tmp_path):
         # a whole refresh against the held file fails (bounded) with that error; it does not hang
         started = time.monotonic()
         config = no_retries_config({"dump_source": {"source": str(dump)},
-                                    "warehouse": {"path": str(database), "lock_timeout_s": 1.0}})
+                                    "warehouse": {"database": str(database), "lock_timeout_s": 1.0}})
         success, failed_steps = _execute_without_retries(config, tmp_path)
         assert not success
         failures = [error for _, error in failed_steps]
@@ -337,7 +337,7 @@ def test_held_lock_makes_writer_wait_bounded_then_fail_clearly(tmp_path):
         # released while the writer waits: the writer gets in
         threading.Timer(1.0, release.touch).start()
         started = time.monotonic()
-        with Warehouse(path=str(database), lock_timeout_s=20.0).connection() as con:
+        with Warehouse(database=str(database), lock_timeout_s=20.0).connection() as con:
             assert con.execute("SELECT 1").fetchone() == (1,)
         got_in = time.monotonic() - started
         assert 0.9 < got_in < 10
@@ -362,7 +362,7 @@ def _hub_source(hub, tmp_path) -> dict:
 def _failed_hub_run(hub, tmp_path, database: Path):
     """A refresh with step retries off (raw_dump's RetryPolicy would wait 5 + 10 s first); returns
     the Hub error that failed raw_dump, after checking that no other step failed."""
-    config = no_retries_config({"dump_source": _hub_source(hub, tmp_path), "warehouse": {"path": str(database)}})
+    config = no_retries_config({"dump_source": _hub_source(hub, tmp_path), "warehouse": {"database": str(database)}})
     success, failures = _execute_without_retries(config, tmp_path)
     assert not success
     assert [step for step, _ in failures] == ["raw_dump"]

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="bench_pipeline_", dir=args.workdir))
     resources = {
         "dump_source": DumpSource(source=str(dump)),
-        "warehouse": Warehouse(path=str(scratch / "warehouse.duckdb")),
+        "warehouse": Warehouse(database=str(scratch / "warehouse.duckdb")),
         "report_settings": ReportSettings(report_path=str(scratch / "report" / "index.html")),
     }
     job = defs.resolve_job_def("refresh_job")

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     database = scratch / "warehouse.duckdb"
     resources = {
         "dump_source": DumpSource(source=str(dump), cache_dir=str(scratch / "cache")),
-        "warehouse": Warehouse(path=str(database)),
+        "warehouse": Warehouse(database=str(database)),
         "report_settings": ReportSettings(report_path=str(scratch / "report" / "index.html")),
     }
     print(f"dump      {dump} ({meta['rows']:,} rows, {meta['shards']} shards)")

@@ -17,7 +17,7 @@ class WarehouseLockedError(RuntimeError):
 
 
 def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
-            memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+            memory_limit: str | None = None, config: dict | None = None) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, retrying while another process holds its lock, for at most ``timeout_s``.
 
     ``memory_limit`` caps DuckDB's buffer pool (e.g. ``"4GB"``; DuckDB's default is 80% of RAM,
@@ -34,10 +34,10 @@ def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
     delay = 0.02
     while True:
         try:
-            config = {"custom_user_agent": "arena_pipeline"}
+            settings = {"custom_user_agent": "arena_pipeline", **(config or {})}
             if memory_limit:
-                config["memory_limit"] = memory_limit
-            return duckdb.connect(path, read_only=read_only, config=config)
+                settings["memory_limit"] = memory_limit
+            return duckdb.connect(path, read_only=read_only, config=settings)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
