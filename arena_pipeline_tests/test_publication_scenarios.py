@@ -142,17 +142,21 @@ def test_changed_local_dump_in_place_gets_a_new_revision(setup):
 # 4 ---------------------------------------------------------------------------------------------
 
 def test_empty_board_is_refused_by_the_gate_unless_allowed(setup):
+    report = setup.root / "report" / "index.html"
+    assert setup.run(selection=RERANK_SELECTION).success and report.is_file()  # a report of the live board
     before = fingerprint(setup.warehouse)
     result = setup.run(selection=RERANK_SELECTION, rank={"min_battles": 100000})
     assert not result.success
     text = " ".join(e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure)
     assert "overall leaderboard is empty" in text and "allow_degenerate" in text
     assert fingerprint(setup.warehouse) == before
-    assert len(publications(setup.warehouse)) == 1
+    assert len(publications(setup.warehouse)) == 2 and report.is_file()
 
     allowed = setup.run(selection=RERANK_SELECTION, rank={"min_battles": 100000},
                         publish={"allow_degenerate": True})
-    assert allowed.success and len(publications(setup.warehouse)) == 2
+    assert allowed.success and len(publications(setup.warehouse)) == 3
+    # whatever the live board is, the report never shows another one
+    assert not report.exists() or "no model" in report.read_text(encoding="utf-8")
 
 
 # 5 ---------------------------------------------------------------------------------------------

@@ -122,9 +122,14 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
             inputs = load_report_inputs(con, SCHEMA)
     except WarehouseLockedError as exc:
         raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc
-    if inputs.leaderboard.is_empty():
-        context.log.warning("the published leaderboard is empty (no model reached min_battles): no report written")
-        return dg.MaterializeResult(asset_key=REPORT, metadata={"status": "empty leaderboard: no report written"})
+    if inputs.leaderboard.is_empty():  # published on purpose (allow_degenerate): no stale board stays
+        stale = report_settings.path()
+        removed = stale.is_file()
+        stale.unlink(missing_ok=True)
+        context.log.warning("the published leaderboard is empty: no report written"
+                            + (f"; the previous report {stale} was removed (its board is no longer live)" if removed else ""))
+        return dg.MaterializeResult(asset_key=REPORT, metadata={"status": "empty leaderboard: no report written",
+                                                                "removed_stale_report": removed})
     path = render_report(inputs.leaderboard, inputs.pairwise, inputs.style_coefficients,
                          inputs.quality_results, inputs.dumps_row, report_settings.path())
     chart = rating_chart_svg(inputs.leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
