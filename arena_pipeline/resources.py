@@ -28,7 +28,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.external import load_category_map, read_published_board
-from arena_pipeline.core.ingest import DumpManifest, ShardFile, local_files, local_fingerprint, local_manifest
+from arena_pipeline.core.ingest import DumpManifest, local_files, local_fingerprint, local_manifest
 from arena_pipeline.core.models import load_aliases
 from arena_pipeline.core.sources import SourceSpec, parse_source, verify_shard
 
@@ -83,7 +83,7 @@ class DumpSource(dg.ConfigurableResource):
         """The current revision of the source, cheaply: one Hub API call, or a local file fingerprint."""
         spec = self.spec()
         if spec.kind == "hub":
-            return hub.latest_revision(
+            return hub.resolve_revision(
                 spec.location, self.requested_revision(), endpoint=self.endpoint(), token=self._token(),
                 retry=self.retry_policy(),
             )
@@ -97,18 +97,15 @@ class DumpSource(dg.ConfigurableResource):
         spec = self.spec()
         if spec.kind != "hub":
             return local_manifest(spec)
-        requested = revision or self.requested_revision()
-        result = hub.download_dump(
+        return hub.download_dump(
             spec.location,
-            requested,
+            revision or self.requested_revision(),
             self.cache_root(),
             endpoint=self.endpoint(),
             token=self._token(),
             verify=verify_shard,
             retry=self.retry_policy(),
         )
-        files = tuple(ShardFile(str(f.local_path), f.path, f.size, f.rows, f.sha256) for f in result.files)
-        return DumpManifest("hub", spec.location, requested, result.sha, files)
 
 
 class Warehouse(dg.ConfigurableResource):
