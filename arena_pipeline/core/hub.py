@@ -26,7 +26,6 @@ resume, token kept off CDNs, Xet when offered, blobs shared across revisions). T
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import logging
 import os
@@ -49,7 +48,7 @@ from huggingface_hub.errors import (FileMetadataError, GatedRepoError, HfHubHTTP
 from huggingface_hub.file_download import repo_folder_name
 
 from arena_pipeline.core.manifest import DumpManifest, ShardFile
-from arena_pipeline.core.sources import SourceError, verify_shard
+from arena_pipeline.core.sources import SourceError, file_sha256, verify_shard
 
 logger = logging.getLogger(__name__)
 
@@ -355,9 +354,7 @@ def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: Path, *, e
                                 etag_timeout=retry.timeout)
         if Path(local) != expected:
             raise HubError(f"{what}: the endpoint served {local}, not commit {sha}")
-        size = os.path.getsize(local)
-        with open(local, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        size, digest = os.path.getsize(local), file_sha256(local)
         if size != shard.size or (shard.sha256 is not None and digest != shard.sha256):
             _evict(local)
             raise _CorruptTransfer(f"{shard.path}: {size} bytes with sha256 {digest}, the Hub "

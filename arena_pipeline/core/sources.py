@@ -211,19 +211,10 @@ def new_fields(path: Path) -> list[str]:
     return compare_schema(pq.read_schema(path)).extra
 
 
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """The sha256 hex digest of a file, read in 4 MiB chunks."""
-    digest = hashlib.sha256()
+def file_sha256(path: str | Path) -> str:
+    """The sha256 hex digest of a file (``hashlib.file_digest``)."""
     with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def read_shard(path: Path) -> pa.Table:
-    """Read a verified shard, keeping the documented columns (extra columns are dropped here)."""
-    table = pq.read_table(path)
-    return table.select([n for n in DATASET_ARROW_SCHEMA.names])
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 # ---------------------------------------------------------------------------
