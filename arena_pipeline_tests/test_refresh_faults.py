@@ -34,6 +34,8 @@ from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
 from arena_pipeline_tests.refresh_worker import no_retries_config, refresh_job, versioned_keys
 
+pytestmark = pytest.mark.slow  # subprocesses killed mid-refresh, a fake Hub server, lock holders
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = REPO_ROOT / "dagster_home" / "dagster.yaml"
 REPO = "lmarena-ai/arena-human-preference-140k"
