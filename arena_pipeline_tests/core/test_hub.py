@@ -395,6 +395,25 @@ def test_a_damaged_cache_entry_is_downloaded_again(fake: FakeHub, cache: Path, d
     assert cache_entries(cache) == [sha]
 
 
+def test_partial_downloads_of_killed_processes_are_removed_after_a_day(
+    fake: FakeHub, cache: Path
+) -> None:
+    import os
+
+    fake.publish(REPO, "main", two_shards())
+    blobs = cache / REPO_CACHE / "blobs"
+    blobs.mkdir(parents=True)
+    stale, fresh = blobs / "0123.abcd1234.incomplete", blobs / "4567.dcba4321.incomplete"
+    for partial in (stale, fresh):
+        partial.write_bytes(b"half a file")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(stale, (two_days_ago, two_days_ago))
+
+    download(fake, cache)
+
+    assert not stale.exists() and fresh.exists()  # a fresh one may belong to a running download
+
+
 def test_hub_down_raises_hub_unavailable_quickly(fake: FakeHub, cache: Path) -> None:
     fake.publish(REPO, "main", two_shards())
     fake.set_faults(down=True)
