@@ -29,9 +29,9 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.external import load_category_map, read_published_board
-from arena_pipeline.core.ingest import ContentHashes, DumpManifest, ShardFile, local_manifest, local_revision
+from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
 from arena_pipeline.core.models import load_aliases
-from arena_pipeline.core.sources import SourceSpec, parse_source, verify_shard
+from arena_pipeline.core.sources import SourceError, SourceSpec, hub_not_found_note, parse_source, verify_shard
 
 
 def _setting(value: Optional[str], env: str, default: Optional[str]) -> Optional[str]:
@@ -41,11 +41,25 @@ def _setting(value: Optional[str], env: str, default: Optional[str]) -> Optional
     return found if found not in (None, "") else default
 
 
+@contextmanager
+def _hub_not_found_note(spec: SourceSpec) -> Iterator[None]:
+    """A Hub "not found" for a bare ``org/name`` source also says no local path of that name exists."""
+    try:
+        yield
+    except hub.HubNotFound as exc:
+        note = hub_not_found_note(spec)
+        if not note:
+            raise
+        raise hub.HubNotFound(f"{exc}{note}", path=exc.path) from None
+
+
 class DumpSource(dg.ConfigurableResource):
     """The dump to ingest: a Hub dataset pinned to a revision, a local folder, parquet file or CSV export."""
 
     source: Optional[str] = Field(
-        default=None, description=f"ARENA_SOURCE: Hub dataset id or local path (default {DATASET_ID})."
+        default=None,
+        description=f"ARENA_SOURCE: local path, Hub dataset id or hf://datasets/<org>/<name>[@revision] "
+        f"(default {DATASET_ID}).",
     )
     revision: Optional[str] = Field(
         default=None, description="ARENA_REVISION: Hub branch, tag or commit (default main)."
@@ -69,7 +83,13 @@ class DumpSource(dg.ConfigurableResource):
         return parse_source(_setting(self.source, "ARENA_SOURCE", DATASET_ID))
 
     def requested_revision(self) -> str:
-        return _setting(self.revision, "ARENA_REVISION", DEFAULT_REVISION)
+        """ARENA_REVISION, or the revision of an ``hf://datasets/org/name@revision`` source, or main."""
+        configured = _setting(self.revision, "ARENA_REVISION", None)
+        pinned = self.spec().revision
+        if pinned and configured and pinned != configured:
+            raise SourceError(f"ARENA_SOURCE pins revision {pinned!r} but ARENA_REVISION is {configured!r}: "
+                              "set only one of them")
+        return pinned or configured or DEFAULT_REVISION
 
     def endpoint(self) -> Optional[str]:
         return _setting(self.hf_endpoint, "HF_ENDPOINT", None)
@@ -88,10 +108,11 @@ class DumpSource(dg.ConfigurableResource):
         """The current revision of the source, cheaply: one Hub API call, or a local file fingerprint."""
         spec = self.spec()
         if spec.kind == "hub":
-            return hub.latest_revision(
-                spec.location, self.requested_revision(), endpoint=self.endpoint(), token=self._token(),
-                retry=self.retry_policy(),
-            )
+            with _hub_not_found_note(spec):
+                return hub.resolve_revision(
+                    spec.location, self.requested_revision(), endpoint=self.endpoint(), token=self._token(),
+                    retry=self.retry_policy(),
+                )
         return local_revision(spec, self.content_hashes())
 
     def fetch(self, revision: Optional[str] = None) -> DumpManifest:
@@ -102,18 +123,16 @@ class DumpSource(dg.ConfigurableResource):
         spec = self.spec()
         if spec.kind != "hub":
             return local_manifest(spec, self.content_hashes())
-        requested = revision or self.requested_revision()
-        result = hub.download_dump(
-            spec.location,
-            requested,
-            self.cache_root(),
-            endpoint=self.endpoint(),
-            token=self._token(),
-            verify=verify_shard,
-            retry=self.retry_policy(),
-        )
-        files = tuple(ShardFile(str(f.local_path), f.path, f.size, f.rows, f.sha256) for f in result.files)
-        return DumpManifest("hub", spec.location, requested, result.sha, files)
+        with _hub_not_found_note(spec):
+            return hub.download_dump(
+                spec.location,
+                revision or self.requested_revision(),
+                self.cache_root(),
+                endpoint=self.endpoint(),
+                token=self._token(),
+                verify=verify_shard,
+                retry=self.retry_policy(),
+            )
 
 
 class Warehouse(DuckDBResource):

@@ -5,16 +5,18 @@ Run it as a subprocess (see ``arena_pipeline_tests.hub_server``)::
     python -m arena_pipeline_tests.fake_hub --root DIR --port 0 --port-file FILE
 
 It binds 127.0.0.1, writes the bound port to ``--port-file`` once it accepts connections, and
-serves only the endpoints ``huggingface_hub`` 2.4 calls for ``arena_pipeline.core.hub``:
+serves only the endpoints ``huggingface_hub`` 2.4 calls for ``arena_pipeline.core.hub``
+(``HfApi.dataset_info`` and ``hf_hub_download``):
 
 ``GET /api/datasets/{repo}`` and ``GET /api/datasets/{repo}/revision/{rev}``
     ``HfApi.dataset_info``; ``?blobs=true`` adds sizes and LFS sha256 to ``siblings``.
 ``GET /api/datasets/{repo}/tree/{rev}[/{path}]?recursive=...``
     ``HfApi.list_repo_tree`` (one page, no pagination).
 ``HEAD|GET /datasets/{repo}/resolve/{rev}/{path}``
-    ``get_hf_file_metadata`` and ``http_get``: ``X-Repo-Commit``, ``ETag`` (the file's sha256, as
-    the Hub sends for LFS files), ``Content-Length``, ``Accept-Ranges``; ``Range: bytes=N-`` gets
-    a 206.
+    ``hf_hub_download``'s HEAD (``get_hf_file_metadata``) and GET (``http_get``):
+    ``X-Repo-Commit``, ``ETag`` (the file's sha256, as the Hub sends for LFS files; the download
+    cache names the blob after it), ``Content-Length``, ``Accept-Ranges``; ``Range: bytes=N-``
+    gets a 206.
 
 Nothing advertises Xet (no ``X-Xet-Hash`` header, no ``xetHash`` in listings): clients use HTTP.
 Errors carry the Hub's ``X-Error-Code`` (``RepoNotFound``, ``RevisionNotFound``, ``EntryNotFound``).

@@ -203,6 +203,7 @@ def test_e2e_location_is_the_real_definitions_with_a_fast_sensor():
     assert set(e2e_defs.resources) == set(defs.resources)
 
 
+@pytest.mark.slow
 def test_noop_sensor_tick_time(tmp_path):
     """A tick whose revision is unchanged: one Hub API call, no download, no run."""
     shards = write_dump(tmp_path / "v1", n_rows=10, n_shards=1, seed=1)

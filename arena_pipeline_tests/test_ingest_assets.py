@@ -110,3 +110,47 @@ def test_fake_hub_download_cache_hit_and_new_revision(tmp_path):
         assert (tmp_path / "cache").exists()
         logs = "\n".join(str(e) for e in third.all_events)
         assert "hf_secret_token_value" not in logs
+
+
+@pytest.mark.slow
+def test_hub_source_errors_say_what_to_do(tmp_path, monkeypatch):
+    from arena_pipeline.core import hub as core_hub
+    from arena_pipeline.core.sources import SourceError
+
+    shards = write_dump(tmp_path / "v1", n_rows=6, n_shards=1, seed=3)
+    monkeypatch.chdir(tmp_path)
+    with fake_hub_server(tmp_path / "hub") as hub:
+        sha = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
+        hub.publish(REPO, "v1.0", {f"data/{p.name}": p for p in shards})
+
+        def source(name, **kw):
+            return DumpSource(source=name, cache_dir=str(tmp_path / "cache"), hf_endpoint=hub.url,
+                              attempts=2, backoff_s=0.05, timeout_s=2, **kw)
+
+        # a bare org/name the Hub does not have: the error also says no such local path exists
+        with pytest.raises(core_hub.HubNotFound, match="no local path of that name exists") as err:
+            source("org/missing").fetch()
+        assert "repository org/missing not found" in str(err.value)
+        with pytest.raises(core_hub.HubNotFound) as err:
+            source("hf://datasets/org/missing").fetch()
+        assert "no local path" not in str(err.value)
+        # a relative path that does not exist is never sent to the Hub
+        (tmp_path / "data").mkdir()
+        before = len(hub.requests())
+        with pytest.raises(SourceError, match="no such local path"):
+            source("data/mydump").fetch()
+        assert len(hub.requests()) == before
+
+        # hf://datasets/org/name@revision pins the revision; ARENA_REVISION may not contradict it
+        pinned = source(f"hf://datasets/{REPO}@v1.0").fetch()
+        assert (pinned.revision, pinned.requested_revision, pinned.rows) == (sha, "v1.0", 6)
+        with pytest.raises(SourceError, match="set only one"):
+            source(f"hf://datasets/{REPO}@v1.0", revision="main").fetch()
+
+        # Hub down: `attempts` requests, one message ending with what to do offline
+        hub.set_faults(down=True)
+        before = len(hub.requests())
+        with pytest.raises(core_hub.HubUnavailable, match="2 attempt") as err:
+            source(REPO, revision="main").latest_revision()
+        assert len(hub.requests()) - before == 2
+        assert str(err.value).endswith(core_hub.OFFLINE_HINT) and err.value.__cause__ is None

@@ -47,6 +47,7 @@ def _evaluate(sensor_cursor, hub, tmp_path, instance):
     return new_dump_sensor.evaluate_tick(context)
 
 
+@pytest.mark.slow
 def test_sensor_new_revision_then_same_revision(hub, tmp_path):
     shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
     sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
@@ -73,6 +74,7 @@ def test_sensor_new_revision_then_same_revision(hub, tmp_path):
         assert new.cursor == sha2
 
 
+@pytest.mark.slow
 def test_sensor_skips_when_hub_is_down(hub, tmp_path):
     hub.set_faults(down=True)
     with dg.instance_for_test() as instance:
@@ -90,6 +92,7 @@ def test_sensor_skips_unreachable_endpoint(tmp_path):
     assert not result.run_requests and "could not look up" in result.skip_message
 
 
+@pytest.mark.slow
 def test_schedule_runs_once_per_revision(hub, tmp_path):
     shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
     sha = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})

@@ -1,6 +1,6 @@
 """Analysis tables built from the flat tables: position bias, monthly rating trends, preference pairs.
 
-Pure Polars (plus SciPy for the binomial distribution); no Dagster imports. Every function takes
+Pure Polars (plus SciPy's exact binomial test); no Dagster imports. Every function takes
 the published frames (``arena.battles``, ``arena.messages``, ``arena.battle_categories``) and
 returns one frame whose columns and types are pinned by a ``*_SCHEMA`` dict of this module.
 """
@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
-from scipy.stats import beta as beta_dist
-from scipy.stats import binom
+from scipy.stats import binomtest
 
 from arena_pipeline.constants import CATEGORIES
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
@@ -90,8 +89,8 @@ def position_bias(
     If voters had no position preference, side A would win half of the decisive votes (the
     sides are assigned at random). ``a_win_rate`` is ``a_wins / decisive``; the interval is
     the exact Clopper-Pearson interval of that proportion and ``p_value`` the exact two-sided
-    binomial test of ``a_win_rate = 0.5`` (for p = 0.5 the two-sided test doubles the smaller
-    tail, as ``scipy.stats.binomtest`` does).
+    binomial test of ``a_win_rate = 0.5``, both from ``scipy.stats.binomtest`` (one call per
+    category).
 
     Parameters
     ----------
@@ -137,24 +136,25 @@ def position_bias(
         .with_columns(decisive=pl.col("a_wins") + pl.col("b_wins"))
         .sort(_category_order(), "category")
     )
-    k = counts.get_column("a_wins").to_numpy().astype(np.float64)
-    n = counts.get_column("decisive").to_numpy().astype(np.float64)
-    alpha = 1.0 - confidence
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(n > 0, k / np.where(n > 0, n, 1.0), np.nan)
-        lower = np.where(k > 0, beta_dist.ppf(alpha / 2, k, n - k + 1), 0.0)
-        upper = np.where(k < n, beta_dist.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
-        tails = np.minimum(binom.cdf(k, n, 0.5), binom.sf(k - 1, n, 0.5))
-        p_value = np.minimum(1.0, 2.0 * tails)
-    empty = n == 0
-    lower, upper, p_value = (np.where(empty, np.nan, x) for x in (lower, upper, p_value))
+    exact = [_exact_binomial(k, n, confidence)
+             for k, n in counts.select("a_wins", "decisive").iter_rows()]  # one row per category
+    lower, upper, p_value = np.array(exact, dtype=np.float64).reshape(-1, 3).T
     return counts.with_columns(
-        pl.Series("a_win_rate", rate, dtype=pl.Float64),
+        (pl.col("a_wins") / pl.col("decisive")).alias("a_win_rate"),
         pl.Series("ci_lower", lower, dtype=pl.Float64),
         pl.Series("ci_upper", upper, dtype=pl.Float64),
         pl.Series("p_value", p_value, dtype=pl.Float64),
     ).select([pl.col(c).fill_nan(None).cast(t) if t == pl.Float64() else pl.col(c).cast(t)
               for c, t in POSITION_BIAS_SCHEMA.items()])
+
+
+def _exact_binomial(k: int, n: int, confidence: float) -> tuple[float, float, float]:
+    """Clopper-Pearson interval and two-sided p-value of ``k`` successes in ``n`` against p = 0.5."""
+    if n == 0:
+        return (np.nan, np.nan, np.nan)
+    test = binomtest(k, n, 0.5)
+    interval = test.proportion_ci(confidence_level=confidence, method="exact")
+    return (interval.low, interval.high, test.pvalue)
 
 
 #: Defaults of :func:`rating_trend`: Bradley-Terry only, sandwich intervals, 50 battles/month.

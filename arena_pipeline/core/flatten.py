@@ -142,8 +142,8 @@ def flatten_messages(frame: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def _first_user_text(column: str) -> pl.Expr:
-    """The concatenated user texts of a conversation (to compare with full_conversation's tail)."""
+def _all_user_texts(column: str) -> pl.Expr:
+    """Every user text of a conversation, joined in order (to compare with full_conversation's tail)."""
     return (
         pl.col(column)
         .list.eval(
@@ -171,7 +171,7 @@ def flatten_context_messages(frame: pl.DataFrame) -> pl.DataFrame:
         pl.int_ranges(0, pl.col("full_conversation").list.len().fill_null(0), dtype=pl.Int32)
         .alias("context_turn"),
         pl.col("conv_metadata").struct.field("turns").fill_null(0).alias("own_turns"),
-        _first_user_text("conversation_a").alias("own_user_text"),
+        _all_user_texts("conversation_a").alias("own_user_text"),
         pl.col("full_conversation").list.len().fill_null(0).alias("n_entries"),
     )
     tail_text = (

@@ -1,64 +1,54 @@
-"""Download the dataset's parquet shards from the Hugging Face Hub into a sha-keyed local cache.
+"""Fetch a dataset revision's parquet shards with huggingface_hub's downloader, verified before use.
 
-The cache holds one folder per commit, created in one atomic rename once every shard is downloaded,
-checked and counted::
+Files live in huggingface_hub's cache under ``cache_dir`` (``datasets--<org>--<name>/blobs``,
+``snapshots/<sha>/<path>``), fetched by ``hf_hub_download`` (HEAD, lock, temporary file, ``Range``
+resume, token kept off CDNs, Xet when offered, blobs shared across revisions). This module adds:
 
-    <cache_dir>/<org>--<name>/<sha>/data/train-00000-of-00002.parquet
-    <cache_dir>/<org>--<name>/<sha>/data/train-00001-of-00002.parquet
-    <cache_dir>/<org>--<name>/<sha>/_manifest.json     sizes, sha256, row counts: present = complete
-    <cache_dir>/<org>--<name>/.incomplete-<sha>-<id>/  a download in progress (removed on failure)
+* Verification before trust: a shard counts once its size and sha256 match the Hub's listing and
+  ``verify`` (parquet footer and schema) accepts it; a file failing a check is evicted. A revision
+  is a cache hit only if its record (``datasets--<org>--<name>/arena_verified/<sha>.json``) exists
+  and every file it lists is on disk with that size: a cached sha needs no request, a branch one.
+* One bounded retry policy (:class:`RetryPolicy`: ``DumpSource``'s ``attempts``, ``backoff_s``,
+  ``timeout_s``) for API calls and files. huggingface_hub itself resumes a dropped body (5 times,
+  1 s apart; ``HF_HUB_DOWNLOAD_TIMEOUT``) and retries a failing file HEAD (5 times, 1-8 s apart): a
+  HEAD it gave up on is not retried again. Files are listed by ``dataset_info(files_metadata=True)``
+  (one request), not ``snapshot_download``'s ``list_repo_tree`` (which retries 5xx for ~23 s by
+  itself), also because ``allow_patterns`` cannot express the fallback from
+  ``data/train-*.parquet`` to any ``*.parquet``.
+* Errors that say what to do: :class:`HubUnavailable` (``transient``) names the endpoint and ends
+  with :data:`OFFLINE_HINT`; :class:`ShardVerificationError` is a ``SourceError`` (no retry helps).
+  Library exceptions are not chained; the message carries the last one.
 
-How the Hub is asked (``huggingface_hub`` 2.4):
-
-* ``resolve_revision`` / ``latest_revision``: ``HfApi.dataset_info`` =
-  ``GET {endpoint}/api/datasets/{repo}/revision/{rev}``, one request.
-* ``list_shards``: ``HfApi.dataset_info(files_metadata=True)`` = the same URL with ``?blobs=true``,
-  which lists every file with its size and LFS sha256 in one request (``list_repo_tree`` would do
-  too, but it retries 5xx internally for up to ~23 s, outside this module's retry budget).
-* each shard: ``get_hf_file_metadata`` = ``HEAD {endpoint}/datasets/{repo}/resolve/{sha}/{path}``
-  (``X-Repo-Commit``, ``ETag``/``X-Linked-Etag``, size, CDN redirect), then
-  ``file_download.http_get`` = ``GET`` of that location, which resumes a dropped transfer with
-  ``Range`` by itself. This is what ``hf_hub_download`` does for a file that is not on Xet; it is
-  called piece by piece so that retries stay bounded by :class:`RetryPolicy` (``hf_hub_download``
-  retries a failing HEAD on its own 1-8 s schedule) and so that a file only enters the cache after
-  ``verify`` has accepted it. Xet is not used: a file stored on Xet is fetched through the
-  ``/resolve`` redirect over plain HTTP, as ``hf_hub_download`` does when ``hf_xet`` is missing.
-
-``endpoint=None`` and ``token=None`` defer to ``huggingface_hub``: ``HF_ENDPOINT`` as it read it at
-import time, and ``HF_TOKEN`` (or the stored login) at call time. Pass the endpoint explicitly from
-configuration. The token only ever goes into request headers, never into a message or a log line.
+``endpoint``/``token`` None defer to huggingface_hub (``HF_ENDPOINT`` read at its import,
+``HF_TOKEN`` or the stored login). The token goes into request headers only.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import logging
 import os
 import re
-import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from typing import TypeVar
 
 import httpx2
-from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url
-from huggingface_hub.errors import (
-    GatedRepoError,
-    HfHubHTTPError,
-    OfflineModeIsEnabled,
-    RemoteEntryNotFoundError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
-from huggingface_hub.file_download import http_get
-from huggingface_hub.utils import build_hf_headers
+from huggingface_hub import HfApi, constants, hf_hub_download, try_to_load_from_cache
+from huggingface_hub.errors import (FileMetadataError, GatedRepoError, HfHubHTTPError,
+                                     LocalEntryNotFoundError, OfflineModeIsEnabled,
+                                     RemoteEntryNotFoundError, RepositoryNotFoundError,
+                                     RevisionNotFoundError)
+from huggingface_hub.file_download import repo_folder_name
+
+from arena_pipeline.core.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.sources import SourceError, file_sha256, verify_shard
 
 logger = logging.getLogger(__name__)
 
@@ -67,60 +57,44 @@ T = TypeVar("T")
 REPO_TYPE = "dataset"
 TRAIN_SHARD_PATTERN = "data/train-*.parquet"
 FALLBACK_SHARD_PATTERN = "*.parquet"
-MANIFEST_NAME = "_manifest.json"
-MANIFEST_FORMAT = 1
-_STAGING_PREFIX = ".incomplete-"
-_STALE_STAGING_SECONDS = 24 * 3600
+RECORDS_DIR = "arena_verified"
+RECORD_FORMAT = 1
+OFFLINE_HINT = ("Offline? Set ARENA_SOURCE to a local copy (a folder of parquet shards, a .parquet "
+                "or a .csv file) or HF_ENDPOINT to a reachable Hub mirror.")
+_STALE_PARTIAL_SECONDS = 24 * 3600
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
-#: ``verify(path) -> row count``; raises when the file is not an acceptable shard.
-VerifyFn = Callable[[Path], int]
-
-
-# ---------------------------------------------------------------------------
-# Errors
-# ---------------------------------------------------------------------------
+VerifyFn = Callable[[Path], int]  #: ``verify(path) -> row count``; raises to reject the file
 
 
 class HubError(Exception):
-    """Base class of every error raised by this module."""
+    """This module's errors; ``transient``: may succeed later; ``path``: the shard, if any."""
+
+    transient = False
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class HubUnavailable(HubError):
-    """The Hub could not be reached, or kept failing (refused, timeouts, 5xx), after retries.
+    """The Hub could not be reached, or kept failing (refused, timeouts, 5xx), after the retries."""
 
-    Transient: the same call may succeed later.
-    """
+    transient = True
 
 
 class HubNotFound(HubError):
-    """The repository, the revision (branch, tag, commit) or a listed file does not exist.
-
-    Also raised for a private or gated repository the token does not open: the Hub answers both
-    the same way.
-    """
+    """The repository, revision or a listed file does not exist (or the token does not open it)."""
 
 
 class DownloadFailed(HubUnavailable):
-    """A shard could not be downloaded intact after retries; ``path`` names it (repo path)."""
-
-    def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message)
-        self.path = path
+    """A shard could not be downloaded after the retries; ``path`` names it."""
 
 
-class ShardVerificationError(HubError):
-    """``verify`` rejected a downloaded shard; ``path`` names it.
-
-    Not retried: the bytes matched the Hub's sha256, so downloading them again would not help.
-    """
-
-    def __init__(self, message: str, *, path: str) -> None:
-        super().__init__(message)
-        self.path = path
+class ShardVerificationError(HubError, SourceError):
+    """A shard never matched the Hub's size and sha256, or ``verify`` rejected it (don't retry)."""
 
 
 class NoShardsFound(HubError):
@@ -128,37 +102,20 @@ class NoShardsFound(HubError):
 
 
 class _CorruptTransfer(Exception):
-    """Bytes on disk differ from what the Hub announced (size or sha256): worth another attempt."""
+    """Bytes on disk differ from what the Hub lists (size or sha256): worth another attempt."""
 
 
-class _RetriesExhausted(Exception):
+class _RetriesExhausted(Exception):  # noqa: N818
     def __init__(self, attempts: int, last: BaseException) -> None:
         super().__init__(f"{attempts} attempt(s), last error: {_describe(last)}")
         self.attempts = attempts
         self.last = last
 
 
-# ---------------------------------------------------------------------------
-# Results
-# ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How hard to try before giving up.
-
-    Attributes
-    ----------
-    attempts
-        Tries per request or per file (>= 1).
-    backoff
-        Seconds to wait after the first failure; doubled after each further failure.
-    max_backoff
-        Upper bound of one wait.
-    timeout
-        Seconds to wait for an API or HEAD answer. (File bodies use ``HF_HUB_DOWNLOAD_TIMEOUT``, and
-        ``http_get`` resumes a dropped body by itself, waiting 1 s, up to 5 times without progress.)
-    """
+    """``attempts`` per request or file (>= 1); a first wait of ``backoff`` seconds, doubled after
+    each failure up to ``max_backoff``; ``timeout`` seconds per API or HEAD answer."""
 
     attempts: int = 3
     backoff: float = 1.0
@@ -178,370 +135,110 @@ class ShardInfo:
     sha256: str | None = None  #: LFS sha256, when the Hub gives it
 
 
-@dataclass(frozen=True)
-class ShardFile:
-    """A shard in the local cache."""
+def resolve_revision(repo_id: str, revision: str = "main", *, endpoint: str | None = None,
+                     token: str | bool | None = None, retry: RetryPolicy = DEFAULT_RETRY) -> str:
+    """The commit sha a branch, tag or commit points at (``GET /api/datasets/{repo}/revision/{r}``).
 
-    path: str  #: path in the repo
-    local_path: Path  #: where it is on disk
-    size: int  #: bytes
-    rows: int | None  #: what ``verify`` returned; None when downloaded without ``verify``
-    sha256: str | None  #: sha256 of the bytes on disk
-    downloaded: bool  #: fetched by this call (False: served from the cache)
-
-
-@dataclass(frozen=True)
-class DownloadResult:
-    """The outcome of :func:`download_dump`: one complete, verified revision in the cache."""
-
-    repo_id: str
-    revision: str  #: what was asked for (branch, tag or sha)
-    sha: str  #: the commit it resolved to
-    root: Path  #: ``<cache_dir>/<org>--<name>/<sha>``
-    files: tuple[ShardFile, ...]
-
-    @property
-    def downloaded(self) -> int:
-        """How many shards this call fetched (0 on a cache hit)."""
-        return sum(f.downloaded for f in self.files)
-
-    @property
-    def from_cache(self) -> bool:
-        """True when nothing was fetched."""
-        return self.downloaded == 0
-
-    @property
-    def local_paths(self) -> list[Path]:
-        return [f.local_path for f in self.files]
-
-    @property
-    def rows(self) -> int | None:
-        """Total rows, or None if any shard was not counted."""
-        counts = [f.rows for f in self.files]
-        return None if any(c is None for c in counts) else sum(counts)  # type: ignore[misc]
-
-    @property
-    def manifest_path(self) -> Path:
-        return self.root / MANIFEST_NAME
-
-
-# ---------------------------------------------------------------------------
-# Public API
-# ---------------------------------------------------------------------------
-
-
-def resolve_revision(
-    repo_id: str,
-    revision: str = "main",
-    *,
-    endpoint: str | None = None,
-    token: str | bool | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
-) -> str:
-    """Return the commit sha a branch, tag or commit of a dataset repo points at.
-
-    One ``GET /api/datasets/{repo}/revision/{revision}``, retried on transient failures.
-
-    Parameters
-    ----------
-    repo_id
-        ``"org/name"``, e.g. ``"lmarena-ai/arena-human-preference-140k"``.
-    revision
-        Branch, tag or commit sha.
-    endpoint
-        Hub base URL; None for ``huggingface_hub``'s default (``HF_ENDPOINT`` or huggingface.co).
-    token
-        Access token; None for ``HF_TOKEN`` / the stored login, False for none.
-    retry
-        Attempts, backoff and timeout.
-
-    Returns
-    -------
-    str
-        40 hex digits.
-
-    Raises
-    ------
-    HubNotFound
-        The repository or the revision does not exist (or is not visible with this token).
-    HubUnavailable
-        Connection refused, timeouts or 5xx on every attempt.
-    HubError
-        Any other refusal (e.g. 400).
+    Raises :class:`HubNotFound` (no such repository or revision, or not visible with this token),
+    :class:`HubUnavailable` (refused, timeouts or 5xx on every attempt) or :class:`HubError`.
     """
     _check_repo_id(repo_id)
-    api = _api(endpoint, token)
-    info = _hub_call(
-        f"resolving {repo_id}@{revision}",
-        lambda: api.dataset_info(repo_id, revision=revision, timeout=retry.timeout),
-        retry,
-        repo_id=repo_id,
-        revision=revision,
-    )
+    what = f"resolving {repo_id}@{revision}"
+    with _hub_errors(what, repo_id=repo_id, revision=revision, endpoint=endpoint):
+        info = _with_retries(what, lambda: _api(endpoint, token).dataset_info(
+            repo_id, revision=revision, timeout=retry.timeout), retry)
     sha = getattr(info, "sha", None)
     if not isinstance(sha, str) or not _COMMIT_RE.fullmatch(sha):
         raise HubError(f"the Hub answered for {repo_id}@{revision} without a commit sha: {sha!r}")
     return sha
 
 
-def latest_revision(
-    repo_id: str,
-    revision: str = "main",
-    *,
-    endpoint: str | None = None,
-    token: str | bool | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
-) -> str:
-    """The commit sha ``revision`` points at now: one API call, no download (for sensors).
-
-    Same parameters, result and errors as :func:`resolve_revision`.
-    """
-    return resolve_revision(repo_id, revision, endpoint=endpoint, token=token, retry=retry)
-
-
-def list_shards(
-    repo_id: str,
-    sha: str,
-    *,
-    endpoint: str | None = None,
-    token: str | bool | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
-) -> list[ShardInfo]:
-    """List the train split's parquet files of a revision, with their sizes.
-
-    One ``GET /api/datasets/{repo}/revision/{sha}?blobs=true``. Files matching
-    ``data/train-*.parquet`` are returned, sorted by path; when there are none, every ``*.parquet``.
-
-    Parameters
-    ----------
-    repo_id, endpoint, token, retry
-        As for :func:`resolve_revision`.
-    sha
-        The commit to list (a branch name works too, but then the listing may belong to a later
-        commit than one resolved earlier).
-
-    Returns
-    -------
-    list[ShardInfo]
-        Possibly empty.
-
-    Raises
-    ------
-    HubNotFound, HubUnavailable, HubError
-        As for :func:`resolve_revision`.
-    """
+def list_shards(repo_id: str, sha: str, *, endpoint: str | None = None,
+                token: str | bool | None = None,
+                retry: RetryPolicy = DEFAULT_RETRY) -> list[ShardInfo]:
+    """A revision's ``data/train-*.parquet`` files (if none, every ``*.parquet``) with size and
+    sha256, sorted: ``GET /api/datasets/{repo}/revision/{sha}?blobs=true``. Errors as for
+    :func:`resolve_revision`."""
     _check_repo_id(repo_id)
-    api = _api(endpoint, token)
-    info = _hub_call(
-        f"listing files of {repo_id}@{sha}",
-        lambda: api.dataset_info(repo_id, revision=sha, files_metadata=True, timeout=retry.timeout),
-        retry,
-        repo_id=repo_id,
-        revision=sha,
-    )
+    what = f"listing files of {repo_id}@{sha}"
+    with _hub_errors(what, repo_id=repo_id, revision=sha, endpoint=endpoint):
+        info = _with_retries(what, lambda: _api(endpoint, token).dataset_info(
+            repo_id, revision=sha, files_metadata=True, timeout=retry.timeout), retry)
     siblings = list(getattr(info, "siblings", None) or [])
-    chosen = [s for s in siblings if fnmatch.fnmatchcase(s.rfilename, TRAIN_SHARD_PATTERN)]
-    if not chosen:
-        chosen = [s for s in siblings if fnmatch.fnmatchcase(s.rfilename, FALLBACK_SHARD_PATTERN)]
+    chosen = [s for s in siblings if fnmatch.fnmatchcase(s.rfilename, TRAIN_SHARD_PATTERN)] or [
+        s for s in siblings if fnmatch.fnmatchcase(s.rfilename, FALLBACK_SHARD_PATTERN)]
     shards = []
     for s in sorted(chosen, key=lambda s: s.rfilename):
         if s.size is None:
             raise HubError(f"the Hub listed {s.rfilename} of {repo_id}@{sha} without a size")
-        sha256 = s.lfs.sha256 if s.lfs is not None else None
-        shards.append(ShardInfo(path=s.rfilename, size=int(s.size), sha256=sha256))
+        shards.append(ShardInfo(s.rfilename, int(s.size), s.lfs.sha256 if s.lfs else None))
     return shards
 
 
-def download_dump(
-    repo_id: str,
-    revision: str,
-    cache_dir: str | os.PathLike[str],
-    *,
-    endpoint: str | None = None,
-    token: str | bool | None = None,
-    verify: VerifyFn | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
-) -> DownloadResult:
-    """Make every train shard of a revision available locally, downloading only what is missing.
+def download_dump(repo_id: str, revision: str, cache_dir: str | os.PathLike[str], *,
+                  endpoint: str | None = None, token: str | bool | None = None,
+                  verify: VerifyFn = verify_shard,
+                  retry: RetryPolicy = DEFAULT_RETRY) -> DumpManifest:
+    """Every train shard of a revision in the cache and verified, fetching only what is missing.
 
-    Steps: resolve ``revision`` to a sha (skipped when ``revision`` is a full sha already cached);
-    if ``<cache_dir>/<org>--<name>/<sha>/_manifest.json`` is complete, return it without any file
-    request. Otherwise list the shards and download each into a staging folder, checking its size
-    and sha256 against the listing and counting its rows with ``verify``; write the manifest; rename
-    the staging folder to ``<sha>`` in one step. Any failure removes the staging folder, so a later
-    run never trusts a partial download.
-
-    Parameters
-    ----------
-    repo_id, endpoint, token, retry
-        As for :func:`resolve_revision`; ``retry`` also applies to each file.
-    revision
-        Branch, tag or commit sha.
-    cache_dir
-        Root of the cache (created if missing).
-    verify
-        ``verify(path) -> rows``: opens a downloaded shard (still in staging), checks it and returns
-        its row count; raises to reject it. Also run on cached shards whose row count is unknown.
-
-    Returns
-    -------
-    DownloadResult
-        ``files`` in path order; ``downloaded`` counts the shards fetched by this call.
-
-    Raises
-    ------
-    HubNotFound
-        Repository, revision or a listed file not found.
-    HubUnavailable
-        The Hub could not be reached while resolving or listing.
-    DownloadFailed
-        A shard kept failing (5xx, dropped connection, wrong size or sha256); a ``HubUnavailable``.
-    ShardVerificationError
-        ``verify`` rejected a shard.
-    NoShardsFound
-        The revision has no parquet file.
+    A cached full sha needs no request; else the revision is resolved and, on a miss, listed, and
+    each shard fetched with ``hf_hub_download`` (or linked to a blob the cache holds) and checked
+    before the record is written. Files are in path order (``path`` the snapshot entry, ``name``
+    the path in the repo). Raises :func:`resolve_revision`'s errors, :class:`DownloadFailed`,
+    :class:`ShardVerificationError` and :class:`NoShardsFound`.
     """
     _check_repo_id(repo_id)
-    cache_dir = Path(cache_dir)
-    if _COMMIT_RE.fullmatch(revision):
-        hit = cached_dump(cache_dir, repo_id, revision, verify=verify, revision=revision)
-        if hit is not None:
-            logger.info("%s@%s: cache hit at %s (no Hub request)", repo_id, revision[:12], hit.root)
-            return hit
-
-    sha = resolve_revision(repo_id, revision, endpoint=endpoint, token=token, retry=retry)
-    hit = cached_dump(cache_dir, repo_id, sha, verify=verify, revision=revision)
-    if hit is not None:
-        logger.info("%s@%s is %s: cache hit at %s", repo_id, revision, sha[:12], hit.root)
+    cache_dir = Path(cache_dir).expanduser().resolve()  # as hf_hub_download resolves it
+    if _COMMIT_RE.fullmatch(revision) and (hit := cached_dump(cache_dir, repo_id, revision)):
+        logger.info("%s@%s: cache hit (no Hub request)", repo_id, revision[:12])
         return hit
-
+    sha = resolve_revision(repo_id, revision, endpoint=endpoint, token=token, retry=retry)
+    if hit := cached_dump(cache_dir, repo_id, sha, revision=revision):
+        logger.info("%s@%s is %s: cache hit", repo_id, revision, sha[:12])
+        return hit
     shards = list_shards(repo_id, sha, endpoint=endpoint, token=token, retry=retry)
     if not shards:
-        raise NoShardsFound(
-            f"{repo_id}@{sha} holds no {TRAIN_SHARD_PATTERN} nor any *.parquet file"
-        )
-
-    repo_dir = cache_dir / _repo_dirname(repo_id)
-    repo_dir.mkdir(parents=True, exist_ok=True)
-    _remove_stale_staging(repo_dir)
-    staging = repo_dir / f"{_STAGING_PREFIX}{sha}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
-    logger.info(
-        "%s@%s is %s: downloading %d shard(s), %d bytes",
-        repo_id,
-        revision,
-        sha[:12],
-        len(shards),
-        sum(s.size for s in shards),
-    )
-    try:
-        staged = [
-            _download_shard(
-                repo_id,
-                sha,
-                shard,
-                staging,
-                endpoint=endpoint,
-                token=token,
-                verify=verify,
-                retry=retry,
-            )
-            for shard in shards
-        ]
-        _write_manifest(staging, repo_id=repo_id, sha=sha, revision=revision, files=staged)
-        final = repo_dir / sha
-        promoted = _promote(
-            staging, final, is_complete=lambda: cached_dump(cache_dir, repo_id, sha) is not None
-        )
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-    hit = cached_dump(cache_dir, repo_id, sha, verify=verify, revision=revision)
-    if hit is None:  # pragma: no cover - only if the folder is deleted under our feet
-        raise HubError(f"{final} vanished right after it was written")
-    if not promoted:  # another process completed the same sha first; its copy is the cache entry
-        return hit
-    files = tuple(
-        ShardFile(f.path, f.local_path, f.size, f.rows, f.sha256, downloaded=True)
-        for f in hit.files
-    )
-    return DownloadResult(repo_id=repo_id, revision=revision, sha=sha, root=final, files=files)
+        raise NoShardsFound(f"{repo_id}@{sha} holds no {TRAIN_SHARD_PATTERN} nor other *.parquet")
+    logger.info("%s@%s is %s: fetching %d shard(s), %d bytes", repo_id, revision, sha[:12],
+                len(shards), sum(s.size for s in shards))
+    _remove_stale_partials(_repo_dir(cache_dir, repo_id))
+    files = tuple(_fetch_shard(repo_id, sha, s, cache_dir, endpoint=endpoint, token=token,
+                               verify=verify, retry=retry) for s in shards)
+    _write_record(cache_dir, repo_id, sha, files)
+    return DumpManifest("hub", repo_id, revision, sha, files)
 
 
-def dump_dir(cache_dir: str | os.PathLike[str], repo_id: str, sha: str) -> Path:
-    """``<cache_dir>/<org>--<name>/<sha>``: where :func:`download_dump` puts a revision."""
+def cached_dump(cache_dir: str | os.PathLike[str], repo_id: str, sha: str, *,
+                revision: str | None = None) -> DumpManifest | None:
+    """The verified revision ``sha`` from the cache, or None if it has no record or a file it lists
+    is missing or has another size. No network, no hashing."""
     _check_repo_id(repo_id)
-    return Path(cache_dir) / _repo_dirname(repo_id) / sha
-
-
-def cached_dump(
-    cache_dir: str | os.PathLike[str],
-    repo_id: str,
-    sha: str,
-    *,
-    verify: VerifyFn | None = None,
-    revision: str | None = None,
-) -> DownloadResult | None:
-    """The cached revision ``sha`` if it is complete, else None. No network.
-
-    Complete means: the manifest exists, names this repo and sha, and every file it lists is on disk
-    with the listed size. If ``verify`` is given and a shard's row count is unknown, it is counted
-    now and the manifest updated.
-
-    Raises
-    ------
-    ShardVerificationError
-        ``verify`` rejected a cached shard.
-    """
-    root = dump_dir(cache_dir, repo_id, sha)
-    manifest = _read_manifest(root / MANIFEST_NAME)
-    if (
-        manifest is None
-        or manifest.get("format") != MANIFEST_FORMAT
-        or manifest.get("repo_id") != repo_id
-        or manifest.get("sha") != sha
-        or manifest.get("complete") is not True
-        or not manifest.get("files")
-    ):
-        return None
-    files = []
-    for entry in manifest["files"]:
-        local = root / entry["path"]
-        try:
-            if local.stat().st_size != entry["size"]:
-                logger.warning("%s: size differs from the manifest; not a cache hit", local)
-                return None
-        except FileNotFoundError:
-            logger.warning("%s: missing; not a cache hit", local)
+    cache_dir = Path(cache_dir).expanduser().resolve()
+    path = _record_path(cache_dir, repo_id, sha)
+    root = _repo_dir(cache_dir, repo_id) / "snapshots" / sha
+    try:
+        record = json.loads(path.read_text())
+        if [record.get(k) for k in ("format", "repo_id", "sha")] != [RECORD_FORMAT, repo_id, sha]:
             return None
-        files.append(entry)
-    if verify is not None and any(e.get("rows") is None for e in files):
-        for entry in files:
-            if entry.get("rows") is None:
-                entry["rows"] = _run_verify(verify, root / entry["path"], entry["path"])
-        _write_json_atomic(root / MANIFEST_NAME, manifest)
-    return DownloadResult(
-        repo_id=repo_id,
-        revision=revision or sha,
-        sha=sha,
-        root=root,
-        files=tuple(
-            ShardFile(
-                path=e["path"],
-                local_path=root / e["path"],
-                size=e["size"],
-                rows=e.get("rows"),
-                sha256=e.get("sha256"),
-                downloaded=False,
-            )
-            for e in files
-        ),
-    )
+        files = tuple(ShardFile(str(root / e["path"]), e["path"], e["size"], e["rows"], e["sha256"])
+                      for e in record["files"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        logger.warning("%s is unreadable; not a cache hit", path)
+        return None
+    for f in files:
+        if not os.path.isfile(f.path) or os.path.getsize(f.path) != f.size:
+            logger.warning("%s is missing or not the size verified; not a cache hit", f.path)
+            return None
+    return DumpManifest("hub", repo_id, revision or sha, sha, files) if files else None
 
 
-# ---------------------------------------------------------------------------
-# Internals
-# ---------------------------------------------------------------------------
+def verified_revisions(cache_dir: str | os.PathLike[str], repo_id: str) -> list[str]:
+    """The shas of ``repo_id`` that :func:`cached_dump` would serve, sorted."""
+    records = _record_path(cache_dir, repo_id, "x").parent
+    shas = sorted(p.stem for p in records.glob("*.json")) if records.is_dir() else []
+    return [sha for sha in shas if cached_dump(cache_dir, repo_id, sha) is not None]
 
 
 def _api(endpoint: str | None, token: str | bool | None) -> HfApi:
@@ -553,8 +250,12 @@ def _check_repo_id(repo_id: str) -> None:
         raise ValueError(f"repo_id must look like 'org/name', got {repo_id!r}")
 
 
-def _repo_dirname(repo_id: str) -> str:
-    return repo_id.replace("/", "--")
+def _repo_dir(cache_dir: str | os.PathLike[str], repo_id: str) -> Path:
+    return Path(cache_dir) / repo_folder_name(repo_id=repo_id, repo_type=REPO_TYPE)
+
+
+def _record_path(cache_dir: str | os.PathLike[str], repo_id: str, sha: str) -> Path:
+    return _repo_dir(cache_dir, repo_id) / RECORDS_DIR / f"{sha}.json"
 
 
 def _describe(exc: BaseException) -> str:
@@ -563,18 +264,20 @@ def _describe(exc: BaseException) -> str:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, (RepositoryNotFoundError, RevisionNotFoundError, RemoteEntryNotFoundError)):
-        return False
+    if isinstance(exc, (_CorruptTransfer, httpx2.TransportError)):
+        return True
+    if isinstance(exc, (RepositoryNotFoundError, RevisionNotFoundError, RemoteEntryNotFoundError,
+                        LocalEntryNotFoundError)):
+        return False  # not found, or huggingface_hub already retried the HEAD on its own schedule
     if isinstance(exc, HfHubHTTPError):
-        status = exc.response.status_code if exc.response is not None else None
-        return status in _TRANSIENT_STATUS
-    return isinstance(exc, (httpx2.TransportError, _CorruptTransfer))
+        return exc.response is not None and exc.response.status_code in _TRANSIENT_STATUS
+    # huggingface_hub's size check after its own resume attempts
+    return isinstance(exc, OSError) and str(exc).startswith("Consistency check failed")
 
 
 def _with_retries(what: str, fn: Callable[[], T], retry: RetryPolicy) -> T:
     """Call ``fn``; on a transient error wait and call again, ``retry.attempts`` times in all."""
-    delay = retry.backoff
-    attempts = max(1, retry.attempts)
+    delay, attempts = retry.backoff, max(1, retry.attempts)
     for attempt in range(1, attempts + 1):
         try:
             return fn()
@@ -583,224 +286,113 @@ def _with_retries(what: str, fn: Callable[[], T], retry: RetryPolicy) -> T:
                 raise
             if attempt == attempts:
                 raise _RetriesExhausted(attempts, exc) from exc
-            logger.warning(
-                "%s failed (attempt %d/%d: %s); retrying in %.1fs",
-                what,
-                attempt,
-                attempts,
-                _describe(exc),
-                delay,
-            )
+            logger.warning("%s failed (attempt %d/%d: %s); retrying in %.1fs", what, attempt,
+                           attempts, _describe(exc), delay)
             time.sleep(delay)
             delay = min(delay * 2, retry.max_backoff)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _hub_call(
-    what: str, fn: Callable[[], T], retry: RetryPolicy, *, repo_id: str, revision: str
-) -> T:
-    """``_with_retries`` with huggingface_hub's errors turned into this module's."""
+@contextmanager
+def _hub_errors(what: str, *, repo_id: str, revision: str, endpoint: str | None,
+                path: str | None = None) -> Iterator[None]:
+    """Re-raise huggingface_hub's and httpx2's errors as this module's, without their chain."""
+    where = f"{what} from {(endpoint or constants.ENDPOINT).rstrip('/')}"
+    unavailable = DownloadFailed if path else HubUnavailable
     try:
-        return _with_retries(what, fn, retry)
-    except GatedRepoError as exc:
-        raise HubNotFound(
-            f"{what}: {repo_id} is gated and the token does not grant access"
-        ) from exc
-    except RepositoryNotFoundError as exc:
-        raise HubNotFound(
-            f"{what}: repository {repo_id} not found "
-            "(or private and the token does not grant access)"
-        ) from exc
-    except RevisionNotFoundError as exc:
-        raise HubNotFound(f"{what}: revision {revision!r} not found in {repo_id}") from exc
-    except RemoteEntryNotFoundError as exc:
-        raise HubNotFound(f"{what}: not found in {repo_id}@{revision}") from exc
-    except OfflineModeIsEnabled as exc:
-        raise HubUnavailable(f"{what}: HF_HUB_OFFLINE is set") from exc
+        yield
     except _RetriesExhausted as exc:
-        raise HubUnavailable(f"{what}: Hub unavailable after {exc}") from exc.last
+        if isinstance(exc.last, _CorruptTransfer):
+            raise ShardVerificationError(f"{where}: the bytes never matched the Hub's size and "
+                                         f"sha256 in {exc}", path=path) from None
+        raise unavailable(f"{where}: Hub unavailable after {exc}. {OFFLINE_HINT}",
+                          path=path) from None
+    except GatedRepoError:
+        raise HubNotFound(f"{where}: {repo_id} is gated and the token does not open it") from None
+    except RepositoryNotFoundError:
+        raise HubNotFound(f"{where}: repository {repo_id} not found "
+                          "(or private and the token does not grant access)") from None
+    except RevisionNotFoundError:
+        raise HubNotFound(f"{where}: revision {revision!r} not found in {repo_id}") from None
+    except RemoteEntryNotFoundError:
+        raise HubNotFound(f"{where}: not found in {repo_id}@{revision}", path=path) from None
+    except OfflineModeIsEnabled:
+        raise unavailable(f"{where}: HF_HUB_OFFLINE is set. {OFFLINE_HINT}", path=path) from None
+    except LocalEntryNotFoundError as exc:  # hf_hub_download gave up on the file's HEAD
+        cause = exc.__cause__ or exc
+        if isinstance(cause, FileMetadataError):
+            raise HubError(f"{where}: {cause} (is it a Hugging Face Hub?)", path=path) from None
+        raise unavailable(f"{where}: Hub unavailable after huggingface_hub's own retries, last "
+                          f"error: {_describe(cause)}. {OFFLINE_HINT}", path=path) from None
     except HfHubHTTPError as exc:
-        raise HubError(f"{what}: {_describe(exc)}") from exc
+        raise HubError(f"{where}: {_describe(exc)}", path=path) from None
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port
+def _evict(local: str | os.PathLike[str]) -> None:
+    """Remove a snapshot entry and the blob it points at."""
+    blob = os.path.realpath(local)
+    Path(local).unlink(missing_ok=True)
+    Path(blob).unlink(missing_ok=True)
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _fetch_once(
-    repo_id: str,
-    sha: str,
-    shard: ShardInfo,
-    dest: Path,
-    *,
-    endpoint: str | None,
-    token: str | bool | None,
-    timeout: float,
-) -> str:
-    """One attempt: HEAD, GET into ``dest`` (overwritten), check size and sha256; return sha256."""
-    url = hf_hub_url(repo_id, shard.path, repo_type=REPO_TYPE, revision=sha, endpoint=endpoint)
-    meta = get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=endpoint)
-    if meta.commit_hash is None:
-        raise HubError(
-            f"{url} answered without an X-Repo-Commit header: "
-            "the endpoint is not a Hugging Face Hub"
-        )
-    if meta.commit_hash != sha:
-        raise HubError(f"{url} is served from commit {meta.commit_hash}, expected {sha}")
-    expected_sha256 = shard.sha256 or (
-        meta.etag if meta.etag and _SHA256_RE.fullmatch(meta.etag) else None
-    )
-    headers = build_hf_headers(token=token, library_name="arena_pipeline")
-    location = meta.location or url
-    if _origin(location) != _origin(url):
-        headers.pop("authorization", None)  # signed CDN URL: the token stays on the Hub
-    with open(dest, "wb") as f:
-        try:
-            http_get(
-                location,
-                f,
-                headers=headers,
-                expected_size=shard.size,
-                displayed_filename=shard.path,
-            )
-        except OSError as exc:
-            if isinstance(exc, HfHubHTTPError) or not str(exc).startswith(
-                "Consistency check failed"
-            ):
-                raise
-            raise _CorruptTransfer(str(exc).splitlines()[0]) from exc
-        f.flush()
-        os.fsync(f.fileno())
-    size = dest.stat().st_size
-    if size != shard.size:
-        raise _CorruptTransfer(f"{shard.path}: got {size} bytes, the Hub lists {shard.size}")
-    digest = _sha256_file(dest)
-    if expected_sha256 is not None and digest != expected_sha256:
-        raise _CorruptTransfer(
-            f"{shard.path}: sha256 {digest} differs from the Hub's {expected_sha256}"
-        )
-    return digest
-
-
-def _run_verify(verify: VerifyFn, local: Path, path: str) -> int:
-    try:
-        rows = verify(local)
-    except Exception as exc:
-        raise ShardVerificationError(
-            f"{path} failed verification: {_describe(exc)}", path=path
-        ) from exc
-    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
-        raise ShardVerificationError(
-            f"{path}: verify returned {rows!r}, expected a row count", path=path
-        )
-    return rows
-
-
-def _download_shard(
-    repo_id: str,
-    sha: str,
-    shard: ShardInfo,
-    staging: Path,
-    *,
-    endpoint: str | None,
-    token: str | bool | None,
-    verify: VerifyFn | None,
-    retry: RetryPolicy,
-) -> dict[str, Any]:
-    dest = staging / shard.path
-    dest.parent.mkdir(parents=True, exist_ok=True)
+def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: Path, *, endpoint: str | None,
+                 token: str | bool | None, verify: VerifyFn, retry: RetryPolicy) -> ShardFile:
+    """One shard in the cache, its size and sha256 as listed, accepted by ``verify``."""
     what = f"downloading {shard.path} of {repo_id}@{sha[:12]}"
+    expected = _repo_dir(cache_dir, repo_id) / "snapshots" / sha / shard.path
+    cached = try_to_load_from_cache(repo_id, shard.path, cache_dir=cache_dir, revision=sha,
+                                    repo_type=REPO_TYPE)
+    if isinstance(cached, str) and os.path.getsize(cached) != shard.size:
+        _evict(cached)  # damaged since: hf_hub_download would serve it as it is
+    # blobs are named by their ETag, the sha256 for LFS files: one another revision holds is linked
+    held = isinstance(cached, str) and os.path.isfile(cached) or bool(
+        shard.sha256 and (_repo_dir(cache_dir, repo_id) / "blobs" / shard.sha256).is_file())
+
+    def once() -> tuple[str, str]:
+        local = hf_hub_download(repo_id, shard.path, repo_type=REPO_TYPE, revision=sha,
+                                cache_dir=cache_dir, endpoint=endpoint, token=token,
+                                etag_timeout=retry.timeout)
+        if Path(local) != expected:
+            raise HubError(f"{what}: the endpoint served {local}, not commit {sha}")
+        size, digest = os.path.getsize(local), file_sha256(local)
+        if size != shard.size or (shard.sha256 is not None and digest != shard.sha256):
+            _evict(local)
+            raise _CorruptTransfer(f"{shard.path}: {size} bytes with sha256 {digest}, the Hub "
+                                   f"lists {shard.size} bytes with sha256 {shard.sha256}")
+        return local, digest
+
+    with _hub_errors(what, repo_id=repo_id, revision=sha, endpoint=endpoint, path=shard.path):
+        local, digest = _with_retries(what, once, retry)
     try:
-        digest = _with_retries(
-            what,
-            lambda: _fetch_once(
-                repo_id, sha, shard, dest, endpoint=endpoint, token=token, timeout=retry.timeout
-            ),
-            retry,
-        )
-    except _RetriesExhausted as exc:
-        raise DownloadFailed(f"{what} failed after {exc}", path=shard.path) from exc.last
-    except (RepositoryNotFoundError, RevisionNotFoundError, RemoteEntryNotFoundError) as exc:
-        raise HubNotFound(f"{what}: {_describe(exc)}") from exc
-    except OfflineModeIsEnabled as exc:
-        raise HubUnavailable(f"{what}: HF_HUB_OFFLINE is set") from exc
-    except HfHubHTTPError as exc:
-        raise HubError(f"{what}: {_describe(exc)}") from exc
-    rows = _run_verify(verify, dest, shard.path) if verify is not None else None
-    logger.info("%s: %d bytes, %s rows", shard.path, shard.size, rows if rows is not None else "?")
-    return {"path": shard.path, "size": shard.size, "sha256": digest, "rows": rows}
+        rows = verify(Path(local))
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+            raise ValueError(f"verify returned {rows!r}, expected a row count")
+    except Exception as exc:
+        _evict(local)
+        raise ShardVerificationError(f"{shard.path} of {repo_id}@{sha[:12]} failed verification: "
+                                     f"{_describe(exc)}", path=shard.path) from None
+    logger.info("%s: %d bytes, %d rows%s", shard.path, shard.size, rows, " (cached)" * held)
+    return ShardFile(local, shard.path, shard.size, rows, digest, downloaded=not held)
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
+def _write_record(cache_dir: str | os.PathLike[str], repo_id: str, sha: str,
+                  files: tuple[ShardFile, ...]) -> None:
+    """Write the revision's record atomically: from then on it is a cache hit."""
+    path = _record_path(cache_dir, repo_id, sha)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"format": RECORD_FORMAT, "repo_id": repo_id, "sha": sha,
+              "verified_at": datetime.now(UTC).isoformat(timespec="seconds"),
+              "files": [{"path": f.name, "size": f.size, "sha256": f.sha256, "rows": f.rows}
+                        for f in files]}
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
+    tmp.write_text(json.dumps(record, indent=2))
     os.replace(tmp, path)
 
 
-def _write_manifest(
-    staging: Path, *, repo_id: str, sha: str, revision: str, files: list[dict[str, Any]]
-) -> None:
-    _write_json_atomic(
-        staging / MANIFEST_NAME,
-        {
-            "format": MANIFEST_FORMAT,
-            "repo_id": repo_id,
-            "sha": sha,
-            "revision": revision,
-            "downloaded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "complete": True,
-            "files": files,
-        },
-    )
-
-
-def _read_manifest(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        logger.warning("%s is unreadable; not a cache hit", path)
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _promote(staging: Path, final: Path, *, is_complete: Callable[[], bool]) -> bool:
-    """Rename ``staging`` to ``final`` in one step; False if a complete ``final`` was there."""
-    try:
-        os.rename(staging, final)
-        return True
-    except OSError:
-        if not final.exists():
-            raise
-    if is_complete():
-        return False  # another process completed the same sha: keep its copy
-    # an incomplete or damaged entry (e.g. a file deleted by hand): move it aside, take its place
-    trash = final.with_name(f"{_STAGING_PREFIX}{final.name}-stale-{uuid.uuid4().hex[:8]}")
-    os.rename(final, trash)
-    os.rename(staging, final)
-    shutil.rmtree(trash, ignore_errors=True)
-    return True
-
-
-def _remove_stale_staging(repo_dir: Path) -> None:
-    """Remove staging folders left by killed processes (older than a day)."""
-    cutoff = time.time() - _STALE_STAGING_SECONDS
-    for entry in repo_dir.glob(f"{_STAGING_PREFIX}*"):
-        try:
-            if entry.stat().st_mtime < cutoff:
-                shutil.rmtree(entry, ignore_errors=True)
-        except FileNotFoundError:
-            pass
+def _remove_stale_partials(repo_dir: Path) -> None:
+    """Remove partial downloads (``blobs/*.incomplete``) that killed processes left a day ago."""
+    cutoff = time.time() - _STALE_PARTIAL_SECONDS
+    for partial in repo_dir.glob("blobs/*.incomplete"):
+        with suppress(FileNotFoundError):
+            if partial.stat().st_mtime < cutoff:
+                partial.unlink()

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESSAGES_TABLE, QUARANTINE_TABLE
 from arena_pipeline.core import warehouse
 from arena_pipeline.core.flatten import flatten_battles, flatten_context_messages, flatten_messages
+from arena_pipeline.core.manifest import DumpManifest, ShardFile  # noqa: F401 - re-exported
 from arena_pipeline.core.quarantine import count_by_rule, split_quarantine
 from arena_pipeline.core.schema import (
     BATTLES_SCHEMA,
@@ -35,36 +36,6 @@ from arena_pipeline.core.sources import (
 )
 
 BATCH_ROWS = 8_192
-
-
-@dataclass(frozen=True)
-class ShardFile:
-    """One file of a dump as fetched: local path, name inside the dump, size and row count."""
-
-    path: str
-    name: str
-    size: int
-    rows: int
-    sha256: str | None = None
-
-
-@dataclass(frozen=True)
-class DumpManifest:
-    """What the raw-dump asset hands on: the source, its resolved revision and its files."""
-
-    source_kind: str
-    source: str
-    requested_revision: str
-    revision: str
-    files: tuple[ShardFile, ...] = field(default_factory=tuple)
-
-    @property
-    def rows(self) -> int:
-        return sum(f.rows for f in self.files)
-
-    @property
-    def bytes(self) -> int:
-        return sum(f.size for f in self.files)
 
 
 class ContentHashes:

@@ -86,6 +86,9 @@ def suite_path(name_or_path: str | Path, directory: str | Path | None = None) ->
         A suite name such as ``"battles"``, or a path to a JSON file.
     directory
         Folder of named suites; defaults to :data:`EXPECTATIONS_DIR`.
+    schema
+        The table's full schema, for the schema expectations, when ``df`` holds only some of its
+        columns (e.g. :func:`suite_columns`); default ``df.schema``.
     """
     path = Path(name_or_path)
     if path.suffix == ".json":
@@ -473,17 +476,34 @@ class QualityReport:
         }
 
 
+def _kwargs_columns(kwargs: Mapping[str, Any]) -> list[str]:
+    """Columns an expectation's kwargs name (``column``, ``column_A``/``column_B``, ``column_list``)."""
+    names = [kwargs[k] for k in ("column", "column_A", "column_B") if isinstance(kwargs.get(k), str)]
+    return names + list(kwargs.get("column_list") or [])
+
+
 def _referenced_columns(configs: list[Any]) -> list[str]:
     """Columns named by the expectations' kwargs, in first-mention order."""
-    names: dict[str, None] = {}
-    for config in configs:
-        kwargs = config.kwargs
-        for key in ("column", "column_A", "column_B"):
-            if isinstance(kwargs.get(key), str):
-                names[kwargs[key]] = None
-        for name in kwargs.get("column_list") or []:
-            names[name] = None
-    return list(names)
+    return list(dict.fromkeys(c for config in configs for c in _kwargs_columns(config.kwargs)))
+
+
+def suite_columns(name_or_path: str | Path, directory: str | Path | None = None) -> list[str]:
+    """The table columns :func:`validate_frame` reads values of for this suite, in first-mention order.
+
+    The columns the value expectations name, those the suite's ``meta.derived_columns`` are
+    computed from (instead of the derived names) and ``meta.id_column``. A frame of just these
+    columns, with the table's full schema passed as ``schema=``, validates exactly like the whole
+    table: the schema expectations only need the column names and types, not the values. For the
+    messages suite this leaves out ``text``, the bulk of the table.
+    """
+    data = read_suite(name_or_path, directory)
+    meta = data.get("meta") or {}
+    derived = {name: pl.sql_expr(sql).meta.root_names()
+               for name, sql in (meta.get("derived_columns") or {}).items()}
+    named = [c for exp in data["expectations"] if exp.get("type") not in SCHEMA_EXPECTATION_TYPES
+             for c in _kwargs_columns(exp.get("kwargs") or {})]
+    columns = [source for c in named for source in derived.get(c, [c])]
+    return list(dict.fromkeys([*columns, *([meta["id_column"]] if meta.get("id_column") else [])]))
 
 
 def _sub_suite(suite: gx.ExpectationSuite, name: str, configs: list[Any]) -> gx.ExpectationSuite:
@@ -500,6 +520,7 @@ def validate_frame(
     *,
     parameters: Mapping[str, Any] | None = None,
     directory: str | Path | None = None,
+    schema: Mapping[str, pl.DataType] | None = None,
 ) -> QualityReport:
     """Validate a Polars frame against a suite and report every expectation.
 
@@ -519,6 +540,9 @@ def validate_frame(
         Values for ``$PARAMETER`` placeholders, merged over :func:`default_parameters`.
     directory
         Folder of named suites; defaults to :data:`EXPECTATIONS_DIR`.
+    schema
+        The table's full schema, for the schema expectations, when ``df`` holds only some of its
+        columns (e.g. :func:`suite_columns`); default ``df.schema``.
 
     Returns
     -------
@@ -555,7 +579,8 @@ def validate_frame(
                      SCHEMA_EXPECTATION_TYPES]
     jobs = []
     if schema_configs:
-        jobs.append(("schema", df.head(0), to_pandas, schema_configs))
+        shape = df.head(0) if schema is None else pl.DataFrame(schema=dict(schema))
+        jobs.append(("schema", shape, to_pandas, schema_configs))
     if value_configs:
         values = add_derived_columns(df, meta.get("derived_columns") or {})
         # Only the columns the expectations read (and the id): GX fingerprints the whole pandas

@@ -91,7 +91,6 @@ DATASET_ARROW_SCHEMA = pa.schema(
     ]
 )
 
-REQUIRED_COLUMNS: tuple[str, ...] = tuple(DATASET_ARROW_SCHEMA.names)
 NESTED_COLUMNS: tuple[str, ...] = (
     "conversation_a",
     "conversation_b",

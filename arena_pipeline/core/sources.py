@@ -6,6 +6,7 @@ import ast
 import hashlib
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,18 +23,47 @@ class SourceError(ValueError):
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """Where a dump comes from: ``kind`` is 'hub', 'parquet_dir', 'parquet_file' or 'csv'."""
+    """Where a dump comes from: ``kind`` is 'hub', 'parquet_dir', 'parquet_file' or 'csv'.
+
+    For the Hub, ``revision`` is the one pinned in ``hf://datasets/org/name@revision`` (else None)
+    and ``explicit`` says whether the ``hf://`` form was used (a bare ``org/name`` is a Hub id only
+    because no local path of that name exists).
+    """
 
     kind: str
     location: str
+    revision: str | None = None
+    explicit: bool = False
+
+
+HUB_PREFIX = "hf://datasets/"
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+#: suffixes that make a missing source a file path rather than a Hub id
+DATA_SUFFIXES = frozenset({".parquet", ".csv", ".json", ".jsonl", ".arrow", ".tsv", ".txt", ".gz",
+                           ".zip", ".zst"})
 
 
 def parse_source(source: str) -> SourceSpec:
-    """Classify ``ARENA_SOURCE``: an existing path (dir, .parquet, .csv) or a Hub dataset id.
+    """Classify ``ARENA_SOURCE``: an existing path (dir, .parquet, .csv), or a Hub dataset id.
 
-    A string with exactly one '/' that is not an existing path is taken as a Hub dataset id
-    (``owner/name``); anything else that does not exist is an error.
+    ``hf://datasets/org/name[@revision]`` always names the Hub. Otherwise an existing path is read
+    locally; a missing one that looks like a path (starts with ``.``, ``~`` or ``/``, has more than
+    one separator or a backslash, a data-file suffix, or a first component that exists here, as in
+    ``data/mydump``) is an error saying that no such local path exists; a bare ``org/name`` is
+    tried as a Hub id (see :func:`hub_not_found_note`).
+
+    Raises
+    ------
+    SourceError
+        A missing path, an unsupported file type, or a malformed ``hf://`` id.
     """
+    if source.startswith("hf://"):
+        repo_id, _, revision = source[len(HUB_PREFIX):].partition("@")
+        if not source.startswith(HUB_PREFIX) or not _HUB_ID.fullmatch(repo_id) or ".." in repo_id \
+                or (revision == "" and "@" in source):
+            raise SourceError(f"ARENA_SOURCE {source!r}: a Hub source is written "
+                              f"{HUB_PREFIX}<org>/<name> or {HUB_PREFIX}<org>/<name>@<revision>")
+        return SourceSpec("hub", repo_id, revision or None, explicit=True)
     path = Path(source).expanduser()
     if path.is_dir():
         return SourceSpec("parquet_dir", str(path.resolve()))
@@ -45,9 +75,26 @@ def parse_source(source: str) -> SourceSpec:
             return SourceSpec("csv", str(path.resolve()))
         raise SourceError(f"{path}: unsupported source file type {suffix!r} (expected .parquet or .csv)")
     parts = source.split("/")
-    if len(parts) == 2 and all(parts) and not source.startswith((".", "~")):
-        return SourceSpec("hub", source)
-    raise SourceError(f"ARENA_SOURCE {source!r} is neither an existing path nor a Hub dataset id")
+    looks_like_path = (
+        source.startswith((".", "~", "/")) or "\\" in source or len(parts) != 2
+        or path.suffix.lower() in DATA_SUFFIXES or Path(parts[0]).exists()
+    )
+    if looks_like_path or not _HUB_ID.fullmatch(source):
+        found = next((p for p in path.absolute().parents if p.exists()), None)
+        raise SourceError(
+            f"ARENA_SOURCE {source!r}: no such local path ({path.absolute()} does not exist"
+            + (f"; the nearest existing folder is {found}" if found else "") + "). "
+            f"A Hub dataset is written <org>/<name> or {HUB_PREFIX}<org>/<name>."
+        )
+    return SourceSpec("hub", source)
+
+
+def hub_not_found_note(spec: SourceSpec) -> str:
+    """What to add when the Hub has no dataset named by a bare ``org/name`` ARENA_SOURCE."""
+    if spec.kind != "hub" or spec.explicit:
+        return ""
+    return (f"; ARENA_SOURCE {spec.location!r} was tried as a Hub id because no local path of "
+            f"that name exists either ({Path(spec.location).absolute()})")
 
 
 def local_shards(directory: Path) -> list[Path]:
@@ -164,19 +211,10 @@ def new_fields(path: Path) -> list[str]:
     return compare_schema(pq.read_schema(path)).extra
 
 
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """The sha256 hex digest of a file, read in 4 MiB chunks."""
-    digest = hashlib.sha256()
+def file_sha256(path: str | Path) -> str:
+    """The sha256 hex digest of a file (``hashlib.file_digest``)."""
     with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def read_shard(path: Path) -> pa.Table:
-    """Read a verified shard, keeping the documented columns (extra columns are dropped here)."""
-    table = pq.read_table(path)
-    return table.select([n for n in DATASET_ARROW_SCHEMA.names])
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 # ---------------------------------------------------------------------------

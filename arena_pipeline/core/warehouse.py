@@ -101,5 +101,5 @@ def write_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: 
 
 
 def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
-    """Run a query and return a Polars frame."""
-    return pl.from_arrow(con.execute(sql, params or []).to_arrow_table())
+    """Run a query and return a Polars frame (DuckDB's own ``.pl()``)."""
+    return con.execute(sql, params or []).pl()

@@ -70,6 +70,36 @@ def test_position_bias_p_value_and_interval_match_scipy_at_edges(k, n):
     assert row["ci_upper"] == pytest.approx(ci.high, abs=1e-12)
 
 
+def test_position_bias_equals_the_closed_form_within_1e_12():
+    """binomtest against the closed forms the function used before it (independent of scipy's
+    binomtest code path): Clopper-Pearson from beta quantiles, the p-value as twice the smaller
+    binomial tail (the two-sided test at p = 0.5 is symmetric), on every k for n <= 25 and a few
+    large n up to the full dump's size."""
+    from scipy.stats import beta, binom
+
+    cases = [(k, n) for n in range(1, 26) for k in range(n + 1)]
+    cases += [(k, n) for n in (997, 135_634) for k in (0, 1, n // 3, n // 2, n // 2 + 1, n - 1, n)]
+    votes = (
+        pl.DataFrame({"category": [str(i) for i in range(len(cases))],
+                      "k": [k for k, _ in cases], "n": [n for _, n in cases]})
+        .with_columns(j=pl.int_ranges(0, "n")).explode("j")
+        .select(pl.format("{}-{}", "category", "j").alias("id"), "category",
+                pl.when(pl.col("j") < pl.col("k")).then(pl.lit("model_a"))
+                .otherwise(pl.lit("model_b")).alias("winner"))
+    )
+    battles, tags = votes.select("id", "winner"), votes.select(pl.col("id").alias("battle_id"), "category")
+    out = position_bias(battles, tags, confidence=0.95).sort(pl.col("category").cast(pl.Int64))
+    k = out["a_wins"].to_numpy().astype(float)
+    n = out["decisive"].to_numpy().astype(float)
+    assert list(zip(k.astype(int), n.astype(int))) == cases
+    lower = np.where(k > 0, beta.ppf(0.025, k, n - k + 1), 0.0)
+    upper = np.where(k < n, beta.ppf(0.975, k + 1, n - k), 1.0)
+    p_value = np.minimum(1.0, 2.0 * np.minimum(binom.cdf(k, n, 0.5), binom.sf(k - 1, n, 0.5)))
+    np.testing.assert_allclose(out["ci_lower"].to_numpy(), lower, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out["ci_upper"].to_numpy(), upper, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out["p_value"].to_numpy(), p_value, rtol=0, atol=1e-12)
+
+
 def test_position_bias_swapping_sides_mirrors_the_rate():
     rng = np.random.default_rng(3)
     winners = rng.choice(["model_a", "model_b", "tie", "both_bad"], 400, p=[0.45, 0.35, 0.15, 0.05]).tolist()

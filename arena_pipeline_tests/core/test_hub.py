@@ -17,7 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.core import hub
+from arena_pipeline.core.manifest import DumpManifest
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
+from arena_pipeline.core.sources import SourceError
 from arena_pipeline_tests.hub_server import FakeHub, fake_hub_server
 
 pytestmark = pytest.mark.slow
@@ -89,15 +91,21 @@ def cache(tmp_path: Path) -> Path:
     return tmp_path / "cache"
 
 
-def download(fake: FakeHub, cache: Path, revision: str = "main", **kw) -> hub.DownloadResult:
+def download(fake: FakeHub, cache: Path, revision: str = "main", **kw) -> DumpManifest:
     kw.setdefault("verify", verify)
     kw.setdefault("retry", FAST)
     return hub.download_dump(REPO, revision, cache, endpoint=fake.url, token=False, **kw)
 
 
+REPO_CACHE = "datasets--lmarena-ai--arena-human-preference-140k"
+
+
 def cache_entries(cache: Path) -> list[str]:
-    repo_dir = cache / "lmarena-ai--arena-human-preference-140k"
-    return sorted(p.name for p in repo_dir.iterdir()) if repo_dir.exists() else []
+    """The revisions a later run would trust, after checking that no blob holds damaged bytes."""
+    for blob in (cache / REPO_CACHE / "blobs").glob("*"):
+        # LFS blobs are named by their sha256 (the Hub's ETag); partial downloads never stay
+        assert blob.name == hashlib.sha256(blob.read_bytes()).hexdigest(), blob
+    return hub.verified_revisions(cache, REPO)
 
 
 # ---------------------------------------------------------------------------
@@ -105,31 +113,35 @@ def cache_entries(cache: Path) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def test_first_download_lands_under_the_sha_with_a_manifest(fake: FakeHub, cache: Path) -> None:
+def test_first_download_lands_under_the_sha_with_a_record(fake: FakeHub, cache: Path) -> None:
     files = two_shards()
     sha = fake.publish(REPO, "main", files)
 
     result = download(fake, cache)
 
-    root = cache / "lmarena-ai--arena-human-preference-140k" / sha
-    assert result.sha == sha and result.revision == "main" and result.root == root
-    assert [f.path for f in result.files] == [SHARD_0, SHARD_1]  # README.md is not a shard
+    root = cache / REPO_CACHE / "snapshots" / sha
+    assert (result.source_kind, result.source) == ("hub", REPO)
+    assert result.revision == sha and result.requested_revision == "main"
+    assert [f.name for f in result.files] == [SHARD_0, SHARD_1]  # README.md is not a shard
     assert [f.rows for f in result.files] == [3, 2] and result.rows == 5
-    assert result.downloaded == 2 and not result.from_cache
+    assert result.downloaded == 2
     for f in result.files:
-        assert f.local_path == root / f.path
-        assert f.local_path.read_bytes() == files[f.path]
-        assert f.sha256 == hashlib.sha256(files[f.path]).hexdigest()
-        assert f.size == len(files[f.path])
-    manifest = json.loads((root / hub.MANIFEST_NAME).read_text())
-    assert manifest["complete"] is True and manifest["sha"] == sha and manifest["repo_id"] == REPO
-    assert [(e["path"], e["size"], e["rows"]) for e in manifest["files"]] == [
+        assert Path(f.path) == root / f.name
+        assert Path(f.path).read_bytes() == files[f.name]
+        assert f.sha256 == hashlib.sha256(files[f.name]).hexdigest()
+        assert f.size == len(files[f.name])
+    record = json.loads((cache / REPO_CACHE / hub.RECORDS_DIR / f"{sha}.json").read_text())
+    assert record["sha"] == sha and record["repo_id"] == REPO
+    assert [(e["path"], e["size"], e["rows"]) for e in record["files"]] == [
         (SHARD_0, len(files[SHARD_0]), 3),
         (SHARD_1, len(files[SHARD_1]), 2),
     ]
-    assert cache_entries(cache) == [sha]  # no staging folder left behind
-    assert hub.cached_dump(cache, REPO, sha) == hub.DownloadResult(
-        REPO, sha, sha, root, tuple(dataclasses.replace(f, downloaded=False) for f in result.files)
+    assert cache_entries(cache) == [sha]
+    assert not list((cache / REPO_CACHE / "blobs").glob("*.incomplete"))  # nothing partial left
+    assert hub.cached_dump(cache, REPO, sha) == dataclasses.replace(
+        result,
+        requested_revision=sha,
+        files=tuple(dataclasses.replace(f, downloaded=False) for f in result.files),
     )
 
 
@@ -142,14 +154,14 @@ def test_rerun_with_same_sha_is_a_cache_hit_without_file_requests(
 
     again = download(fake, cache)
 
-    assert again.sha == sha and again.from_cache and again.downloaded == 0 and again.rows == 5
+    assert again.revision == sha and again.downloaded == 0 and again.rows == 5
     assert len(fake.file_gets()) == gets_before  # zero GET of file paths
     assert fake.requests()[requests_before:] == [("GET", f"/api/datasets/{REPO}/revision/main")]
 
     # a pinned sha that is cached needs no request at all, even with the Hub down
     fake.set_faults(down=True)
     pinned = download(fake, cache, revision=sha)
-    assert pinned.from_cache and pinned.sha == sha
+    assert pinned.downloaded == 0 and pinned.revision == sha
     assert len(fake.requests()) == requests_before + 1
 
 
@@ -158,18 +170,18 @@ def test_new_revision_on_main_resolves_and_downloads_into_a_new_folder(
 ) -> None:
     old = fake.publish(REPO, "main", two_shards())
     first = download(fake, cache)
-    assert hub.latest_revision(REPO, endpoint=fake.url, token=False, retry=FAST) == old
+    assert hub.resolve_revision(REPO, endpoint=fake.url, token=False, retry=FAST) == old
 
     new_files = {SHARD_0: shard_bytes(4, start=100), SHARD_1: shard_bytes(1, start=104)}
     new = fake.publish(REPO, "main", new_files)
     assert new != old
-    assert hub.latest_revision(REPO, "main", endpoint=fake.url, token=False, retry=FAST) == new
+    assert hub.resolve_revision(REPO, "main", endpoint=fake.url, token=False, retry=FAST) == new
 
     second = download(fake, cache)
-    assert second.sha == new and second.downloaded == 2 and second.rows == 5
-    assert second.root != first.root and second.root.name == new
-    assert second.files[0].local_path.read_bytes() == new_files[SHARD_0]
-    assert first.files[0].local_path.read_bytes() == two_shards()[SHARD_0]  # old revision untouched
+    assert second.revision == new and second.downloaded == 2 and second.rows == 5
+    assert Path(second.files[0].path).parent.parent.name == new
+    assert Path(second.files[0].path).read_bytes() == new_files[SHARD_0]
+    assert Path(first.files[0].path).read_bytes() == two_shards()[SHARD_0]  # old revision untouched
     assert cache_entries(cache) == sorted([old, new])
 
 
@@ -179,10 +191,22 @@ def test_pinned_commit_and_tag(fake: FakeHub, cache: Path) -> None:
     new = fake.publish(REPO, "main", {SHARD_0: shard_bytes(1, start=50)})
 
     pinned = download(fake, cache, revision=old)
-    assert pinned.sha == old and pinned.revision == old and pinned.rows == 5
+    assert pinned.revision == old and pinned.requested_revision == old and pinned.rows == 5
     assert hub.resolve_revision(REPO, "v1.0", endpoint=fake.url, token=False, retry=FAST) == old
-    assert download(fake, cache, revision="v1.0").from_cache
-    assert download(fake, cache).sha == new
+    tagged = download(fake, cache, revision="v1.0")
+    assert tagged.downloaded == 0 and tagged.revision == old and tagged.requested_revision == "v1.0"
+    assert download(fake, cache).revision == new
+
+
+def test_a_relative_cache_dir_gives_absolute_paths(
+    fake: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sha = fake.publish(REPO, "main", two_shards())
+    monkeypatch.chdir(tmp_path)
+    result = download(fake, Path("relative-cache"))
+    assert all(Path(f.path).is_absolute() and Path(f.path).is_file() for f in result.files)
+    monkeypatch.chdir(tmp_path.parent)  # elsewhere, the cached entry is found by its absolute path
+    assert hub.cached_dump(tmp_path / "relative-cache", REPO, sha) is not None
 
 
 def test_list_shards_prefers_train_files_and_falls_back_to_any_parquet(fake: FakeHub) -> None:
@@ -232,7 +256,7 @@ def test_503_twice_on_a_file_then_success(fake: FakeHub, cache: Path) -> None:
     assert result.downloaded == 2 and result.rows == 5
     assert fake.faults()["status_5xx_times"] == 0
     assert len(fake.file_gets()) == 2 + 2  # two answered 503, then each shard once
-    assert [f.local_path.read_bytes() for f in result.files] == [files[SHARD_0], files[SHARD_1]]
+    assert [Path(f.path).read_bytes() for f in result.files] == [files[SHARD_0], files[SHARD_1]]
 
 
 def test_503_twice_on_the_api_then_success(fake: FakeHub) -> None:
@@ -240,6 +264,19 @@ def test_503_twice_on_the_api_then_success(fake: FakeHub) -> None:
     fake.set_faults(status_5xx_times=2, status_match="/api/")
     assert hub.resolve_revision(REPO, "main", endpoint=fake.url, token=False, retry=FAST) == sha
     assert len(fake.requests()) == 3
+
+
+def test_a_head_failing_twice_is_absorbed_by_huggingface_hubs_own_retry(
+    fake: FakeHub, cache: Path
+) -> None:
+    files = two_shards()
+    fake.publish(REPO, "main", files)
+    fake.set_faults(status_5xx_times=2, status_match=SHARD_0, status_method="HEAD")
+
+    result = download(fake, cache, retry=dataclasses.replace(FAST, attempts=1))
+
+    assert fake.faults()["status_5xx_times"] == 0 and result.rows == 5
+    assert len(fake.file_gets()) == 2  # one GET per shard
 
 
 def test_truncated_transfer_is_resumed_and_the_file_is_intact(fake: FakeHub, cache: Path) -> None:
@@ -250,7 +287,7 @@ def test_truncated_transfer_is_resumed_and_the_file_is_intact(fake: FakeHub, cac
     result = download(fake, cache)
 
     assert fake.faults()["truncate_times"] == 0
-    assert result.files[1].local_path.read_bytes() == files[SHARD_1]
+    assert Path(result.files[1].path).read_bytes() == files[SHARD_1]
     assert result.rows == 5
     assert len([p for p in fake.file_gets() if p.endswith(SHARD_1)]) == 2  # cut, then resumed
 
@@ -262,8 +299,9 @@ def test_corrupted_bytes_are_caught_by_sha256_and_refetched(fake: FakeHub, cache
 
     result = download(fake, cache)
 
-    assert result.files[0].local_path.read_bytes() == files[SHARD_0]
+    assert Path(result.files[0].path).read_bytes() == files[SHARD_0]
     assert len([p for p in fake.file_gets() if p.endswith(SHARD_0)]) == 2
+    assert cache_entries(cache) == [result.revision]  # the corrupt copy was evicted
 
 
 def test_a_connection_dropped_without_answer_is_retried(fake: FakeHub, cache: Path) -> None:
@@ -289,24 +327,33 @@ def test_permanent_failure_names_the_file_and_leaves_no_cache_entry(
         download(fake, cache)
 
     assert err.value.path == SHARD_1 and SHARD_1 in str(err.value) and "3 attempt" in str(err.value)
-    assert isinstance(err.value, hub.HubUnavailable)
-    assert cache_entries(cache) == []  # neither the sha folder nor a staging folder
+    assert isinstance(err.value, hub.HubUnavailable) and err.value.transient
+    assert str(err.value).endswith(hub.OFFLINE_HINT) and err.value.__cause__ is None
+    assert cache_entries(cache) == []  # no record: nothing is trusted without checking it again
     assert hub.cached_dump(cache, REPO, sha) is None
 
     fake.set_faults()
-    assert download(fake, cache).downloaded == 2
+    gets = len(fake.file_gets())
+    again = download(fake, cache)
+    # the shard verified before the failure is checked again from the cache, not fetched again
+    assert [f.downloaded for f in again.files] == [False, True] and again.rows == 5
+    assert [p for p in fake.file_gets()[gets:]] == [f"/datasets/{REPO}/resolve/{sha}/{SHARD_1}"]
+    assert cache_entries(cache) == [sha]
 
 
-def test_bytes_that_never_match_their_sha256_are_never_promoted(fake: FakeHub, cache: Path) -> None:
+def test_bytes_that_never_match_their_sha256_are_never_trusted(fake: FakeHub, cache: Path) -> None:
     fake.publish(REPO, "main", two_shards())
     fake.set_faults(corrupt_path=SHARD_0, corrupt_times=100)
-    with pytest.raises(hub.DownloadFailed, match="sha256") as err:
+    with pytest.raises(hub.ShardVerificationError, match="sha256") as err:
         download(fake, cache)
-    assert err.value.path == SHARD_0
-    assert cache_entries(cache) == []
+    assert err.value.path == SHARD_0 and "3 attempt" in str(err.value)
+    # not worth a step retry: a SourceError, not transient
+    assert isinstance(err.value, SourceError) and not err.value.transient
+    assert len([p for p in fake.file_gets() if p.endswith(SHARD_0)]) == 3
+    assert cache_entries(cache) == []  # every corrupt copy was evicted
 
 
-def test_a_shard_failing_verify_is_not_promoted(fake: FakeHub, cache: Path) -> None:
+def test_a_shard_failing_verify_is_evicted_and_not_retried(fake: FakeHub, cache: Path) -> None:
     buf = io.BytesIO()
     pq.write_table(pa.table({"id": ["a", "b"], "winner": ["tie", "tie"]}), buf)
     sha = fake.publish(REPO, "main", {SHARD_0: shard_bytes(2), SHARD_1: buf.getvalue()})
@@ -314,22 +361,57 @@ def test_a_shard_failing_verify_is_not_promoted(fake: FakeHub, cache: Path) -> N
     with pytest.raises(hub.ShardVerificationError, match="schema differs") as err:
         download(fake, cache)
 
-    assert err.value.path == SHARD_1
+    assert err.value.path == SHARD_1 and isinstance(err.value, SourceError)
     assert cache_entries(cache) == [] and hub.cached_dump(cache, REPO, sha) is None
+    assert not (cache / REPO_CACHE / "snapshots" / sha / SHARD_1).exists()
+    assert hashlib.sha256(buf.getvalue()).hexdigest() not in {
+        p.name for p in (cache / REPO_CACHE / "blobs").iterdir()
+    }
     assert len([p for p in fake.file_gets() if p.endswith(SHARD_1)]) == 1  # not retried
 
 
-def test_a_damaged_cache_entry_is_downloaded_again(fake: FakeHub, cache: Path) -> None:
+@pytest.mark.parametrize("damage", ["entry deleted", "blob deleted", "blob truncated"])
+def test_a_damaged_cache_entry_is_downloaded_again(fake: FakeHub, cache: Path, damage: str) -> None:
     files = two_shards()
     sha = fake.publish(REPO, "main", files)
     first = download(fake, cache)
-    first.files[1].local_path.unlink()
-    assert hub.cached_dump(cache, REPO, sha) is None
+    entry = Path(first.files[1].path)
+    if damage == "entry deleted":
+        entry.unlink()
+    elif damage == "blob deleted":
+        entry.resolve().unlink()
+    else:
+        entry.resolve().write_bytes(files[SHARD_1][:100])
+    assert hub.cached_dump(cache, REPO, sha) is None and hub.verified_revisions(cache, REPO) == []
 
+    gets = len(fake.file_gets())
     again = download(fake, cache)
 
-    assert again.downloaded == 2 and again.files[1].local_path.read_bytes() == files[SHARD_1]
+    assert Path(again.files[1].path).read_bytes() == files[SHARD_1] and again.rows == 5
+    assert again.files[0].downloaded is False
+    assert again.files[1].downloaded is (damage != "entry deleted")
+    # a deleted snapshot entry is re-linked to its blob; a missing or damaged blob is fetched
+    assert len(fake.file_gets()) - gets == (0 if damage == "entry deleted" else 1)
     assert cache_entries(cache) == [sha]
+
+
+def test_partial_downloads_of_killed_processes_are_removed_after_a_day(
+    fake: FakeHub, cache: Path
+) -> None:
+    import os
+
+    fake.publish(REPO, "main", two_shards())
+    blobs = cache / REPO_CACHE / "blobs"
+    blobs.mkdir(parents=True)
+    stale, fresh = blobs / "0123.abcd1234.incomplete", blobs / "4567.dcba4321.incomplete"
+    for partial in (stale, fresh):
+        partial.write_bytes(b"half a file")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(stale, (two_days_ago, two_days_ago))
+
+    download(fake, cache)
+
+    assert not stale.exists() and fresh.exists()  # a fresh one may belong to a running download
 
 
 def test_hub_down_raises_hub_unavailable_quickly(fake: FakeHub, cache: Path) -> None:
@@ -337,9 +419,12 @@ def test_hub_down_raises_hub_unavailable_quickly(fake: FakeHub, cache: Path) -> 
     fake.set_faults(down=True)
 
     started = time.monotonic()
-    with pytest.raises(hub.HubUnavailable, match="3 attempt"):
+    with pytest.raises(hub.HubUnavailable, match="3 attempt") as err:
         download(fake, cache)
     assert time.monotonic() - started < 5
+    # one message: where, what, the last error and what to do; no chained library exceptions
+    assert fake.url in str(err.value) and str(err.value).endswith(hub.OFFLINE_HINT)
+    assert err.value.__cause__ is None and err.value.__suppress_context__
     assert len(fake.requests()) == 3  # bounded: FAST.attempts API calls, no file request
     assert cache_entries(cache) == []
 

@@ -439,3 +439,26 @@ def test_derived_columns_must_not_overwrite(good):
     with pytest.raises(quality.SuiteError, match="_same_model"):
         quality.add_derived_columns(good.with_columns(pl.lit(1).alias("_same_model")),
                                     {"_same_model": "model_a"})
+
+
+def test_suite_columns_name_what_the_value_expectations_read(good):
+    messages = quality.suite_columns("messages")
+    assert messages[0] == "battle_id" and "text" not in messages and "images" not in messages
+    assert set(messages) <= set(MESSAGES_SCHEMA)
+    battles = quality.suite_columns("battles")
+    assert "_same_model" not in battles and {"model_a", "model_b", "id"} <= set(battles)
+    assert set(battles) <= set(BATTLES_SCHEMA)
+
+
+@pytest.mark.parametrize("suite", ["battles", "messages"])
+def test_validating_only_the_suite_columns_gives_the_same_report(good, suite):
+    if suite == "battles":
+        frame = _bad_frame()
+    else:  # a few broken values, so that failures and sample ids are compared too
+        frame = with_values(with_values(make_messages(good.head(4)), 0, side="c"), 3, battle_id=None)
+    whole = validate(frame, suite)
+    narrow = validate(frame.select(quality.suite_columns(suite)), suite, schema=frame.schema)
+    assert not whole.passed
+    assert narrow.results.equals(whole.results) and narrow.row_count == whole.row_count
+    if suite == "messages":  # without the schema, the narrow frame fails the column-set check
+        assert "columns.match_schema" in failed(validate(frame.select(quality.suite_columns(suite)), suite))

@@ -14,6 +14,7 @@ from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import (
     SourceError,
     compare_schema,
+    hub_not_found_note,
     local_shards,
     parse_source,
     read_csv_export,
@@ -31,8 +32,39 @@ def test_parse_source_kinds(tmp_path):
     assert parse_source(str(REAL_CSV)).kind == "csv"
     hub = parse_source("lmarena-ai/arena-human-preference-140k")
     assert (hub.kind, hub.location) == ("hub", "lmarena-ai/arena-human-preference-140k")
-    with pytest.raises(SourceError, match="neither an existing path nor a Hub dataset id"):
+    with pytest.raises(SourceError, match="no such local path"):
         parse_source(str(tmp_path / "missing" / "deeper"))
+
+
+@pytest.mark.parametrize("source", [
+    "data/mydump",        # its first component exists here: a relative path, not a Hub id
+    "data/mydump/",       # a trailing separator
+    "./mydump", "~/no-such-arena-dump", "mydump.parquet", "exports/votes.csv", "a/b/c", "dump",
+    "data\\mydump",
+])
+def test_a_missing_path_is_not_taken_for_a_hub_id(tmp_path, monkeypatch, source):
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SourceError, match="no such local path") as err:
+        parse_source(source)
+    assert "hf://datasets/<org>/<name>" in str(err.value)  # how to name the Hub instead
+
+
+def test_hub_ids_bare_and_explicit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bare = parse_source("org/name.v0.1")
+    assert (bare.kind, bare.location, bare.revision, bare.explicit) == ("hub", "org/name.v0.1", None, False)
+    assert "no local path of that name exists" in hub_not_found_note(bare)
+    explicit = parse_source("hf://datasets/lmarena-ai/arena-human-preference-140k@v1.0")
+    assert (explicit.kind, explicit.location, explicit.revision, explicit.explicit) == (
+        "hub", "lmarena-ai/arena-human-preference-140k", "v1.0", True)
+    assert parse_source("hf://datasets/org/name").revision is None
+    assert hub_not_found_note(explicit) == ""
+    (tmp_path / "data").mkdir()  # an explicit Hub id is never a local path
+    assert parse_source("hf://datasets/data/mydump").kind == "hub"
+    for bad in ("hf://models/org/name", "hf://datasets/org", "hf://datasets/org/name@", "hf://datasets/../x"):
+        with pytest.raises(SourceError, match="hf://datasets/<org>/<name>@<revision>"):
+            parse_source(bad)
 
 
 def test_local_shards_prefer_hub_layout(tmp_path):
