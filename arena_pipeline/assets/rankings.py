@@ -77,18 +77,22 @@ class RankingRunConfig(dg.Config):
     ties: Literal["half", "drop"] = Field(
         default="half", description="'half': tie and both_bad count half a win for each side; 'drop': ignore them."
     )
-    bootstrap_rounds: int = Field(default=100, ge=0, description="Bootstrap rounds for the 95% intervals.")
-    seed: int = Field(default=42, description="Bootstrap seed: the same seed gives identical output.")
-    min_battles: int = Field(default=50, ge=1, description="Models with fewer battles in a category are left out of it.")
+    bootstrap_rounds: int = Field(default=100, ge=0, description="Bootstrap rounds of the second (bootstrap) interval; 0 skips it.")
+    primary_interval: Literal["sandwich", "bootstrap"] = Field(
+        default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich (LMArena's) or the bootstrap.")
+    seed: int = Field(default=42, ge=0, description="Bootstrap seed: the same seed gives identical output.")
+    min_battles: int = Field(default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category are left out of its fit (1: fit every battle, as LMArena).")
+    display_min_battles: int = Field(default=301, ge=0, description="Models with fewer battles on a board are marked provisional and ranked apart (301: LMArena shows more than 300).")
     anchor_model: Optional[str] = Field(default=None, description="Pin this model's rating (default: mean 1000).")
-    anchor_rating: float = Field(default=1000.0, description="The anchor model's rating, or the mean rating.")
-    style_l2: Optional[float] = Field(default=None, description="L2 penalty on style coefficients (None: library default).")
+    anchor_rating: float = Field(default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False, description="The anchor model's rating, or the mean rating.")
+    style_l2: Optional[float] = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients (None: library default).")
 
     def ranking_config(self) -> RankingConfig:
         extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}
         return RankingConfig(
             ties=self.ties, bootstrap_rounds=self.bootstrap_rounds, seed=self.seed,
-            min_battles=self.min_battles, anchor_model=self.anchor_model,
+            min_battles=self.min_battles, display_min_battles=self.display_min_battles,
+            primary_interval=self.primary_interval, anchor_model=self.anchor_model,
             anchor_rating=self.anchor_rating, **extra,
         )
 

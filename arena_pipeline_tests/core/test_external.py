@@ -47,6 +47,10 @@ def leaderboard(rows: list[tuple[str, str, float]], method: str = "bt") -> pl.Da
         win_rate=pl.lit(0.55),
         sandwich_lower=pl.col("rating") - 5.0,
         sandwich_upper=pl.col("rating") + 5.0,
+        bootstrap_lower=pl.col("rating") - 6.0,
+        bootstrap_upper=pl.col("rating") + 6.0,
+        provisional=pl.lit(False),
+        provisional_reason=pl.lit(None, dtype=pl.String),
     ).select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()])
 
 

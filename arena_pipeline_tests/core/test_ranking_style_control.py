@@ -160,8 +160,9 @@ def test_length_effect_is_recovered_and_bootstrap_is_reproducible():
     assert first.leaderboard.equals(again.leaderboard)
     assert first.style_coefficients.equals(again.style_coefficients)
     tokens = first.style_coefficients.filter(pl.col("feature") == "tokens").row(0, named=True)
-    assert tokens["ci_method"] == "bootstrap"
+    assert tokens["ci_method"] == "sandwich"
     assert 0.0 < tokens["ci_lower"] < tokens["coefficient"] < tokens["ci_upper"]
+    assert 0.0 < tokens["bootstrap_lower"] < tokens["coefficient"] < tokens["bootstrap_upper"]
     other = run(frame, bootstrap_rounds=40, seed=8)
     assert not first.style_coefficients.equals(other.style_coefficients)
 
@@ -180,10 +181,10 @@ def test_swapping_sides_changes_nothing():
     )
     one = run(frame, bootstrap_rounds=20)
     two = run(swapped, bootstrap_rounds=20)
-    cols = ["rating", "ci_lower", "ci_upper", "sandwich_lower", "sandwich_upper"]
+    cols = ["rating", "ci_lower", "ci_upper", "bootstrap_lower", "bootstrap_upper"]
     diff = one.leaderboard.select(cols).to_numpy() - two.leaderboard.select(cols).to_numpy()
     assert np.abs(diff).max() < 1e-6
-    coef_cols = ["coefficient", "ci_lower", "ci_upper"]
+    coef_cols = ["coefficient", "ci_lower", "ci_upper", "bootstrap_lower", "bootstrap_upper"]
     a = one.style_coefficients.select(coef_cols).to_numpy()
     b = two.style_coefficients.select(coef_cols).to_numpy()
     assert np.abs(a - b).max() < 1e-9

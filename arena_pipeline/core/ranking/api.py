@@ -27,6 +27,10 @@ LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
     "win_rate": pl.Float64(),
     "sandwich_lower": pl.Float64(),
     "sandwich_upper": pl.Float64(),
+    "bootstrap_lower": pl.Float64(),
+    "bootstrap_upper": pl.Float64(),
+    "provisional": pl.Boolean(),
+    "provisional_reason": pl.String(),
 }
 
 #: Columns and types of ``RankingOutput.style_coefficients``.
@@ -39,6 +43,8 @@ STYLE_COEFFICIENTS_SCHEMA: dict[str, pl.DataType] = {
     "ci_method": pl.String(),
     "sandwich_lower": pl.Float64(),
     "sandwich_upper": pl.Float64(),
+    "bootstrap_lower": pl.Float64(),
+    "bootstrap_upper": pl.Float64(),
 }
 
 
@@ -53,13 +59,26 @@ class RankingConfig:
         a win for each side. ``"drop"``: those battles are left out of every fit and of the
         leaderboard counts (the pairwise table still lists them).
     bootstrap_rounds
-        Bootstrap replicates for ``ci_lower``/``ci_upper``; 0 uses the sandwich interval.
+        Bootstrap replicates of the second interval (``bootstrap_lower``/``bootstrap_upper``);
+        0 skips the bootstrap.
+    primary_interval
+        Which interval fills ``ci_lower``/``ci_upper`` and feeds ``rank_ub``: ``"sandwich"``
+        (default, as LMArena publishes since mid-2025; calibrated, see
+        ``test_ranking_coverage.py``) or ``"bootstrap"`` (percentile, ``bootstrap_rounds``
+        rounds; 100 rounds cover about 93%). ``spectral`` has no sandwich interval and
+        always uses its bootstrap.
     seed
         Seed of the bootstrap; each (category, stream) gets its own generator derived
         from it, so a board does not depend on which other boards are computed.
     min_battles
         Models with fewer battles in a category (after ``ties`` handling, counting only
-        battles against models kept on the board) are excluded from that board.
+        battles against models kept on the board) are excluded from that board's fit. The
+        default 1 fits every battle, as LMArena does; other values exist for callers that
+        need a pre-fit cut (e.g. monthly trends).
+    display_min_battles
+        Display threshold applied after the fit: models on the board with fewer battles
+        are ``provisional`` (kept in the leaderboard with a reason, ranked apart). The
+        default 301 is LMArena's rule (a model is shown with more than 300 battles).
     anchor_model, anchor_rating
         With an anchor, that model's rating is ``anchor_rating`` on every board it is on
         (a board without it falls back to centring, noted in metadata). Without, ratings
@@ -86,7 +105,9 @@ class RankingConfig:
     ties: Literal["half", "drop"] = "half"
     bootstrap_rounds: int = 100
     seed: int = 42
-    min_battles: int = 50
+    min_battles: int = 1
+    display_min_battles: int = 301
+    primary_interval: Literal["sandwich", "bootstrap"] = "sandwich"
     anchor_model: str | None = None
     anchor_rating: float = 1000.0
     style_l2: float = 1.0
@@ -105,6 +126,12 @@ class RankingConfig:
             raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
         if self.bootstrap_rounds < 0 or self.min_battles < 0 or self.style_l2 < 0:
             raise ValueError("bootstrap_rounds, min_battles and style_l2 must be >= 0")
+        if self.display_min_battles < 0:
+            raise ValueError("display_min_battles must be >= 0")
+        if self.primary_interval not in ("sandwich", "bootstrap"):
+            raise ValueError(f"primary_interval must be 'sandwich' or 'bootstrap', got {self.primary_interval!r}")
+        if self.primary_interval == "bootstrap" and self.bootstrap_rounds == 0:
+            raise ValueError("primary_interval='bootstrap' needs bootstrap_rounds > 0")
         if not 0.0 < self.confidence < 1.0:
             raise ValueError("confidence must be in (0, 1)")
 

@@ -191,16 +191,36 @@ class Board:
     def frame(
         self, method: str, rating: np.ndarray, boot: Interval | None, sandwich: Interval | None
     ) -> pl.DataFrame:
-        """The board as leaderboard rows (primary CI = bootstrap if any, else sandwich)."""
+        """The board as leaderboard rows.
+
+        The primary interval (``ci_lower``/``ci_upper``, feeding ``rank_ub``) is the one
+        ``config.primary_interval`` names when the method has it, else the other one.
+        ``rank`` and ``rank_ub`` of a shown model count only shown (non-provisional)
+        models, as LMArena ranks after hiding low-count models; a provisional model is
+        ranked among all models of the board (so it moves no shown model, and a board with
+        no shown model still has meaningful ranks).
+        """
         m = self.m
         nulls = np.full(m, np.nan)
-        if boot is not None:
-            (lower, upper), ci_method = boot, "bootstrap"
-        elif sandwich is not None:
-            (lower, upper), ci_method = sandwich, "sandwich"
-        else:
-            lower, upper, ci_method = nulls, nulls, "none"
-        rank_ub = rank_upper_bounds(lower, upper).astype(float) if ci_method != "none" else nulls
+        choices = {"sandwich": sandwich, "bootstrap": boot}
+        preferred = self.config.primary_interval
+        fallback = "bootstrap" if preferred == "sandwich" else "sandwich"
+        ci_method = next((k for k in (preferred, fallback) if choices[k] is not None), "none")
+        lower, upper = choices[ci_method] if ci_method != "none" else (nulls, nulls)
+        stats = model_stats(self.a, self.b, self.o, m)
+        threshold = self.config.display_min_battles
+        provisional = stats["n_battles"] < threshold
+        reason = f"fewer than display_min_battles={threshold} battles"
+        shown = ~provisional
+        # shown models are ranked among themselves (LMArena); provisional ones among all
+        rank = np.where(provisional, ranks(rating), ranks(rating, shown))
+        rank_ub = nulls
+        if ci_method != "none":
+            rank_ub = np.where(
+                provisional,
+                rank_upper_bounds(lower, upper),
+                rank_upper_bounds(lower, upper, shown),
+            ).astype(float)
         data = {
             "category": [self.category] * m,
             "method": [method] * m,
@@ -209,11 +229,15 @@ class Board:
             "ci_lower": lower,
             "ci_upper": upper,
             "ci_method": [ci_method] * m,
-            "rank": ranks(rating),
+            "rank": rank,
             "rank_ub": rank_ub,
-            **model_stats(self.a, self.b, self.o, m),
+            **stats,
             "sandwich_lower": sandwich[0] if sandwich is not None else nulls,
             "sandwich_upper": sandwich[1] if sandwich is not None else nulls,
+            "bootstrap_lower": boot[0] if boot is not None else nulls,
+            "bootstrap_upper": boot[1] if boot is not None else nulls,
+            "provisional": provisional,
+            "provisional_reason": [reason if p else None for p in provisional],
         }
         frame = pl.DataFrame(data, nan_to_null=True)
         return frame.select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()])
@@ -301,7 +325,9 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
         beta_boot = percentile_interval(reps[:, m:], c.confidence)
         info.update(bootstrap_iterations=steps, bootstrap_max_grad_norm=worst)
     frame = board.frame("bt_style", rating, boot, (rating - half, rating + half))
-    lower, upper = beta_boot if beta_boot is not None else (beta - beta_half, beta + beta_half)
+    use_boot = beta_boot is not None and c.primary_interval == "bootstrap"
+    lower, upper = beta_boot if use_boot else (beta - beta_half, beta + beta_half)
+    nulls = np.full(k, np.nan)
     coefficients = pl.DataFrame(
         {
             "category": [board.category] * k,
@@ -309,11 +335,14 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
             "coefficient": beta,
             "ci_lower": lower,
             "ci_upper": upper,
-            "ci_method": ["bootstrap" if beta_boot is not None else "sandwich"] * k,
+            "ci_method": ["bootstrap" if use_boot else "sandwich"] * k,
             "sandwich_lower": beta - beta_half,
             "sandwich_upper": beta + beta_half,
+            "bootstrap_lower": beta_boot[0] if beta_boot is not None else nulls,
+            "bootstrap_upper": beta_boot[1] if beta_boot is not None else nulls,
         },
         schema=STYLE_COEFFICIENTS_SCHEMA,
+        nan_to_null=True,
     )
     return frame, coefficients, info
 

@@ -92,10 +92,13 @@ def compute_rankings(
 
     1. Battles are that category's rows of ``battles``; self-battles (``model_a ==
        model_b``) are dropped everywhere, ties are halved or dropped (``config.ties``).
-    2. Models with fewer than ``min_battles`` battles, and models without a finite MLE
-       (only losses, only wins, or outside the largest strongly connected part of the
-       win graph, e.g. a disconnected group) are excluded from the board, repeatedly
-       until stable, and listed in ``metadata["excluded_models"][category]``.
+    2. Models without a finite MLE (only losses, only wins, or outside the largest
+       strongly connected part of the win graph, e.g. a disconnected group) are excluded
+       from the board, repeatedly until stable, and listed in
+       ``metadata["excluded_models"][category]``; so are models under ``min_battles``
+       (default 1: every battle is fitted, as LMArena does). After the fit, models with
+       fewer than ``display_min_battles`` battles (default 301: LMArena shows models with
+       more than 300) stay on the board flagged ``provisional``.
     3. ``bt``: exact MLE by Newton's method on per-pair counts (gradient norm below
        ``tol``). Intervals: percentile bootstrap over ``bootstrap_rounds`` resamples of
        the battles (drawn with replacement and aggregated per (pair, outcome) cell: the
@@ -121,11 +124,15 @@ def compute_rankings(
     -------
     RankingOutput
         ``leaderboard``: ``rating`` on the configured scale; ``ci_lower``/``ci_upper``
-        the primary interval (``ci_method`` "bootstrap" when ``bootstrap_rounds > 0``,
-        else "sandwich"; "none" for spectral without bootstrap); ``sandwich_lower``/
-        ``sandwich_upper`` the sandwich interval (null for spectral); ``rank`` is 1 + the
-        number of models with a higher rating; ``rank_ub`` 1 + the number of models whose
-        ``ci_lower`` is above this model's ``ci_upper``; ``n_battles``, ``wins``,
+        the primary interval (``ci_method``: ``config.primary_interval``, default
+        "sandwich"; spectral has only "bootstrap", or "none" without bootstrap);
+        ``sandwich_lower``/``sandwich_upper`` and ``bootstrap_lower``/``bootstrap_upper``
+        both intervals (null where not computed); ``provisional`` (and
+        ``provisional_reason``) marks models under ``display_min_battles``; ``rank`` is
+        1 + the number of non-provisional models with a higher rating; ``rank_ub`` 1 +
+        the number of non-provisional models whose ``ci_lower`` is above this model's
+        ``ci_upper`` (a provisional model is ranked the same way among all models of the
+        board, so it moves no shown model); ``n_battles``, ``wins``,
         ``losses``, ``ties`` (tie + both_bad) count the battles the fit used and
         ``win_rate = (wins + ties / 2) / n_battles``.
 
@@ -153,9 +160,10 @@ def compute_rankings(
     metadata: dict[str, Any] = {
         "config": asdict(config),
         "interval": (
-            f"{config.confidence:.0%} intervals; ci_lower/ci_upper: percentile bootstrap "
-            f"({config.bootstrap_rounds} rounds) if bootstrap_rounds > 0 else sandwich; "
-            "sandwich_lower/sandwich_upper: robust sandwich (HC0) normal interval"
+            f"{config.confidence:.0%} intervals; ci_lower/ci_upper: {config.primary_interval} "
+            "(spectral: bootstrap); sandwich_lower/sandwich_upper: robust sandwich (HC0) "
+            f"normal interval; bootstrap_lower/bootstrap_upper: percentile bootstrap "
+            f"({config.bootstrap_rounds} rounds)"
         ),
         "models": len(names),
         "dropped": {
@@ -236,7 +244,7 @@ def compute_rankings(
         {m: i for i, m in enumerate(METHODS)}, return_dtype=pl.Int32
     )
     leaderboard = _concat(boards, LEADERBOARD_SCHEMA)
-    leaderboard = leaderboard.sort(category_rank, method_rank, "rank", "model")
+    leaderboard = leaderboard.sort(category_rank, method_rank, "provisional", "rank", "model")
     pairwise = pairwise_table(
         tagged.select("category", "model_a", "model_b", "winner"),
         _concat(bt_boards, LEADERBOARD_SCHEMA),
