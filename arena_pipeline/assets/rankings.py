@@ -85,14 +85,17 @@ class RankingRunConfig(dg.Config):
     display_min_battles: int = Field(default=301, ge=0, description="Models with fewer battles on a board are marked provisional and ranked apart (301: LMArena shows more than 300).")
     anchor_model: Optional[str] = Field(default=None, description="Pin this model's rating (default: mean 1000).")
     anchor_rating: float = Field(default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False, description="The anchor model's rating, or the mean rating.")
-    style_l2: Optional[float] = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients (None: library default).")
+    style_method: Literal["lmarena", "unweighted"] = Field(
+        default="lmarena", description="'lmarena': arena-rank's style control (pair reweighting, reg=1 on the mean loss); 'unweighted': the earlier variant (style_l2 on the summed loss).")
+    style_l2: Optional[float] = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients of the 'unweighted' variant (None: library default).")
 
     def ranking_config(self) -> RankingConfig:
         extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}
         return RankingConfig(
             ties=self.ties, bootstrap_rounds=self.bootstrap_rounds, seed=self.seed,
             min_battles=self.min_battles, display_min_battles=self.display_min_battles,
-            primary_interval=self.primary_interval, anchor_model=self.anchor_model,
+            primary_interval=self.primary_interval, style_method=self.style_method,
+            anchor_model=self.anchor_model,
             anchor_rating=self.anchor_rating, **extra,
         )
 

@@ -83,8 +83,17 @@ class RankingConfig:
         With an anchor, that model's rating is ``anchor_rating`` on every board it is on
         (a board without it falls back to centring, noted in metadata). Without, ratings
         are centred: their mean on every board is ``anchor_rating``.
+    style_method
+        ``"lmarena"`` (default): LMArena's current style control, as arena-rank's
+        ``ContextualBradleyTerry`` on a ``ContextualPairDataset(reweighted=True)``: the
+        same four z-scored features, battles weighted ``1 / max(n_pair,
+        style_min_pair_count)`` (mean 1) and ``style_reg / 2 * |beta|^2`` added to the
+        *mean* weighted negative log-likelihood. ``"unweighted"``: the earlier variant,
+        no weights and ``style_l2`` on the summed loss.
+    style_reg, style_min_pair_count
+        arena-rank's ``reg`` (1.0) and ``min_pair_count`` (50), for ``"lmarena"``.
     style_l2
-        Ridge penalty on the four style coefficients of ``bt_style``, added as
+        For ``style_method="unweighted"``: ridge penalty on the four style coefficients, added as
         ``style_l2 / 2 * |beta|^2`` to the summed (not averaged) negative log-likelihood;
         coefficients are in natural log-odds per standard deviation of the feature. The
         default 1.0 is a N(0, 1) prior: negligible against boards of thousands of battles
@@ -110,6 +119,9 @@ class RankingConfig:
     primary_interval: Literal["sandwich", "bootstrap"] = "sandwich"
     anchor_model: str | None = None
     anchor_rating: float = 1000.0
+    style_method: Literal["lmarena", "unweighted"] = "lmarena"
+    style_reg: float = 1.0
+    style_min_pair_count: int = 50
     style_l2: float = 1.0
     scale: float = 400.0
     base: float = 10.0
@@ -126,6 +138,10 @@ class RankingConfig:
             raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
         if self.bootstrap_rounds < 0 or self.min_battles < 0 or self.style_l2 < 0:
             raise ValueError("bootstrap_rounds, min_battles and style_l2 must be >= 0")
+        if self.style_method not in ("lmarena", "unweighted"):
+            raise ValueError(f"style_method must be 'lmarena' or 'unweighted', got {self.style_method!r}")
+        if self.style_reg < 0 or self.style_min_pair_count < 1:
+            raise ValueError("style_reg must be >= 0 and style_min_pair_count >= 1")
         if self.display_min_battles < 0:
             raise ValueError("display_min_battles must be >= 0")
         if self.primary_interval not in ("sandwich", "bootstrap"):

@@ -41,6 +41,7 @@ from arena_pipeline.core.ranking.style_control import (
     bootstrap_bt_style,
     bt_style_sandwich_covariance,
     fit_bt_style,
+    pair_weights,
     standardize,
 )
 
@@ -287,7 +288,10 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
     """Style-controlled fit: the ``bt_style`` board, the coefficient rows and metadata.
 
     Features are z-scored over the board's battles; the fit starts from the ``bt``
-    log-strengths. Bootstrap: battles resampled with replacement, refitted from the
+    log-strengths. ``style_method="lmarena"`` (default) weighs battles by
+    :func:`style_control.pair_weights` and penalises ``style_reg/2 |beta|^2`` on the mean
+    weighted loss (arena-rank's text-leaderboard fit); ``"unweighted"`` is the earlier
+    variant (no weights, ``style_l2`` on the summed loss). Bootstrap: battles resampled with replacement, refitted from the
     point estimate with ``BOOTSTRAP_RIDGE`` on the ratings.
     """
     c = board.config
@@ -295,10 +299,15 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
     feats, mean, std = standardize(board.raw_style)
     y = np.where(board.o == 0, 1.0, np.where(board.o == 1, 0.0, 0.5))
     design = StyleDesign.build(board.a, board.b, y, feats, m)
+    if c.style_method == "lmarena":
+        weights = pair_weights(design.pair, c.style_min_pair_count)
+        l2 = c.style_reg * len(y)  # reg on the mean loss == reg * n on the summed loss
+    else:
+        weights, l2 = np.ones(len(y)), c.style_l2
     x0 = np.concatenate([theta_bt, np.zeros(k)])
-    fit = fit_bt_style(design, c.style_l2, x0=x0, tol=c.tol, max_iter=c.max_iter)
+    fit = fit_bt_style(design, l2, weights, x0=x0, tol=c.tol, max_iter=c.max_iter)
     x_hat = fit.x[0]
-    cov = bt_style_sandwich_covariance(design, x_hat, c.style_l2)
+    cov = bt_style_sandwich_covariance(design, x_hat, l2, weights)
     rating = board.rate(x_hat[:m])
     half = board.half_width(cov[:m, :m])
     beta = x_hat[m:]
@@ -308,18 +317,21 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
         "grad_norm": float(fit.grad_norm[0]),
         "feature_mean": dict(zip(STYLE_FEATURES, mean.tolist())),
         "feature_std": dict(zip(STYLE_FEATURES, std.tolist())),
+        "style_method": c.style_method,
+        "l2_on_summed_loss": l2,
     }
     boot = beta_boot = None
     if c.bootstrap_rounds > 0:
         reps, steps, worst = bootstrap_bt_style(
             design,
-            c.style_l2,
+            l2,
             x_hat,
             c.bootstrap_rounds,
             board.rng("bt_style"),
             BOOTSTRAP_RIDGE,
             c.tol,
             c.max_iter,
+            weights,
         )
         boot = percentile_interval(board.rate(reps[:, :m]), c.confidence)
         beta_boot = percentile_interval(reps[:, m:], c.confidence)
