@@ -106,7 +106,8 @@ def compute_rankings(
        normal interval.
     4. ``bt_style``: the same with four style covariates fitted jointly per battle
        (see :class:`RankingConfig.style_l2`); bootstrap by resampling battles.
-    5. ``spectral``: Rank Centrality scores on the same rating scale, with a bootstrap
+    5. ``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions,
+       normalised by the maximum degree) on the same rating scale, with a bootstrap
        interval from the same resamples as ``bt``; no sandwich interval. The Kendall tau
        between its ratings and ``bt``'s is in ``metadata["kendall_tau"]``.
 
