@@ -52,7 +52,10 @@ def test_frames_have_their_schemas_and_order(output):
         "overall",
         "creative_writing",
         "math",
+        "no_tie",  # the fixture has winners, so LMArena's no-tie board exists
     ]
+    no_tie = board.filter(pl.col("category") == "no_tie", pl.col("method") == "bt")
+    assert no_tie.get_column("ties").sum() == 0
     per_category = board.filter(pl.col("category") == "math")
     assert per_category.get_column("method").unique(maintain_order=True).to_list() == [
         "bt",

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.constants import CATEGORIES
+from arena_pipeline.core.categories import CATEGORY_NAMES
 from arena_pipeline.core.ranking.api import (
     LEADERBOARD_SCHEMA,
     METHODS,
@@ -88,7 +89,7 @@ def compute_rankings(
     """Per-category leaderboards by Bradley-Terry, style-controlled Bradley-Terry, Rank Centrality.
 
     For every category present in ``battle_categories`` (in ``constants.CATEGORIES``
-    order, unknown names after, alphabetically):
+    order, then ``categories.CATEGORY_NAMES`` order, unknown names after, alphabetically):
 
     1. Battles are that category's rows of ``battles``; self-battles (``model_a ==
        model_b``) are dropped everywhere, ties are halved or dropped (``config.ties``).
@@ -105,7 +106,7 @@ def compute_rankings(
        counts are multinomial, exactly as when resampling rows), and the sandwich (HC0)
        normal interval.
     4. ``bt_style``: the same with four style covariates fitted jointly per battle
-       (see :class:`RankingConfig.style_l2`); bootstrap by resampling battles.
+       (see :class:`RankingConfig.style_method`); bootstrap by resampling battles.
     5. ``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions,
        normalised by the maximum degree) on the same rating scale, with a bootstrap
        interval from the same resamples as ``bt``; no sandwich interval. The Kendall tau
@@ -155,7 +156,8 @@ def compute_rankings(
     unmatched = categories.height - tagged.height
     tagged = tagged.filter(~pl.col("_self"))
     present = set(tagged.get_column("category").unique().to_list())
-    order = [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
+    known = [*CATEGORIES, *(c for c in CATEGORY_NAMES if c not in CATEGORIES)]
+    order = [c for c in known if c in present] + sorted(present - set(known))
     parts = {key[0]: part for key, part in tagged.partition_by("category", as_dict=True).items()}
 
     metadata: dict[str, Any] = {
