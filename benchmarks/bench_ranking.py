@@ -36,12 +36,13 @@ def peak_rss_mb() -> float:
 
 
 def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) -> pl.DataFrame:
-    """Add SYNTHETIC style columns, is_code, sum_user_tokens and turns to the real votes.
+    """Add SYNTHETIC style columns, is_code, language, sum_user_tokens and turns to the real votes.
 
     The real vote table lacks conv_metadata and is_code. For timing only: each model gets a
     verbosity (log mean tokens ~ N(6.3, 0.5)) and a formatting propensity; answer tokens
     are log-normal around the model's verbosity, headers / lists / bold are Poisson with
-    rates proportional to tokens x propensity; is_code ~ Bernoulli(0.25); sum_user_tokens
+    rates proportional to tokens x propensity; is_code ~ Bernoulli(0.25); language drawn
+    from 10 codes (en 50%, zh 10%, ...); sum_user_tokens
     log-normal (about 8% above 500); turns = 1 + Geometric, about 15% multi-turn.
     """
     rng = np.random.default_rng(seed)
@@ -63,6 +64,10 @@ def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) 
         cols[f"bold_count_{side}_asterisk"] = rng.poisson(style * tokens / 150.0)
         cols[f"bold_count_{side}_underscore"] = rng.poisson(0.02, n)
     cols["is_code"] = rng.random(n) < 0.25
+    # language codes in roughly the dump's proportions (English half), for the language boards
+    codes = np.array(["en", "zh", "ru", "de", "fr", "es", "ja", "ko", "pt", "und"])
+    share = np.array([0.5, 0.1, 0.07, 0.05, 0.05, 0.05, 0.04, 0.03, 0.06, 0.05])
+    cols["language"] = codes[rng.choice(codes.size, n, p=share)]
     cols["sum_user_tokens"] = np.exp(rng.normal(4.5, 1.2, n)).astype(np.int32)
     cols["turns"] = rng.geometric(0.85, n).astype(np.int32)
     return votes.with_columns(**{k: pl.Series(v) for k, v in cols.items()})
@@ -93,7 +98,7 @@ def print_top10(leaderboard: pl.DataFrame, categories: tuple[str, ...]) -> None:
         if board.height == 0:
             print(f"\n{category}: unavailable")
             continue
-        print(f"\nTop 10, {category} (bt, 95% bootstrap CI, {board.height} models):")
+        print(f"\nTop 10, {category} (bt, 95% sandwich CI, {board.height} models):")
         print(f"rank  ub  {'model':<42} {'rating':>8} {'ci_lower':>8} {'ci_upper':>8}  battles")
         for row in board.head(10).iter_rows(named=True):
             print(
@@ -167,14 +172,17 @@ def arena_rank_comparison(
     lower = np.asarray(result["rating_lower"])
     upper = np.asarray(result["rating_upper"])
     ours_w = dict(
-        zip(ours.get_column("model"), ours.get_column("ci_upper") - ours.get_column("ci_lower"))
+        zip(
+            ours.get_column("model"),
+            ours.get_column("bootstrap_upper") - ours.get_column("bootstrap_lower"),
+        )
     )
     width_gap = np.abs(np.array([ours_w[c] for c in dataset.competitors]) - (upper - lower))
     print(
         f"  bootstrap, {rounds} rounds, {os.cpu_count()} workers (mp.Pool, spawn): {boot_s:.1f} s"
     )
     print(
-        f"  95% CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points "
+        f"  95% bootstrap CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points "
         "(independent resamples)"
     )
     scaled = boot_s * 100.0 / rounds
@@ -206,7 +214,7 @@ def main() -> None:
         f"{', '.join(c for c in tag_meta if c not in available)}"
     )
 
-    # 1. bt + 100-round bootstrap + sandwich + spectral on every available category
+    # 1. bt + sandwich + 100-round bootstrap + spectral on every category the real votes allow
     config = RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=100)
     out, walls, cpus = timed(lambda: compute_rankings(votes, tagged, config), args.repeats)
     rss_1 = peak_rss_mb()
@@ -224,27 +232,33 @@ def main() -> None:
             f"{out.metadata['kendall_tau'][category]:.3f}; {info['timings_s']['total']:.2f} s"
         )
 
-    # 2. all 8 boards with bt_style, on synthetic style columns
+    # 2. every board (LMArena's set) with bt + spectral + bt_style, on synthetic columns
     print(
-        f"\n[2] SYNTHETIC style columns, is_code, sum_user_tokens and turns added to the real "
-        f"votes (seed {SYNTHETIC_SEED}; see synthesize_missing_columns) to time style control"
+        f"\n[2] SYNTHETIC style columns, is_code, language, sum_user_tokens and turns added to "
+        f"the real votes (seed {SYNTHETIC_SEED}; see synthesize_missing_columns) to time every "
+        "board and style control"
     )
     synthetic = synthesize_missing_columns(votes)
     tagged_all, meta_all = tag_categories(synthetic)
-    full = RankingConfig(bootstrap_rounds=100)
-    out_style, walls, cpus = timed(lambda: compute_rankings(synthetic, tagged_all, full), 1)
+    unavailable = [c for c, m in meta_all.items() if not m["available"]]
+    full = RankingConfig(bootstrap_rounds=100)  # the defaults: style boards sandwich only
+    out_style, walls, cpus = timed(
+        lambda: compute_rankings(synthetic, tagged_all, full), args.repeats
+    )
     rss_2 = peak_rss_mb()
     print(
-        f"    bt + bt_style + spectral, 100-round bootstraps, "
-        f"{len(out_style.metadata['categories'])} boards: {fmt_times(walls, cpus)}; target < 30 s"
+        f"    bt (sandwich + 100-round bootstrap) + spectral (bootstrap) + bt_style (sandwich), "
+        f"{len(out_style.metadata['categories'])} boards (unavailable: "
+        f"{', '.join(unavailable) or 'none'}): {fmt_times(walls, cpus)}; target < 10 s"
     )
     print(f"    peak RSS so far: {rss_2:.0f} MB")
     for category, info in out_style.metadata["categories"].items():
         st = info["bt_style"]
+        t = info["timings_s"]
         print(
-            f"    {category:<22} {info['battles_fitted']:>7} battles  bt_style "
-            f"{info['timings_s']['bt_style']:.2f} s, {st['iterations']} Newton steps "
-            f"(|grad| {st['grad_norm']:.1e}), bootstrap <= {st['bootstrap_iterations']} steps"
+            f"    {category:<22} {info['battles_fitted']:>7} battles  bt {t['bt']:.2f} s, "
+            f"spectral {t['spectral']:.2f} s, bt_style {t['bt_style']:.2f} s "
+            f"({st['iterations']} Newton steps, |grad| {st['grad_norm']:.1e})"
         )
 
     # 3. the overall board alone (what arena-rank's bootstrap is compared with)

@@ -78,6 +78,7 @@ class RankingRunConfig(dg.Config):
         default="half", description="'half': tie and both_bad count half a win for each side; 'drop': ignore them."
     )
     bootstrap_rounds: int = Field(default=100, ge=0, description="Bootstrap rounds of the second (bootstrap) interval; 0 skips it.")
+    style_bootstrap_rounds: int = Field(default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only; each round refits the per-battle model).")
     primary_interval: Literal["sandwich", "bootstrap"] = Field(
         default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich (LMArena's) or the bootstrap.")
     seed: int = Field(default=42, ge=0, description="Bootstrap seed: the same seed gives identical output.")
@@ -93,6 +94,7 @@ class RankingRunConfig(dg.Config):
         extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}
         return RankingConfig(
             ties=self.ties, bootstrap_rounds=self.bootstrap_rounds, seed=self.seed,
+            style_bootstrap_rounds=self.style_bootstrap_rounds,
             min_battles=self.min_battles, display_min_battles=self.display_min_battles,
             primary_interval=self.primary_interval, style_method=self.style_method,
             anchor_model=self.anchor_model,

@@ -37,7 +37,9 @@ def battles() -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def output(battles):
     tagged, _ = tag_categories(battles)
-    config = RankingConfig(bootstrap_rounds=30, min_battles=20, display_min_battles=130)
+    config = RankingConfig(
+        bootstrap_rounds=30, style_bootstrap_rounds=10, min_battles=20, display_min_battles=130
+    )
     return compute_rankings(battles, tagged, config)
 
 

@@ -155,15 +155,15 @@ def test_unpenalised_sandwich_matches_statsmodels_hc0():
 def test_length_effect_is_recovered_and_bootstrap_is_reproducible():
     # the fixture was drawn with a positive effect of answer length (make_synthetic_battles.py)
     frame = load_fixture()
-    first = run(frame, bootstrap_rounds=40, seed=7)
-    again = run(frame, bootstrap_rounds=40, seed=7)
+    first = run(frame, style_bootstrap_rounds=40, seed=7)
+    again = run(frame, style_bootstrap_rounds=40, seed=7)
     assert first.leaderboard.equals(again.leaderboard)
     assert first.style_coefficients.equals(again.style_coefficients)
     tokens = first.style_coefficients.filter(pl.col("feature") == "tokens").row(0, named=True)
     assert tokens["ci_method"] == "sandwich"
     assert 0.0 < tokens["ci_lower"] < tokens["coefficient"] < tokens["ci_upper"]
     assert 0.0 < tokens["bootstrap_lower"] < tokens["coefficient"] < tokens["bootstrap_upper"]
-    other = run(frame, bootstrap_rounds=40, seed=8)
+    other = run(frame, style_bootstrap_rounds=40, seed=8)
     assert not first.style_coefficients.equals(other.style_coefficients)
 
 
@@ -179,8 +179,8 @@ def test_swapping_sides_changes_nothing():
         model_b=pl.col("model_a"),
         winner=pl.col("winner").replace_strict(flip),
     )
-    one = run(frame, bootstrap_rounds=20)
-    two = run(swapped, bootstrap_rounds=20)
+    one = run(frame, style_bootstrap_rounds=20)
+    two = run(swapped, style_bootstrap_rounds=20)
     cols = ["rating", "ci_lower", "ci_upper", "bootstrap_lower", "bootstrap_upper"]
     diff = one.leaderboard.select(cols).to_numpy() - two.leaderboard.select(cols).to_numpy()
     assert np.abs(diff).max() < 1e-6

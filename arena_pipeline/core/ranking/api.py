@@ -61,6 +61,11 @@ class RankingConfig:
     bootstrap_rounds
         Bootstrap replicates of the second interval (``bootstrap_lower``/``bootstrap_upper``);
         0 skips the bootstrap.
+    style_bootstrap_rounds
+        Bootstrap replicates of ``bt_style``'s second interval (default 0: none). Each
+        round refits the per-battle style model (about 0.05-0.5 s per board on the full
+        dump), so it is off by default; ``bt_style``'s primary interval is the sandwich,
+        as LMArena publishes for style control.
     primary_interval
         Which interval fills ``ci_lower``/``ci_upper`` and feeds ``rank_ub``: ``"sandwich"``
         (default, as LMArena publishes since mid-2025; calibrated, see
@@ -114,6 +119,7 @@ class RankingConfig:
     ties: Literal["half", "drop"] = "half"
     bootstrap_rounds: int = 100
     seed: int = 42
+    style_bootstrap_rounds: int = 0
     min_battles: int = 1
     display_min_battles: int = 301
     primary_interval: Literal["sandwich", "bootstrap"] = "sandwich"
@@ -142,6 +148,8 @@ class RankingConfig:
             raise ValueError(f"style_method must be 'lmarena' or 'unweighted', got {self.style_method!r}")
         if self.style_reg < 0 or self.style_min_pair_count < 1:
             raise ValueError("style_reg must be >= 0 and style_min_pair_count >= 1")
+        if self.style_bootstrap_rounds < 0:
+            raise ValueError("style_bootstrap_rounds must be >= 0")
         if self.display_min_battles < 0:
             raise ValueError("display_min_battles must be >= 0")
         if self.primary_interval not in ("sandwich", "bootstrap"):

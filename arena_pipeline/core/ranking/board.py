@@ -321,12 +321,12 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
         "l2_on_summed_loss": l2,
     }
     boot = beta_boot = None
-    if c.bootstrap_rounds > 0:
+    if c.style_bootstrap_rounds > 0:
         reps, steps, worst = bootstrap_bt_style(
             design,
             l2,
             x_hat,
-            c.bootstrap_rounds,
+            c.style_bootstrap_rounds,
             board.rng("bt_style"),
             BOOTSTRAP_RIDGE,
             c.tol,

@@ -106,7 +106,8 @@ def compute_rankings(
        counts are multinomial, exactly as when resampling rows), and the sandwich (HC0)
        normal interval.
     4. ``bt_style``: the same with four style covariates fitted jointly per battle
-       (see :class:`RankingConfig.style_method`); bootstrap by resampling battles.
+       (see :class:`RankingConfig.style_method`); bootstrap (``style_bootstrap_rounds``,
+       default 0) by resampling battles.
     5. ``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions,
        normalised by the maximum degree) on the same rating scale, with a bootstrap
        interval from the same resamples as ``bt``; no sandwich interval. The Kendall tau
