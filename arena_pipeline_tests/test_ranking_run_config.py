@@ -38,3 +38,11 @@ def test_values_reach_the_ranking_config():
     assert (config.bootstrap_rounds, config.seed, config.min_battles) == (10, 3, 1)
     default = RankingRunConfig().ranking_config()
     assert default.display_min_battles == 301 and default.primary_interval == "sandwich"
+
+
+def test_reference_models_are_configurable():
+    from arena_pipeline.core.ranking import REFERENCE_MODELS
+
+    assert RankingRunConfig().ranking_config().anchor_models == REFERENCE_MODELS
+    assert RankingRunConfig(anchor_models=[]).ranking_config().anchor_models == ()
+    assert RankingRunConfig(anchor_models=["x", "y"]).ranking_config().anchor_models == ("x", "y")

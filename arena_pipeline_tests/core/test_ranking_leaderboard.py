@@ -248,3 +248,34 @@ def test_timings_and_convergence_are_reported(output):
 def test_config_is_validated(bad):
     with pytest.raises(ValueError):
         RankingConfig(**bad)
+
+
+def test_reference_model_is_pinned_on_every_board_it_is_on(battles):
+    tagged, _ = tag_categories(battles)
+    config = RankingConfig(
+        methods=("bt", "spectral"), bootstrap_rounds=0, anchor_models=("not-here", "model-c", "model-a")
+    )
+    out = compute_rankings(battles, tagged, config)
+    assert set(out.metadata["anchors"].values()) == {"model-c"}
+    pinned = out.leaderboard.filter(pl.col("model") == "model-c")
+    assert np.allclose(pinned.get_column("rating").to_numpy(), 1000.0)
+    # sandwich intervals are contrasts with the reference: zero width for the reference itself
+    bt = pinned.filter(pl.col("method") == "bt")
+    assert np.allclose(bt.get_column("ci_upper") - bt.get_column("ci_lower"), 0.0)
+    # anchoring shifts a board, it does not change differences
+    centred = compute_rankings(
+        battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0, anchor_models=())
+    ).leaderboard.filter(pl.col("category") == "math").sort("model")
+    anchored = out.leaderboard.filter(pl.col("category") == "math", pl.col("method") == "bt")
+    diff = anchored.sort("model").get_column("rating") - centred.get_column("rating")
+    assert np.allclose(diff.to_numpy(), diff[0])
+    assert centred.get_column("rating").mean() == pytest.approx(1000.0)
+
+
+def test_board_without_any_reference_is_centred(battles):
+    tagged, _ = tag_categories(battles)
+    out = compute_rankings(battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0))
+    # the fixture's models are none of the packaged reference models
+    assert set(out.metadata["anchors"].values()) == {None}
+    board = out.leaderboard.filter(pl.col("category") == "overall")
+    assert board.get_column("rating").mean() == pytest.approx(1000.0)

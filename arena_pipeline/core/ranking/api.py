@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import polars as pl
 
 METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
+
+#: Reference models, in order of preference: on every board, the first of them that is on
+#: the board is pinned at ``anchor_rating`` (a board with none of them is centred instead).
+#: Open-weights models, so the reference cannot change under its name, with many battles in
+#: every category of the 140k dump (llama-3.3-70b-instruct: 4,905 battles; gemma-3-27b-it:
+#: 7,326; deepseek-v3-0324: 6,117), rated mid-table, where intervals are narrowest.
+REFERENCE_MODELS: tuple[str, ...] = (
+    "llama-3.3-70b-instruct",
+    "gemma-3-27b-it",
+    "deepseek-v3-0324",
+)
 
 #: Columns and types of ``RankingOutput.leaderboard``.
 LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
@@ -84,10 +96,15 @@ class RankingConfig:
         Display threshold applied after the fit: models on the board with fewer battles
         are ``provisional`` (kept in the leaderboard with a reason, ranked apart). The
         default 301 is LMArena's rule (a model is shown with more than 300 battles).
-    anchor_model, anchor_rating
-        With an anchor, that model's rating is ``anchor_rating`` on every board it is on
-        (a board without it falls back to centring, noted in metadata). Without, ratings
-        are centred: their mean on every board is ``anchor_rating``.
+    anchor_models, anchor_model, anchor_rating
+        Anchoring, which makes ratings comparable across boards and dumps: on every board
+        the first of ``anchor_models`` (default :data:`REFERENCE_MODELS`) that is on the
+        board has rating ``anchor_rating`` (1000), so a rating ``R`` means odds of
+        ``10 ** ((R - 1000) / 400)`` against the reference model. ``anchor_model``, when
+        set, replaces the list by that one model. A board without any of them falls back
+        to centring (mean rating ``anchor_rating``), noted in
+        ``metadata["categories"][c]["anchor"]`` (None) and, for an explicit
+        ``anchor_model``, ``anchor_missing``. ``anchor_models=()`` centres every board.
     style_method
         ``"lmarena"`` (default): LMArena's current style control, as arena-rank's
         ``ContextualBradleyTerry`` on a ``ContextualPairDataset(reweighted=True)``: the
@@ -123,6 +140,7 @@ class RankingConfig:
     min_battles: int = 1
     display_min_battles: int = 301
     primary_interval: Literal["sandwich", "bootstrap"] = "sandwich"
+    anchor_models: tuple[str, ...] = REFERENCE_MODELS
     anchor_model: str | None = None
     anchor_rating: float = 1000.0
     style_method: Literal["lmarena", "unweighted"] = "lmarena"
@@ -148,6 +166,8 @@ class RankingConfig:
             raise ValueError(f"style_method must be 'lmarena' or 'unweighted', got {self.style_method!r}")
         if self.style_reg < 0 or self.style_min_pair_count < 1:
             raise ValueError("style_reg must be >= 0 and style_min_pair_count >= 1")
+        if not math.isfinite(self.anchor_rating):
+            raise ValueError("anchor_rating must be finite")
         if self.style_bootstrap_rounds < 0:
             raise ValueError("style_bootstrap_rounds must be >= 0")
         if self.display_min_battles < 0:

@@ -176,6 +176,7 @@ def compute_rankings(
             "category_rows_without_battle": unmatched,
         },
         "excluded_models": {},
+        "anchors": {},
         "kendall_tau": {},
         "categories": {},
         "timings_s": {"prepare": perf_counter() - started},
@@ -204,7 +205,12 @@ def compute_rankings(
         if len(models) < 2:
             info["note"] = "fewer than 2 models left: no board"
             continue
-        anchor = models.index(config.anchor_model) if config.anchor_model in models else None
+        candidates = config.anchor_models if config.anchor_model is None else (config.anchor_model,)
+        on_board = set(models)
+        anchor_name = next((name for name in candidates if name in on_board), None)
+        anchor = models.index(anchor_name) if anchor_name is not None else None
+        info["anchor"] = anchor_name  # None: centred on the mean
+        metadata["anchors"][category] = anchor_name
         if config.anchor_model is not None and anchor is None:
             info["anchor_missing"] = True
         local = np.cumsum(active) - 1
