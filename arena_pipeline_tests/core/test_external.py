@@ -49,6 +49,8 @@ def leaderboard(rows: list[tuple[str, str, float]], method: str = "bt") -> pl.Da
         sandwich_upper=pl.col("rating") + 5.0,
         bootstrap_lower=pl.col("rating") - 6.0,
         bootstrap_upper=pl.col("rating") + 6.0,
+        **{f"cluster_{kind}_{side}": pl.lit(None, dtype=pl.Float64)
+           for kind in ("sandwich", "bootstrap") for side in ("lower", "upper")},
         provisional=pl.lit(False),
         provisional_reason=pl.lit(None, dtype=pl.String),
     ).select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()])

@@ -41,6 +41,10 @@ LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
     "sandwich_upper": pl.Float64(),
     "bootstrap_lower": pl.Float64(),
     "bootstrap_upper": pl.Float64(),
+    "cluster_sandwich_lower": pl.Float64(),
+    "cluster_sandwich_upper": pl.Float64(),
+    "cluster_bootstrap_lower": pl.Float64(),
+    "cluster_bootstrap_upper": pl.Float64(),
     "provisional": pl.Boolean(),
     "provisional_reason": pl.String(),
 }
@@ -82,8 +86,16 @@ class RankingConfig:
         Which interval fills ``ci_lower``/``ci_upper`` and feeds ``rank_ub``: ``"sandwich"``
         (default, as LMArena publishes since mid-2025; calibrated, see
         ``test_ranking_coverage.py``) or ``"bootstrap"`` (percentile, ``bootstrap_rounds``
-        rounds; 100 rounds cover about 93%). ``spectral`` has no sandwich interval and
-        always uses its bootstrap.
+        rounds; 100 rounds cover about 93%), or the clustered ``"cluster_sandwich"`` /
+        ``"cluster_bootstrap"`` (``bt`` only, when ``cluster_column`` is present). A board
+        without the named interval falls back to the sandwich, then the bootstrap
+        (``spectral`` has only its bootstrap); ``ci_method`` says which was used.
+    cluster_column
+        Battles column of the evaluation session (default ``evaluation_session_id``).
+        When present, ``bt`` also gets intervals that treat the votes of one session as
+        dependent: ``cluster_sandwich_*`` (cluster-robust CR0 sandwich) and
+        ``cluster_bootstrap_*`` (whole sessions resampled, ``bootstrap_rounds`` rounds). A
+        null session counts as a session of its own. None disables them.
     seed
         Seed of the bootstrap; each (category, stream) gets its own generator derived
         from it, so a board does not depend on which other boards are computed.
@@ -139,7 +151,10 @@ class RankingConfig:
     style_bootstrap_rounds: int = 0
     min_battles: int = 1
     display_min_battles: int = 301
-    primary_interval: Literal["sandwich", "bootstrap"] = "sandwich"
+    primary_interval: Literal[
+        "sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"
+    ] = "sandwich"
+    cluster_column: str | None = "evaluation_session_id"
     anchor_models: tuple[str, ...] = REFERENCE_MODELS
     anchor_model: str | None = None
     anchor_rating: float = 1000.0
@@ -172,10 +187,11 @@ class RankingConfig:
             raise ValueError("style_bootstrap_rounds must be >= 0")
         if self.display_min_battles < 0:
             raise ValueError("display_min_battles must be >= 0")
-        if self.primary_interval not in ("sandwich", "bootstrap"):
-            raise ValueError(f"primary_interval must be 'sandwich' or 'bootstrap', got {self.primary_interval!r}")
-        if self.primary_interval == "bootstrap" and self.bootstrap_rounds == 0:
-            raise ValueError("primary_interval='bootstrap' needs bootstrap_rounds > 0")
+        intervals = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
+        if self.primary_interval not in intervals:
+            raise ValueError(f"primary_interval must be one of {intervals}, got {self.primary_interval!r}")
+        if self.primary_interval.endswith("bootstrap") and self.bootstrap_rounds == 0:
+            raise ValueError(f"primary_interval={self.primary_interval!r} needs bootstrap_rounds > 0")
         if not 0.0 < self.confidence < 1.0:
             raise ValueError("confidence must be in (0, 1)")
 

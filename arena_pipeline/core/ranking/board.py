@@ -20,8 +20,11 @@ from arena_pipeline.core.ranking.bradley_terry import (
     BOOTSTRAP_RIDGE,
     PairCounts,
     aggregate_pairs,
+    battle_cells,
     bootstrap_counts,
+    bt_cluster_sandwich_covariance,
     bt_sandwich_covariance,
+    cluster_bootstrap_counts,
     fit_bt,
     mle_support,
 )
@@ -156,6 +159,8 @@ class Board:
         Raw style features of those battles, shape (n, 4), or None.
     anchor
         Local index of the anchor model, or None (centring).
+    cluster
+        Cluster (evaluation session) index ``0 .. K - 1`` of every fitted battle, or None.
     """
 
     category: str
@@ -166,6 +171,7 @@ class Board:
     o: np.ndarray
     raw_style: np.ndarray | None
     anchor: int | None
+    cluster: np.ndarray | None = None
 
     @property
     def m(self) -> int:
@@ -190,12 +196,19 @@ class Board:
         return np.random.default_rng(keys)
 
     def frame(
-        self, method: str, rating: np.ndarray, boot: Interval | None, sandwich: Interval | None
+        self,
+        method: str,
+        rating: np.ndarray,
+        boot: Interval | None,
+        sandwich: Interval | None,
+        clustered: dict[str, Interval] | None = None,
     ) -> pl.DataFrame:
         """The board as leaderboard rows.
 
-        The primary interval (``ci_lower``/``ci_upper``, feeding ``rank_ub``) is the one
-        ``config.primary_interval`` names when the method has it, else the other one.
+        ``clustered`` holds the ``cluster_sandwich`` / ``cluster_bootstrap`` intervals
+        when computed. The primary interval (``ci_lower``/``ci_upper``, feeding
+        ``rank_ub``) is the one ``config.primary_interval`` names when the method has it,
+        else the sandwich, else the bootstrap.
         ``rank`` and ``rank_ub`` of a shown model count only shown (non-provisional)
         models, as LMArena ranks after hiding low-count models; a provisional model is
         ranked among all models of the board (so it moves no shown model, and a board with
@@ -203,10 +216,15 @@ class Board:
         """
         m = self.m
         nulls = np.full(m, np.nan)
-        choices = {"sandwich": sandwich, "bootstrap": boot}
-        preferred = self.config.primary_interval
-        fallback = "bootstrap" if preferred == "sandwich" else "sandwich"
-        ci_method = next((k for k in (preferred, fallback) if choices[k] is not None), "none")
+        clustered = clustered or {}
+        choices = {
+            "sandwich": sandwich,
+            "bootstrap": boot,
+            "cluster_sandwich": clustered.get("cluster_sandwich"),
+            "cluster_bootstrap": clustered.get("cluster_bootstrap"),
+        }
+        order = (self.config.primary_interval, "sandwich", "bootstrap")
+        ci_method = next((k for k in order if choices[k] is not None), "none")
         lower, upper = choices[ci_method] if ci_method != "none" else (nulls, nulls)
         stats = model_stats(self.a, self.b, self.o, m)
         threshold = self.config.display_min_battles
@@ -237,6 +255,12 @@ class Board:
             "sandwich_upper": sandwich[1] if sandwich is not None else nulls,
             "bootstrap_lower": boot[0] if boot is not None else nulls,
             "bootstrap_upper": boot[1] if boot is not None else nulls,
+            **{
+                f"{name}_{side}": bounds[i] if bounds is not None else nulls
+                for name in ("cluster_sandwich", "cluster_bootstrap")
+                for i, side in enumerate(("lower", "upper"))
+                for bounds in [choices[name]]
+            },
             "provisional": provisional,
             "provisional_reason": [reason if p else None for p in provisional],
         }
@@ -259,6 +283,9 @@ class BTResult:
 def fit_bt_board(board: Board) -> BTResult:
     """Exact Bradley-Terry MLE, sandwich interval and (if configured) bootstrap interval.
 
+    With clusters (evaluation sessions), also the cluster-robust sandwich and (with
+    ``bootstrap_rounds > 0``) the cluster bootstrap, which resamples whole sessions.
+
     The bootstrap replicates are resampled battles aggregated per (pair, outcome) cell
     (``bradley_terry.bootstrap_counts``), refitted from the point estimate with
     ``BOOTSTRAP_RIDGE``; the same replicates serve the spectral board.
@@ -280,7 +307,21 @@ def fit_bt_board(board: Board) -> BTResult:
             bootstrap_max_grad_norm=float(refit.grad_norm.max()),
             bootstrap_degenerate_rounds=degenerate_rounds(pairs, resampled),
         )
-    frame = board.frame("bt", rating, boot, (rating - half, rating + half))
+    clustered: dict[str, Interval] = {}
+    if board.cluster is not None:
+        cov = bt_cluster_sandwich_covariance(pairs, theta, board.a, board.b, board.o, board.cluster)
+        c_half = board.half_width(cov)
+        clustered["cluster_sandwich"] = (rating - c_half, rating + c_half)
+        info["clusters"] = int(board.cluster.max()) + 1 if len(board.cluster) else 0
+        if c.bootstrap_rounds > 0:
+            cells = battle_cells(board.a, board.b, board.o, board.m)
+            counts = cluster_bootstrap_counts(
+                pairs, cells, board.cluster, c.bootstrap_rounds, board.rng("clusters")
+            )
+            refit = fit_bt(pairs, counts, BOOTSTRAP_RIDGE, theta, c.tol, c.max_iter)
+            clustered["cluster_bootstrap"] = percentile_interval(board.rate(refit.x), c.confidence)
+            info["cluster_bootstrap_max_grad_norm"] = float(refit.grad_norm.max())
+    frame = board.frame("bt", rating, boot, (rating - half, rating + half), clustered)
     return BTResult(frame, info, pairs, theta, rating, resampled)
 
 

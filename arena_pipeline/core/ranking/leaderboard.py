@@ -44,8 +44,10 @@ __all__ = [
 ]
 
 
-def _prepare(battles: pl.DataFrame, with_style: bool) -> tuple[pl.DataFrame, list[str]]:
-    """Validate battles and add model indices, outcome codes and raw style features."""
+def _prepare(
+    battles: pl.DataFrame, with_style: bool, cluster_column: str | None = None
+) -> tuple[pl.DataFrame, list[str]]:
+    """Validate battles; add model indices, outcome codes, raw style features, session codes."""
     needed = ["id", "model_a", "model_b", "winner"] + (style_columns() if with_style else [])
     missing = [c for c in needed if c not in battles.columns]
     if missing:
@@ -77,6 +79,12 @@ def _prepare(battles: pl.DataFrame, with_style: bool) -> tuple[pl.DataFrame, lis
         pl.col("model_b").cast(index).to_physical().cast(pl.Int64).alias("_b"),
         pl.col("winner").replace_strict(OUTCOME_CODES, return_dtype=pl.Int8).alias("_o"),
         *(style_feature_exprs() if with_style else []),
+        *(
+            # a null session is a session of its own (keyed by the battle id)
+            [pl.coalesce(pl.col(cluster_column).cast(pl.String), "id").alias("_cluster")]
+            if cluster_column is not None and cluster_column in battles.columns
+            else []
+        ),
     )
     return frame, names
 
@@ -147,7 +155,8 @@ def compute_rankings(
     config = config or RankingConfig()
     started = perf_counter()
     with_style = "bt_style" in config.methods
-    frame, names = _prepare(battles, with_style)
+    frame, names = _prepare(battles, with_style, config.cluster_column)
+    with_clusters = "_cluster" in frame.columns
     is_self = (frame.get_column("_a") == frame.get_column("_b")).to_numpy()
     categories = battle_categories.select("battle_id", "category").unique(maintain_order=True)
     tagged = categories.join(
@@ -167,7 +176,8 @@ def compute_rankings(
             f"{config.confidence:.0%} intervals; ci_lower/ci_upper: {config.primary_interval} "
             "(spectral: bootstrap); sandwich_lower/sandwich_upper: robust sandwich (HC0) "
             f"normal interval; bootstrap_lower/bootstrap_upper: percentile bootstrap "
-            f"({config.bootstrap_rounds} rounds)"
+            f"({config.bootstrap_rounds} rounds); cluster_*: the same with the votes of one "
+            f"{config.cluster_column} resampled / summed together (bt, when the column exists)"
         ),
         "models": len(names),
         "dropped": {
@@ -214,6 +224,10 @@ def compute_rankings(
         if config.anchor_model is not None and anchor is None:
             info["anchor_missing"] = True
         local = np.cumsum(active) - 1
+        cluster = None
+        if with_clusters:
+            sessions = part.get_column("_cluster").to_numpy()[keep]
+            cluster = np.unique(sessions, return_inverse=True)[1].reshape(-1).astype(np.int64)
         board = Board(
             category=category,
             config=config,
@@ -223,6 +237,7 @@ def compute_rankings(
             o=o[keep],
             raw_style=part.select(STYLE_FEATURES).to_numpy()[keep] if with_style else None,
             anchor=anchor,
+            cluster=cluster,
         )
         # bt is always fitted: spectral's tau and the pairwise predictions use it
         t0 = perf_counter()
