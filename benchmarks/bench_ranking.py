@@ -73,6 +73,40 @@ def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) 
     return votes.with_columns(**{k: pl.Series(v) for k, v in cols.items()})
 
 
+SAMPLE = REAL_VOTES.parent / "arena_human_preference_sample_100.csv"
+
+
+def sample_session_sizes() -> tuple[np.ndarray, np.ndarray]:
+    """Session sizes implied by the real sample's ``evaluation_order`` (votes drawn uniformly).
+
+    With votes sampled uniformly, the number of sampled votes of order k is proportional to the
+    number of sessions of at least k votes, so sessions of exactly k votes are
+    ``count(order = k) - count(order = k + 1)`` (clipped at 0).
+    """
+    order = pl.read_csv(SAMPLE, columns=["evaluation_order"]).get_column("evaluation_order")
+    counts = np.bincount(order.to_numpy(), minlength=order.max() + 2)[1:].astype(float)
+    exactly = np.clip(counts[:-1] - counts[1:], 0.0, None)
+    sizes = np.arange(1, exactly.size + 1)
+    return sizes, exactly / exactly.sum()
+
+
+def with_sample_like_sessions(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) -> pl.DataFrame:
+    """SYNTHETIC ``evaluation_session_id``: votes of one model pair grouped into sessions whose
+    sizes follow :func:`sample_session_sizes` (a session keeps one pair, as on the arena)."""
+    rng = np.random.default_rng(seed)
+    sizes, prob = sample_session_sizes()
+    draws = sizes[rng.choice(sizes.size, votes.height, p=prob)]
+    ends = np.cumsum(draws)
+    shuffled = votes.with_columns(
+        _pair=pl.min_horizontal("model_a", "model_b") + "|" + pl.max_horizontal("model_a", "model_b"),
+        _r=pl.Series(rng.random(votes.height)),
+    ).sort("_pair", "_r")
+    session = np.searchsorted(ends, np.arange(votes.height), side="right")
+    return shuffled.with_columns(
+        evaluation_session_id=pl.col("_pair") + "#" + pl.Series(session).cast(pl.String)
+    ).drop("_pair", "_r")
+
+
 def timed(fn, repeats: int):
     """Run ``fn`` ``repeats`` times; return the last result, wall seconds and CPU seconds."""
     walls, cpus, result = [], [], None
@@ -270,6 +304,40 @@ def main() -> None:
     print(
         f"\n[3] overall board only, bt + 100-round bootstrap + sandwich: {fmt_times(walls, cpus)}"
     )
+
+    # 4. intervals clustered by session, on sessions shaped like the real sample's
+    sizes, prob = sample_session_sizes()
+    mean_n = float((sizes * prob).sum())
+    ratio_n2 = float((sizes**2 * prob).sum()) / mean_n  # E[n^2] / E[n]
+    sessioned = with_sample_like_sessions(votes)
+    sessions = sessioned.get_column("evaluation_session_id").n_unique()
+    clustered_config = RankingConfig(methods=("bt",), bootstrap_rounds=100)
+    out_c, walls, cpus = timed(
+        lambda: compute_rankings(sessioned, overall_only, clustered_config), args.repeats
+    )
+    bt_c = out_c.leaderboard
+    width = {
+        k: (bt_c.get_column(f"{k}_upper") - bt_c.get_column(f"{k}_lower")).to_numpy()
+        for k in ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
+    }
+    print(
+        f"\n[4] SYNTHETIC sessions shaped like the real sample's evaluation_order (sizes "
+        f"{dict(zip(sizes.tolist(), np.round(prob, 3).tolist()))}, mean {mean_n:.2f} votes): "
+        f"{sessions} sessions over the overall board's votes (real outcomes, so no session "
+        f"effect in them). bt + sandwich + bootstrap + both clustered intervals: "
+        f"{fmt_times(walls, cpus)}"
+    )
+    print(
+        "    width ratio, clustered / vote-level (median over models): sandwich "
+        f"{np.median(width['cluster_sandwich'] / width['sandwich']):.3f}, bootstrap "
+        f"{np.median(width['cluster_bootstrap'] / width['bootstrap']):.3f}"
+    )
+    for rho in (0.3, 0.6, 1.0):
+        inflation = 1.0 + (ratio_n2 - 1.0) * rho
+        print(
+            f"    with within-session outcome correlation {rho}: variance x{inflation:.3f}, "
+            f"intervals x{np.sqrt(inflation):.3f} wider (design effect 1 + (E[n^2]/E[n] - 1) rho)"
+        )
 
     print_top10(out.leaderboard, TOP10_CATEGORIES)
 

@@ -259,17 +259,17 @@ def test_reference_model_is_pinned_on_every_board_it_is_on(battles):
     assert set(out.metadata["anchors"].values()) == {"model-c"}
     pinned = out.leaderboard.filter(pl.col("model") == "model-c")
     assert np.allclose(pinned.get_column("rating").to_numpy(), 1000.0)
-    # sandwich intervals are contrasts with the reference: zero width for the reference itself
-    bt = pinned.filter(pl.col("method") == "bt")
-    assert np.allclose(bt.get_column("ci_upper") - bt.get_column("ci_lower"), 0.0)
-    # anchoring shifts a board, it does not change differences
+    # anchoring translates a board: ratings and interval bounds move by one constant
     centred = compute_rankings(
         battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0, anchor_models=())
     ).leaderboard.filter(pl.col("category") == "math").sort("model")
     anchored = out.leaderboard.filter(pl.col("category") == "math", pl.col("method") == "bt")
-    diff = anchored.sort("model").get_column("rating") - centred.get_column("rating")
-    assert np.allclose(diff.to_numpy(), diff[0])
+    anchored = anchored.sort("model")
     assert centred.get_column("rating").mean() == pytest.approx(1000.0)
+    for column in ("rating", "ci_lower", "ci_upper", "sandwich_lower"):
+        diff = (anchored.get_column(column) - centred.get_column(column)).to_numpy()
+        assert np.allclose(diff, diff[0]) and abs(diff[0]) > 1.0
+    assert anchored.get_column("rank_ub").equals(centred.get_column("rank_ub"))
 
 
 def test_board_without_any_reference_is_centred(battles):

@@ -112,7 +112,10 @@ class RankingConfig:
         Anchoring, which makes ratings comparable across boards and dumps: on every board
         the first of ``anchor_models`` (default :data:`REFERENCE_MODELS`) that is on the
         board has rating ``anchor_rating`` (1000), so a rating ``R`` means odds of
-        ``10 ** ((R - 1000) / 400)`` against the reference model. ``anchor_model``, when
+        ``10 ** ((R - 1000) / 400)`` against the reference model. Pinning translates the
+        board (ratings and interval bounds by one constant): intervals keep the width of
+        the centred strengths, as LMArena's, rather than adding the reference model's own
+        uncertainty. ``anchor_model``, when
         set, replaces the list by that one model. A board without any of them falls back
         to centring (mean rating ``anchor_rating``), noted in
         ``metadata["categories"][c]["anchor"]`` (None) and, for an explicit

@@ -179,13 +179,18 @@ class Board:
         return len(self.models)
 
     def rate(self, theta: np.ndarray) -> np.ndarray:
-        """Log-strengths (..., m) -> ratings, centred or anchored per the config."""
+        """Log-strengths (..., m) -> centred ratings (mean ``anchor_rating``).
+
+        The reference model is pinned afterwards by a translation (:meth:`frame`), so
+        intervals measure the uncertainty of each model's centred strength, as LMArena's
+        do, and are not widened by the reference model's own uncertainty.
+        """
         c = self.config
-        return to_ratings(theta, self.anchor, c.anchor_rating, c.scale, c.base)
+        return to_ratings(theta, None, c.anchor_rating, c.scale, c.base)
 
     def half_width(self, cov_theta: np.ndarray) -> np.ndarray:
-        """Normal half-width in rating points from a log-strength covariance."""
-        contrast = anchor_matrix(self.m, self.anchor)
+        """Normal half-width in rating points of the centred strengths."""
+        contrast = anchor_matrix(self.m, None)
         var = np.diag(contrast @ cov_theta @ contrast.T)
         ppl = points_per_logit(self.config.scale, self.config.base)
         return z_value(self.config.confidence) * ppl * np.sqrt(np.clip(var, 0.0, None))
@@ -217,6 +222,13 @@ class Board:
         m = self.m
         nulls = np.full(m, np.nan)
         clustered = clustered or {}
+        # pin the reference model: translate the board (ratings and every interval)
+        shift = 0.0 if self.anchor is None else self.config.anchor_rating - rating[self.anchor]
+        rating = rating + shift
+        boot, sandwich = (
+            None if iv is None else (iv[0] + shift, iv[1] + shift) for iv in (boot, sandwich)
+        )
+        clustered = {k: (lo + shift, hi + shift) for k, (lo, hi) in clustered.items()}
         choices = {
             "sandwich": sandwich,
             "bootstrap": boot,
