@@ -1,4 +1,4 @@
-"""The leaderboard categories as data: one rule per category (seed and LMArena boards), applied to battles."""
+"""The leaderboard categories as data: one rule per category (seed and LMArena boards)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,11 @@ _HARD = CategoryRule(
 
 def _language(name: str, code: str) -> CategoryRule:
     return CategoryRule(
-        name, "in", ("language",), values=(code,), description=f"language is {code} (any {code}-* variant)"
+        name,
+        "in",
+        ("language",),
+        values=(code,),
+        description=f"language is {code} (any {code}-* variant)",
     )
 
 

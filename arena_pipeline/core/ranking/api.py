@@ -181,7 +181,9 @@ class RankingConfig:
         if self.bootstrap_rounds < 0 or self.min_battles < 0 or self.style_l2 < 0:
             raise ValueError("bootstrap_rounds, min_battles and style_l2 must be >= 0")
         if self.style_method not in ("lmarena", "unweighted"):
-            raise ValueError(f"style_method must be 'lmarena' or 'unweighted', got {self.style_method!r}")
+            raise ValueError(
+                f"style_method must be 'lmarena' or 'unweighted', got {self.style_method!r}"
+            )
         if self.style_reg < 0 or self.style_min_pair_count < 1:
             raise ValueError("style_reg must be >= 0 and style_min_pair_count >= 1")
         if not math.isfinite(self.anchor_rating):
@@ -192,9 +194,13 @@ class RankingConfig:
             raise ValueError("display_min_battles must be >= 0")
         intervals = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
         if self.primary_interval not in intervals:
-            raise ValueError(f"primary_interval must be one of {intervals}, got {self.primary_interval!r}")
+            raise ValueError(
+                f"primary_interval must be one of {intervals}, got {self.primary_interval!r}"
+            )
         if self.primary_interval.endswith("bootstrap") and self.bootstrap_rounds == 0:
-            raise ValueError(f"primary_interval={self.primary_interval!r} needs bootstrap_rounds > 0")
+            raise ValueError(
+                f"primary_interval={self.primary_interval!r} needs bootstrap_rounds > 0"
+            )
         if not 0.0 < self.confidence < 1.0:
             raise ValueError("confidence must be in (0, 1)")
 

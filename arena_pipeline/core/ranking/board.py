@@ -344,7 +344,8 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
     log-strengths. ``style_method="lmarena"`` (default) weighs battles by
     :func:`style_control.pair_weights` and penalises ``style_reg/2 |beta|^2`` on the mean
     weighted loss (arena-rank's text-leaderboard fit); ``"unweighted"`` is the earlier
-    variant (no weights, ``style_l2`` on the summed loss). Bootstrap: battles resampled with replacement, refitted from the
+    variant (no weights, ``style_l2`` on the summed loss). Bootstrap
+    (``style_bootstrap_rounds``): battles resampled with replacement, refitted from the
     point estimate with ``BOOTSTRAP_RIDGE`` on the ratings.
     """
     c = board.config

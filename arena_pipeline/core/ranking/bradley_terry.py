@@ -344,7 +344,7 @@ def bootstrap_counts(pairs: PairCounts, rounds: int, rng: np.random.Generator) -
 
 
 def battle_cells(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int) -> np.ndarray:
-    """The (pair, outcome) cell of every battle, as indexed by ``aggregate_pairs(...).counts.ravel()``.
+    """The (pair, outcome) cell of every battle: an index into ``PairCounts.counts.ravel()``.
 
     Parameters
     ----------
@@ -399,10 +399,9 @@ def bt_cluster_sandwich_covariance(
     y = np.where(outcome == 0, 1.0, np.where(outcome == 1, 0.0, 0.5))
     resid = y - sigmoid(theta[a] - theta[b])
     k = int(cluster.max()) + 1 if len(cluster) else 0
-    scores = csr_matrix(
-        (np.concatenate([resid, -resid]), (np.concatenate([cluster, cluster]), np.concatenate([a, b]))),
-        shape=(k, m),
-    )
+    rows = np.concatenate([cluster, cluster])
+    cols = np.concatenate([a, b])
+    scores = csr_matrix((np.concatenate([resid, -resid]), (rows, cols)), shape=(k, m))
     meat = (scores.T @ scores).toarray()
     p = sigmoid(theta[pairs.lo] - theta[pairs.hi])
     info = laplacian(pairs.lo, pairs.hi, pairs.battles * p * (1.0 - p), m)
