@@ -208,19 +208,26 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             ).to_arrow_table()
         )
         revision = _revision(con, board)
-    total = board.height
+    provisional = board.filter(pl.col("provisional")) if "provisional" in board.columns else board.clear()
+    board = board.filter(~pl.col("provisional")) if "provisional" in board.columns else board
+    total, shown = board.height + provisional.height, board.height
     if args.top > 0:
         board = board.head(args.top)
     title = (
         f"{category_label(args.category)} - {METHOD_LABELS.get(args.method, args.method)} "
         f"({args.method}); {total} models"
-        + (f", top {board.height} shown" if board.height < total else "")
+        + (f", top {board.height} shown" if board.height < shown else "")
         + (f"; dump {revision}" if revision else "")
     )
     ci_method = board.get_column("ci_method")[0] if "ci_method" in board.columns and board.height else None
     print(title)
     print()
-    print(format_board(board))
+    print(format_board(board) if board.height else "No model reaches the display threshold.")
+    if provisional.height:
+        print()
+        print(f"Provisional ({provisional.height} models, not ranked among those above): "
+              f"{provisional.get_column('provisional_reason')[0]}")
+        print(format_board(provisional))
     if ci_method:
         print()
         print(f"95% CI: {ci_method} interval. UB: best rank the interval allows.")

@@ -86,7 +86,7 @@ def test_leaderboard_prints_a_table_in_rank_order(warehouse, capsys):
         assert cells[3] == f"{row['rating']:.1f}"
         assert f"[{row['ci_lower']:.1f}, {row['ci_upper']:.1f}]" in line
         assert cells[-1] == f"{row['n_battles']:,}"
-    assert "95% CI: bootstrap interval" in out
+    assert "95% CI: sandwich interval" in out
 
 
 def test_leaderboard_category_method_and_all_rows(warehouse, capsys):

@@ -36,12 +36,13 @@ def peak_rss_mb() -> float:
 
 
 def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) -> pl.DataFrame:
-    """Add SYNTHETIC style columns, is_code, sum_user_tokens and turns to the real votes.
+    """Add SYNTHETIC style columns, is_code, language, sum_user_tokens and turns to the real votes.
 
     The real vote table lacks conv_metadata and is_code. For timing only: each model gets a
     verbosity (log mean tokens ~ N(6.3, 0.5)) and a formatting propensity; answer tokens
     are log-normal around the model's verbosity, headers / lists / bold are Poisson with
-    rates proportional to tokens x propensity; is_code ~ Bernoulli(0.25); sum_user_tokens
+    rates proportional to tokens x propensity; is_code ~ Bernoulli(0.25); language drawn
+    from 10 codes (en 50%, zh 10%, ...); sum_user_tokens
     log-normal (about 8% above 500); turns = 1 + Geometric, about 15% multi-turn.
     """
     rng = np.random.default_rng(seed)
@@ -63,9 +64,47 @@ def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) 
         cols[f"bold_count_{side}_asterisk"] = rng.poisson(style * tokens / 150.0)
         cols[f"bold_count_{side}_underscore"] = rng.poisson(0.02, n)
     cols["is_code"] = rng.random(n) < 0.25
+    # language codes in roughly the dump's proportions (English half), for the language boards
+    codes = np.array(["en", "zh", "ru", "de", "fr", "es", "ja", "ko", "pt", "und"])
+    share = np.array([0.5, 0.1, 0.07, 0.05, 0.05, 0.05, 0.04, 0.03, 0.06, 0.05])
+    cols["language"] = codes[rng.choice(codes.size, n, p=share)]
     cols["sum_user_tokens"] = np.exp(rng.normal(4.5, 1.2, n)).astype(np.int32)
     cols["turns"] = rng.geometric(0.85, n).astype(np.int32)
     return votes.with_columns(**{k: pl.Series(v) for k, v in cols.items()})
+
+
+SAMPLE = REAL_VOTES.parent / "arena_human_preference_sample_100.csv"
+
+
+def sample_session_sizes() -> tuple[np.ndarray, np.ndarray]:
+    """Session sizes implied by the real sample's ``evaluation_order`` (votes drawn uniformly).
+
+    With votes sampled uniformly, the number of sampled votes of order k is proportional to the
+    number of sessions of at least k votes, so sessions of exactly k votes are
+    ``count(order = k) - count(order = k + 1)`` (clipped at 0).
+    """
+    order = pl.read_csv(SAMPLE, columns=["evaluation_order"]).get_column("evaluation_order")
+    counts = np.bincount(order.to_numpy(), minlength=order.max() + 2)[1:].astype(float)
+    exactly = np.clip(counts[:-1] - counts[1:], 0.0, None)
+    sizes = np.arange(1, exactly.size + 1)
+    return sizes, exactly / exactly.sum()
+
+
+def with_sample_like_sessions(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) -> pl.DataFrame:
+    """SYNTHETIC ``evaluation_session_id``: votes of one model pair grouped into sessions whose
+    sizes follow :func:`sample_session_sizes` (a session keeps one pair, as on the arena)."""
+    rng = np.random.default_rng(seed)
+    sizes, prob = sample_session_sizes()
+    draws = sizes[rng.choice(sizes.size, votes.height, p=prob)]
+    ends = np.cumsum(draws)
+    shuffled = votes.with_columns(
+        _pair=pl.min_horizontal("model_a", "model_b") + "|" + pl.max_horizontal("model_a", "model_b"),
+        _r=pl.Series(rng.random(votes.height)),
+    ).sort("_pair", "_r")
+    session = np.searchsorted(ends, np.arange(votes.height), side="right")
+    return shuffled.with_columns(
+        evaluation_session_id=pl.col("_pair") + "#" + pl.Series(session).cast(pl.String)
+    ).drop("_pair", "_r")
 
 
 def timed(fn, repeats: int):
@@ -93,7 +132,7 @@ def print_top10(leaderboard: pl.DataFrame, categories: tuple[str, ...]) -> None:
         if board.height == 0:
             print(f"\n{category}: unavailable")
             continue
-        print(f"\nTop 10, {category} (bt, 95% bootstrap CI, {board.height} models):")
+        print(f"\nTop 10, {category} (bt, 95% sandwich CI, {board.height} models):")
         print(f"rank  ub  {'model':<42} {'rating':>8} {'ci_lower':>8} {'ci_upper':>8}  battles")
         for row in board.head(10).iter_rows(named=True):
             print(
@@ -167,14 +206,17 @@ def arena_rank_comparison(
     lower = np.asarray(result["rating_lower"])
     upper = np.asarray(result["rating_upper"])
     ours_w = dict(
-        zip(ours.get_column("model"), ours.get_column("ci_upper") - ours.get_column("ci_lower"))
+        zip(
+            ours.get_column("model"),
+            ours.get_column("bootstrap_upper") - ours.get_column("bootstrap_lower"),
+        )
     )
     width_gap = np.abs(np.array([ours_w[c] for c in dataset.competitors]) - (upper - lower))
     print(
         f"  bootstrap, {rounds} rounds, {os.cpu_count()} workers (mp.Pool, spawn): {boot_s:.1f} s"
     )
     print(
-        f"  95% CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points "
+        f"  95% bootstrap CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points "
         "(independent resamples)"
     )
     scaled = boot_s * 100.0 / rounds
@@ -206,7 +248,7 @@ def main() -> None:
         f"{', '.join(c for c in tag_meta if c not in available)}"
     )
 
-    # 1. bt + 100-round bootstrap + sandwich + spectral on every available category
+    # 1. bt + sandwich + 100-round bootstrap + spectral on every category the real votes allow
     config = RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=100)
     out, walls, cpus = timed(lambda: compute_rankings(votes, tagged, config), args.repeats)
     rss_1 = peak_rss_mb()
@@ -224,27 +266,33 @@ def main() -> None:
             f"{out.metadata['kendall_tau'][category]:.3f}; {info['timings_s']['total']:.2f} s"
         )
 
-    # 2. all 8 boards with bt_style, on synthetic style columns
+    # 2. every board (LMArena's set) with bt + spectral + bt_style, on synthetic columns
     print(
-        f"\n[2] SYNTHETIC style columns, is_code, sum_user_tokens and turns added to the real "
-        f"votes (seed {SYNTHETIC_SEED}; see synthesize_missing_columns) to time style control"
+        f"\n[2] SYNTHETIC style columns, is_code, language, sum_user_tokens and turns added to "
+        f"the real votes (seed {SYNTHETIC_SEED}; see synthesize_missing_columns) to time every "
+        "board and style control"
     )
     synthetic = synthesize_missing_columns(votes)
     tagged_all, meta_all = tag_categories(synthetic)
-    full = RankingConfig(bootstrap_rounds=100)
-    out_style, walls, cpus = timed(lambda: compute_rankings(synthetic, tagged_all, full), 1)
+    unavailable = [c for c, m in meta_all.items() if not m["available"]]
+    full = RankingConfig(bootstrap_rounds=100)  # the defaults: style boards sandwich only
+    out_style, walls, cpus = timed(
+        lambda: compute_rankings(synthetic, tagged_all, full), args.repeats
+    )
     rss_2 = peak_rss_mb()
     print(
-        f"    bt + bt_style + spectral, 100-round bootstraps, "
-        f"{len(out_style.metadata['categories'])} boards: {fmt_times(walls, cpus)}; target < 30 s"
+        f"    bt (sandwich + 100-round bootstrap) + spectral (bootstrap) + bt_style (sandwich), "
+        f"{len(out_style.metadata['categories'])} boards (unavailable: "
+        f"{', '.join(unavailable) or 'none'}): {fmt_times(walls, cpus)}; target < 10 s"
     )
     print(f"    peak RSS so far: {rss_2:.0f} MB")
     for category, info in out_style.metadata["categories"].items():
         st = info["bt_style"]
+        t = info["timings_s"]
         print(
-            f"    {category:<22} {info['battles_fitted']:>7} battles  bt_style "
-            f"{info['timings_s']['bt_style']:.2f} s, {st['iterations']} Newton steps "
-            f"(|grad| {st['grad_norm']:.1e}), bootstrap <= {st['bootstrap_iterations']} steps"
+            f"    {category:<22} {info['battles_fitted']:>7} battles  bt {t['bt']:.2f} s, "
+            f"spectral {t['spectral']:.2f} s, bt_style {t['bt_style']:.2f} s "
+            f"({st['iterations']} Newton steps, |grad| {st['grad_norm']:.1e})"
         )
 
     # 3. the overall board alone (what arena-rank's bootstrap is compared with)
@@ -256,6 +304,40 @@ def main() -> None:
     print(
         f"\n[3] overall board only, bt + 100-round bootstrap + sandwich: {fmt_times(walls, cpus)}"
     )
+
+    # 4. intervals clustered by session, on sessions shaped like the real sample's
+    sizes, prob = sample_session_sizes()
+    mean_n = float((sizes * prob).sum())
+    ratio_n2 = float((sizes**2 * prob).sum()) / mean_n  # E[n^2] / E[n]
+    sessioned = with_sample_like_sessions(votes)
+    sessions = sessioned.get_column("evaluation_session_id").n_unique()
+    clustered_config = RankingConfig(methods=("bt",), bootstrap_rounds=100)
+    out_c, walls, cpus = timed(
+        lambda: compute_rankings(sessioned, overall_only, clustered_config), args.repeats
+    )
+    bt_c = out_c.leaderboard
+    width = {
+        k: (bt_c.get_column(f"{k}_upper") - bt_c.get_column(f"{k}_lower")).to_numpy()
+        for k in ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
+    }
+    print(
+        f"\n[4] SYNTHETIC sessions shaped like the real sample's evaluation_order (sizes "
+        f"{dict(zip(sizes.tolist(), np.round(prob, 3).tolist()))}, mean {mean_n:.2f} votes): "
+        f"{sessions} sessions over the overall board's votes (real outcomes, so no session "
+        f"effect in them). bt + sandwich + bootstrap + both clustered intervals: "
+        f"{fmt_times(walls, cpus)}"
+    )
+    print(
+        "    width ratio, clustered / vote-level (median over models): sandwich "
+        f"{np.median(width['cluster_sandwich'] / width['sandwich']):.3f}, bootstrap "
+        f"{np.median(width['cluster_bootstrap'] / width['bootstrap']):.3f}"
+    )
+    for rho in (0.3, 0.6, 1.0):
+        inflation = 1.0 + (ratio_n2 - 1.0) * rho
+        print(
+            f"    with within-session outcome correlation {rho}: variance x{inflation:.3f}, "
+            f"intervals x{np.sqrt(inflation):.3f} wider (design effect 1 + (E[n^2]/E[n] - 1) rho)"
+        )
 
     print_top10(out.leaderboard, TOP10_CATEGORIES)
 

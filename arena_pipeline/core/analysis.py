@@ -158,7 +158,10 @@ def _exact_binomial(k: int, n: int, confidence: float) -> tuple[float, float, fl
 
 
 #: Defaults of :func:`rating_trend`: Bradley-Terry only, sandwich intervals, 50 battles/month.
-TREND_CONFIG = RankingConfig(methods=("bt",), bootstrap_rounds=0, min_battles=50)
+#: (Every model kept is shown and ranked, and months are centred, as documented below.)
+TREND_CONFIG = RankingConfig(
+    methods=("bt",), bootstrap_rounds=0, min_battles=50, display_min_battles=0, anchor_models=()
+)
 
 _KEY_SEPARATOR = "\x1f"  # joins category and month into one board name for compute_rankings
 

@@ -1,4 +1,4 @@
-"""The leaderboard categories as data: one rule per category, applied to the battles table."""
+"""The leaderboard categories as data: one rule per category (seed and LMArena boards)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import polars as pl
 
 from arena_pipeline.core.schema import CRITERIA
 
-RuleKind = Literal["all", "flag", "at_least", "greater_than"]
+RuleKind = Literal["all", "flag", "not_flag", "at_least", "greater_than", "in", "not_in"]
 
 
 @dataclass(frozen=True)
@@ -19,23 +19,32 @@ class CategoryRule:
     Parameters
     ----------
     name
-        Category name, one of ``arena_pipeline.constants.CATEGORIES``.
+        Category name: the 8 seed categories of ``arena_pipeline.constants.CATEGORIES``,
+        then LMArena's further boards (see ``data/category_map.csv`` for their names).
     kind
         ``"all"``: every battle; ``"flag"``: the single boolean column is true;
-        ``"at_least"``: at least ``threshold`` of the boolean columns are true;
-        ``"greater_than"``: the single numeric column is greater than ``threshold``.
+        ``"not_flag"``: it is false; ``"at_least"``: at least ``threshold`` of the
+        boolean columns are true; ``"greater_than"``: the single numeric column is greater
+        than ``threshold``; ``"in"`` / ``"not_in"``: the single string column's value is
+        (is not) one of ``values`` (for ``language``, its primary subtag: ``zh-Hant`` is
+        ``zh``).
     columns
         Battles columns the rule reads.
     threshold
         Count (``at_least``) or value (``greater_than``); unused otherwise.
+    values
+        Values of ``in`` / ``not_in``.
+    also
+        Further rules a member must also satisfy (a conjunction, e.g. hard and English).
     description
         One line for people, shown in metadata.
 
     Notes
     -----
-    A null value never makes a battle a member: a null flag counts as false and a null
-    number is not greater than anything. Battles with such nulls are counted by
-    :meth:`null_expr` so the caller can report them.
+    A null value never makes a battle a member: a null flag counts as false (for
+    ``not_flag`` too: an unknown refusal is not "no refusal"), a null number is not
+    greater than anything and a null string is in no set and outside none. Battles with
+    such nulls are counted by :meth:`null_expr` so the caller can report them.
     """
 
     name: str
@@ -43,28 +52,114 @@ class CategoryRule:
     columns: tuple[str, ...] = ()
     threshold: int = 0
     description: str = ""
+    values: tuple[str, ...] = ()
+    also: tuple[CategoryRule, ...] = ()
 
-    def expr(self) -> pl.Expr:
-        """Boolean expression, never null: is the battle in this category."""
+    @property
+    def source_columns(self) -> tuple[str, ...]:
+        """Every battles column the rule and its ``also`` rules read."""
+        out = list(self.columns)
+        for rule in self.also:
+            out += [c for c in rule.source_columns if c not in out]
+        return tuple(out)
+
+    def _own_expr(self) -> pl.Expr:
         if self.kind == "all":
             return pl.lit(True)
         if self.kind == "flag":
             return pl.col(self.columns[0]).fill_null(False)
+        if self.kind == "not_flag":
+            return (~pl.col(self.columns[0])).fill_null(False)
         if self.kind == "at_least":
             flags = [pl.col(c).fill_null(False).cast(pl.Int32) for c in self.columns]
             return pl.sum_horizontal(flags) >= self.threshold
         if self.kind == "greater_than":
             return (pl.col(self.columns[0]) > self.threshold).fill_null(False)
+        if self.kind in ("in", "not_in"):
+            value = pl.col(self.columns[0])
+            if self.columns[0] == "language":
+                value = value.str.split("-").list.first()
+            member = value.is_in(list(self.values))
+            return (member if self.kind == "in" else ~member).fill_null(False)
         raise ValueError(f"unknown rule kind {self.kind!r}")
+
+    def expr(self) -> pl.Expr:
+        """Boolean expression, never null: is the battle in this category."""
+        out = self._own_expr()
+        for rule in self.also:
+            out = out & rule.expr()
+        return out
 
     def null_expr(self) -> pl.Expr:
         """Boolean expression: at least one of the rule's source values is null."""
-        if not self.columns:
+        if not self.source_columns:
             return pl.lit(False)
-        return pl.any_horizontal([pl.col(c).is_null() for c in self.columns])
+        return pl.any_horizontal([pl.col(c).is_null() for c in self.source_columns])
 
 
-#: One rule per category, in the order of ``constants.CATEGORIES``.
+_HARD = CategoryRule(
+    "hard_prompt",
+    "at_least",
+    tuple(f"criteria_{c}" for c in CRITERIA),
+    threshold=6,
+    description="at least 6 of the 7 criteria_v0.1 flags are true",
+)
+
+
+def _language(name: str, code: str) -> CategoryRule:
+    return CategoryRule(
+        name,
+        "in",
+        ("language",),
+        values=(code,),
+        description=f"language is {code} (any {code}-* variant)",
+    )
+
+
+#: LMArena's text boards beyond the seed categories (its names in data/category_map.csv).
+#: ``no_refusal`` reads ``is_refusal``, which the 140k dump does not carry: it is reported
+#: unavailable there, never computed as "all battles".
+LMARENA_RULES: tuple[CategoryRule, ...] = (
+    _language("english", "en"),
+    _language("chinese", "zh"),
+    _language("french", "fr"),
+    _language("german", "de"),
+    _language("japanese", "ja"),
+    _language("korean", "ko"),
+    _language("russian", "ru"),
+    _language("spanish", "es"),
+    CategoryRule(
+        "hard_prompt_english",
+        "in",
+        ("language",),
+        values=("en",),
+        also=(_HARD,),
+        description="hard_prompt (at least 6 of the 7 criteria) and language en",
+    ),
+    CategoryRule(
+        "no_short",
+        "greater_than",
+        ("sum_user_tokens",),
+        threshold=4,
+        description="conv_metadata.sum_user_tokens >= 5 (queries under 5 tokens excluded)",
+    ),
+    CategoryRule(
+        "no_tie",
+        "not_in",
+        ("winner",),
+        values=("tie", "both_bad"),
+        description="winner is model_a or model_b (tie and both_bad battles dropped)",
+    ),
+    CategoryRule(
+        "no_refusal",
+        "not_flag",
+        ("is_refusal",),
+        description="is_refusal is false (needs a refusal field; the 140k dump has none)",
+    ),
+)
+
+#: One rule per category: the seed categories in the order of ``constants.CATEGORIES``,
+#: then :data:`LMARENA_RULES`.
 CATEGORY_RULES: tuple[CategoryRule, ...] = (
     CategoryRule("overall", "all", description="every battle"),
     CategoryRule(
@@ -81,13 +176,7 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
         description="category_tag if_v0.1.if is true",
     ),
     CategoryRule("coding", "flag", ("is_code",), description="is_code is true"),
-    CategoryRule(
-        "hard_prompt",
-        "at_least",
-        tuple(f"criteria_{c}" for c in CRITERIA),
-        threshold=6,
-        description="at least 6 of the 7 criteria_v0.1 flags are true",
-    ),
+    _HARD,
     CategoryRule(
         "longer_query",
         "greater_than",
@@ -96,9 +185,13 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
         description="conv_metadata.sum_user_tokens > 500",
     ),
     CategoryRule("multi_turn", "greater_than", ("turns",), threshold=1, description="turns > 1"),
+    *LMARENA_RULES,
 )
 
 RULES_BY_NAME: dict[str, CategoryRule] = {rule.name: rule for rule in CATEGORY_RULES}
+
+#: Every category name, in board order.
+CATEGORY_NAMES: tuple[str, ...] = tuple(rule.name for rule in CATEGORY_RULES)
 
 
 def tag_categories(
@@ -118,7 +211,7 @@ def tag_categories(
     -------
     tuple[pl.DataFrame, dict]
         A long frame with columns ``battle_id`` (String) and ``category`` (String): one row
-        per battle and category it belongs to, categories in ``constants.CATEGORIES`` order,
+        per battle and category it belongs to, categories in :data:`CATEGORY_NAMES` order,
         battles in input order within a category. And a metadata dict keyed by category
         name, each value ``{"available": bool, "missing_columns": list[str],
         "battles": int | None, "null_as_false": int | None, "rule": str}`` where
@@ -128,7 +221,7 @@ def tag_categories(
         ``battles`` and ``null_as_false`` None and has no rows in the frame.
     """
     available = [
-        rule for rule in CATEGORY_RULES if all(c in battles.columns for c in rule.columns)
+        rule for rule in CATEGORY_RULES if all(c in battles.columns for c in rule.source_columns)
     ]
     flags = battles.select(
         pl.col(id_column).cast(pl.String).alias("battle_id"),
@@ -139,7 +232,7 @@ def tag_categories(
 
     metadata: dict[str, Any] = {}
     for rule in CATEGORY_RULES:
-        missing = [c for c in rule.columns if c not in battles.columns]
+        missing = [c for c in rule.source_columns if c not in battles.columns]
         is_available = not missing
         metadata[rule.name] = {
             "available": is_available,

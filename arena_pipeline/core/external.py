@@ -36,6 +36,7 @@ import polars as pl
 from scipy import stats
 
 from arena_pipeline.constants import CATEGORIES
+from arena_pipeline.core.categories import CATEGORY_NAMES
 from arena_pipeline.core.models import canonical_name_expr, load_aliases, read_data_csv
 from arena_pipeline.core.ranking.leaderboard import METHODS
 
@@ -132,14 +133,14 @@ def _read_category_csv(data: bytes | Path, label: str) -> pl.DataFrame:
     bad = table.filter(
         pl.col("external").is_null()
         | (pl.col("external") == "")
-        | ~pl.col("category").is_in(list(CATEGORIES)).fill_null(False)
+        | ~pl.col("category").is_in(list(CATEGORY_NAMES)).fill_null(False)
         | ~(pl.col("method").is_null() | pl.col("method").is_in(list(METHODS)))
     )
     if bad.height:
         row = bad.row(0, named=True)
         raise ValueError(
             f"{label}: line {row['line']}: need a non-empty external key, a category in "
-            f"{list(CATEGORIES)} and a method in {list(METHODS)} or empty, got {row}"
+            f"{list(CATEGORY_NAMES)} and a method in {list(METHODS)} or empty, got {row}"
         )
     dupes = table.filter(pl.col("external").is_duplicated())
     if dupes.height:
@@ -155,7 +156,7 @@ def load_category_map(extra_path: str | Path | None = None) -> pl.DataFrame:
     Parameters
     ----------
     extra_path
-        CSV with ``external``, ``category`` (one of ``constants.CATEGORIES``) and optionally
+        CSV with ``external``, ``category`` (one of ``categories.CATEGORY_NAMES``) and optionally
         ``method`` (``bt``, ``bt_style``, ``spectral`` or empty); its rows replace packaged
         rows with the same ``external`` key. Other columns (``note``) are ignored.
 
@@ -431,7 +432,7 @@ def read_published_board(
         pl.coalesce("method", "_map_method").alias("method"),
         (
             pl.col("_mapped").is_not_null()
-            | pl.col("source_category").is_in(list(CATEGORIES))
+            | pl.col("source_category").is_in(list(CATEGORY_NAMES))
         ).alias("category_known"),
         "model",
         canonical_name_expr("model", aliases).alias("canonical"),

@@ -112,9 +112,10 @@ def _category_order(categories: Sequence[str]) -> list[str]:
 
 
 def _board(leaderboard: pl.DataFrame, category: str, method: str) -> pl.DataFrame:
-    return leaderboard.filter(
-        (pl.col("category") == category) & (pl.col("method") == method)
-    ).sort("rank", "model")
+    board = leaderboard.filter((pl.col("category") == category) & (pl.col("method") == method))
+    # provisional models (under the display threshold) after the shown ones
+    order = ["provisional"] if "provisional" in board.columns else []
+    return board.sort(*order, "rank", "model")
 
 
 def _check_board(leaderboard: pl.DataFrame, category: str, method: str) -> None:
@@ -800,7 +801,12 @@ def _board_table(board: pl.DataFrame, caption: str) -> str:
             {
                 "rank": (_esc(r["rank"]), r["rank"]),
                 "rank_ub": (_esc(r["rank_ub"]) if r.get("rank_ub") is not None else "–", r.get("rank_ub")),
-                "model": (_esc(r["model"]), r["model"]),
+                "model": (
+                    _esc(r["model"])
+                    + (f' <small title="{_esc(r.get("provisional_reason"))}">(provisional)</small>'
+                       if r.get("provisional") else ""),
+                    r["model"],
+                ),
                 "rating": (_fmt(r["rating"]), r["rating"]),
                 "ci": (_esc(_ci_text(r)), half),
                 "n_battles": (_fmt_int(r.get("n_battles")), r.get("n_battles")),

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.categories import CATEGORY_RULES, tag_categories
+from arena_pipeline.core.categories import CATEGORY_NAMES, CATEGORY_RULES, tag_categories
 from arena_pipeline.core.schema import BATTLES_SCHEMA, CRITERIA
 
 CRITERIA_COLUMNS = [f"criteria_{c}" for c in CRITERIA]
@@ -21,6 +21,8 @@ def battles(rows: list[dict]) -> pl.DataFrame:
         "is_code": False,
         "sum_user_tokens": 10,
         "turns": 1,
+        "language": "en",
+        "winner": "model_a",
         **{c: False for c in CRITERIA_COLUMNS},
     }
     schema = {"id": pl.String, **{c: BATTLES_SCHEMA[c] for c in defaults}}
@@ -32,9 +34,52 @@ def members(tagged: pl.DataFrame, category: str) -> list[str]:
     return tagged.filter(pl.col("category") == category).get_column("battle_id").to_list()
 
 
-def test_one_rule_per_category_in_constants_order():
-    assert tuple(rule.name for rule in CATEGORY_RULES) == CATEGORIES
-    assert all(c in BATTLES_SCHEMA for rule in CATEGORY_RULES for c in rule.columns)
+def test_one_rule_per_category_seed_categories_first():
+    assert CATEGORY_NAMES[: len(CATEGORIES)] == CATEGORIES
+    assert len(set(CATEGORY_NAMES)) == len(CATEGORY_RULES) == 20
+    # every rule reads battles columns, except no_refusal's, which the dump does not have
+    absent = {c for rule in CATEGORY_RULES for c in rule.source_columns} - set(BATTLES_SCHEMA)
+    assert absent == {"is_refusal"}
+
+
+def test_lmarena_boards_by_language_length_ties_and_hardness():
+    six = dict.fromkeys(CRITERIA_COLUMNS[:6], True)
+    frame = battles(
+        [
+            {"language": "en", "winner": "model_a", "sum_user_tokens": 5, **six},
+            {"language": "zh-Hant", "winner": "tie", "sum_user_tokens": 4, **six},
+            {"language": "zh", "winner": "both_bad", "sum_user_tokens": None},
+            {"language": None, "winner": "model_b", "sum_user_tokens": 100},
+            {"language": "und", "winner": None, "sum_user_tokens": 3},
+        ]
+    ).with_columns(is_refusal=pl.Series([False, True, None, False, False]))
+    tagged, meta = tag_categories(frame)
+    assert members(tagged, "english") == ["b0"]
+    assert members(tagged, "chinese") == ["b1", "b2"]
+    assert members(tagged, "japanese") == []
+    assert members(tagged, "hard_prompt_english") == ["b0"]
+    assert members(tagged, "hard_prompt") == ["b0", "b1"]
+    assert members(tagged, "no_short") == ["b0", "b3"]  # fewer than 5 user tokens excluded
+    assert members(tagged, "no_tie") == ["b0", "b3"]  # tie and both_bad dropped; null winner out
+    assert members(tagged, "no_refusal") == ["b0", "b3", "b4"]  # unknown refusal is out
+    assert meta["english"]["null_as_false"] == 1
+    assert meta["no_refusal"]["null_as_false"] == 1
+    assert meta["hard_prompt_english"]["null_as_false"] == 1  # the null language
+
+
+def test_no_refusal_is_unavailable_without_a_refusal_field():
+    frame = battles([{"language": "en", "winner": "model_a"}])
+    tagged, meta = tag_categories(frame)
+    assert meta["no_refusal"]["available"] is False
+    assert meta["no_refusal"]["missing_columns"] == ["is_refusal"]
+    assert members(tagged, "no_refusal") == []
+    assert meta["english"]["available"] is True
+
+
+def test_longer_query_description_matches_its_rule():
+    rule = {r.name: r for r in CATEGORY_RULES}["longer_query"]
+    assert (rule.kind, rule.threshold) == ("greater_than", 500)
+    assert "> 500" in rule.description
 
 
 @pytest.mark.parametrize(
@@ -93,7 +138,7 @@ def test_overall_holds_every_battle_and_output_is_long_and_ordered():
     assert tagged.schema == pl.Schema({"battle_id": pl.String, "category": pl.String})
     assert members(tagged, "overall") == ["b0", "b1", "b2"]
     seen = tagged.get_column("category").unique(maintain_order=True).to_list()
-    assert seen == [c for c in CATEGORIES if c in seen]
+    assert seen == [c for c in CATEGORY_NAMES if c in seen]
     assert meta["overall"] == {
         "available": True,
         "missing_columns": [],

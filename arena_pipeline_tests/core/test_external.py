@@ -47,6 +47,12 @@ def leaderboard(rows: list[tuple[str, str, float]], method: str = "bt") -> pl.Da
         win_rate=pl.lit(0.55),
         sandwich_lower=pl.col("rating") - 5.0,
         sandwich_upper=pl.col("rating") + 5.0,
+        bootstrap_lower=pl.col("rating") - 6.0,
+        bootstrap_upper=pl.col("rating") + 6.0,
+        **{f"cluster_{kind}_{side}": pl.lit(None, dtype=pl.Float64)
+           for kind in ("sandwich", "bootstrap") for side in ("lower", "upper")},
+        provisional=pl.lit(False),
+        provisional_reason=pl.lit(None, dtype=pl.String),
     ).select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()])
 
 
@@ -83,9 +89,13 @@ def test_category_map_is_data() -> None:
         "hard_6": "hard_prompt",
         "long_user": "longer_query",
         "multiturn": "multi_turn",
+        **{lang: lang for lang in ("english", "chinese", "french", "german", "japanese",
+                                   "korean", "russian", "spanish", "no_short", "no_tie",
+                                   "no_refusal")},
+        "hard_english_6": "hard_prompt_english",
     }
     styled = mapping.filter(pl.col("method") == "bt_style")
-    assert styled.height == 8
+    assert styled.height == 20
     assert set(styled.get_column("external")) == {f"{k}_style_control" for k in plain}
 
 
@@ -120,9 +130,9 @@ def test_read_json_board(aliases: pl.DataFrame) -> None:
         ("hard_prompt", "hard_6", "bt", True, "o3-2025-04-16", "o3-2025-04-16"),
         ("hard_prompt", "hard_6", "bt", True, "gpt-4.1-2025-04-14", "gpt-4.1-2025-04-14"),
         ("hard_prompt", "hard_6", "bt", True, "gpt-4.1", "gpt-4.1-2025-04-14"),
-        # an unknown key is kept as its own category, flagged, never dropped
-        ("english", "english", None, False, "gemini-2.5-pro", "gemini-2.5-pro"),
-        ("english", "english", None, False, "o3-2025-04-16", "o3-2025-04-16"),
+        # LMArena's english board maps to our english category
+        ("english", "english", "bt", True, "gemini-2.5-pro", "gemini-2.5-pro"),
+        ("english", "english", "bt", True, "o3-2025-04-16", "o3-2025-04-16"),
     ]
     first = board.row(0, named=True)
     assert (first["rating"], first["ci_lower"], first["ci_upper"]) == (1270.0, 1266.0, 1274.0)
@@ -143,7 +153,7 @@ def test_read_csv_board(aliases: pl.DataFrame) -> None:
         ("instruction_following", "if", "bt", True, "o3-2025-04-16", 1262.5),
         ("instruction_following", "if", "bt", True, "gpt-4.1-2025-04-14", 1201.0),
         ("instruction_following", "if", "bt", True, "gpt-4.1-2025-04-14", 1200.0),
-        ("english", "english", None, False, "gemini-2.5-pro", 1275.0),
+        ("english", "english", "bt", True, "gemini-2.5-pro", 1275.0),
     ]
     nova = board.row(0, named=True)
     assert nova["model"] == "amazon-nova-pro-v1.0"
@@ -167,7 +177,7 @@ def test_user_category_map(tmp_path: Path) -> None:
     assert english.get_column("category").unique().to_list() == ["overall"]
     assert english.get_column("category_known").all()
     bad = tmp_path / "bad_map.csv"
-    bad.write_text("external,category\nenglish,english\n", encoding="utf-8")
+    bad.write_text("external,category\nenglish,klingon\n", encoding="utf-8")
     with pytest.raises(ValueError, match="bad_map.csv: line 2"):
         load_category_map(bad)
 

@@ -37,7 +37,10 @@ def battles() -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def output(battles):
     tagged, _ = tag_categories(battles)
-    return compute_rankings(battles, tagged, RankingConfig(bootstrap_rounds=30, min_battles=20))
+    config = RankingConfig(
+        bootstrap_rounds=30, style_bootstrap_rounds=10, min_battles=20, display_min_battles=130
+    )
+    return compute_rankings(battles, tagged, config)
 
 
 def test_frames_have_their_schemas_and_order(output):
@@ -51,14 +54,23 @@ def test_frames_have_their_schemas_and_order(output):
         "overall",
         "creative_writing",
         "math",
+        "no_tie",  # the fixture has winners, so LMArena's no-tie board exists
     ]
+    no_tie = board.filter(pl.col("category") == "no_tie", pl.col("method") == "bt")
+    assert no_tie.get_column("ties").sum() == 0
     per_category = board.filter(pl.col("category") == "math")
     assert per_category.get_column("method").unique(maintain_order=True).to_list() == [
         "bt",
         "bt_style",
         "spectral",
     ]
-    assert board.get_column("ci_method").unique().to_list() == ["bootstrap"]
+    primary = board.filter(pl.col("method") != "spectral").get_column("ci_method").unique()
+    assert primary.to_list() == ["sandwich"]
+    spectral = board.filter(pl.col("method") == "spectral").get_column("ci_method").unique()
+    assert spectral.to_list() == ["bootstrap"]
+    fitted = board.filter(pl.col("method") != "spectral")
+    assert fitted.select("bootstrap_lower", "bootstrap_upper").null_count().sum_horizontal().item() == 0
+    assert fitted.get_column("ci_lower").equals(fitted.get_column("sandwich_lower"), check_names=False)
 
 
 def test_rank_and_rank_ub_follow_their_definitions(output):
@@ -68,11 +80,46 @@ def test_rank_and_rank_ub_follow_their_definitions(output):
         rating = board.get_column("rating").to_numpy()
         lower = board.get_column("ci_lower").to_numpy()
         upper = board.get_column("ci_upper").to_numpy()
-        expected_rank = [1 + int((rating > r).sum()) for r in rating]
-        expected_ub = [1 + int((lower > u).sum()) for u in upper]
+        provisional = board.get_column("provisional").to_list()
+        shown = ~np.array(provisional)
+        expected_rank = [
+            1 + int((rating[np.ones_like(shown) if p else shown] > r).sum())
+            for r, p in zip(rating, provisional)
+        ]
+        expected_ub = [
+            1 + int((lower[np.ones_like(shown) if p else shown] > u).sum())
+            for u, p in zip(upper, provisional)
+        ]
         assert board.get_column("rank").to_list() == expected_rank
         assert board.get_column("rank_ub").to_list() == expected_ub
         assert (board.get_column("rank_ub") <= board.get_column("rank")).all()
+
+
+def test_every_battle_is_fitted_and_low_counts_are_provisional(battles):
+    tagged, _ = tag_categories(battles)
+    config = RankingConfig(methods=("bt",), bootstrap_rounds=0, display_min_battles=390)
+    out = compute_rankings(battles, tagged, config)
+    cw = out.leaderboard.filter(pl.col("category") == "overall")
+    counts = cw.get_column("n_battles").to_numpy()
+    assert cw.get_column("provisional").to_list() == (counts < 390).tolist()
+    assert (counts < 390).any() and (counts >= 390).any()
+    reasons = cw.filter("provisional").get_column("provisional_reason").unique().to_list()
+    assert reasons == ["fewer than display_min_battles=390 battles"]
+    assert cw.filter(~pl.col("provisional")).get_column("provisional_reason").null_count() == (
+        counts >= 390
+    ).sum()
+    # shown models are ranked 1..k among themselves: a provisional model moves no one
+    shown = cw.filter(~pl.col("provisional")).sort("rank")
+    assert shown.get_column("rank").to_list() == list(range(1, shown.height + 1))
+    # the display threshold does not change the fit (every battle is in it)
+    loose = compute_rankings(battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0))
+    same = loose.leaderboard.filter(pl.col("category") == "overall").sort("model")
+    assert np.allclose(same.get_column("rating"), cw.sort("model").get_column("rating"))
+    assert loose.metadata["excluded_models"]["creative_writing"] == []
+    cw_board = loose.leaderboard.filter(pl.col("category") == "creative_writing")
+    assert cw_board.get_column("n_battles").sum() == 2 * tagged.filter(
+        pl.col("category") == "creative_writing"
+    ).height
 
 
 def test_counts_add_up(output, battles):
@@ -194,8 +241,41 @@ def test_timings_and_convergence_are_reported(output):
         {"methods": ()},
         {"bootstrap_rounds": -1},
         {"confidence": 1.5},
+        {"display_min_battles": -1},
+        {"primary_interval": "bootstrap", "bootstrap_rounds": 0},
     ],
 )
 def test_config_is_validated(bad):
     with pytest.raises(ValueError):
         RankingConfig(**bad)
+
+
+def test_reference_model_is_pinned_on_every_board_it_is_on(battles):
+    tagged, _ = tag_categories(battles)
+    config = RankingConfig(
+        methods=("bt", "spectral"), bootstrap_rounds=0, anchor_models=("not-here", "model-c", "model-a")
+    )
+    out = compute_rankings(battles, tagged, config)
+    assert set(out.metadata["anchors"].values()) == {"model-c"}
+    pinned = out.leaderboard.filter(pl.col("model") == "model-c")
+    assert np.allclose(pinned.get_column("rating").to_numpy(), 1000.0)
+    # anchoring translates a board: ratings and interval bounds move by one constant
+    centred = compute_rankings(
+        battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0, anchor_models=())
+    ).leaderboard.filter(pl.col("category") == "math").sort("model")
+    anchored = out.leaderboard.filter(pl.col("category") == "math", pl.col("method") == "bt")
+    anchored = anchored.sort("model")
+    assert centred.get_column("rating").mean() == pytest.approx(1000.0)
+    for column in ("rating", "ci_lower", "ci_upper", "sandwich_lower"):
+        diff = (anchored.get_column(column) - centred.get_column(column)).to_numpy()
+        assert np.allclose(diff, diff[0]) and abs(diff[0]) > 1.0
+    assert anchored.get_column("rank_ub").equals(centred.get_column("rank_ub"))
+
+
+def test_board_without_any_reference_is_centred(battles):
+    tagged, _ = tag_categories(battles)
+    out = compute_rankings(battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0))
+    # the fixture's models are none of the packaged reference models
+    assert set(out.metadata["anchors"].values()) == {None}
+    board = out.leaderboard.filter(pl.col("category") == "overall")
+    assert board.get_column("rating").mean() == pytest.approx(1000.0)

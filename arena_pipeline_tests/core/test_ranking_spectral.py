@@ -1,4 +1,4 @@
-"""Rank Centrality (`spectral`): choix's published LSR case, exact recovery, tau vs bt."""
+"""Rank Centrality (`spectral`): an independent eigenvector reference, exact recovery, tau vs bt."""
 
 from __future__ import annotations
 
@@ -39,17 +39,53 @@ def boards(frame: pl.DataFrame, **config) -> tuple[dict[str, dict[str, float]], 
     return result, out.metadata
 
 
-def test_choix_lsr_pairwise_case():
-    # lucasmaystre/choix tests/test_lsr.py: lsr_pairwise(3, ((0,1),(0,1),(1,2),(2,0)))
-    # == [1.2, 0.6, 1.2] (uniform start, one LSR step = this random walk); tol 1e-9 log units
-    pairs = aggregate_pairs(np.array([0, 0, 1, 2]), np.array([1, 1, 2, 0]), np.zeros(4, int), 3)
-    log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, 3)
-    expected = np.log([1.2, 0.6, 1.2])
+def reference_rank_centrality(rows: list[tuple[int, int, float]], n: int) -> np.ndarray:
+    """Negahban et al.'s algorithm written out: A from per-pair fractions, P = A / d_max,
+    P_ii = 1 - row sum, pi = left eigenvector of P for eigenvalue 1 (numpy.linalg.eig)."""
+    wins = np.zeros((n, n))  # wins[i, j]: score of i against j
+    for i, j, score_i in rows:
+        wins[i, j] += score_i
+        wins[j, i] += 1.0 - score_i
+    met = (wins + wins.T) > 0
+    a = np.where(met, wins.T / np.where(met, wins + wins.T, 1.0), 0.0)  # a[i, j]: j beat i
+    d_max = met.sum(axis=1).max()
+    p = a / d_max
+    p[np.diag_indices(n)] = 1.0 - p.sum(axis=1)
+    values, vectors = np.linalg.eig(p.T)
+    pi = np.real(vectors[:, np.argmin(np.abs(values - 1.0))])
+    return np.log(pi / pi.sum())
+
+
+def test_matches_an_independent_eigenvector_reference():
+    rng = np.random.default_rng(3)
+    n = 7
+    strength = rng.normal(0.0, 1.0, n)
+    rows = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            if rng.random() < 0.7:  # an incomplete graph with very different pair counts
+                for _ in range(int(rng.integers(1, 60))):
+                    p = 1.0 / (1.0 + np.exp(strength[j] - strength[i]))
+                    u = rng.random()
+                    rows.append((i, j, 0.5 if u < 0.1 else float(u < 0.1 + 0.9 * p)))
+    a = np.array([r[0] for r in rows])
+    b = np.array([r[1] for r in rows])
+    o = np.array([2 if r[2] == 0.5 else (0 if r[2] == 1.0 else 1) for r in rows])
+    pairs = aggregate_pairs(a, b, o, n)
+    log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, n)
+    expected = reference_rank_centrality(rows, n)
     assert np.allclose(log_pi - log_pi.mean(), expected - expected.mean(), atol=1e-9)
+
+
+def test_fractions_not_counts_drive_the_walk():
+    # a 3-cycle: each pair's winner takes all its battles, with 2, 1 and 1 battles. Rank
+    # Centrality depends only on the fractions: equal ratings. A walk on raw counts (one
+    # LSR step, choix.lsr_pairwise) gives [1.2, 0.6, 1.2] instead.
     rows = [(f"i{w}", f"i{l}", "model_a") for w, l in [(0, 1), (0, 1), (1, 2), (2, 0)]]
     r = boards(frame_from(rows))[0]["spectral"]
-    assert r["i0"] - r["i1"] == pytest.approx(400.0 * math.log10(2.0), abs=1e-9)
+    assert r["i0"] == pytest.approx(r["i1"], abs=1e-9)
     assert r["i0"] == pytest.approx(r["i2"], abs=1e-9)
+    assert r["i0"] == pytest.approx(1000.0, abs=1e-9)
 
 
 def test_counts_that_follow_bradley_terry_exactly_are_recovered_by_both_methods():

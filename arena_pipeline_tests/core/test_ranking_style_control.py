@@ -120,7 +120,7 @@ def test_matches_independent_penalised_logistic_fit(l2):
     assert np.linalg.norm(gradient(ref.x)) < 1e-6
     theta = np.concatenate([[0.0], ref.x[: len(models) - 1]])
     expected = dict(zip(models, 1000.0 + PPL * (theta - theta.mean())))
-    out = run(frame, style_l2=l2)
+    out = run(frame, style_method="unweighted", style_l2=l2)
     board = out.leaderboard
     got = dict(zip(board.get_column("model"), board.get_column("rating")))
     assert max(abs(got[m] - expected[m]) for m in models) < 0.01
@@ -142,7 +142,7 @@ def test_unpenalised_sandwich_matches_statsmodels_hc0():
     embed = np.vstack([np.zeros(m - 1), np.eye(m - 1)])
     contrast = (np.eye(m) - 1.0 / m) @ embed
     rating_se = PPL * np.sqrt(np.diag(contrast @ cov[: m - 1, : m - 1] @ contrast.T))
-    out = run(frame, style_l2=0.0)
+    out = run(frame, style_method="unweighted", style_l2=0.0)
     board = out.leaderboard.sort("model")
     half = (board.get_column("sandwich_upper") - board.get_column("rating")).to_numpy()
     assert np.allclose(half, Z95 * rating_se, rtol=1e-6)
@@ -155,14 +155,15 @@ def test_unpenalised_sandwich_matches_statsmodels_hc0():
 def test_length_effect_is_recovered_and_bootstrap_is_reproducible():
     # the fixture was drawn with a positive effect of answer length (make_synthetic_battles.py)
     frame = load_fixture()
-    first = run(frame, bootstrap_rounds=40, seed=7)
-    again = run(frame, bootstrap_rounds=40, seed=7)
+    first = run(frame, style_bootstrap_rounds=40, seed=7)
+    again = run(frame, style_bootstrap_rounds=40, seed=7)
     assert first.leaderboard.equals(again.leaderboard)
     assert first.style_coefficients.equals(again.style_coefficients)
     tokens = first.style_coefficients.filter(pl.col("feature") == "tokens").row(0, named=True)
-    assert tokens["ci_method"] == "bootstrap"
+    assert tokens["ci_method"] == "sandwich"
     assert 0.0 < tokens["ci_lower"] < tokens["coefficient"] < tokens["ci_upper"]
-    other = run(frame, bootstrap_rounds=40, seed=8)
+    assert 0.0 < tokens["bootstrap_lower"] < tokens["coefficient"] < tokens["bootstrap_upper"]
+    other = run(frame, style_bootstrap_rounds=40, seed=8)
     assert not first.style_coefficients.equals(other.style_coefficients)
 
 
@@ -178,12 +179,12 @@ def test_swapping_sides_changes_nothing():
         model_b=pl.col("model_a"),
         winner=pl.col("winner").replace_strict(flip),
     )
-    one = run(frame, bootstrap_rounds=20)
-    two = run(swapped, bootstrap_rounds=20)
-    cols = ["rating", "ci_lower", "ci_upper", "sandwich_lower", "sandwich_upper"]
+    one = run(frame, style_bootstrap_rounds=20)
+    two = run(swapped, style_bootstrap_rounds=20)
+    cols = ["rating", "ci_lower", "ci_upper", "bootstrap_lower", "bootstrap_upper"]
     diff = one.leaderboard.select(cols).to_numpy() - two.leaderboard.select(cols).to_numpy()
     assert np.abs(diff).max() < 1e-6
-    coef_cols = ["coefficient", "ci_lower", "ci_upper"]
+    coef_cols = ["coefficient", "ci_lower", "ci_upper", "bootstrap_lower", "bootstrap_upper"]
     a = one.style_coefficients.select(coef_cols).to_numpy()
     b = two.style_coefficients.select(coef_cols).to_numpy()
     assert np.abs(a - b).max() < 1e-9
@@ -193,3 +194,56 @@ def test_missing_style_columns_raise():
     frame = load_fixture().drop("bold_count_b_underscore")
     with pytest.raises(ValueError, match="bold_count_b_underscore"):
         run(frame)
+
+
+REFERENCE = FIXTURE.parent / "arena_rank_style_reference.json"
+
+
+def skewed_subset(frame: pl.DataFrame) -> pl.DataFrame:
+    """The ``skewed`` battle set of benchmarks/arena_rank_style_reference.py."""
+    keep = (
+        (pl.col("model_a") == "model-a")
+        | (pl.col("model_b") == "model-a")
+        | (pl.int_range(pl.len()) % 5 == 0)
+    )
+    return frame.filter(keep)
+
+
+@pytest.mark.parametrize("subset", ["all", "skewed"])
+def test_default_style_control_matches_arena_rank(subset):
+    """Default bt_style == arena-rank 0.1.1 ContextualBradleyTerry on the same battles.
+
+    Reference numbers were computed once with arena-rank (benchmarks/arena_rank_style_reference.py,
+    stored in data/ranking/arena_rank_style_reference.json). arena-rank stops L-BFGS at ftol/gtol
+    1e-9 on the mean loss; tolerance 0.5 rating points (the issue's bar; observed < 0.01) and 2%
+    relative on coefficients. arena-rank's sandwich leaves the penalty out of the Hessian's
+    coefficient block (it adds only 1e-5); ours uses the penalised Hessian, the sandwich of the
+    penalised estimator, so the interval half-widths differ: within 20% here (observed up to 15%,
+    ours the narrower, and within a few points of our own 200-round bootstrap).
+    """
+    import json
+
+    reference = json.loads(REFERENCE.read_text())[subset]
+    frame = load_fixture()
+    frame = skewed_subset(frame) if subset == "skewed" else frame
+    assert frame.height == reference["battles"]
+    out = run(frame)
+    board = out.leaderboard
+    got = dict(zip(board.get_column("model"), board.get_column("rating")))
+    expected = dict(zip(reference["models"], reference["rating"]))
+    assert max(abs(got[m] - expected[m]) for m in expected) < 0.5
+    half = dict(zip(board.get_column("model"), board.get_column("ci_upper") - board.get_column("rating")))
+    ref_half = dict(zip(reference["models"], np.subtract(reference["rating_upper"], reference["rating"])))
+    for m in expected:
+        assert 0.8 < half[m] / ref_half[m] < 1.2
+    names = {"tokens": "sum_assistant_tokens", "headers": "header_count",
+             "lists": "list_count", "bold": "bold_count"}
+    coefs = dict(zip(out.style_coefficients.get_column("feature"),
+                     out.style_coefficients.get_column("coefficient")))
+    for ours, theirs in names.items():
+        assert coefs[ours] == pytest.approx(reference["coefficients"][theirs], rel=0.02, abs=1e-4)
+    # the earlier unweighted variant does not meet this bar on the skewed set
+    if subset == "skewed":
+        old = run(frame, style_method="unweighted").leaderboard
+        old_rating = dict(zip(old.get_column("model"), old.get_column("rating")))
+        assert max(abs(old_rating[m] - expected[m]) for m in expected) > 0.5

@@ -3,6 +3,7 @@
 from arena_pipeline.core.ranking.api import (
     LEADERBOARD_SCHEMA,
     METHODS,
+    REFERENCE_MODELS,
     STYLE_COEFFICIENTS_SCHEMA,
     RankingConfig,
     RankingOutput,
@@ -14,6 +15,7 @@ __all__ = [
     "LEADERBOARD_SCHEMA",
     "METHODS",
     "PAIRWISE_SCHEMA",
+    "REFERENCE_MODELS",
     "STYLE_COEFFICIENTS_SCHEMA",
     "RankingConfig",
     "RankingOutput",

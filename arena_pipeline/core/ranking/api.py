@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import polars as pl
 
 METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
+
+#: Reference models, in order of preference: on every board, the first of them that is on
+#: the board is pinned at ``anchor_rating`` (a board with none of them is centred instead).
+#: Open-weights models, so the reference cannot change under its name, with many battles in
+#: every category of the 140k dump (llama-3.3-70b-instruct: 4,905 battles; gemma-3-27b-it:
+#: 7,326; deepseek-v3-0324: 6,117), rated mid-table, where intervals are narrowest.
+REFERENCE_MODELS: tuple[str, ...] = (
+    "llama-3.3-70b-instruct",
+    "gemma-3-27b-it",
+    "deepseek-v3-0324",
+)
 
 #: Columns and types of ``RankingOutput.leaderboard``.
 LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
@@ -27,6 +39,14 @@ LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
     "win_rate": pl.Float64(),
     "sandwich_lower": pl.Float64(),
     "sandwich_upper": pl.Float64(),
+    "bootstrap_lower": pl.Float64(),
+    "bootstrap_upper": pl.Float64(),
+    "cluster_sandwich_lower": pl.Float64(),
+    "cluster_sandwich_upper": pl.Float64(),
+    "cluster_bootstrap_lower": pl.Float64(),
+    "cluster_bootstrap_upper": pl.Float64(),
+    "provisional": pl.Boolean(),
+    "provisional_reason": pl.String(),
 }
 
 #: Columns and types of ``RankingOutput.style_coefficients``.
@@ -39,6 +59,8 @@ STYLE_COEFFICIENTS_SCHEMA: dict[str, pl.DataType] = {
     "ci_method": pl.String(),
     "sandwich_lower": pl.Float64(),
     "sandwich_upper": pl.Float64(),
+    "bootstrap_lower": pl.Float64(),
+    "bootstrap_upper": pl.Float64(),
 }
 
 
@@ -53,19 +75,62 @@ class RankingConfig:
         a win for each side. ``"drop"``: those battles are left out of every fit and of the
         leaderboard counts (the pairwise table still lists them).
     bootstrap_rounds
-        Bootstrap replicates for ``ci_lower``/``ci_upper``; 0 uses the sandwich interval.
+        Bootstrap replicates of the second interval (``bootstrap_lower``/``bootstrap_upper``);
+        0 skips the bootstrap.
+    style_bootstrap_rounds
+        Bootstrap replicates of ``bt_style``'s second interval (default 0: none). Each
+        round refits the per-battle style model (about 0.05-0.5 s per board on the full
+        dump), so it is off by default; ``bt_style``'s primary interval is the sandwich,
+        as LMArena publishes for style control.
+    primary_interval
+        Which interval fills ``ci_lower``/``ci_upper`` and feeds ``rank_ub``: ``"sandwich"``
+        (default, as LMArena publishes since mid-2025; calibrated, see
+        ``test_ranking_coverage.py``) or ``"bootstrap"`` (percentile, ``bootstrap_rounds``
+        rounds; 100 rounds cover about 93%), or the clustered ``"cluster_sandwich"`` /
+        ``"cluster_bootstrap"`` (``bt`` only, when ``cluster_column`` is present). A board
+        without the named interval falls back to the sandwich, then the bootstrap
+        (``spectral`` has only its bootstrap); ``ci_method`` says which was used.
+    cluster_column
+        Battles column of the evaluation session (default ``evaluation_session_id``).
+        When present, ``bt`` also gets intervals that treat the votes of one session as
+        dependent: ``cluster_sandwich_*`` (cluster-robust CR0 sandwich) and
+        ``cluster_bootstrap_*`` (whole sessions resampled, ``bootstrap_rounds`` rounds). A
+        null session counts as a session of its own. None disables them.
     seed
         Seed of the bootstrap; each (category, stream) gets its own generator derived
         from it, so a board does not depend on which other boards are computed.
     min_battles
         Models with fewer battles in a category (after ``ties`` handling, counting only
-        battles against models kept on the board) are excluded from that board.
-    anchor_model, anchor_rating
-        With an anchor, that model's rating is ``anchor_rating`` on every board it is on
-        (a board without it falls back to centring, noted in metadata). Without, ratings
-        are centred: their mean on every board is ``anchor_rating``.
+        battles against models kept on the board) are excluded from that board's fit. The
+        default 1 fits every battle, as LMArena does; other values exist for callers that
+        need a pre-fit cut (e.g. monthly trends).
+    display_min_battles
+        Display threshold applied after the fit: models on the board with fewer battles
+        are ``provisional`` (kept in the leaderboard with a reason, ranked apart). The
+        default 301 is LMArena's rule (a model is shown with more than 300 battles).
+    anchor_models, anchor_model, anchor_rating
+        Anchoring, which makes ratings comparable across boards and dumps: on every board
+        the first of ``anchor_models`` (default :data:`REFERENCE_MODELS`) that is on the
+        board has rating ``anchor_rating`` (1000), so a rating ``R`` means odds of
+        ``10 ** ((R - 1000) / 400)`` against the reference model. Pinning translates the
+        board (ratings and interval bounds by one constant): intervals keep the width of
+        the centred strengths, as LMArena's, rather than adding the reference model's own
+        uncertainty. ``anchor_model``, when
+        set, replaces the list by that one model. A board without any of them falls back
+        to centring (mean rating ``anchor_rating``), noted in
+        ``metadata["categories"][c]["anchor"]`` (None) and, for an explicit
+        ``anchor_model``, ``anchor_missing``. ``anchor_models=()`` centres every board.
+    style_method
+        ``"lmarena"`` (default): LMArena's current style control, as arena-rank's
+        ``ContextualBradleyTerry`` on a ``ContextualPairDataset(reweighted=True)``: the
+        same four z-scored features, battles weighted ``1 / max(n_pair,
+        style_min_pair_count)`` (mean 1) and ``style_reg / 2 * |beta|^2`` added to the
+        *mean* weighted negative log-likelihood. ``"unweighted"``: the earlier variant,
+        no weights and ``style_l2`` on the summed loss.
+    style_reg, style_min_pair_count
+        arena-rank's ``reg`` (1.0) and ``min_pair_count`` (50), for ``"lmarena"``.
     style_l2
-        Ridge penalty on the four style coefficients of ``bt_style``, added as
+        For ``style_method="unweighted"``: ridge penalty on the four style coefficients, added as
         ``style_l2 / 2 * |beta|^2`` to the summed (not averaged) negative log-likelihood;
         coefficients are in natural log-odds per standard deviation of the feature. The
         default 1.0 is a N(0, 1) prior: negligible against boards of thousands of battles
@@ -86,9 +151,19 @@ class RankingConfig:
     ties: Literal["half", "drop"] = "half"
     bootstrap_rounds: int = 100
     seed: int = 42
-    min_battles: int = 50
+    style_bootstrap_rounds: int = 0
+    min_battles: int = 1
+    display_min_battles: int = 301
+    primary_interval: Literal[
+        "sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"
+    ] = "sandwich"
+    cluster_column: str | None = "evaluation_session_id"
+    anchor_models: tuple[str, ...] = REFERENCE_MODELS
     anchor_model: str | None = None
     anchor_rating: float = 1000.0
+    style_method: Literal["lmarena", "unweighted"] = "lmarena"
+    style_reg: float = 1.0
+    style_min_pair_count: int = 50
     style_l2: float = 1.0
     scale: float = 400.0
     base: float = 10.0
@@ -105,6 +180,27 @@ class RankingConfig:
             raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
         if self.bootstrap_rounds < 0 or self.min_battles < 0 or self.style_l2 < 0:
             raise ValueError("bootstrap_rounds, min_battles and style_l2 must be >= 0")
+        if self.style_method not in ("lmarena", "unweighted"):
+            raise ValueError(
+                f"style_method must be 'lmarena' or 'unweighted', got {self.style_method!r}"
+            )
+        if self.style_reg < 0 or self.style_min_pair_count < 1:
+            raise ValueError("style_reg must be >= 0 and style_min_pair_count >= 1")
+        if not math.isfinite(self.anchor_rating):
+            raise ValueError("anchor_rating must be finite")
+        if self.style_bootstrap_rounds < 0:
+            raise ValueError("style_bootstrap_rounds must be >= 0")
+        if self.display_min_battles < 0:
+            raise ValueError("display_min_battles must be >= 0")
+        intervals = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
+        if self.primary_interval not in intervals:
+            raise ValueError(
+                f"primary_interval must be one of {intervals}, got {self.primary_interval!r}"
+            )
+        if self.primary_interval.endswith("bootstrap") and self.bootstrap_rounds == 0:
+            raise ValueError(
+                f"primary_interval={self.primary_interval!r} needs bootstrap_rounds > 0"
+            )
         if not 0.0 < self.confidence < 1.0:
             raise ValueError("confidence must be in (0, 1)")
 

@@ -20,8 +20,11 @@ from arena_pipeline.core.ranking.bradley_terry import (
     BOOTSTRAP_RIDGE,
     PairCounts,
     aggregate_pairs,
+    battle_cells,
     bootstrap_counts,
+    bt_cluster_sandwich_covariance,
     bt_sandwich_covariance,
+    cluster_bootstrap_counts,
     fit_bt,
     mle_support,
 )
@@ -41,6 +44,7 @@ from arena_pipeline.core.ranking.style_control import (
     bootstrap_bt_style,
     bt_style_sandwich_covariance,
     fit_bt_style,
+    pair_weights,
     standardize,
 )
 
@@ -155,6 +159,8 @@ class Board:
         Raw style features of those battles, shape (n, 4), or None.
     anchor
         Local index of the anchor model, or None (centring).
+    cluster
+        Cluster (evaluation session) index ``0 .. K - 1`` of every fitted battle, or None.
     """
 
     category: str
@@ -165,6 +171,7 @@ class Board:
     o: np.ndarray
     raw_style: np.ndarray | None
     anchor: int | None
+    cluster: np.ndarray | None = None
 
     @property
     def m(self) -> int:
@@ -172,13 +179,18 @@ class Board:
         return len(self.models)
 
     def rate(self, theta: np.ndarray) -> np.ndarray:
-        """Log-strengths (..., m) -> ratings, centred or anchored per the config."""
+        """Log-strengths (..., m) -> centred ratings (mean ``anchor_rating``).
+
+        The reference model is pinned afterwards by a translation (:meth:`frame`), so
+        intervals measure the uncertainty of each model's centred strength, as LMArena's
+        do, and are not widened by the reference model's own uncertainty.
+        """
         c = self.config
-        return to_ratings(theta, self.anchor, c.anchor_rating, c.scale, c.base)
+        return to_ratings(theta, None, c.anchor_rating, c.scale, c.base)
 
     def half_width(self, cov_theta: np.ndarray) -> np.ndarray:
-        """Normal half-width in rating points from a log-strength covariance."""
-        contrast = anchor_matrix(self.m, self.anchor)
+        """Normal half-width in rating points of the centred strengths."""
+        contrast = anchor_matrix(self.m, None)
         var = np.diag(contrast @ cov_theta @ contrast.T)
         ppl = points_per_logit(self.config.scale, self.config.base)
         return z_value(self.config.confidence) * ppl * np.sqrt(np.clip(var, 0.0, None))
@@ -189,18 +201,57 @@ class Board:
         return np.random.default_rng(keys)
 
     def frame(
-        self, method: str, rating: np.ndarray, boot: Interval | None, sandwich: Interval | None
+        self,
+        method: str,
+        rating: np.ndarray,
+        boot: Interval | None,
+        sandwich: Interval | None,
+        clustered: dict[str, Interval] | None = None,
     ) -> pl.DataFrame:
-        """The board as leaderboard rows (primary CI = bootstrap if any, else sandwich)."""
+        """The board as leaderboard rows.
+
+        ``clustered`` holds the ``cluster_sandwich`` / ``cluster_bootstrap`` intervals
+        when computed. The primary interval (``ci_lower``/``ci_upper``, feeding
+        ``rank_ub``) is the one ``config.primary_interval`` names when the method has it,
+        else the sandwich, else the bootstrap.
+        ``rank`` and ``rank_ub`` of a shown model count only shown (non-provisional)
+        models, as LMArena ranks after hiding low-count models; a provisional model is
+        ranked among all models of the board (so it moves no shown model, and a board with
+        no shown model still has meaningful ranks).
+        """
         m = self.m
         nulls = np.full(m, np.nan)
-        if boot is not None:
-            (lower, upper), ci_method = boot, "bootstrap"
-        elif sandwich is not None:
-            (lower, upper), ci_method = sandwich, "sandwich"
-        else:
-            lower, upper, ci_method = nulls, nulls, "none"
-        rank_ub = rank_upper_bounds(lower, upper).astype(float) if ci_method != "none" else nulls
+        clustered = clustered or {}
+        # pin the reference model: translate the board (ratings and every interval)
+        shift = 0.0 if self.anchor is None else self.config.anchor_rating - rating[self.anchor]
+        rating = rating + shift
+        boot, sandwich = (
+            None if iv is None else (iv[0] + shift, iv[1] + shift) for iv in (boot, sandwich)
+        )
+        clustered = {k: (lo + shift, hi + shift) for k, (lo, hi) in clustered.items()}
+        choices = {
+            "sandwich": sandwich,
+            "bootstrap": boot,
+            "cluster_sandwich": clustered.get("cluster_sandwich"),
+            "cluster_bootstrap": clustered.get("cluster_bootstrap"),
+        }
+        order = (self.config.primary_interval, "sandwich", "bootstrap")
+        ci_method = next((k for k in order if choices[k] is not None), "none")
+        lower, upper = choices[ci_method] if ci_method != "none" else (nulls, nulls)
+        stats = model_stats(self.a, self.b, self.o, m)
+        threshold = self.config.display_min_battles
+        provisional = stats["n_battles"] < threshold
+        reason = f"fewer than display_min_battles={threshold} battles"
+        shown = ~provisional
+        # shown models are ranked among themselves (LMArena); provisional ones among all
+        rank = np.where(provisional, ranks(rating), ranks(rating, shown))
+        rank_ub = nulls
+        if ci_method != "none":
+            rank_ub = np.where(
+                provisional,
+                rank_upper_bounds(lower, upper),
+                rank_upper_bounds(lower, upper, shown),
+            ).astype(float)
         data = {
             "category": [self.category] * m,
             "method": [method] * m,
@@ -209,11 +260,21 @@ class Board:
             "ci_lower": lower,
             "ci_upper": upper,
             "ci_method": [ci_method] * m,
-            "rank": ranks(rating),
+            "rank": rank,
             "rank_ub": rank_ub,
-            **model_stats(self.a, self.b, self.o, m),
+            **stats,
             "sandwich_lower": sandwich[0] if sandwich is not None else nulls,
             "sandwich_upper": sandwich[1] if sandwich is not None else nulls,
+            "bootstrap_lower": boot[0] if boot is not None else nulls,
+            "bootstrap_upper": boot[1] if boot is not None else nulls,
+            **{
+                f"{name}_{side}": bounds[i] if bounds is not None else nulls
+                for name in ("cluster_sandwich", "cluster_bootstrap")
+                for i, side in enumerate(("lower", "upper"))
+                for bounds in [choices[name]]
+            },
+            "provisional": provisional,
+            "provisional_reason": [reason if p else None for p in provisional],
         }
         frame = pl.DataFrame(data, nan_to_null=True)
         return frame.select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()])
@@ -233,6 +294,9 @@ class BTResult:
 
 def fit_bt_board(board: Board) -> BTResult:
     """Exact Bradley-Terry MLE, sandwich interval and (if configured) bootstrap interval.
+
+    With clusters (evaluation sessions), also the cluster-robust sandwich and (with
+    ``bootstrap_rounds > 0``) the cluster bootstrap, which resamples whole sessions.
 
     The bootstrap replicates are resampled battles aggregated per (pair, outcome) cell
     (``bradley_terry.bootstrap_counts``), refitted from the point estimate with
@@ -255,7 +319,21 @@ def fit_bt_board(board: Board) -> BTResult:
             bootstrap_max_grad_norm=float(refit.grad_norm.max()),
             bootstrap_degenerate_rounds=degenerate_rounds(pairs, resampled),
         )
-    frame = board.frame("bt", rating, boot, (rating - half, rating + half))
+    clustered: dict[str, Interval] = {}
+    if board.cluster is not None:
+        cov = bt_cluster_sandwich_covariance(pairs, theta, board.a, board.b, board.o, board.cluster)
+        c_half = board.half_width(cov)
+        clustered["cluster_sandwich"] = (rating - c_half, rating + c_half)
+        info["clusters"] = int(board.cluster.max()) + 1 if len(board.cluster) else 0
+        if c.bootstrap_rounds > 0:
+            cells = battle_cells(board.a, board.b, board.o, board.m)
+            counts = cluster_bootstrap_counts(
+                pairs, cells, board.cluster, c.bootstrap_rounds, board.rng("clusters")
+            )
+            refit = fit_bt(pairs, counts, BOOTSTRAP_RIDGE, theta, c.tol, c.max_iter)
+            clustered["cluster_bootstrap"] = percentile_interval(board.rate(refit.x), c.confidence)
+            info["cluster_bootstrap_max_grad_norm"] = float(refit.grad_norm.max())
+    frame = board.frame("bt", rating, boot, (rating - half, rating + half), clustered)
     return BTResult(frame, info, pairs, theta, rating, resampled)
 
 
@@ -263,7 +341,11 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
     """Style-controlled fit: the ``bt_style`` board, the coefficient rows and metadata.
 
     Features are z-scored over the board's battles; the fit starts from the ``bt``
-    log-strengths. Bootstrap: battles resampled with replacement, refitted from the
+    log-strengths. ``style_method="lmarena"`` (default) weighs battles by
+    :func:`style_control.pair_weights` and penalises ``style_reg/2 |beta|^2`` on the mean
+    weighted loss (arena-rank's text-leaderboard fit); ``"unweighted"`` is the earlier
+    variant (no weights, ``style_l2`` on the summed loss). Bootstrap
+    (``style_bootstrap_rounds``): battles resampled with replacement, refitted from the
     point estimate with ``BOOTSTRAP_RIDGE`` on the ratings.
     """
     c = board.config
@@ -271,10 +353,15 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
     feats, mean, std = standardize(board.raw_style)
     y = np.where(board.o == 0, 1.0, np.where(board.o == 1, 0.0, 0.5))
     design = StyleDesign.build(board.a, board.b, y, feats, m)
+    if c.style_method == "lmarena":
+        weights = pair_weights(design.pair, c.style_min_pair_count)
+        l2 = c.style_reg * len(y)  # reg on the mean loss == reg * n on the summed loss
+    else:
+        weights, l2 = np.ones(len(y)), c.style_l2
     x0 = np.concatenate([theta_bt, np.zeros(k)])
-    fit = fit_bt_style(design, c.style_l2, x0=x0, tol=c.tol, max_iter=c.max_iter)
+    fit = fit_bt_style(design, l2, weights, x0=x0, tol=c.tol, max_iter=c.max_iter)
     x_hat = fit.x[0]
-    cov = bt_style_sandwich_covariance(design, x_hat, c.style_l2)
+    cov = bt_style_sandwich_covariance(design, x_hat, l2, weights)
     rating = board.rate(x_hat[:m])
     half = board.half_width(cov[:m, :m])
     beta = x_hat[m:]
@@ -284,24 +371,29 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
         "grad_norm": float(fit.grad_norm[0]),
         "feature_mean": dict(zip(STYLE_FEATURES, mean.tolist())),
         "feature_std": dict(zip(STYLE_FEATURES, std.tolist())),
+        "style_method": c.style_method,
+        "l2_on_summed_loss": l2,
     }
     boot = beta_boot = None
-    if c.bootstrap_rounds > 0:
+    if c.style_bootstrap_rounds > 0:
         reps, steps, worst = bootstrap_bt_style(
             design,
-            c.style_l2,
+            l2,
             x_hat,
-            c.bootstrap_rounds,
+            c.style_bootstrap_rounds,
             board.rng("bt_style"),
             BOOTSTRAP_RIDGE,
             c.tol,
             c.max_iter,
+            weights,
         )
         boot = percentile_interval(board.rate(reps[:, :m]), c.confidence)
         beta_boot = percentile_interval(reps[:, m:], c.confidence)
         info.update(bootstrap_iterations=steps, bootstrap_max_grad_norm=worst)
     frame = board.frame("bt_style", rating, boot, (rating - half, rating + half))
-    lower, upper = beta_boot if beta_boot is not None else (beta - beta_half, beta + beta_half)
+    use_boot = beta_boot is not None and c.primary_interval == "bootstrap"
+    lower, upper = beta_boot if use_boot else (beta - beta_half, beta + beta_half)
+    nulls = np.full(k, np.nan)
     coefficients = pl.DataFrame(
         {
             "category": [board.category] * k,
@@ -309,11 +401,14 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
             "coefficient": beta,
             "ci_lower": lower,
             "ci_upper": upper,
-            "ci_method": ["bootstrap" if beta_boot is not None else "sandwich"] * k,
+            "ci_method": ["bootstrap" if use_boot else "sandwich"] * k,
             "sandwich_lower": beta - beta_half,
             "sandwich_upper": beta + beta_half,
+            "bootstrap_lower": beta_boot[0] if beta_boot is not None else nulls,
+            "bootstrap_upper": beta_boot[1] if beta_boot is not None else nulls,
         },
         schema=STYLE_COEFFICIENTS_SCHEMA,
+        nan_to_null=True,
     )
     return frame, coefficients, info
 

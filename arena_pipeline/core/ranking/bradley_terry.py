@@ -341,3 +341,103 @@ def bootstrap_counts(pairs: PairCounts, rounds: int, rng: np.random.Generator) -
         drawn = labels[rng.integers(0, n, n, dtype=np.int32 if n < 2**31 else np.int64)]
         out[r] = np.bincount(drawn, minlength=flat.size)
     return out.reshape(rounds, *pairs.counts.shape)
+
+
+def battle_cells(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int) -> np.ndarray:
+    """The (pair, outcome) cell of every battle: an index into ``PairCounts.counts.ravel()``.
+
+    Parameters
+    ----------
+    a, b, outcome, n_models
+        As for :func:`aggregate_pairs`.
+
+    Returns
+    -------
+    np.ndarray
+        ``3 * pair + relative outcome`` per battle (0: ``lo`` won, 1: ``hi`` won, 2: draw).
+    """
+    _, _, pair, sign = pair_index(a, b, n_models)
+    outcome = np.asarray(outcome)
+    a_won = outcome == 0
+    rel = np.where(a_won | (outcome == 1), np.where(a_won == (sign > 0), 0, 1), 2)
+    return pair * 3 + rel
+
+
+def bt_cluster_sandwich_covariance(
+    pairs: PairCounts,
+    theta: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    outcome: np.ndarray,
+    cluster: np.ndarray,
+) -> np.ndarray:
+    """Cluster-robust (CR0) sandwich covariance of Bradley-Terry log-strengths.
+
+    As :func:`bt_sandwich_covariance`, but the meat sums outer products of per-*cluster*
+    score vectors ``S_c = sum_{i in c} (y_i - p_i)(e_a - e_b)``: votes of one cluster
+    (an evaluation session) may be dependent, clusters are independent (Liang and Zeger
+    1986). With one battle per cluster it equals the HC0 sandwich.
+
+    Parameters
+    ----------
+    pairs
+        The aggregated battles the fit used.
+    theta
+        Fitted log-strengths, shape (n_models,).
+    a, b, outcome
+        The same battles, one per row.
+    cluster
+        Cluster index of every battle, ``0 .. K - 1``.
+
+    Returns
+    -------
+    np.ndarray
+        Shape (n_models, n_models), natural log-odds units squared.
+    """
+    m = pairs.n_models
+    outcome = np.asarray(outcome)
+    y = np.where(outcome == 0, 1.0, np.where(outcome == 1, 0.0, 0.5))
+    resid = y - sigmoid(theta[a] - theta[b])
+    k = int(cluster.max()) + 1 if len(cluster) else 0
+    rows = np.concatenate([cluster, cluster])
+    cols = np.concatenate([a, b])
+    scores = csr_matrix((np.concatenate([resid, -resid]), (rows, cols)), shape=(k, m))
+    meat = (scores.T @ scores).toarray()
+    p = sigmoid(theta[pairs.lo] - theta[pairs.hi])
+    info = laplacian(pairs.lo, pairs.hi, pairs.battles * p * (1.0 - p), m)
+    bread = np.linalg.inv(info + max(np.trace(info) / m**2, 1e-12))
+    return bread @ meat @ bread
+
+
+def cluster_bootstrap_counts(
+    pairs: PairCounts, cells: np.ndarray, cluster: np.ndarray, rounds: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Resample whole clusters with replacement and aggregate each replicate per cell.
+
+    Parameters
+    ----------
+    pairs
+        Observed counts (defines the cells).
+    cells
+        Cell of every battle (:func:`battle_cells`).
+    cluster
+        Cluster index of every battle, ``0 .. K - 1``.
+    rounds
+        Number of replicates.
+    rng
+        Random generator.
+
+    Returns
+    -------
+    np.ndarray
+        Shape (rounds, P, 3): counts of the battles of ``K`` clusters drawn uniformly with
+        replacement (each drawn cluster brings all its battles).
+    """
+    n_cells = pairs.counts.size
+    k = int(cluster.max()) + 1 if len(cluster) else 0
+    per_cluster = csr_matrix((np.ones(len(cells)), (cluster, cells)), shape=(k, n_cells))
+    out = np.empty((rounds, n_cells))
+    for r in range(rounds):
+        multiplicity = np.bincount(rng.integers(0, k, k), minlength=k).astype(float)
+        out[r] = per_cluster.T @ multiplicity
+    return out.reshape(rounds, *pairs.counts.shape)

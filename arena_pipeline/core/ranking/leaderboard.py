@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.constants import CATEGORIES
+from arena_pipeline.core.categories import CATEGORY_NAMES
 from arena_pipeline.core.ranking.api import (
     LEADERBOARD_SCHEMA,
     METHODS,
@@ -43,8 +44,10 @@ __all__ = [
 ]
 
 
-def _prepare(battles: pl.DataFrame, with_style: bool) -> tuple[pl.DataFrame, list[str]]:
-    """Validate battles and add model indices, outcome codes and raw style features."""
+def _prepare(
+    battles: pl.DataFrame, with_style: bool, cluster_column: str | None = None
+) -> tuple[pl.DataFrame, list[str]]:
+    """Validate battles; add model indices, outcome codes, raw style features, session codes."""
     needed = ["id", "model_a", "model_b", "winner"] + (style_columns() if with_style else [])
     missing = [c for c in needed if c not in battles.columns]
     if missing:
@@ -76,6 +79,12 @@ def _prepare(battles: pl.DataFrame, with_style: bool) -> tuple[pl.DataFrame, lis
         pl.col("model_b").cast(index).to_physical().cast(pl.Int64).alias("_b"),
         pl.col("winner").replace_strict(OUTCOME_CODES, return_dtype=pl.Int8).alias("_o"),
         *(style_feature_exprs() if with_style else []),
+        *(
+            # a null session is a session of its own (keyed by the battle id)
+            [pl.coalesce(pl.col(cluster_column).cast(pl.String), "id").alias("_cluster")]
+            if cluster_column is not None and cluster_column in battles.columns
+            else []
+        ),
     )
     return frame, names
 
@@ -88,22 +97,27 @@ def compute_rankings(
     """Per-category leaderboards by Bradley-Terry, style-controlled Bradley-Terry, Rank Centrality.
 
     For every category present in ``battle_categories`` (in ``constants.CATEGORIES``
-    order, unknown names after, alphabetically):
+    order, then ``categories.CATEGORY_NAMES`` order, unknown names after, alphabetically):
 
     1. Battles are that category's rows of ``battles``; self-battles (``model_a ==
        model_b``) are dropped everywhere, ties are halved or dropped (``config.ties``).
-    2. Models with fewer than ``min_battles`` battles, and models without a finite MLE
-       (only losses, only wins, or outside the largest strongly connected part of the
-       win graph, e.g. a disconnected group) are excluded from the board, repeatedly
-       until stable, and listed in ``metadata["excluded_models"][category]``.
+    2. Models without a finite MLE (only losses, only wins, or outside the largest
+       strongly connected part of the win graph, e.g. a disconnected group) are excluded
+       from the board, repeatedly until stable, and listed in
+       ``metadata["excluded_models"][category]``; so are models under ``min_battles``
+       (default 1: every battle is fitted, as LMArena does). After the fit, models with
+       fewer than ``display_min_battles`` battles (default 301: LMArena shows models with
+       more than 300) stay on the board flagged ``provisional``.
     3. ``bt``: exact MLE by Newton's method on per-pair counts (gradient norm below
        ``tol``). Intervals: percentile bootstrap over ``bootstrap_rounds`` resamples of
        the battles (drawn with replacement and aggregated per (pair, outcome) cell: the
        counts are multinomial, exactly as when resampling rows), and the sandwich (HC0)
        normal interval.
     4. ``bt_style``: the same with four style covariates fitted jointly per battle
-       (see :class:`RankingConfig.style_l2`); bootstrap by resampling battles.
-    5. ``spectral``: Rank Centrality scores on the same rating scale, with a bootstrap
+       (see :class:`RankingConfig.style_method`); bootstrap (``style_bootstrap_rounds``,
+       default 0) by resampling battles.
+    5. ``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions,
+       normalised by the maximum degree) on the same rating scale, with a bootstrap
        interval from the same resamples as ``bt``; no sandwich interval. The Kendall tau
        between its ratings and ``bt``'s is in ``metadata["kendall_tau"]``.
 
@@ -121,11 +135,15 @@ def compute_rankings(
     -------
     RankingOutput
         ``leaderboard``: ``rating`` on the configured scale; ``ci_lower``/``ci_upper``
-        the primary interval (``ci_method`` "bootstrap" when ``bootstrap_rounds > 0``,
-        else "sandwich"; "none" for spectral without bootstrap); ``sandwich_lower``/
-        ``sandwich_upper`` the sandwich interval (null for spectral); ``rank`` is 1 + the
-        number of models with a higher rating; ``rank_ub`` 1 + the number of models whose
-        ``ci_lower`` is above this model's ``ci_upper``; ``n_battles``, ``wins``,
+        the primary interval (``ci_method``: ``config.primary_interval``, default
+        "sandwich"; spectral has only "bootstrap", or "none" without bootstrap);
+        ``sandwich_lower``/``sandwich_upper`` and ``bootstrap_lower``/``bootstrap_upper``
+        both intervals (null where not computed); ``provisional`` (and
+        ``provisional_reason``) marks models under ``display_min_battles``; ``rank`` is
+        1 + the number of non-provisional models with a higher rating; ``rank_ub`` 1 +
+        the number of non-provisional models whose ``ci_lower`` is above this model's
+        ``ci_upper`` (a provisional model is ranked the same way among all models of the
+        board, so it moves no shown model); ``n_battles``, ``wins``,
         ``losses``, ``ties`` (tie + both_bad) count the battles the fit used and
         ``win_rate = (wins + ties / 2) / n_battles``.
 
@@ -137,7 +155,8 @@ def compute_rankings(
     config = config or RankingConfig()
     started = perf_counter()
     with_style = "bt_style" in config.methods
-    frame, names = _prepare(battles, with_style)
+    frame, names = _prepare(battles, with_style, config.cluster_column)
+    with_clusters = "_cluster" in frame.columns
     is_self = (frame.get_column("_a") == frame.get_column("_b")).to_numpy()
     categories = battle_categories.select("battle_id", "category").unique(maintain_order=True)
     tagged = categories.join(
@@ -147,15 +166,18 @@ def compute_rankings(
     unmatched = categories.height - tagged.height
     tagged = tagged.filter(~pl.col("_self"))
     present = set(tagged.get_column("category").unique().to_list())
-    order = [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
+    known = [*CATEGORIES, *(c for c in CATEGORY_NAMES if c not in CATEGORIES)]
+    order = [c for c in known if c in present] + sorted(present - set(known))
     parts = {key[0]: part for key, part in tagged.partition_by("category", as_dict=True).items()}
 
     metadata: dict[str, Any] = {
         "config": asdict(config),
         "interval": (
-            f"{config.confidence:.0%} intervals; ci_lower/ci_upper: percentile bootstrap "
-            f"({config.bootstrap_rounds} rounds) if bootstrap_rounds > 0 else sandwich; "
-            "sandwich_lower/sandwich_upper: robust sandwich (HC0) normal interval"
+            f"{config.confidence:.0%} intervals; ci_lower/ci_upper: {config.primary_interval} "
+            "(spectral: bootstrap); sandwich_lower/sandwich_upper: robust sandwich (HC0) "
+            f"normal interval; bootstrap_lower/bootstrap_upper: percentile bootstrap "
+            f"({config.bootstrap_rounds} rounds); cluster_*: the same with the votes of one "
+            f"{config.cluster_column} resampled / summed together (bt, when the column exists)"
         ),
         "models": len(names),
         "dropped": {
@@ -164,6 +186,7 @@ def compute_rankings(
             "category_rows_without_battle": unmatched,
         },
         "excluded_models": {},
+        "anchors": {},
         "kendall_tau": {},
         "categories": {},
         "timings_s": {"prepare": perf_counter() - started},
@@ -192,10 +215,19 @@ def compute_rankings(
         if len(models) < 2:
             info["note"] = "fewer than 2 models left: no board"
             continue
-        anchor = models.index(config.anchor_model) if config.anchor_model in models else None
+        candidates = config.anchor_models if config.anchor_model is None else (config.anchor_model,)
+        on_board = set(models)
+        anchor_name = next((name for name in candidates if name in on_board), None)
+        anchor = models.index(anchor_name) if anchor_name is not None else None
+        info["anchor"] = anchor_name  # None: centred on the mean
+        metadata["anchors"][category] = anchor_name
         if config.anchor_model is not None and anchor is None:
             info["anchor_missing"] = True
         local = np.cumsum(active) - 1
+        cluster = None
+        if with_clusters:
+            sessions = part.get_column("_cluster").to_numpy()[keep]
+            cluster = np.unique(sessions, return_inverse=True)[1].reshape(-1).astype(np.int64)
         board = Board(
             category=category,
             config=config,
@@ -205,6 +237,7 @@ def compute_rankings(
             o=o[keep],
             raw_style=part.select(STYLE_FEATURES).to_numpy()[keep] if with_style else None,
             anchor=anchor,
+            cluster=cluster,
         )
         # bt is always fitted: spectral's tau and the pairwise predictions use it
         t0 = perf_counter()
@@ -236,7 +269,7 @@ def compute_rankings(
         {m: i for i, m in enumerate(METHODS)}, return_dtype=pl.Int32
     )
     leaderboard = _concat(boards, LEADERBOARD_SCHEMA)
-    leaderboard = leaderboard.sort(category_rank, method_rank, "rank", "model")
+    leaderboard = leaderboard.sort(category_rank, method_rank, "provisional", "rank", "model")
     pairwise = pairwise_table(
         tagged.select("category", "model_a", "model_b", "winner"),
         _concat(bt_boards, LEADERBOARD_SCHEMA),

@@ -103,13 +103,16 @@ def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, 
     return lower, upper
 
 
-def ranks(rating: np.ndarray) -> np.ndarray:
-    """``1 + number of models with a strictly higher rating`` (ties share a rank).
+def ranks(rating: np.ndarray, shown: np.ndarray | None = None) -> np.ndarray:
+    """``1 + number of shown models with a strictly higher rating`` (ties share a rank).
 
     Parameters
     ----------
     rating
         Ratings, shape (n_models,).
+    shown
+        Boolean mask of the models that are ranked (default all). A model outside it
+        gets the rank it would take among the shown ones, and moves no one else.
 
     Returns
     -------
@@ -117,18 +120,26 @@ def ranks(rating: np.ndarray) -> np.ndarray:
         int64 ranks.
     """
     rating = np.asarray(rating, dtype=float)
-    return 1 + (rating[None, :] > rating[:, None]).sum(axis=1).astype(np.int64)
+    above = rating[None, :] > rating[:, None]
+    if shown is not None:
+        above &= np.asarray(shown, dtype=bool)[None, :]
+    return 1 + above.sum(axis=1).astype(np.int64)
 
 
-def rank_upper_bounds(ci_lower: np.ndarray, ci_upper: np.ndarray) -> np.ndarray:
-    """``1 + number of models whose ci_lower is above this model's ci_upper``.
+def rank_upper_bounds(
+    ci_lower: np.ndarray, ci_upper: np.ndarray, shown: np.ndarray | None = None
+) -> np.ndarray:
+    """``1 + number of shown models whose ci_lower is above this model's ci_upper``.
 
-    The best rank a model can claim given the intervals (LMArena's "rank (UB)").
+    The best rank a model can claim given the intervals (LMArena's "rank (UB)"),
+    computed among the models shown, as LMArena does after hiding low-count models.
 
     Parameters
     ----------
     ci_lower, ci_upper
         Interval bounds, shape (n_models,).
+    shown
+        Boolean mask of the ranked models (default all); see :func:`ranks`.
 
     Returns
     -------
@@ -137,4 +148,7 @@ def rank_upper_bounds(ci_lower: np.ndarray, ci_upper: np.ndarray) -> np.ndarray:
     """
     ci_lower = np.asarray(ci_lower, dtype=float)
     ci_upper = np.asarray(ci_upper, dtype=float)
-    return 1 + (ci_lower[None, :] > ci_upper[:, None]).sum(axis=1).astype(np.int64)
+    above = ci_lower[None, :] > ci_upper[:, None]
+    if shown is not None:
+        above &= np.asarray(shown, dtype=bool)[None, :]
+    return 1 + above.sum(axis=1).astype(np.int64)

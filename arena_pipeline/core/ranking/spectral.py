@@ -1,12 +1,12 @@
-"""Rank Centrality: log stationary probabilities of a random walk on the win-count matrix."""
+"""Rank Centrality (Negahban, Oh and Shah 2017): a random walk on per-pair win fractions."""
 
 from __future__ import annotations
 
 import numpy as np
 
-#: Added to every off-diagonal transition rate (in battles) in bootstrap replicates only,
-#: so that a replicate whose walk is reducible (a model with no resampled wins) still has
-#: a unique stationary distribution. It moves a well-determined score by ~1e-8 log units.
+#: Added to every off-diagonal transition fraction in bootstrap replicates only, so that a
+#: replicate whose walk is reducible (a model with no resampled wins) still has a unique
+#: stationary distribution. It moves a well-determined score by ~1e-6 log units.
 BOOTSTRAP_SMOOTHING = 1e-6
 
 
@@ -18,43 +18,58 @@ def rank_centrality(
     n_models: int,
     smoothing: float = 0.0,
 ) -> np.ndarray:
-    """Spectral log-strengths from pairwise scores (Rank Centrality, Negahban et al. 2017).
+    """Rank Centrality log-scores from pairwise scores (Negahban, Oh and Shah, 2017).
 
-    A continuous-time random walk moves from model ``i`` to model ``j`` at a rate equal to
-    the score of ``j`` against ``i`` (its wins plus half the draws): it drifts towards
-    winners. Its stationary distribution ``pi`` satisfies detailed balance
-    ``pi_i W_ji = pi_j W_ij`` when the scores follow Bradley-Terry exactly, so
-    ``log pi`` estimates the Bradley-Terry log-strengths up to a constant without
-    maximising a likelihood. With uniform starting strengths this is one step of choix's
-    LSR (``choix.lsr_pairwise``), not its iterated form (ILSR converges to the MLE).
+    For every compared pair, ``A_ij`` is the fraction of the pair's battles that ``j``
+    won against ``i`` (draws count half), whatever the number of battles. The walk moves
+    from ``i`` to ``j`` with probability ``P_ij = A_ij / d_max``, ``d_max`` the largest
+    number of distinct opponents of any model, and stays with the rest. Its stationary
+    distribution ``pi`` drifts towards winners; under Bradley-Terry ``pi`` is proportional
+    to the strengths (detailed balance ``pi_i A_ij = pi_j A_ji``), so ``log pi`` is on
+    the log-strength scale. Unlike a walk on raw win counts (one step of choix's LSR),
+    a pair met often weighs no more than a pair met once.
 
     Parameters
     ----------
     lo, hi
         Distinct pairs, shape (P,).
     score_lo, score_hi
-        Scores of ``lo`` and ``hi`` per pair, shape (P,) or (B, P) for a batch.
+        Scores of ``lo`` and ``hi`` per pair (wins plus half the draws), shape (P,) or
+        (B, P) for a batch. A pair with no battles (in a replicate) is not an edge.
     n_models
         Number of models; the walk must be irreducible (use ``smoothing`` otherwise).
     smoothing
-        Rate added between every two models.
+        Fraction added between every two models before normalising.
 
     Returns
     -------
     np.ndarray
         ``log pi`` (natural log), shape (n_models,) or (B, n_models).
     """
-    s_lo = np.atleast_2d(score_lo)
-    s_hi = np.atleast_2d(score_hi)
+    s_lo = np.atleast_2d(np.asarray(score_lo, dtype=float))
+    s_hi = np.atleast_2d(np.asarray(score_hi, dtype=float))
     batch = s_lo.shape[0]
-    rates = np.full((batch, n_models, n_models), smoothing)
-    rates[:, lo, hi] += s_hi
-    rates[:, hi, lo] += s_lo
+    total = s_lo + s_hi
+    met = total > 0
+    frac_hi = np.divide(s_hi, total, out=np.zeros_like(total), where=met)  # hi beat lo
+    frac_lo = np.divide(s_lo, total, out=np.zeros_like(total), where=met)
     idx = np.arange(n_models)
-    rates[:, idx, idx] = 0.0
-    # stationary: pi^T (R - diag(R 1)) = 0, sum(pi) = 1; replace one equation by the sum
-    system = np.swapaxes(rates, 1, 2).copy()
-    system[:, idx, idx] = -rates.sum(axis=2)
+    # distinct opponents per model and replicate; d_max normalises the walk
+    degree = np.zeros((batch, n_models))
+    np.add.at(degree.T, lo, met.T.astype(float))
+    np.add.at(degree.T, hi, met.T.astype(float))
+    d_max = np.maximum(degree.max(axis=1), 1.0)
+    if smoothing > 0:
+        d_max = d_max + smoothing * (n_models - 1)
+    moves = np.full((batch, n_models, n_models), smoothing)
+    moves[:, lo, hi] += frac_hi
+    moves[:, hi, lo] += frac_lo
+    moves[:, idx, idx] = 0.0
+    moves /= d_max[:, None, None]
+    # stationary: pi^T (P - I) = 0 with P - I = moves - diag(moves 1); replace one
+    # equation by sum(pi) = 1
+    system = np.swapaxes(moves, 1, 2).copy()
+    system[:, idx, idx] = -moves.sum(axis=2)
     system[:, -1, :] = 1.0
     rhs = np.zeros((batch, n_models, 1))
     rhs[:, -1, 0] = 1.0

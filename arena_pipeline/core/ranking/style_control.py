@@ -69,6 +69,30 @@ def standardize(features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return (features - mean) / std, mean, std
 
 
+def pair_weights(pair: np.ndarray, min_pair_count: int) -> np.ndarray:
+    """LMArena's inverse-propensity battle weights: ``1 / max(n_pair, min_pair_count)``, mean 1.
+
+    As arena-rank's ``ContextualPairDataset(reweighted=True)``: a battle of a pair met
+    ``n_pair`` times (either side order) weighs ``1 / max(n_pair, min_pair_count)``, and
+    the weights are rescaled to mean 1, so heavily sampled pairs do not dominate the fit.
+
+    Parameters
+    ----------
+    pair
+        Unordered pair of each battle, shape (n,).
+    min_pair_count
+        Floor on the pair count (arena-rank's default: 50).
+
+    Returns
+    -------
+    np.ndarray
+        Weights, shape (n,), mean 1.
+    """
+    counts = np.bincount(pair).astype(float)
+    weights = 1.0 / np.maximum(counts[pair], float(min_pair_count))
+    return weights / weights.mean()
+
+
 @dataclass(frozen=True)
 class StyleDesign:
     """The per-battle data of a style-controlled fit.
@@ -265,13 +289,16 @@ def fit_bt_style(
     return newton_minimize(_style_objective(design, w, l2, ridge), start, tol, max_iter)
 
 
-def bt_style_sandwich_covariance(design: StyleDesign, x: np.ndarray, l2: float) -> np.ndarray:
-    """Robust (sandwich) covariance of ``[theta, beta]`` for the penalised fit.
+def bt_style_sandwich_covariance(
+    design: StyleDesign, x: np.ndarray, l2: float, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Robust (sandwich) covariance of ``[theta, beta]`` for the penalised, weighted fit.
 
-    ``H^- G H^-`` with ``H`` the penalised Hessian (plus ``11^T`` on the rating block, a
-    generalised inverse valid for rating contrasts) and ``G`` the centred sum of outer
-    products of per-battle scores ``s_i = (y_i - p_i) x_i``:
-    ``sum_i s_i s_i^T - n sbar sbar^T`` (at a penalised optimum ``sum_i s_i = l2 beta``).
+    ``H^- G H^-`` with ``H`` the penalised Hessian ``sum_i w_i p_i (1 - p_i) x_i x_i^T``
+    (plus ``11^T`` on the rating block, a generalised inverse valid for rating contrasts)
+    and ``G`` the centred sum of outer products of per-battle scores
+    ``s_i = w_i (y_i - p_i) x_i``: ``sum_i s_i s_i^T - n sbar sbar^T`` (at a penalised
+    optimum ``sum_i s_i = l2 beta``). The weights are treated as fixed, as arena-rank does.
 
     Parameters
     ----------
@@ -281,6 +308,8 @@ def bt_style_sandwich_covariance(design: StyleDesign, x: np.ndarray, l2: float) 
         Fitted ``[theta, beta]``.
     l2
         Penalty used in the fit.
+    weights
+        Battle weights of the fit (default 1).
 
     Returns
     -------
@@ -294,8 +323,9 @@ def bt_style_sandwich_covariance(design: StyleDesign, x: np.ndarray, l2: float) 
     incidence = _incidence(design)
     eta = design.sign * (theta[design.lo] - theta[design.hi])[design.pair] + beta @ feats_t
     p = sigmoid(eta)
-    resid = design.y - p
-    info = _second_moments(design, feats_t, incidence, p * (1.0 - p))
+    w = np.ones(len(design.y)) if weights is None else np.asarray(weights, dtype=float)
+    resid = w * (design.y - p)
+    info = _second_moments(design, feats_t, incidence, w * p * (1.0 - p))
     info[np.arange(m, m + k), np.arange(m, m + k)] += l2
     info[:m, :m] += max(np.trace(info[:m, :m]) / m**2, 1e-12)
     score_sum = np.concatenate([np.zeros(m), feats_t @ resid])
@@ -314,13 +344,15 @@ def bootstrap_bt_style(
     ridge: float,
     tol: float = 1e-8,
     max_iter: int = 100,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int, float]:
     """Bootstrap the style-controlled fit by resampling battles with replacement.
 
     Each replicate draws ``n`` battle indices uniformly with replacement (so every battle
     gets a multinomial multiplicity), keeps battles drawn at least once with their
-    multiplicity as weight, and refits from ``x_hat`` (warm start). Features keep the
-    standardisation of the full data.
+    multiplicity (times the battle's weight) as weight, and refits from ``x_hat`` (warm
+    start). Features keep the standardisation of the full data and battles keep their
+    weights, as in arena-rank's bootstrap.
 
     Parameters
     ----------
@@ -338,6 +370,8 @@ def bootstrap_bt_style(
         Ridge on log-strengths for the replicates (see ``BOOTSTRAP_RIDGE``).
     tol, max_iter
         Newton stopping rule.
+    weights
+        Battle weights of the point fit (default 1).
 
     Returns
     -------
@@ -346,13 +380,20 @@ def bootstrap_bt_style(
         any replicate took, the largest final gradient norm.
     """
     n = len(design.y)
+    base = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     out = np.empty((rounds, len(x_hat)))
     most_steps, worst_grad = 0, 0.0
     for r in range(rounds):
         multiplicity = np.bincount(rng.integers(0, n, size=n), minlength=n)
         rows = np.flatnonzero(multiplicity)
         res = fit_bt_style(
-            design.take(rows), l2, multiplicity[rows], ridge, x_hat, tol=tol, max_iter=max_iter
+            design.take(rows),
+            l2,
+            multiplicity[rows] * base[rows],
+            ridge,
+            x_hat,
+            tol=tol,
+            max_iter=max_iter,
         )
         out[r] = res.x[0]
         most_steps = max(most_steps, res.iterations)
