@@ -4,6 +4,9 @@ Each table gets two checks from one validation: ``<table>_errors`` (ERROR severi
 nothing downstream, leaderboards and publication included, is materialized from data that fails
 it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's results are appended to
 ``arena.quality_results``.
+
+``models_confusable`` (WARN, never blocking) names the model names of ``arena.models`` that look
+alike (Unicode TR39 skeletons) without being merged: add an alias row when they are one model.
 """
 
 import datetime as dt
@@ -12,8 +15,16 @@ import dagster as dg
 import polars as pl
 
 from arena_pipeline.assets.ingest import RAW_DUMP, TABLE_KEYS
-from arena_pipeline.constants import BATTLES_TABLE, MESSAGES_TABLE, QUALITY_RESULTS_TABLE, SCHEMA
+from arena_pipeline.assets.models import MODELS
+from arena_pipeline.constants import (
+    BATTLES_TABLE,
+    MESSAGES_TABLE,
+    MODELS_TABLE,
+    QUALITY_RESULTS_TABLE,
+    SCHEMA,
+)
 from arena_pipeline.core.ingest import DumpManifest
+from arena_pipeline.core.models import confusable_pairs
 from arena_pipeline.core.publication import read_version, record_dump
 from arena_pipeline.core.quality import QualityReport, validate_frame
 from arena_pipeline.core.warehouse import quoted
@@ -136,3 +147,26 @@ def _suite_checks(table: str):
 
 battles_quality = _suite_checks(BATTLES_TABLE)
 messages_quality = _suite_checks(MESSAGES_TABLE)
+
+
+@dg.asset_check(asset=MODELS, name="models_confusable", blocking=False,
+                additional_ins={"manifest": dg.AssetIn(RAW_DUMP)},
+                description="Model names that look alike (Unicode TR39 confusable skeletons) but are not "
+                "merged; merge them with an alias row when they are one model. Warning only.")
+def models_confusable(context: dg.AssetCheckExecutionContext, manifest: DumpManifest,
+                      warehouse: Warehouse) -> dg.AssetCheckResult:
+    with warehouse.connection(read_only=True) as con:
+        frame = read_version(con, MODELS_TABLE, manifest.revision, "model")
+    pairs = confusable_pairs(frame)
+    return dg.AssetCheckResult(
+        passed=pairs.is_empty(),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "models": frame.height,
+            "confusable_pairs": pairs.height,
+            "pairs": dg.MetadataValue.json(
+                [{"model": r["model"], "other": r["other"], "model_repr": ascii(r["model"]),
+                  "other_repr": ascii(r["other"])} for r in pairs.iter_rows(named=True)]
+            ),
+        },
+    )

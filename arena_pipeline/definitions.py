@@ -12,7 +12,7 @@ from arena_pipeline.assets.reports import (
     preference_pairs_table,
     rating_trend_table,
 )
-from arena_pipeline.checks import battles_quality, messages_quality
+from arena_pipeline.checks import battles_quality, messages_quality, models_confusable
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
@@ -31,7 +31,7 @@ ASSETS = [
     external_comparison,
     leaderboard_report,
 ]
-ASSET_CHECKS = [battles_quality, messages_quality]
+ASSET_CHECKS = [battles_quality, messages_quality, models_confusable]
 
 
 

@@ -81,3 +81,37 @@ def test_malformed_board_fails_only_the_comparison(tmp_path):
     # everything else was published
     assert _rows(tmp_path, "select status from arena.dumps") == [("published",)]
     assert _rows(tmp_path, "select count(*) > 0 from arena.leaderboard") == [(True,)]
+
+
+def test_look_alike_names_merge_or_warn(tmp_path):
+    """Invisible characters merge into the real name; a Cyrillic look-alike stays apart and the
+    non-blocking models_confusable check names the pair while the run succeeds."""
+    import polars as pl
+
+    votes = pl.read_csv(REAL_CSV, infer_schema=False)
+    name = "gemma-3-27b-it"
+    rows = votes.with_row_index("_i").filter(pl.col("model_a") == name).get_column("_i").to_list()
+    assert len(rows) >= 3
+    variants = {rows[0]: "gemma\u200b-3-27b-it", rows[1]: "\ufeffgemma-3-27b-it",
+                rows[2]: "g\u0435mma-3-27b-it"}
+    model_a = votes.get_column("model_a").to_list()
+    for i, v in variants.items():
+        model_a[i] = v
+    source = tmp_path / "votes.csv"
+    votes.with_columns(pl.Series("model_a", model_a)).write_csv(source)
+    result = dg.materialize(
+        [*ASSETS, *ASSET_CHECKS],
+        resources={**default_resources(), "dump_source": DumpSource(source=str(source)),
+                   "warehouse": Warehouse(path=str(tmp_path / "w.duckdb")), "model_catalog": ModelCatalog()},
+        run_config=RUN_CONFIG,
+        raise_on_error=False,
+    )
+    assert result.success
+    models = {m for (m,) in _rows(tmp_path, "select model from arena.models")}
+    assert name in models and "g\u0435mma-3-27b-it" in models
+    assert not any("\u200b" in m or "\ufeff" in m for m in models)
+    evaluation = {e.check_name: e for e in result.get_asset_check_evaluations()}["models_confusable"]
+    assert not evaluation.passed
+    assert evaluation.severity == dg.AssetCheckSeverity.WARN
+    pairs = evaluation.metadata["pairs"].value
+    assert [(p["model"], p["other"]) for p in pairs] == [(name, "g\u0435mma-3-27b-it")]
