@@ -147,7 +147,10 @@ def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame
     ids = batch.select("id").drop_nulls().unique()
     # semi-join each kept batch rather than concatenating all of them again for every batch
     earlier = pl.concat([part.join(ids, on="id", how="semi") for part in kept]) if kept else batch.clear()
-    clean, quarantine = split_quarantine(pl.concat([earlier, batch]) if earlier.height else batch)
+    # earlier rows are narrowed to BATTLES_SCHEMA, batch rows not yet (schema.NARROWED_COLUMNS)
+    clean, quarantine = split_quarantine(
+        pl.concat([earlier, batch], how="vertical_relaxed") if earlier.height else batch
+    )
     if earlier.height:
         clean = clean.join(earlier.select("source_file", "source_row"), on=["source_file", "source_row"], how="anti")
     return clean, quarantine

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from arena_pipeline.core.schema import BATTLES_SCHEMA, CRITERIA, QUARANTINE_SCHEMA, WINNERS
+from arena_pipeline.core.schema import (
+    BATTLES_SCHEMA,
+    CRITERIA,
+    NARROWED_COLUMNS,
+    QUARANTINE_SCHEMA,
+    WINNERS,
+)
 
 SIDES = ("a", "b")
 
@@ -84,6 +90,12 @@ def _template(text: str) -> pl.Expr:
         return pl.lit(text)
     values = [pl.col(c).cast(pl.String).fill_null("null") for c in columns]
     return pl.format("".join(literal_parts), *values)
+
+
+def _out_of_range(column: pl.Expr, name: str) -> pl.Expr:
+    """True where ``column`` (an integer) does not fit ``BATTLES_SCHEMA[name]``."""
+    dtype = BATTLES_SCHEMA[name]
+    return (column < dtype.min()) | (column > dtype.max())
 
 
 def _offending_columns(columns: tuple[str, ...], broken: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
@@ -175,6 +187,23 @@ RULES: tuple[QuarantineRule, ...] = (
         ("n_messages_a.at_least_1", "n_messages_b.at_least_1"),
     ),
     QuarantineRule(
+        "count_out_of_range",
+        pl.any_horizontal([_out_of_range(pl.col(c), c) for c in NARROWED_COLUMNS]),
+        pl.format(
+            "count out of range of its stored type: {}",
+            pl.concat_str(
+                [
+                    pl.when(_out_of_range(pl.col(c), c)).then(
+                        pl.format(f"{c}={{}} (stored as {BATTLES_SCHEMA[c]})", pl.col(c).cast(pl.String))
+                    )
+                    for c in NARROWED_COLUMNS
+                ],
+                separator=", ",
+                ignore_nulls=True,
+            ),
+        ),
+    ),
+    QuarantineRule(
         "negative_tokens",
         pl.any_horizontal([pl.col(c) < 0 for c in TOKEN_COLUMNS]),
         pl.format("negative token count: {}", _offending_columns(TOKEN_COLUMNS, lambda c: c < 0)),
@@ -246,7 +275,8 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     Returns
     -------
     clean, quarantine
-        ``clean``: the rows that break no rule, input columns and order unchanged.
+        ``clean``: the rows that break no rule, input columns and order unchanged, columns of
+        ``BATTLES_SCHEMA`` cast to its types (counts narrowed once out-of-range rows are out).
         ``quarantine``: one row per rejected input row, in input order, with
         ``QUARANTINE_SCHEMA``: id, source_file, source_row, rule (the broken rules' names joined
         by ','), detail (their reasons joined by '; '), raw (the input row's values as JSON).
@@ -287,7 +317,9 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     rejected = pl.any_horizontal(flags)
     fired = list(zip(ALL_RULES, flags, strict=True))
 
-    clean = frame.filter(~rejected).select(columns)
+    clean = frame.filter(~rejected).select(columns).cast(
+        {c: t for c, t in BATTLES_SCHEMA.items() if c in columns}
+    )
     bad = frame.filter(rejected)
     quarantine = bad.select(
         pl.col("id").cast(pl.String),
