@@ -210,6 +210,36 @@ def _decode(path: Path) -> str:
         ) from exc
 
 
+#: ISO 8601 layouts accepted in a CSV's timestamp column, after :func:`iso_timestamp_expr` has
+#: made the date/time separator ``T`` and a ``Z`` suffix ``+00:00``. ``%.f`` also matches no fraction.
+_ISO_WITH_OFFSET = ("%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%dT%H:%M%z")
+_ISO_NAIVE = ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
+
+
+def iso_timestamp_expr(col: str | pl.Expr) -> pl.Expr:
+    """ISO 8601 strings to naive UTC ``Datetime("ns")``, each value parsed on its own.
+
+    Accepted: ``T`` or a space between date and time; seconds and a fraction (up to ns) optional;
+    an offset ``+05:30``, ``+0530``, ``-02:00`` or ``Z`` converted to UTC; no offset read as UTC
+    already (the dump's own timestamps); a date alone as midnight. Anything else gives null.
+    Mixed layouts in one column are fine: the first value does not decide the format.
+    """
+    expr = pl.col(col) if isinstance(col, str) else col
+    text = (
+        expr.cast(pl.String)
+        .str.strip_chars()
+        .str.replace(r"^(\d{4}-\d{2}-\d{2})[ tT]", "${1}T")
+        .str.replace(r"[zZ]$", "+00:00")
+    )
+    candidates = [
+        text.str.to_datetime(fmt, time_unit="ns", strict=False, exact=True)
+        .dt.convert_time_zone("UTC")
+        .dt.replace_time_zone(None)
+        for fmt in _ISO_WITH_OFFSET
+    ] + [text.str.to_datetime(fmt, time_unit="ns", strict=False, exact=True) for fmt in _ISO_NAIVE]
+    return pl.coalesce(candidates)
+
+
 def read_csv_export(path: Path) -> CsvRead:
     """Parse a CSV export whose nested fields are Python-literal strings.
 
@@ -248,7 +278,7 @@ def read_csv_export(path: Path) -> CsvRead:
         pl.col("evaluation_order").str.strip_chars().cast(pl.Int32, strict=False),
         pl.col("is_code").str.to_lowercase().replace_strict(
             {"true": True, "false": False}, default=None, return_dtype=pl.Boolean),
-        pl.col("timestamp").str.to_datetime(time_unit="ns", strict=False),
+        iso_timestamp_expr("timestamp").alias("timestamp"),
     )
     bad_scalar = scalars.select(
         (pl.col("evaluation_order").is_null() & frame.get_column("evaluation_order").is_not_null())

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import (
+    iso_timestamp_expr,
     SourceError,
     compare_schema,
     local_shards,
@@ -141,3 +144,50 @@ def test_csv_missing_column_is_fatal(tmp_path):
     path.write_text("id,model_a\nx,y\n", encoding="utf-8")
     with pytest.raises(SourceError, match="few.csv: missing column"):
         read_csv_export(path)
+
+
+def _csv_with(tmp_path: Path, column: str, values: dict[int, str], name: str = "edited.csv") -> tuple[Path, list]:
+    """The real sample with ``values[row]`` written into ``column`` of those data rows."""
+    rows = list(csv.reader(io.StringIO(REAL_CSV.read_text(encoding="utf-8"))))
+    index = rows[0].index(column)
+    for row, value in values.items():
+        rows[row + 1][index] = value
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    path = tmp_path / name
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path, rows
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("2025-05-29T14:48:41+05:30", dt.datetime(2025, 5, 29, 9, 18, 41)),
+        ("2025-05-29T14:48:41.5-02:00", dt.datetime(2025, 5, 29, 16, 48, 41, 500000)),
+        ("2025-05-29 14:48:41Z", dt.datetime(2025, 5, 29, 14, 48, 41)),
+        ("2025-05-29T14:48:41+0530", dt.datetime(2025, 5, 29, 9, 18, 41)),
+        ("2025-05-29T14:48:41", dt.datetime(2025, 5, 29, 14, 48, 41)),
+        ("2025-05-29T14:48:41.602925", dt.datetime(2025, 5, 29, 14, 48, 41, 602925)),
+        ("2025-05-29", dt.datetime(2025, 5, 29)),
+        ("29/05/2025 14:48", None),
+        ("2025-13-01T00:00:00", None),
+    ],
+)
+def test_iso_timestamps_with_or_without_offset_parse_to_utc(text, utc):
+    out = pl.DataFrame({"t": [text]}).select(iso_timestamp_expr("t")).to_series()
+    assert out.dtype == pl.Datetime("ns")
+    assert out.to_list() == [utc]
+
+
+def test_csv_mixed_timestamp_formats_are_parsed_per_value(tmp_path):
+    # the first row decided the format before: an offset there quarantined every plain row
+    path, rows = _csv_with(tmp_path, "timestamp", {0: "2025-05-29T14:48:41+05:30", 1: "2025-07-07 02:04:51Z",
+                                                   2: "not a time"})
+    parsed = read_csv_export(path)
+    assert parsed.table.num_rows == 99
+    assert parsed.quarantine["source_row"].to_list() == [2]
+    times = parsed.table.column("timestamp").to_pylist()
+    assert times[0] == dt.datetime(2025, 5, 29, 9, 18, 41)
+    assert times[1] == dt.datetime(2025, 7, 7, 2, 4, 51)
+    index = rows[0].index("timestamp")
+    assert times[2] == dt.datetime.fromisoformat(rows[4][index])  # untouched rows keep their value
