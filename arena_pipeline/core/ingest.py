@@ -16,7 +16,13 @@ import pyarrow.parquet as pq
 from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESSAGES_TABLE, QUARANTINE_TABLE
 from arena_pipeline.core import warehouse
 from arena_pipeline.core.flatten import flatten_battles, flatten_context_messages, flatten_messages
-from arena_pipeline.core.quarantine import count_by_rule, split_quarantine
+from arena_pipeline.core.quarantine import (
+    CONVERSATION_COLUMNS,
+    conversation_defects,
+    count_by_rule,
+    quarantine_rows,
+    split_quarantine,
+)
 from arena_pipeline.core.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
@@ -118,8 +124,30 @@ def _iter_parquet(path: Path):
         offset += table.num_rows
 
 
+def _without_conversation_defects(table: pa.Table, battles: pl.DataFrame, unparsed: pl.DataFrame
+                                  ) -> tuple[pa.Table, pl.DataFrame, pl.DataFrame]:
+    """Move the votes whose conversation breaks a ``quarantine.MESSAGE_RULES`` rule to quarantine.
+
+    ``table`` and ``battles`` are row-aligned (battles is table flattened); both lose those rows.
+    """
+    defects = conversation_defects(pl.from_arrow(table.select(list(CONVERSATION_COLUMNS))))
+    if defects.is_empty():
+        return table, battles, unparsed
+    rows = defects.get_column("row")
+    bad = battles.with_row_index("_row").join(defects, left_on="_row", right_on="row", how="inner")
+    moved = quarantine_rows(bad.select(battles.columns), bad.get_column("rule"), bad.get_column("detail"))
+    keep = ~pl.int_range(battles.height, dtype=pl.UInt32, eager=True).is_in(rows.implode())
+    return table.filter(pa.array(keep.to_numpy())), battles.filter(keep), pl.concat([unparsed, moved])
+
+
 def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
     """Yield (nested rows, their flat battles, quarantine rows of unparseable input) batch by batch."""
+    for table, battles, unparsed in _iter_flat(shard, aliases):
+        yield _without_conversation_defects(table, battles, unparsed)
+
+
+def _iter_flat(shard: ShardFile, aliases: pl.DataFrame | None) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+    """:func:`_iter_file` before conversation defects are moved out."""
     path = Path(shard.path)
     if path.suffix.lower() == ".csv":
         parsed = read_csv_export(path)
