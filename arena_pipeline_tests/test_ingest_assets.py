@@ -110,3 +110,23 @@ def test_fake_hub_download_cache_hit_and_new_revision(tmp_path):
         assert (tmp_path / "cache").exists()
         logs = "\n".join(str(e) for e in third.all_events)
         assert "hf_secret_token_value" not in logs
+
+
+def test_csv_cell_limit_comes_from_the_resource_or_its_environment_variable(tmp_path, monkeypatch):
+    from arena_pipeline.core.ingest import load_dump
+    from arena_pipeline.core.sources import DEFAULT_MAX_CELL_BYTES
+
+    csv_path = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
+    monkeypatch.delenv("ARENA_CSV_MAX_CELL_BYTES", raising=False)
+    assert DumpSource(source=str(csv_path)).fetch().csv_max_cell_bytes == DEFAULT_MAX_CELL_BYTES
+    monkeypatch.setenv("ARENA_CSV_MAX_CELL_BYTES", "50000")
+    manifest = DumpSource(source=str(csv_path)).fetch()  # resolved at run time, not at import
+    assert manifest.csv_max_cell_bytes == 50_000
+    assert DumpSource(source=str(csv_path), csv_max_cell_bytes=60_000).fetch().csv_max_cell_bytes == 60_000
+    with duckdb.connect() as con:
+        report = load_dump(manifest, con, "v")
+    assert report.quarantine_by_rule.get("oversized_cell", 0) > 0
+    assert report.battles + report.quarantined == report.rows_read == 100
+    monkeypatch.setenv("ARENA_CSV_MAX_CELL_BYTES", "lots")
+    with pytest.raises(ValueError, match="ARENA_CSV_MAX_CELL_BYTES must be a positive number"):
+        DumpSource(source=str(csv_path)).fetch()

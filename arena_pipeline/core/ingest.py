@@ -31,6 +31,7 @@ from arena_pipeline.core.schema import (
     QUARANTINE_SCHEMA,
 )
 from arena_pipeline.core.sources import (
+    DEFAULT_MAX_CELL_BYTES,
     SourceSpec,
     file_sha256,
     local_shards,
@@ -61,6 +62,8 @@ class DumpManifest:
     requested_revision: str
     revision: str
     files: tuple[ShardFile, ...] = field(default_factory=tuple)
+    #: Per-cell limit of a CSV export (``ARENA_CSV_MAX_CELL_BYTES``); None: the default.
+    csv_max_cell_bytes: int | None = None
 
     @property
     def rows(self) -> int:
@@ -87,8 +90,11 @@ def local_files(spec: SourceSpec) -> list[Path]:
     return [Path(spec.location)]
 
 
-def local_manifest(spec: SourceSpec) -> DumpManifest:
-    """Describe a local dump in place (parquet shards are verified against the dataset card)."""
+def local_manifest(spec: SourceSpec, csv_max_cell_bytes: int | None = None) -> DumpManifest:
+    """Describe a local dump in place (parquet shards are verified against the dataset card).
+
+    ``csv_max_cell_bytes`` is the per-cell limit used when a CSV export is loaded (None: default).
+    """
     paths = local_files(spec)
     files = []
     root = Path(spec.location) if spec.kind == "parquet_dir" else Path(spec.location).parent
@@ -96,7 +102,8 @@ def local_manifest(spec: SourceSpec) -> DumpManifest:
         rows = verify_shard(path) if path.suffix.lower() == ".parquet" else -1
         files.append(ShardFile(str(path), str(path.relative_to(root)), path.stat().st_size, rows,
                                file_sha256(path)))
-    return DumpManifest(spec.kind, spec.location, "local", local_fingerprint(paths), tuple(files))
+    return DumpManifest(spec.kind, spec.location, "local", local_fingerprint(paths), tuple(files),
+                        csv_max_cell_bytes)
 
 
 @dataclass
@@ -140,17 +147,19 @@ def _without_conversation_defects(table: pa.Table, battles: pl.DataFrame, unpars
     return table.filter(pa.array(keep.to_numpy())), battles.filter(keep), pl.concat([unparsed, moved])
 
 
-def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None = None
+               ) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
     """Yield (nested rows, their flat battles, quarantine rows of unparseable input) batch by batch."""
-    for table, battles, unparsed in _iter_flat(shard, aliases):
+    for table, battles, unparsed in _iter_flat(shard, aliases, max_cell_bytes):
         yield _without_conversation_defects(table, battles, unparsed)
 
 
-def _iter_flat(shard: ShardFile, aliases: pl.DataFrame | None) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+def _iter_flat(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None
+               ) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
     """:func:`_iter_file` before conversation defects are moved out."""
     path = Path(shard.path)
     if path.suffix.lower() == ".csv":
-        parsed = read_csv_export(path)
+        parsed = read_csv_export(path, max_cell_bytes or DEFAULT_MAX_CELL_BYTES)
         # rows that parsed keep their CSV position: rebuild it from the quarantined positions
         kept = sorted(set(range(parsed.rows_read)) - set(parsed.quarantine["source_row"].to_list()))
         battles = flatten_battles(pl.from_arrow(parsed.table), shard.name, aliases=aliases).with_columns(
@@ -264,7 +273,7 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
     quarantine: list[pl.DataFrame] = []
     for shard in manifest.files:
         file_rows = 0
-        for table, battles, unparsed in _iter_file(shard, aliases):
+        for table, battles, unparsed in _iter_file(shard, aliases, getattr(manifest, "csv_max_cell_bytes", None)):
             file_rows += battles.height + unparsed.height
             clean, rejected = _screen(battles, kept)
             quarantine += [unparsed, rejected]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import time
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +15,8 @@ import pytest
 
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import (
+    DEFAULT_MAX_CELL_BYTES,
+    MAX_CELL_SYNTAX_CHARS,
     iso_timestamp_expr,
     SourceError,
     compare_schema,
@@ -191,3 +194,43 @@ def test_csv_mixed_timestamp_formats_are_parsed_per_value(tmp_path):
     assert times[1] == dt.datetime(2025, 7, 7, 2, 4, 51)
     index = rows[0].index("timestamp")
     assert times[2] == dt.datetime.fromisoformat(rows[4][index])  # untouched rows keep their value
+
+
+def test_oversized_cell_is_quarantined_without_parsing(tmp_path):
+    # 24 MB of one literal with millions of elements: parsing it took minutes and gigabytes
+    huge = "[" + "0," * 12_000_000 + "]"
+    path, rows = _csv_with(tmp_path, "conversation_a", {5: huge})
+    started = time.perf_counter()
+    parsed = read_csv_export(path)  # the default limit, 16 MiB
+    assert time.perf_counter() - started < 20
+    assert parsed.table.num_rows == 99
+    q = parsed.quarantine.row(0, named=True)
+    assert (q["rule"], q["source_row"]) == ("oversized_cell", 5)
+    assert q["detail"] == (f"conversation_a: cell of {len(huge)} bytes is over the limit of "
+                           f"{DEFAULT_MAX_CELL_BYTES} bytes (ARENA_CSV_MAX_CELL_BYTES); not parsed")
+    assert len(q["raw"]) < 10_000
+
+
+def test_cell_limit_applies_to_every_column_and_is_configurable(tmp_path):
+    path, rows = _csv_with(tmp_path, "model_a", {7: "m" * 5000})
+    parsed = read_csv_export(path, max_cell_bytes=50_000)
+    sizes = [len(r[rows[0].index("full_conversation")].encode()) for r in rows[1:]]
+    over = [i for i, n in enumerate(sizes) if n > 50_000]
+    assert over  # the sample has full_conversation cells above 50 kB
+    assert parsed.quarantine["source_row"].to_list() == over
+    assert set(parsed.quarantine["rule"]) == {"oversized_cell"}
+    tight = read_csv_export(path, max_cell_bytes=4096)
+    row7 = tight.quarantine.filter(pl.col("source_row") == 7).row(0, named=True)
+    assert "model_a: cell of 5000 bytes" in row7["detail"]
+    assert '"model_a": "<5000 bytes>"' in row7["raw"]
+
+
+def test_cell_of_tiny_elements_is_quarantined_by_its_syntax_count(tmp_path):
+    # small in bytes, but its syntax tree would cost ~1 kB per element (4 MiB of "0," took 2 GB)
+    cell = "[" + "0," * (MAX_CELL_SYNTAX_CHARS + 1) + "]"
+    path, _ = _csv_with(tmp_path, "full_conversation", {3: cell})
+    parsed = read_csv_export(path)
+    q = parsed.quarantine.row(0, named=True)
+    assert (q["rule"], q["source_row"]) == ("oversized_cell", 3)
+    assert q["detail"] == (f"full_conversation: cell of {MAX_CELL_SYNTAX_CHARS + 3} syntax characters is "
+                           f"over the limit of {MAX_CELL_SYNTAX_CHARS}; not parsed")
