@@ -45,7 +45,7 @@ def row_of(report: quality.QualityReport, expectation_id: str) -> dict:
 def test_suites_load_from_expectations_dir(name):
     suite = quality.load_suite(name)
     assert suite.name == name
-    assert quality.suite_path(name) == quality.EXPECTATIONS_DIR / f"{name}.json"
+    assert quality.suite_path(name) == quality.expectations_dir() / f"{name}.json"
     raw = json.loads(quality.suite_path(name).read_text())
     assert len(suite.expectations) == len(raw["expectations"])
     for exp in suite.expectations:
