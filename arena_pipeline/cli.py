@@ -53,7 +53,13 @@ from arena_pipeline.core.report import (
     relation_exists,
     render_report,
 )
-from arena_pipeline.core.warehouse import WarehouseLockedError, connect, quoted
+from arena_pipeline.core.warehouse import (
+    WarehouseCorruptError,
+    WarehouseLockedError,
+    connect,
+    corruption_error,
+    quoted,
+)
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
@@ -107,6 +113,8 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
             "try again when the run has finished, or pass a longer --timeout",
             EXIT_LOCKED,
         ) from exc
+    except WarehouseCorruptError as exc:
+        raise CliError(str(exc)) from exc
     except duckdb.Error as exc:
         raise CliError(f"cannot open {path} as a DuckDB warehouse: {exc}") from exc
     try:
@@ -508,6 +516,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.code
+    except duckdb.Error as exc:  # a damaged block found after opening: same one-line advice
+        damaged = corruption_error(str(warehouse_path(args.warehouse)), exc)
+        if damaged is None:
+            raise
+        print(f"{PROG}: error: {damaged}", file=sys.stderr)
+        return EXIT_NO_DATA
     except BrokenPipeError:  # e.g. `arena-pipeline leaderboard | head`
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit

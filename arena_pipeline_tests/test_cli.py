@@ -384,3 +384,15 @@ def test_export_and_report_targets_of_the_wrong_kind_are_one_line_errors(warehou
     err = capsys.readouterr().err
     assert err.strip() == (f"arena-pipeline: error: {tmp_path} is a folder; give the report's file path, "
                            f"e.g. {tmp_path / 'leaderboards.html'}")
+
+
+def test_damaged_warehouse_is_one_line_with_the_way_to_rebuild(warehouse, tmp_path, capsys):
+    import shutil
+
+    damaged = tmp_path / "warehouse.duckdb"
+    shutil.copy(warehouse, damaged)
+    with open(damaged, "r+b") as fh:
+        fh.truncate(os.path.getsize(damaged) // 2)
+    assert main(["leaderboard", "--warehouse", str(damaged)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is damaged" in err[0] and f"mv {damaged} {damaged}.damaged" in err[0]
