@@ -75,6 +75,8 @@ def test_real_csv_sample_ingests_completely(tmp_path):
         ("both_bad", 10), ("model_a", 38), ("model_b", 33), ("tie", 19)]
     assert _query(tmp_path, "select count(*) from arena.messages") == [(452,)]
     assert _query(tmp_path, "select count(*) from arena.quarantine") == [(0,)]
+    # arena.dumps counts a CSV export's rows (it recorded -1 before)
+    assert _query(tmp_path, "select rows from arena.dumps") == [(100,)]
     assert _query(
         tmp_path,
         "select text from arena.messages where battle_id = 'c4b9710c-8d64-4bee-a0b0-94637ae4cc65' "

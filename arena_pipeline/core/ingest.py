@@ -33,6 +33,7 @@ from arena_pipeline.core.schema import (
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
     SourceSpec,
+    csv_row_count,
     file_sha256,
     local_shards,
     read_csv_export,
@@ -99,7 +100,7 @@ def local_manifest(spec: SourceSpec, csv_max_cell_bytes: int | None = None) -> D
     files = []
     root = Path(spec.location) if spec.kind == "parquet_dir" else Path(spec.location).parent
     for path in paths:
-        rows = verify_shard(path) if path.suffix.lower() == ".parquet" else -1
+        rows = verify_shard(path) if path.suffix.lower() == ".parquet" else csv_row_count(path)
         files.append(ShardFile(str(path), str(path.relative_to(root)), path.stat().st_size, rows,
                                file_sha256(path)))
     return DumpManifest(spec.kind, spec.location, "local", local_fingerprint(paths), tuple(files),

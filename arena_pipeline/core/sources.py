@@ -164,6 +164,17 @@ def new_fields(path: Path) -> list[str]:
     return compare_schema(pq.read_schema(path)).extra
 
 
+def csv_row_count(path: Path) -> int:
+    """Data rows of a CSV export (quoted newlines inside cells included), streamed by Polars.
+
+    Returns -1 when the file cannot be parsed as CSV; the load then fails with the reason.
+    """
+    try:
+        return int(pl.scan_csv(path, infer_schema=False).select(pl.len()).collect().item())
+    except (pl.exceptions.PolarsError, OSError):
+        return -1
+
+
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
     """The sha256 hex digest of a file, read in 4 MiB chunks."""
     digest = hashlib.sha256()

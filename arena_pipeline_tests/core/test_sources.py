@@ -17,6 +17,7 @@ from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
     MAX_CELL_SYNTAX_CHARS,
+    csv_row_count,
     iso_timestamp_expr,
     SourceError,
     compare_schema,
@@ -234,3 +235,13 @@ def test_cell_of_tiny_elements_is_quarantined_by_its_syntax_count(tmp_path):
     assert (q["rule"], q["source_row"]) == ("oversized_cell", 3)
     assert q["detail"] == (f"full_conversation: cell of {MAX_CELL_SYNTAX_CHARS + 3} syntax characters is "
                            f"over the limit of {MAX_CELL_SYNTAX_CHARS}; not parsed")
+
+
+def test_csv_row_count_counts_records_not_lines(tmp_path):
+    assert csv_row_count(REAL_CSV) == 100
+    multiline, _ = _csv_with(tmp_path, "language", {0: "en\nfr\nde", 5: "a\r\nb"})
+    assert multiline.read_text(encoding="utf-8").count("\n") > 103  # quoted newlines inside cells
+    assert csv_row_count(multiline) == 100
+    header_only = tmp_path / "empty.csv"
+    header_only.write_text(REAL_CSV.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    assert csv_row_count(header_only) == 0
