@@ -233,9 +233,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     total = board.height
     if args.top > 0:
         board = board.head(args.top)
+    label = METHOD_LABELS.get(args.method, args.method)
+    if f"({args.method})" not in label and label != args.method:  # "Rank Centrality (spectral)"
+        label = f"{label} ({args.method})"
     title = (
-        f"{category_label(args.category)} - {METHOD_LABELS.get(args.method, args.method)} "
-        f"({args.method}); {total} models"
+        f"{category_label(args.category)} - {label}; {total} models"
         + (f", top {board.height} shown" if board.height < total else "")
         + (f"; dump {revision}" if revision else "")
     )

@@ -396,3 +396,11 @@ def test_damaged_warehouse_is_one_line_with_the_way_to_rebuild(warehouse, tmp_pa
     assert main(["leaderboard", "--warehouse", str(damaged)]) == EXIT_NO_DATA
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is damaged" in err[0] and f"mv {damaged} {damaged}.damaged" in err[0]
+
+
+@pytest.mark.parametrize(("method", "label"), [("spectral", "Rank Centrality (spectral);"),
+                                               ("bt", "Bradley-Terry (bt);")])
+def test_method_is_named_once_in_the_title(warehouse, capsys, method, label):
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--method", method]) == EXIT_OK
+    title = capsys.readouterr().out.splitlines()[0]
+    assert label in title and title.count(f"({method})") == 1
