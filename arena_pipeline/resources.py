@@ -30,7 +30,13 @@ from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.ingest import DumpManifest, ShardFile, local_files, local_fingerprint, local_manifest
 from arena_pipeline.core.models import load_aliases
-from arena_pipeline.core.sources import DEFAULT_MAX_CELL_BYTES, SourceSpec, parse_source, verify_shard
+from arena_pipeline.core.sources import (
+    DEFAULT_MAX_CELL_BYTES,
+    SourceError,
+    SourceSpec,
+    parse_source,
+    verify_shard,
+)
 
 
 def _setting(value: Optional[str], env: str, default: Optional[str]) -> Optional[str]:
@@ -90,7 +96,8 @@ class DumpSource(dg.ConfigurableResource):
         except ValueError:
             limit = 0
         if limit <= 0:
-            raise ValueError(f"ARENA_CSV_MAX_CELL_BYTES must be a positive number of bytes, got {value!r}")
+            # a SourceError: the run fails at once, without the step's retries
+            raise SourceError(f"ARENA_CSV_MAX_CELL_BYTES must be a positive number of bytes, got {value!r}")
         return limit
 
     def cache_root(self) -> Path:

@@ -274,7 +274,9 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
     quarantine: list[pl.DataFrame] = []
     for shard in manifest.files:
         file_rows = 0
-        for table, battles, unparsed in _iter_file(shard, aliases, getattr(manifest, "csv_max_cell_bytes", None)):
+        # a manifest pickled before the field existed has no limit: the default applies
+        limit = getattr(manifest, "csv_max_cell_bytes", None)
+        for table, battles, unparsed in _iter_file(shard, aliases, limit):
             file_rows += battles.height + unparsed.height
             clean, rejected = _screen(battles, kept)
             quarantine += [unparsed, rejected]
