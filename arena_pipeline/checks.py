@@ -5,6 +5,9 @@ nothing downstream, leaderboards and publication included, is materialized from 
 it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's results are appended to
 ``arena.quality_results``, and the outcome is recorded on the exact table version checked, which the
 publication gate requires to have passed.
+
+``models_confusable`` (WARN, never blocking) names the model names of ``arena.models`` that look
+alike (Unicode TR39 skeletons) without being merged: add an alias row when they are one model.
 """
 
 import datetime as dt
@@ -15,9 +18,24 @@ import polars as pl
 
 from arena_pipeline.assets.builds import run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
-from arena_pipeline.constants import BATTLES_TABLE, MESSAGES_TABLE, QUALITY_RESULTS_TABLE, SCHEMA
-from arena_pipeline.core.publication import finish_build, input_version, record_checks, record_dump, versioned
-from arena_pipeline.core.quality import QualityReport, suite_path, validate_frame
+from arena_pipeline.assets.models import MODELS
+from arena_pipeline.constants import (
+    BATTLES_TABLE,
+    MESSAGES_TABLE,
+    MODELS_TABLE,
+    QUALITY_RESULTS_TABLE,
+    SCHEMA,
+)
+from arena_pipeline.core.models import confusable_pairs
+from arena_pipeline.core.publication import (
+    finish_build,
+    input_version,
+    read_input,
+    record_checks,
+    record_dump,
+    versioned,
+)
+from arena_pipeline.core.quality import QualityReport, suite_columns, suite_path, validate_frame
 from arena_pipeline.core.warehouse import quoted, read_frame
 from arena_pipeline.resources import Warehouse
 
@@ -129,8 +147,11 @@ def _suite_checks(table: str):
         with warehouse.connection() as con:
             build = run_build(context, con)
             version = input_version(con, SCHEMA, table, build)
-            frame = read_frame(con, f"SELECT * FROM {versioned(version)}")
-        report = validate_frame(frame, table, sample_size=SAMPLE_SIZE)
+            # only the columns the suite reads (messages: not the texts), validated against the full schema
+            schema = read_frame(con, f"SELECT * FROM {versioned(version)} LIMIT 0").schema
+            columns = ", ".join(f'"{c}"' for c in suite_columns(table) if c in schema)
+            frame = read_frame(con, f"SELECT {columns} FROM {versioned(version)}")
+        report = validate_frame(frame, table, sample_size=SAMPLE_SIZE, schema=schema)
         del frame
         failed = report.failures("error").get_column("expectation_id").to_list()
         with warehouse.connection() as con:
@@ -150,3 +171,24 @@ def _suite_checks(table: str):
 
 battles_quality = _suite_checks(BATTLES_TABLE)
 messages_quality = _suite_checks(MESSAGES_TABLE)
+
+
+@dg.asset_check(asset=MODELS, name="models_confusable", blocking=False,
+                description="Model names that look alike (Unicode TR39 confusable skeletons) but are not "
+                "merged; merge them with an alias row when they are one model. Warning only.")
+def models_confusable(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
+    with warehouse.connection() as con:
+        frame = read_input(con, SCHEMA, MODELS_TABLE, run_build(context, con), "model")
+    pairs = confusable_pairs(frame)
+    return dg.AssetCheckResult(
+        passed=pairs.is_empty(),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "models": frame.height,
+            "confusable_pairs": pairs.height,
+            "pairs": dg.MetadataValue.json(
+                [{"model": r["model"], "other": r["other"], "model_repr": ascii(r["model"]),
+                  "other_repr": ascii(r["other"])} for r in pairs.iter_rows(named=True)]
+            ),
+        },
+    )

@@ -20,8 +20,12 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import math
 import os
+import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -49,7 +53,13 @@ from arena_pipeline.core.report import (
     relation_exists,
     render_report,
 )
-from arena_pipeline.core.warehouse import WarehouseLockedError, connect, quoted
+from arena_pipeline.core.warehouse import (
+    WarehouseCorruptError,
+    WarehouseLockedError,
+    connect,
+    corruption_error,
+    quoted,
+)
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
@@ -103,6 +113,8 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
             "try again when the run has finished, or pass a longer --timeout",
             EXIT_LOCKED,
         ) from exc
+    except WarehouseCorruptError as exc:
+        raise CliError(str(exc)) from exc
     except duckdb.Error as exc:
         raise CliError(f"cannot open {path} as a DuckDB warehouse: {exc}") from exc
     try:
@@ -120,6 +132,16 @@ def _require_leaderboard(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         raise CliError(f"{SCHEMA}.leaderboard in {path} cannot be read: {exc}") from exc
     if rows == 0:
         raise CliError(f"{SCHEMA}.leaderboard in {path} is empty; {MATERIALIZE_HINT}")
+
+
+#: Characters a terminal would act on instead of showing: C0 controls (ESC, BEL, CR, ...), DEL,
+#: C1 controls, and the bidirectional controls that reorder what follows (U+202E and friends).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: object) -> str:
+    """``text`` with terminal control characters shown as escapes (``\\x1b``, ``\\u202e``)."""
+    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(text))
 
 
 def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
@@ -150,7 +172,7 @@ def format_board(board: pl.DataFrame) -> str:
             (
                 str(r["rank"]),
                 "-" if r.get("rank_ub") is None else str(r["rank_ub"]),
-                str(r["model"]),
+                terminal_safe(r["model"]),
                 "-" if r.get("rating") is None else f"{r['rating']:.1f}",
                 ci,
                 "-" if r.get("n_battles") is None else f"{r['n_battles']:,}",
@@ -213,14 +235,16 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     total, shown = board.height + provisional.height, board.height
     if args.top > 0:
         board = board.head(args.top)
+    label = METHOD_LABELS.get(args.method, args.method)
+    if f"({args.method})" not in label and label != args.method:  # "Rank Centrality (spectral)"
+        label = f"{label} ({args.method})"
     title = (
-        f"{category_label(args.category)} - {METHOD_LABELS.get(args.method, args.method)} "
-        f"({args.method}); {total} models"
+        f"{category_label(args.category)} - {label}; {total} models"
         + (f", top {board.height} shown" if board.height < shown else "")
         + (f"; dump {revision}" if revision else "")
     )
     ci_method = board.get_column("ci_method")[0] if "ci_method" in board.columns and board.height else None
-    print(title)
+    print(terminal_safe(title))
     print()
     print(format_board(board) if board.height else "No model reaches the display threshold.")
     if provisional.height:
@@ -243,47 +267,116 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+#: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = "^[=+@\\-\t\r]"
+
+
+def _csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """``source`` with every text cell starting with a formula character prefixed by ``'``.
+
+    Spreadsheets then show the text as typed instead of evaluating it; numbers (a negative rating)
+    are numeric columns and stay as they are. Parquet exports are written raw.
+    """
+    columns = con.execute(f"DESCRIBE {source}").fetchall()
+    select = []
+    for name, dtype, *_ in columns:
+        ident = '"' + name.replace('"', '""') + '"'
+        if dtype == "VARCHAR":
+            select.append(f"CASE WHEN regexp_matches({ident}, {_sql_string(_FORMULA_START)}) "
+                          f"THEN {_sql_string(chr(39))} || {ident} ELSE {ident} END AS {ident}")
+        else:
+            select.append(ident)
+    return f"SELECT {', '.join(select)} FROM ({source})"
+
+
+def _export_folder_problem(out_dir: Path, names: set[str]) -> str | None:
+    """Why ``out_dir`` cannot receive an export (None when it can: new, empty or an earlier export)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        return f"{out_dir} exists and is not a folder; give a folder path for OUT_DIR"
+    if out_dir.is_dir():
+        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in names)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            return (f"{out_dir} holds files that are not from an export ({shown}); "
+                    "give a new or empty folder, or an earlier export's folder")
+    return None
+
+
 def cmd_export(args: argparse.Namespace) -> int:
+    """Write every table into a temporary folder beside OUT_DIR, then swap it in: a failure (a full
+    disk) leaves OUT_DIR as it was, never a mix of two revisions."""
     path = warehouse_path(args.warehouse)
     out_dir = Path(args.out_dir)
     suffix = {"parquet": ".parquet", "csv": ".csv"}[args.format]
     options = "FORMAT parquet" if args.format == "parquet" else "FORMAT csv, HEADER true"
+    names = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}
+    problem = _export_folder_problem(out_dir, names)
+    if problem:
+        raise CliError(problem)
     written: dict[str, dict[str, object]] = {}
     skipped: list[str] = []
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        con.execute("BEGIN TRANSACTION")  # one snapshot for every table
         try:
-            revision = _revision(con)
-            for table in EXPORT_TABLES:
-                if not relation_exists(con, SCHEMA, table):
-                    skipped.append(table)
-                    continue
-                target = out_dir / f"{table}{suffix}"
-                tmp = out_dir / f".{table}{suffix}.tmp"
-                source = f"SELECT * FROM {quoted(SCHEMA, table)}"
-                rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
-                con.execute(f"COPY ({source}) TO {_sql_string(str(tmp))} ({options})")
-                os.replace(tmp, target)
-                written[table] = {"file": target.name, "rows": int(rows)}
-        finally:
-            con.execute("COMMIT")
-    manifest = {
-        "revision": revision,
-        "format": args.format,
-        "warehouse": str(path),
-        "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "tables": written,
-        "missing_tables": skipped,
-    }
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            out_dir.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-tmp",
+                                            dir=out_dir.parent))
+        except OSError as exc:
+            raise CliError(f"cannot write the export beside {out_dir}: {exc.strerror or exc}") from exc
+        try:
+            con.execute("BEGIN TRANSACTION")  # one snapshot for every table
+            try:
+                revision = _revision(con)
+                for table in EXPORT_TABLES:
+                    if not relation_exists(con, SCHEMA, table):
+                        skipped.append(table)
+                        continue
+                    target = staging / f"{table}{suffix}"
+                    source = f"SELECT * FROM {quoted(SCHEMA, table)}"
+                    rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
+                    if args.format == "csv":
+                        source = _csv_safe_select(con, source)
+                    con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})")
+                    written[table] = {"file": target.name, "rows": int(rows)}
+            finally:
+                con.execute("COMMIT")
+            manifest = {
+                "revision": revision,
+                "format": args.format,
+                "warehouse": str(path),
+                "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "tables": written,
+                "missing_tables": skipped,
+            }
+            (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            _swap_in(staging, out_dir)
+        except (OSError, duckdb.Error) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
+            raise CliError(f"cannot write the export to {out_dir}: {reason}; {out_dir} is unchanged") from exc
     for table, info in written.items():
         print(f"{out_dir / str(info['file'])}: {info['rows']:,} rows")
     if skipped:
         print(f"not in the warehouse (skipped): {', '.join(skipped)}")
-    print(f"{out_dir / 'manifest.json'}: revision {revision or 'unknown'}")
+    print(f"{out_dir / 'manifest.json'}: revision {terminal_safe(revision or 'unknown')}")
     return EXIT_OK
+
+
+def _swap_in(staging: Path, out_dir: Path) -> None:
+    """Replace ``out_dir`` (absent, or an earlier export) by the complete ``staging`` folder."""
+    if not out_dir.exists():
+        os.rename(staging, out_dir)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-old", dir=out_dir.parent))
+    os.rename(out_dir, old / "previous")
+    try:
+        os.rename(staging, out_dir)
+    except OSError:
+        os.rename(old / "previous", out_dir)  # put the earlier export back
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,22 +386,28 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     path = warehouse_path(args.warehouse)
+    if Path(args.out).is_dir():
+        raise CliError(f"{args.out} is a folder; give the report's file path, e.g. "
+                       f"{Path(args.out) / 'leaderboards.html'}")
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
         try:
             inputs = load_report_inputs(con, SCHEMA)
         except duckdb.Error as exc:
             raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
-    out = render_report(
-        inputs.leaderboard,
-        inputs.pairwise,
-        inputs.style_coefficients,
-        inputs.quality_results,
-        inputs.dumps_row,
-        args.out,
-        title=args.title,
-        heatmap_models=args.heatmap_models,
-    )
+    try:
+        out = render_report(
+            inputs.leaderboard,
+            inputs.pairwise,
+            inputs.style_coefficients,
+            inputs.quality_results,
+            inputs.dumps_row,
+            args.out,
+            title=args.title,
+            heatmap_models=args.heatmap_models,
+        )
+    except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
+        raise CliError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from exc
     n = inputs.leaderboard.get_column("category").n_unique()
     revision = (inputs.dumps_row or {}).get("revision") or _revision_of(inputs.leaderboard)
     print(f"wrote {out} ({n} {'category' if n == 1 else 'categories'}; dump {revision or 'unknown'})")
@@ -326,10 +425,25 @@ def _revision_of(frame: pl.DataFrame) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
+def _count(text: str) -> int:
+    """A whole number, 0 or more (argparse shows the message, not this function's name)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds, 0 or more (``nan`` and ``inf`` would wait forever)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds (0 or more), got {text!r}")
     return value
 
 
@@ -343,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=10.0,
         metavar="SECONDS",
         help="how long to wait while a pipeline run holds the warehouse lock (default: 10)",
@@ -366,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--method", default="bt", help=f"ranking method: {', '.join(METHODS)} (default: bt)"
     )
     p.add_argument(
-        "--top", type=_positive_int, default=20, metavar="N", help="rows shown, 0 for all (default: 20)"
+        "--top", type=_count, default=20, metavar="N", help="rows shown, 0 for all (default: 20)"
     )
     p.set_defaults(func=cmd_leaderboard)
 
@@ -389,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--title", default="LMArena leaderboards", help="page title")
     p.add_argument(
-        "--heatmap-models", type=_positive_int, default=20, metavar="N",
+        "--heatmap-models", type=_count, default=20, metavar="N",
         help="models in each pairwise heatmap (default: 20)",
     )
     p.set_defaults(func=cmd_report)
@@ -411,6 +525,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.code
+    except duckdb.Error as exc:  # a damaged block found after opening: same one-line advice
+        damaged = corruption_error(str(warehouse_path(args.warehouse)), exc)
+        if damaged is None:
+            raise
+        print(f"{PROG}: error: {damaged}", file=sys.stderr)
+        return EXIT_NO_DATA
     except BrokenPipeError:  # e.g. `arena-pipeline leaderboard | head`
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit

@@ -7,7 +7,7 @@ from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.assets.rankings import battle_categories, rankings
 from arena_pipeline.assets.reports import position_bias_table, preference_pairs_table, rating_trend_table
-from arena_pipeline.checks import battles_quality, messages_quality
+from arena_pipeline.checks import battles_quality, messages_quality, models_confusable
 from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
@@ -25,7 +25,7 @@ ASSETS = [
     published_dump,
     external_comparison,
 ]
-ASSET_CHECKS = [battles_quality, messages_quality]
+ASSET_CHECKS = [battles_quality, messages_quality, models_confusable]
 
 
 def default_resources() -> dict:

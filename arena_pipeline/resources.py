@@ -31,7 +31,14 @@ from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
 from arena_pipeline.core.models import load_aliases
-from arena_pipeline.core.sources import SourceError, SourceSpec, hub_not_found_note, parse_source, verify_shard
+from arena_pipeline.core.sources import (
+    DEFAULT_MAX_CELL_BYTES,
+    SourceError,
+    SourceSpec,
+    hub_not_found_note,
+    parse_source,
+    verify_shard,
+)
 
 
 def _setting(value: Optional[str], env: str, default: Optional[str]) -> Optional[str]:
@@ -74,6 +81,11 @@ class DumpSource(dg.ConfigurableResource):
     timeout_s: float = Field(default=30.0, description="Per-request Hub timeout in seconds.")
     attempts: int = Field(default=3, description="Tries per Hub request or file before failing.")
     backoff_s: float = Field(default=1.0, description="First wait after a failed try; doubled after each.")
+    csv_max_cell_bytes: Optional[int] = Field(
+        default=None,
+        description="ARENA_CSV_MAX_CELL_BYTES: a CSV export's cells larger than this are quarantined "
+        "unparsed (default 16 MiB).",
+    )
 
     def retry_policy(self) -> hub.RetryPolicy:
         return hub.RetryPolicy(attempts=self.attempts, backoff=self.backoff_s, timeout=self.timeout_s)
@@ -96,6 +108,19 @@ class DumpSource(dg.ConfigurableResource):
 
     def _token(self) -> Optional[str]:
         return _setting(self.hf_token, "HF_TOKEN", None)
+
+    def max_cell_bytes(self) -> int:
+        """The per-cell limit of a CSV export (field, then ARENA_CSV_MAX_CELL_BYTES, then 16 MiB)."""
+        value = _setting(None if self.csv_max_cell_bytes is None else str(self.csv_max_cell_bytes),
+                         "ARENA_CSV_MAX_CELL_BYTES", str(DEFAULT_MAX_CELL_BYTES))
+        try:
+            limit = int(value)
+        except ValueError:
+            limit = 0
+        if limit <= 0:
+            # a SourceError: the run fails at once, without the step's retries
+            raise SourceError(f"ARENA_CSV_MAX_CELL_BYTES must be a positive number of bytes, got {value!r}")
+        return limit
 
     def cache_root(self) -> Path:
         return Path(_setting(self.cache_dir, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR))
@@ -122,7 +147,8 @@ class DumpSource(dg.ConfigurableResource):
         """
         spec = self.spec()
         if spec.kind != "hub":
-            return local_manifest(spec, self.content_hashes())
+            return local_manifest(spec, self.content_hashes(),
+                                  self.max_cell_bytes() if spec.kind == "csv" else None)
         with _hub_not_found_note(spec):
             return hub.download_dump(
                 spec.location,

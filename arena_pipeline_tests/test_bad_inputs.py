@@ -19,6 +19,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -524,3 +525,60 @@ def test_source_error_is_not_retried(tmp_path):
                  warehouse=Warehouse(database=str(tmp_path / "w.duckdb")))
     assert failure.value.allow_retries is False
     assert "not a readable parquet file" in failure.value.description
+
+
+def test_count_out_of_int32_range_is_quarantined_naming_the_field(tmp_path):
+    """conv_metadata typed int64 holding 2^63-1 used to crash flat_tables ("conversion from i64 to
+    i32 failed"); a header count of 2^63-1 wrapped the style sum. Now the first is a quarantine rule
+    naming the field, and the second stays in the battle with a finite style feature."""
+    from arena_pipeline.core.ranking.style_control import style_feature_exprs
+
+    huge = 2**63 - 1
+    rows = make_rows(4, seed=8)
+    rows[1]["conv_metadata"]["sum_user_tokens"] = huge
+    rows[2]["conv_metadata"]["header_count_a"]["h1"] = huge
+    rows[2]["conv_metadata"]["header_count_b"]["h2"] = 1
+    schema = bi.schema_with_nested_type(("conv_metadata", "sum_user_tokens"), pa.int64())
+    bi.write_shards(tmp_path / "dump", [bi.table_of(rows, schema)])
+    with duckdb.connect() as con:
+        report = load_dump(local_manifest(parse_source(str(tmp_path / "dump"))), con, "v")
+        quarantined = con.execute("select id, rule, detail from v.quarantine").fetchall()
+        battles = pl.from_arrow(con.execute("select * from v.battles order by source_row").arrow())
+    assert (report.rows_read, report.battles, report.quarantined) == (4, 3, 1)
+    assert quarantined == [(rows[1]["id"], "count_out_of_range",
+                            f"count out of range of its stored type: sum_user_tokens={huge} (stored as Int32)")]
+    assert battles.schema["sum_user_tokens"] == pl.Int32
+    features = battles.filter(pl.col("id") == rows[2]["id"]).select(style_feature_exprs())
+    assert features.get_column("headers").to_list() == [pytest.approx(1.0)]  # a wrapped sum gave 0
+
+
+def test_message_defect_quarantines_one_vote_instead_of_blocking_the_dump(tmp_path):
+    """A null role inside one conversation used to fail the blocking messages_errors check
+    (turn.not_null) for the whole dump; now that vote alone is quarantined, with the position."""
+    import copy
+
+    rows = copy.deepcopy(make_rows(8, seed=9))
+    rows[2]["conversation_b"][1]["role"] = None
+    first_a = rows[3]["conversation_a"]
+    rows[3]["conversation_a"] = [first_a[1], first_a[0], first_a[1]]  # a reply before the user
+    rows[4]["conversation_a"][0]["role"] = None  # a user message without a role
+    bi.write_shards(tmp_path / "dump", [bi.table_of(rows)])
+    result = materialize(tmp_path / "dump", tmp_path / "w.duckdb")
+    assert result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["messages_errors"] and checks["battles_errors"]
+    quarantined = query(tmp_path / "w.duckdb",
+                        "select id, rule, detail from arena.quarantine order by source_row")
+    assert quarantined == [
+        (rows[2]["id"], "null_role", "conversation_b message at position 1 has no role"),
+        (rows[3]["id"], "reply_before_user",
+         "conversation_a message at position 0 (assistant) comes before any user message"),
+        # with its user message roleless, the reply after it has no user message before it either
+        (rows[4]["id"], "null_role,reply_before_user",
+         "conversation_a message at position 0 has no role; "
+         "conversation_a message at position 1 (assistant) comes before any user message"),
+    ]
+    assert query(tmp_path / "w.duckdb", "select count(*) from arena.battles") == [(5,)]
+    left = query(tmp_path / "w.duckdb", "select count(*) from arena.messages where battle_id in (?, ?, ?)",
+                 [rows[2]["id"], rows[3]["id"], rows[4]["id"]])
+    assert left == [(0,)]

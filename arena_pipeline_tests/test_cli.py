@@ -262,3 +262,145 @@ def test_locked_warehouse_is_reported_after_the_timeout(warehouse, tmp_path, cap
     finally:
         os.kill(holder.pid, signal.SIGTERM)
         holder.wait(timeout=30)
+
+
+# ---------------------------------------------------------------------------------------------
+# hostile input and output safety
+# ---------------------------------------------------------------------------------------------
+
+EVIL_NAMES = {
+    "gemini-2.5-pro": "=HYPERLINK(\"http://x.example\",\"click\")",
+    "o3-2025-04-16": "\x1b]0;pwned\x07\x1b[2J-rm",
+    "deepseek-r1-0528": "\u202eevil-model",
+}
+
+
+@pytest.fixture(scope="module")
+def evil_warehouse(tmp_path_factory) -> Path:
+    path = build_warehouse(tmp_path_factory.mktemp("evil") / "warehouse.duckdb")
+    with duckdb.connect(str(path)) as con:
+        for good, bad in EVIL_NAMES.items():
+            con.execute("UPDATE arena.leaderboard SET model = ? WHERE model = ?", [bad, good])
+        assert con.execute("SELECT count(*) FROM arena.leaderboard WHERE model = ?",
+                           [EVIL_NAMES["gemini-2.5-pro"]]).fetchone()[0] > 0
+    return path
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "soon"])
+def test_timeout_must_be_a_finite_number(value, capsys):
+    assert main(["leaderboard", f"--timeout={value}"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "--timeout" in err and "seconds" in err and repr(value) in err
+
+
+def test_top_that_is_not_a_number_says_so_in_words(capsys):
+    assert main(["leaderboard", "--top", "abc"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "argument --top: expected a whole number (0 or more), got 'abc'" in err
+    assert "_count" not in err and "_positive_int" not in err
+
+
+def test_terminal_control_characters_in_names_are_escaped(evil_warehouse, capsys):
+    assert main(["leaderboard", "--warehouse", str(evil_warehouse), "--top", "0"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert not any(c in out for c in ("\x1b", "\x07", "\u202e"))
+    assert "\\x1b]0;pwned\\x07\\x1b[2J-rm" in out and "\\u202eevil-model" in out
+
+
+def test_csv_export_neutralises_formulas_and_parquet_stays_raw(evil_warehouse, tmp_path):
+    import csv as csv_module
+
+    from arena_pipeline.cli import FORMULA_PREFIXES
+
+    assert main(["export", "--warehouse", str(evil_warehouse), "--format", "csv", str(tmp_path / "c")]) == EXIT_OK
+    with open(tmp_path / "c" / "leaderboard.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv_module.DictReader(fh))
+    models = {r["model"] for r in rows}
+    assert "'" + EVIL_NAMES["gemini-2.5-pro"] in models
+    assert not [m for m in models if m.startswith(FORMULA_PREFIXES)]
+    assert "'" + EVIL_NAMES["o3-2025-04-16"] not in models  # starts with ESC, not a formula character
+    assert all(not r["rating"].startswith("'") for r in rows)  # numbers are left alone
+    assert main(["export", "--warehouse", str(evil_warehouse), "--format", "parquet", str(tmp_path / "p")]) == EXIT_OK
+    raw = set(pl.read_parquet(tmp_path / "p" / "leaderboard.parquet").get_column("model"))
+    assert set(EVIL_NAMES.values()) <= raw
+
+
+def test_every_formula_prefix_is_neutralised(tmp_path):
+    from arena_pipeline.cli import FORMULA_PREFIXES, _csv_safe_select
+
+    values = [p + "x" for p in FORMULA_PREFIXES] + ["plain", "'quoted", None]
+    with duckdb.connect() as con:
+        con.execute("CREATE TABLE t (v VARCHAR, n DOUBLE)")
+        con.executemany("INSERT INTO t VALUES (?, -1.5)", [[v] for v in values])
+        out = con.execute(_csv_safe_select(con, "SELECT * FROM t")).fetchall()
+    assert [v for v, _ in out] == ["'" + p + "x" for p in FORMULA_PREFIXES] + ["plain", "'quoted", None]
+    assert {n for _, n in out} == {-1.5}
+
+
+def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from arena_pipeline import cli
+
+    out_dir = tmp_path / "export"
+    assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
+    before = {p.name: p.read_bytes() for p in out_dir.iterdir()}
+    # an earlier export's folder is replaced as a whole
+    assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
+    before = {p.name: p.read_bytes() for p in out_dir.iterdir()}
+    capsys.readouterr()
+    calls = []
+    real = cli.relation_exists
+
+    def disk_fills_up(con, schema, table):
+        calls.append(table)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(con, schema, table)
+
+    monkeypatch.setattr(cli, "relation_exists", disk_fills_up)
+    assert main(["export", "--warehouse", str(warehouse), "--format", "parquet", str(out_dir)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"arena-pipeline: error: cannot write the export to {out_dir}: No space left on device; "
+        f"{out_dir} is unchanged"]
+    assert {p.name: p.read_bytes() for p in out_dir.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # no temporary folder left
+
+
+def test_export_and_report_targets_of_the_wrong_kind_are_one_line_errors(warehouse, tmp_path, capsys):
+    a_file = tmp_path / "taken.csv"
+    a_file.write_text("x\n")
+    assert main(["export", "--warehouse", str(warehouse), str(a_file)]) == EXIT_NO_DATA
+    assert capsys.readouterr().err.strip() == (
+        f"arena-pipeline: error: {a_file} exists and is not a folder; give a folder path for OUT_DIR")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    assert main(["export", "--warehouse", str(warehouse), str(busy)]) == EXIT_NO_DATA
+    assert "holds files that are not from an export (notes.txt)" in capsys.readouterr().err
+    assert (busy / "notes.txt").read_text() == "mine"
+    assert main(["report", str(tmp_path), "--warehouse", str(warehouse)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err
+    assert err.strip() == (f"arena-pipeline: error: {tmp_path} is a folder; give the report's file path, "
+                           f"e.g. {tmp_path / 'leaderboards.html'}")
+
+
+def test_damaged_warehouse_is_one_line_with_the_way_to_rebuild(warehouse, tmp_path, capsys):
+    import shutil
+
+    damaged = tmp_path / "warehouse.duckdb"
+    shutil.copy(warehouse, damaged)
+    with open(damaged, "r+b") as fh:
+        fh.truncate(os.path.getsize(damaged) // 2)
+    assert main(["leaderboard", "--warehouse", str(damaged)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is damaged" in err[0] and f"mv {damaged} {damaged}.damaged" in err[0]
+
+
+@pytest.mark.parametrize(("method", "label"), [("spectral", "Rank Centrality (spectral);"),
+                                               ("bt", "Bradley-Terry (bt);")])
+def test_method_is_named_once_in_the_title(warehouse, capsys, method, label):
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--method", method]) == EXIT_OK
+    title = capsys.readouterr().out.splitlines()[0]
+    assert label in title and title.count(f"({method})") == 1

@@ -75,6 +75,8 @@ def test_real_csv_sample_ingests_completely(tmp_path):
         ("both_bad", 10), ("model_a", 38), ("model_b", 33), ("tie", 19)]
     assert _query(tmp_path, "select count(*) from arena.messages") == [(452,)]
     assert _query(tmp_path, "select count(*) from arena.quarantine") == [(0,)]
+    # arena.dumps counts a CSV export's rows (it recorded -1 before)
+    assert _query(tmp_path, "select rows from arena.dumps") == [(100,)]
     assert _query(
         tmp_path,
         "select text from arena.messages where battle_id = 'c4b9710c-8d64-4bee-a0b0-94637ae4cc65' "
@@ -154,3 +156,23 @@ def test_hub_source_errors_say_what_to_do(tmp_path, monkeypatch):
             source(REPO, revision="main").latest_revision()
         assert len(hub.requests()) - before == 2
         assert str(err.value).endswith(core_hub.OFFLINE_HINT) and err.value.__cause__ is None
+
+
+def test_csv_cell_limit_comes_from_the_resource_or_its_environment_variable(tmp_path, monkeypatch):
+    from arena_pipeline.core.ingest import load_dump
+    from arena_pipeline.core.sources import DEFAULT_MAX_CELL_BYTES
+
+    csv_path = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
+    monkeypatch.delenv("ARENA_CSV_MAX_CELL_BYTES", raising=False)
+    assert DumpSource(source=str(csv_path)).fetch().csv_max_cell_bytes == DEFAULT_MAX_CELL_BYTES
+    monkeypatch.setenv("ARENA_CSV_MAX_CELL_BYTES", "50000")
+    manifest = DumpSource(source=str(csv_path)).fetch()  # resolved at run time, not at import
+    assert manifest.csv_max_cell_bytes == 50_000
+    assert DumpSource(source=str(csv_path), csv_max_cell_bytes=60_000).fetch().csv_max_cell_bytes == 60_000
+    with duckdb.connect() as con:
+        report = load_dump(manifest, con, "v")
+    assert report.quarantine_by_rule.get("oversized_cell", 0) > 0
+    assert report.battles + report.quarantined == report.rows_read == 100
+    monkeypatch.setenv("ARENA_CSV_MAX_CELL_BYTES", "lots")
+    with pytest.raises(ValueError, match="ARENA_CSV_MAX_CELL_BYTES must be a positive number"):
+        DumpSource(source=str(csv_path)).fetch()

@@ -70,14 +70,63 @@ def test_user_alias_merges_names_and_comparison_matches_renamed_models(tmp_path)
     assert [m for m, _ in per_model] == ["claude-3-5-sonnet-20241022", "gemma-3-27b-it", "o3-mini-renamed"]
 
 
-def test_malformed_board_fails_only_the_comparison(tmp_path):
+def test_malformed_board_fails_its_check_not_the_run(tmp_path):
+    """The board is read after publication: a malformed one used to show the run FAILED while the
+    new dump was live. Now its own check fails, the comparison is skipped and the run succeeds."""
     board = tmp_path / "board.json"
     board.write_text("{not json", encoding="utf-8")
     result = _materialize(tmp_path, ModelCatalog(published_board=str(board)))
-    assert not result.success
-    failed = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert [e.step_key for e in failed] == ["arena__external_comparison"]
-    assert "board.json" in str(failed[0].event_specific_data.error)
-    # everything else was published
-    assert _rows(tmp_path, "select status from arena.dumps") == [("published",)]
-    assert _rows(tmp_path, "select count(*) > 0 from arena.leaderboard") == [(True,)]
+    assert result.success
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    check = {e.check_name: e for e in result.get_asset_check_evaluations()}["published_board_valid"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert "board.json" in check.description
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert "arena/external_comparison" not in materialized
+    assert "arena/leaderboard" in materialized or "published_dump" in materialized
+
+
+def test_no_board_configured_skips_the_comparison_visibly(tmp_path, monkeypatch):
+    monkeypatch.delenv("ARENA_PUBLISHED_BOARD", raising=False)
+    result = _materialize(tmp_path, ModelCatalog())
+    assert result.success
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert "published_dump" in materialized and "arena/external_comparison" not in materialized
+    assert "published_board_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
+    outcome = [e.event_type_value for e in result.all_events if e.step_key == "external_comparison"
+               and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
+    assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
+
+
+def test_look_alike_names_merge_or_warn(tmp_path):
+    """Invisible characters merge into the real name; a Cyrillic look-alike stays apart and the
+    non-blocking models_confusable check names the pair while the run succeeds."""
+    import polars as pl
+
+    votes = pl.read_csv(REAL_CSV, infer_schema=False)
+    name = "gemma-3-27b-it"
+    rows = votes.with_row_index("_i").filter(pl.col("model_a") == name).get_column("_i").to_list()
+    assert len(rows) >= 3
+    variants = {rows[0]: "gemma\u200b-3-27b-it", rows[1]: "\ufeffgemma-3-27b-it",
+                rows[2]: "g\u0435mma-3-27b-it"}
+    model_a = votes.get_column("model_a").to_list()
+    for i, v in variants.items():
+        model_a[i] = v
+    source = tmp_path / "votes.csv"
+    votes.with_columns(pl.Series("model_a", model_a)).write_csv(source)
+    result = dg.materialize(
+        [*ASSETS, *ASSET_CHECKS],
+        resources={**default_resources(), "dump_source": DumpSource(source=str(source)),
+                   "warehouse": Warehouse(path=str(tmp_path / "w.duckdb")), "model_catalog": ModelCatalog()},
+        run_config=RUN_CONFIG,
+        raise_on_error=False,
+    )
+    assert result.success
+    models = {m for (m,) in _rows(tmp_path, "select model from arena.models")}
+    assert name in models and "g\u0435mma-3-27b-it" in models
+    assert not any("\u200b" in m or "\ufeff" in m for m in models)
+    evaluation = {e.check_name: e for e in result.get_asset_check_evaluations()}["models_confusable"]
+    assert not evaluation.passed
+    assert evaluation.severity == dg.AssetCheckSeverity.WARN
+    pairs = evaluation.metadata["pairs"].value
+    assert [(p["model"], p["other"]) for p in pairs] == [(name, "g\u0435mma-3-27b-it")]

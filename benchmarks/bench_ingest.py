@@ -2,8 +2,8 @@
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_ingest.py                # full size: 135,634 rows
-    /work/venv/bin/python benchmarks/bench_ingest.py --rows 20000   # quick run
+    .venv/bin/python benchmarks/bench_ingest.py                # full size: 135,634 rows
+    .venv/bin/python benchmarks/bench_ingest.py --rows 20000   # quick run
 
 The dump is SYNTHETIC, with the dataset card's exact Arrow schema (DATASET_ARROW_SCHEMA) and the
 real dump's volume: a few thousand template votes are generated in Python (75% one-turn, the rest

@@ -2,8 +2,8 @@
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_pipeline.py                 # 135,634 synthetic votes
-    /work/venv/bin/python benchmarks/bench_pipeline.py --rows 20000    # quick run
+    .venv/bin/python benchmarks/bench_pipeline.py                 # 135,634 synthetic votes
+    .venv/bin/python benchmarks/bench_pipeline.py --rows 20000    # quick run
 
 The dump is bench_ingest.py's synthetic full-size dump (same cache under ``--workdir``). The
 refresh job runs in this process with in-process steps, as ``dagster dev`` runs it; the figures

@@ -2,11 +2,11 @@
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_quality.py [--votes PATH] [--repeat N]
+    .venv/bin/python benchmarks/bench_quality.py [--votes PATH] [--repeat N]
 
 The battles frame has the real dump's 135,634 rows: ``id``, ``model_a``, ``model_b``,
 ``winner`` and the 12 ``category_tag`` fields come from the real vote table
-(``/work/shared/data/real/arena_hp140k_votes_with_category_tag.parquet``); the columns that file
+(``../shared/data/real/arena_hp140k_votes_with_category_tag.parquet`` from the repository root); the columns that file
 lacks (session, order, language, is_code, timestamp, every conv_metadata count, the message
 counts and provenance) are SYNTHETIC, drawn from a seeded generator with plausible
 distributions (90% one-turn votes, 7% two, 3% three: close to the real 100-row sample). The

@@ -2,8 +2,8 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/bench_ranking.py                    # /work/venv: skips arena-rank
-    /work/venv-bench/bin/python benchmarks/bench_ranking.py   # with arena-rank installed
+    .venv/bin/python benchmarks/bench_ranking.py         # the project's venv: skips arena-rank
+    .venv-bench/bin/python benchmarks/bench_ranking.py   # with arena-rank installed
 
 Prints figures only; it is not a test. Options: ``--repeats N`` timing repeats (default 3),
 ``--arena-rank-rounds N`` bootstrap rounds for arena-rank (default 100, as ours).
@@ -150,9 +150,9 @@ def arena_rank_comparison(
         from arena_rank.utils.data_utils import PairDataset
     except ImportError:
         print(
-            "\narena-rank is not installed: comparison skipped. Create /work/venv-bench "
-            "(python3 -m venv /work/venv-bench && /work/venv-bench/bin/pip install -e "
-            "'/work/main[dev]' arena-rank psutil) and run this script with it."
+            "\narena-rank is not installed: comparison skipped. Create a second venv in the "
+            "repository root (python3 -m venv .venv-bench && .venv-bench/bin/pip install -e "
+            "'.[dev,bench]') and run this script with it."
         )
         return
     from importlib.metadata import version

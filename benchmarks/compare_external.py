@@ -2,11 +2,11 @@
 
 Run::
 
-    /work/venv/bin/python benchmarks/compare_external.py [--board PATH] [--votes PATH]
+    .venv/bin/python benchmarks/compare_external.py [--board PATH] [--votes PATH]
         [--aliases PATH] [--category-map PATH] [--bootstrap-rounds N]
         [--elo-k 4] [--elo-rounds 20] [--save-board PATH] [--seed 20250529]
 
-Ours: the real vote table (``/work/shared/data/real/arena_hp140k_votes_with_category_tag.parquet``,
+Ours: the real vote table (``../shared/data/real/arena_hp140k_votes_with_category_tag.parquet`` from the repository root,
 135,634 votes, 53 models) mapped to battles columns (``category_tag.<tag>.<field>`` ->
 ``creative_writing``, ``criteria_<c>``, ``instruction_following``, ``math``, ...), model names
 canonicalized, categories tagged with ``categories.tag_categories`` (overall, creative writing,

@@ -20,7 +20,7 @@ from arena_pipeline.assets.metadata import table_spec
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.core.ingest import DumpManifest, load_dump, local_revision
 from arena_pipeline.core.sources import SourceError, new_fields
-from arena_pipeline.core.warehouse import WarehouseLockedError
+from arena_pipeline.core.warehouse import WarehouseCorruptError, WarehouseLockedError
 from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.publication import finish_build, record_dump, register_version, start_build, version_name
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
@@ -77,7 +77,7 @@ def raw_dump(
     except SourceError as exc:  # a broken file stays broken: fail now, no retry
         try:
             _record_rejected(dump_source, warehouse, exc)
-        except WarehouseLockedError:
+        except (WarehouseLockedError, WarehouseCorruptError):
             pass
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     extras = {f.name: new_fields(Path(f.path)) for f in manifest.files}
@@ -92,7 +92,7 @@ def raw_dump(
                 files=_files(manifest), rows=manifest.rows,
             )
             start_build(con, SCHEMA, context.run_id, manifest)
-    except WarehouseLockedError as exc:  # it already waited lock_timeout_s: a retry would only wait again
+    except (WarehouseLockedError, WarehouseCorruptError) as exc:  # waited already / damaged: no retry
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     context.log.info(f"dump {manifest.source} at {manifest.revision}: {len(manifest.files)} file(s)")
     return dg.MaterializeResult(

@@ -63,31 +63,55 @@ def models(context: dg.AssetExecutionContext, warehouse: Warehouse,
     )
 
 
-@dg.asset(
-    key=EXTERNAL_COMPARISON,
-    group_name="validation",
-    kinds={"polars", "duckdb"},
-    deps=[PUBLISHED_DUMP],
+BOARD_CHECK = "published_board_valid"
+
+
+@dg.multi_asset(
+    name="external_comparison",
+    specs=[dg.AssetSpec(
+        EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"}, deps=[PUBLISHED_DUMP],
+        skippable=True,
+        description="Our published boards against ARENA_PUBLISHED_BOARD (rank correlations, rating "
+        "differences); skipped when no board is configured or the board is unusable "
+        "(then the published_board_valid check fails).",
+    )],
+    check_specs=[dg.AssetCheckSpec(
+        BOARD_CHECK, asset=EXTERNAL_COMPARISON,
+        description="The published leaderboard file (ARENA_PUBLISHED_BOARD) is readable; a malformed "
+        "board fails this check, not the run. Not executed when no board is configured.")],
+    can_subset=True,  # so that both the table and the check may be left out (skipped)
 )
 def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
-                        model_catalog: ModelCatalog) -> dg.MaterializeResult:
+                        model_catalog: ModelCatalog):
     """arena.external_comparison (per category) and arena.external_comparison_models (per model): our
     published boards against a published leaderboard file (ARENA_PUBLISHED_BOARD), matched through the
     model-name normalization and aliases; rank correlations and rating differences after centring.
 
-    Runs after publication, so a missing or malformed board never blocks the leaderboards.
+    Runs after publication, so a missing or malformed board never blocks the leaderboards. Skipped
+    (not materialized) when no board is configured; a board that cannot be read fails the check
+    ``published_board_valid`` and the asset is skipped, while the run succeeds.
     """
     aliases = model_catalog.aliases()
     try:
         theirs = model_catalog.read_board(aliases)
     except (BoardFormatError, FileNotFoundError) as exc:
-        raise dg.Failure(description=f"published board unusable: {exc}") from exc
+        context.log.warning(f"skipped: published board unusable: {exc}")
+        yield dg.AssetCheckResult(
+            check_name=BOARD_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
+            description=f"published board unusable: {exc}",
+            metadata={"board": str(model_catalog.board_path()), "problem": str(exc)},
+        )
+        return
     if theirs is None:
-        return dg.MaterializeResult(metadata={"status": "no published board configured (set ARENA_PUBLISHED_BOARD)"})
+        context.log.info("skipped: no published board configured (set ARENA_PUBLISHED_BOARD)")
+        return
     with warehouse.connection() as con:
         ours = read_frame(con, f'SELECT * FROM "{SCHEMA}".leaderboard')
         if ours.is_empty():
-            return dg.MaterializeResult(metadata={"status": "the published leaderboard is empty: nothing to compare"})
+            yield dg.AssetCheckResult(check_name=BOARD_CHECK, passed=True,
+                                      metadata={"board": str(model_catalog.board_path())})
+            yield dg.MaterializeResult(metadata={"status": "the published leaderboard is empty: nothing to compare"})
+            return
         results = {}
         for method in ours.get_column("method").unique().sort().to_list():
             result = compare_boards(ours.filter(pl.col("method") == method), theirs, aliases)
@@ -104,7 +128,9 @@ def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
     headline = summary.filter(pl.col("method") == "bt").select(
         "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff"
     )
-    return dg.MaterializeResult(
+    yield dg.AssetCheckResult(check_name=BOARD_CHECK, passed=True,
+                              metadata={"board": str(model_catalog.board_path()), "rows": theirs.height})
+    yield dg.MaterializeResult(
         metadata={
             "board": model_catalog.board_path(),
             "dump_revision": revision,

@@ -11,8 +11,8 @@ import pyarrow as pa
 from arena_pipeline.core.models import add_canonical_columns, load_aliases
 from arena_pipeline.core.schema import (
     BATTLES_NESTED_PATHS,
-    BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
+    FLAT_BATTLES_SCHEMA,
     MESSAGES_SCHEMA,
 )
 
@@ -67,6 +67,11 @@ def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0,
                     aliases: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per vote with every scalar, conv_metadata and category_tag field as a column.
 
+    Columns and types are ``schema.FLAT_BATTLES_SCHEMA``: ``BATTLES_SCHEMA`` except that the
+    nested counts stored narrower (``schema.NARROWED_COLUMNS``) stay Int64 here, so an
+    out-of-range value reaches the ``count_out_of_range`` quarantine rule instead of failing the
+    cast; :func:`quarantine.split_quarantine` narrows the clean rows.
+
     ``model_a_canonical`` / ``model_b_canonical`` are the names normalized by
     :func:`arena_pipeline.core.models.add_canonical_columns` with ``aliases`` (default: the
     packaged alias table).
@@ -98,7 +103,7 @@ def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0,
         (pl.int_range(pl.len(), dtype=pl.Int64) + row_offset).alias("source_row"),
     ]
     flat = add_canonical_columns(frame.select(exprs), aliases if aliases is not None else packaged_aliases())
-    return flat.select([pl.col(name).cast(dtype) for name, dtype in BATTLES_SCHEMA.items()])
+    return flat.select([pl.col(name).cast(dtype) for name, dtype in FLAT_BATTLES_SCHEMA.items()])
 
 
 def _side_messages(frame: pl.DataFrame, side: str) -> pl.DataFrame:

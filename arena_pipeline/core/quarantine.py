@@ -17,6 +17,11 @@ Decisions
 - Null ids are never grouped as duplicates; they break ``null_id``.
 - Conditions treat nulls as "not broken" except where the rule is about nulls, so each null is
   reported once, by the rule that names it.
+- **Defects inside one conversation** (a message without a role, a reply before the first user
+  message) would break the messages table's blocking expectations for the whole dump. They are
+  :data:`MESSAGE_RULES`, checked on the nested rows by :func:`conversation_defects`; the loader
+  quarantines such a vote (``detail`` names the conversation and the message position) before
+  the battle rules run.
 - Invariant: ``clean.height + quarantine.height == battles.height``; ``clean`` keeps the input
   order and schema, ``quarantine`` has :data:`~arena_pipeline.core.schema.QUARANTINE_SCHEMA`.
 """
@@ -29,7 +34,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from arena_pipeline.core.schema import BATTLES_SCHEMA, CRITERIA, QUARANTINE_SCHEMA, WINNERS
+from arena_pipeline.core.schema import (
+    BATTLES_SCHEMA,
+    CRITERIA,
+    NARROWED_COLUMNS,
+    QUARANTINE_SCHEMA,
+    WINNERS,
+)
 
 SIDES = ("a", "b")
 
@@ -84,6 +95,12 @@ def _template(text: str) -> pl.Expr:
         return pl.lit(text)
     values = [pl.col(c).cast(pl.String).fill_null("null") for c in columns]
     return pl.format("".join(literal_parts), *values)
+
+
+def _out_of_range(column: pl.Expr, name: str) -> pl.Expr:
+    """True where ``column`` (an integer) does not fit ``BATTLES_SCHEMA[name]``."""
+    dtype = BATTLES_SCHEMA[name]
+    return (column < dtype.min()) | (column > dtype.max())
 
 
 def _offending_columns(columns: tuple[str, ...], broken: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
@@ -175,6 +192,23 @@ RULES: tuple[QuarantineRule, ...] = (
         ("n_messages_a.at_least_1", "n_messages_b.at_least_1"),
     ),
     QuarantineRule(
+        "count_out_of_range",
+        pl.any_horizontal([_out_of_range(pl.col(c), c) for c in NARROWED_COLUMNS]),
+        pl.format(
+            "count out of range of its stored type: {}",
+            pl.concat_str(
+                [
+                    pl.when(_out_of_range(pl.col(c), c)).then(
+                        pl.format(f"{c}={{}} (stored as {BATTLES_SCHEMA[c]})", pl.col(c).cast(pl.String))
+                    )
+                    for c in NARROWED_COLUMNS
+                ],
+                separator=", ",
+                ignore_nulls=True,
+            ),
+        ),
+    ),
+    QuarantineRule(
         "negative_tokens",
         pl.any_horizontal([pl.col(c) < 0 for c in TOKEN_COLUMNS]),
         pl.format("negative token count: {}", _offending_columns(TOKEN_COLUMNS, lambda c: c < 0)),
@@ -246,7 +280,8 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     Returns
     -------
     clean, quarantine
-        ``clean``: the rows that break no rule, input columns and order unchanged.
+        ``clean``: the rows that break no rule, input columns and order unchanged, columns of
+        ``BATTLES_SCHEMA`` cast to its types (counts narrowed once out-of-range rows are out).
         ``quarantine``: one row per rejected input row, in input order, with
         ``QUARANTINE_SCHEMA``: id, source_file, source_row, rule (the broken rules' names joined
         by ','), detail (their reasons joined by '; '), raw (the input row's values as JSON).
@@ -287,7 +322,9 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     rejected = pl.any_horizontal(flags)
     fired = list(zip(ALL_RULES, flags, strict=True))
 
-    clean = frame.filter(~rejected).select(columns)
+    clean = frame.filter(~rejected).select(columns).cast(
+        {c: t for c, t in BATTLES_SCHEMA.items() if c in columns}
+    )
     bad = frame.filter(rejected)
     quarantine = bad.select(
         pl.col("id").cast(pl.String),
@@ -340,3 +377,119 @@ def count_by_rule(quarantine: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.len().alias("rows"))
     )
     return counts.sort(pl.col("rule").replace_strict(order, default=len(order)), "rule")
+
+
+# ---------------------------------------------------------------------------
+# Defects inside a vote's conversation (checked on the nested rows, before flattening)
+# ---------------------------------------------------------------------------
+
+#: The nested conversation columns whose messages become ``arena.messages`` rows.
+CONVERSATION_COLUMNS: tuple[str, ...] = ("conversation_a", "conversation_b")
+
+
+@dataclass(frozen=True)
+class MessageRule:
+    """One rule on a single message of ``conversation_a``/``conversation_b``.
+
+    ``condition`` is evaluated on one row per message with columns ``role`` and ``turn`` (user
+    messages up to and including this one, as ``flatten`` computes it); ``detail`` is a template
+    with ``{conversation}``, ``{position}`` (0-based) and ``{role}``. ``expectations`` are the
+    ids of ``expectations/messages.json`` it protects.
+    """
+
+    name: str
+    condition: pl.Expr
+    detail: str
+    expectations: tuple[str, ...] = ()
+
+
+MESSAGE_RULES: tuple[MessageRule, ...] = (
+    MessageRule(
+        "null_role",
+        pl.col("role").is_null(),
+        "{conversation} message at position {position} has no role",
+        ("turn.not_null",),
+    ),
+    MessageRule(
+        "reply_before_user",
+        pl.col("role").is_not_null() & (pl.col("turn") < 1),
+        "{conversation} message at position {position} ({role}) comes before any user message",
+        ("turn.at_least_1",),
+    ),
+)
+
+
+def conversation_defects(nested: pl.DataFrame) -> pl.DataFrame:
+    """Rows of a nested batch that break a :data:`MESSAGE_RULES` rule.
+
+    Parameters
+    ----------
+    nested
+        Rows with the dataset card's ``conversation_a`` and ``conversation_b`` columns.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``row`` (UInt32, index into ``nested``), ``rule`` (every broken rule, in rule order,
+        joined by ``','``), ``detail`` (the first offending message per rule and conversation,
+        joined by ``'; '``); one row per defective input row, sorted by ``row``. Empty when the
+        batch is sound.
+    """
+    parts = []
+    for column in CONVERSATION_COLUMNS:
+        messages = (
+            nested.select(
+                pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"),
+                pl.col(column).alias("msg"),
+                pl.int_ranges(0, pl.col(column).list.len().fill_null(0), dtype=pl.Int32).alias("position"),
+            )
+            .filter(pl.col("msg").list.len() > 0)
+            .explode("msg", "position")
+            .select(
+                "row",
+                "position",
+                pl.col("msg").struct.field("role").alias("role"),
+            )
+            .with_columns(
+                (pl.col("role") == "user").cast(pl.Int32).cum_sum().over("row").alias("turn")
+            )
+        )
+        for order, rule in enumerate(MESSAGE_RULES):
+            parts.append(
+                messages.filter(rule.condition.fill_null(False))
+                .group_by("row")
+                .agg(pl.col("position").min(), pl.col("role").sort_by("position").first())
+                .with_columns(pl.lit(column).alias("conversation"))
+                .select(
+                    "row",
+                    pl.lit(order).alias("order"),
+                    pl.lit(rule.name).alias("rule"),
+                    _template(rule.detail).alias("detail"),
+                )
+            )
+    schema = {"row": pl.UInt32, "rule": pl.String, "detail": pl.String}
+    found = pl.concat(parts) if parts else pl.DataFrame()
+    if found.is_empty():
+        return pl.DataFrame(schema=schema)
+    return (
+        found.sort("row", "order", maintain_order=True)
+        .group_by("row", maintain_order=True)
+        .agg(
+            pl.col("rule").unique(maintain_order=True).str.join(","),
+            pl.col("detail").str.join("; "),
+        )
+        .cast(schema)
+    )
+
+
+def quarantine_rows(battles: pl.DataFrame, rule: pl.Series | str, detail: pl.Series | str) -> pl.DataFrame:
+    """``battles`` rows as quarantine rows (:data:`QUARANTINE_SCHEMA`) with the given rule/detail."""
+    columns = battles.columns
+    return battles.select(
+        pl.col("id").cast(pl.String),
+        pl.col("source_file").cast(pl.String),
+        pl.col("source_row").cast(pl.Int64),
+        pl.lit(rule).alias("rule"),
+        pl.lit(detail).alias("detail"),
+        pl.struct(columns).struct.json_encode().alias("raw"),
+    ).cast(QUARANTINE_SCHEMA)

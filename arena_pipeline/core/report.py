@@ -161,8 +161,9 @@ def top_n_markdown(
     Returns
     -------
     str
-        Columns ``Rank``, ``Rank (UB)``, ``Model``, ``Rating``, ``95% CI`` (``[lower, upper]``),
-        ``Battles``; a one-line note when the board is empty.
+        Columns ``Rank``, ``UB`` (best rank the interval allows), ``Model``, ``Rating``,
+        ``95% CI`` (``−below/+above`` the rating, whole points), ``Battles``; a one-line note
+        when the board is empty.
 
     Raises
     ------
@@ -176,13 +177,16 @@ def top_n_markdown(
         f"**{category_label(category)}: {METHOD_LABELS.get(method, method)}** "
         f"(top {board.height})",
         "",
-        "| Rank | Rank (UB) | Model | Rating | 95% CI | Battles |",
+        "| Rank | UB | Model | Rating | 95% CI | Battles |",
         "| ---: | ---: | --- | ---: | --- | ---: |",
     ]
+    # compact cells (interval as -lower/+upper around the rating, whole points) so the table fits
+    # the Dagster UI's metadata panel on a 1400 px screen next to the longest model names
     for row in board.iter_rows(named=True):
         model = str(row["model"]).replace("|", "\\|")
-        lo, hi = row.get("ci_lower"), row.get("ci_upper")
-        ci = f"[{lo:.1f}, {hi:.1f}]" if _is_num(lo) and _is_num(hi) else "–"
+        lo, hi, rating = row.get("ci_lower"), row.get("ci_upper"), row.get("rating")
+        ci = (f"−{rating - lo:.0f}/+{hi - rating:.0f}"
+              if _is_num(lo) and _is_num(hi) and _is_num(rating) else "–")
         lines.append(
             f"| {row['rank']} | {row['rank_ub'] if row.get('rank_ub') is not None else '–'} "
             f"| {model} | {_fmt(row['rating'])} | {ci} | {_fmt_int(row.get('n_battles'))} |"

@@ -206,6 +206,20 @@ BATTLES_NESTED_PATHS["instruction_following_score"] = (
 )
 BATTLES_NESTED_PATHS["math"] = ("category_tag", "math_v0.1", "math")
 
+#: Nested integer fields stored narrower than Int64 (e.g. token counts in Int32). The dump may hold
+#: them as int64 (any integer width passes the schema check), so :func:`flatten.flatten_battles`
+#: keeps them as Int64, the ``count_out_of_range`` quarantine rule rejects values outside the
+#: stored type's range, and only the clean rows are narrowed to :data:`BATTLES_SCHEMA`.
+NARROWED_COLUMNS: tuple[str, ...] = tuple(
+    name for name in BATTLES_NESTED_PATHS
+    if BATTLES_SCHEMA[name].is_integer() and BATTLES_SCHEMA[name] != pl.Int64()
+)
+
+#: The flat battles as :func:`flatten.flatten_battles` returns them (before quarantine).
+FLAT_BATTLES_SCHEMA: dict[str, pl.DataType] = {
+    name: pl.Int64() if name in NARROWED_COLUMNS else dtype for name, dtype in BATTLES_SCHEMA.items()
+}
+
 #: arena.messages: one row per message of conversation_a / conversation_b.
 MESSAGES_SCHEMA: dict[str, pl.DataType] = {
     "battle_id": pl.String(),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
+import codecs
 import hashlib
-import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -211,6 +211,17 @@ def new_fields(path: Path) -> list[str]:
     return compare_schema(pq.read_schema(path)).extra
 
 
+def csv_row_count(path: Path) -> int:
+    """Data rows of a CSV export (quoted newlines inside cells included), streamed by Polars.
+
+    Returns -1 when the file cannot be parsed as CSV; the load then fails with the reason.
+    """
+    try:
+        return int(pl.scan_csv(path, infer_schema=False).select(pl.len()).collect().item())
+    except (pl.exceptions.PolarsError, OSError):
+        return -1
+
+
 def file_sha256(path: str | Path) -> str:
     """The sha256 hex digest of a file (``hashlib.file_digest``)."""
     with open(path, "rb") as fh:
@@ -237,28 +248,93 @@ def _literal(text: str | None):
     return ast.literal_eval(text)
 
 
-def _decode(path: Path) -> str:
-    raw = path.read_bytes()
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise SourceError(
-            f"{path}: not valid UTF-8 at byte {exc.start} (line {line}): {raw[exc.start:exc.start + 8]!r}"
-        ) from exc
+#: Default per-cell limit of a CSV export (``ARENA_CSV_MAX_CELL_BYTES``): 16 MiB, about four times
+#: a 1M-token context as text; the largest cell of the real 100-row sample is 79 kB.
+DEFAULT_MAX_CELL_BYTES = 16 * 1024 * 1024
+
+#: Most syntax characters (``, : [ ] { }``, inside strings too) a nested cell may hold: the syntax tree
+#: of ``ast.literal_eval`` costs about 1 kB per element, so a 4 MiB cell of ``0,0,0,...`` took 2 GB
+#: while 16 MiB of prose takes about 150 MB. Real conversations hold a few thousand (the 100-row
+#: sample at most 1,377); a cell over this is quarantined as ``oversized_cell`` without parsing.
+MAX_CELL_SYNTAX_CHARS = 262_144
+_SYNTAX = r"[,:\[\]{}]"
 
 
-def read_csv_export(path: Path) -> CsvRead:
+def _check_utf8(path: Path, chunk: int = 1 << 22) -> None:
+    """Raise :class:`SourceError` naming byte and line unless ``path`` is UTF-8 (read in 4 MiB chunks)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    lines = 0
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(chunk)
+            pending = decoder.getstate()[0]  # bytes of a character split across blocks
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                data = pending + block
+                line = lines + data[: exc.start].count(b"\n") + 1
+                raise SourceError(
+                    f"{path}: not valid UTF-8 at byte {offset - len(pending) + exc.start} (line {line}): "
+                    f"{data[exc.start:exc.start + 8]!r}"
+                ) from exc
+            if not block:
+                return
+            lines += block.count(b"\n")
+            offset += len(block)
+
+
+#: ISO 8601 layouts accepted in a CSV's timestamp column, after :func:`iso_timestamp_expr` has
+#: made the date/time separator ``T`` and a ``Z`` suffix ``+00:00``. ``%.f`` also matches no fraction.
+_ISO_WITH_OFFSET = ("%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%dT%H:%M%z")
+_ISO_NAIVE = ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
+
+
+def iso_timestamp_expr(col: str | pl.Expr) -> pl.Expr:
+    """ISO 8601 strings to naive UTC ``Datetime("ns")``, each value parsed on its own.
+
+    Accepted: ``T`` or a space between date and time; seconds and a fraction (up to ns) optional;
+    an offset ``+05:30``, ``+0530``, ``-02:00`` or ``Z`` converted to UTC; no offset read as UTC
+    already (the dump's own timestamps); a date alone as midnight. Anything else gives null.
+    Mixed layouts in one column are fine: the first value does not decide the format.
+    """
+    expr = pl.col(col) if isinstance(col, str) else col
+    text = (
+        expr.cast(pl.String)
+        .str.strip_chars()
+        .str.replace(r"^(\d{4}-\d{2}-\d{2})[ tT]", "${1}T")
+        .str.replace(r"[zZ]$", "+00:00")
+    )
+    candidates = [
+        text.str.to_datetime(fmt, time_unit="ns", strict=False, exact=True)
+        .dt.convert_time_zone("UTC")
+        .dt.replace_time_zone(None)
+        for fmt in _ISO_WITH_OFFSET
+    ] + [text.str.to_datetime(fmt, time_unit="ns", strict=False, exact=True) for fmt in _ISO_NAIVE]
+    return pl.coalesce(candidates)
+
+
+def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BYTES) -> CsvRead:
     """Parse a CSV export whose nested fields are Python-literal strings.
 
     Rows whose nested field does not parse as a literal, or does not fit the dataset card's type,
-    become quarantine rows (rule ``unparseable_nested_field``); the file as a whole fails with
-    :class:`SourceError` when it is not UTF-8, not parseable CSV, or lacks a documented column.
+    become quarantine rows (rule ``unparseable_nested_field``); a row with a cell (any column)
+    larger than ``max_cell_bytes`` becomes a quarantine row (rule ``oversized_cell``) without its
+    cells being parsed, and its ``raw`` holds the cell's size instead of the cell. The file as a
+    whole fails with :class:`SourceError` when it is not UTF-8, not parseable CSV, or lacks a
+    documented column.
+
+    Memory: the UTF-8 check streams 4 MiB chunks; Polars holds the file's cells once; the parsed
+    Python values of all good rows and their Arrow copy follow, so peak memory grows linearly with
+    the file, plus the syntax tree of the one cell being parsed, which ``max_cell_bytes`` and
+    :data:`MAX_CELL_SYNTAX_CHARS` cap. Measured (``benchmarks/bench_csv_memory.py``): 8-12 times
+    the file size, plus at most about 300 MiB for the one cell at either cap; a cell over a cap
+    costs nothing beyond its bytes.
     """
     path = Path(path)
-    text = _decode(path)
+    _check_utf8(path)
     try:
-        frame = pl.read_csv(io.StringIO(text), infer_schema=False)
+        frame = pl.read_csv(path, infer_schema=False)
     except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
         raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
     missing = [n for n in DATASET_ARROW_SCHEMA.names if n not in frame.columns]
@@ -266,12 +342,42 @@ def read_csv_export(path: Path) -> CsvRead:
         raise SourceError(f"{path}: missing column(s) {', '.join(missing)} required by the dataset card")
     frame = frame.select(DATASET_ARROW_SCHEMA.names)
 
-    parsed: dict[str, list] = {name: [] for name in NESTED_COLUMNS}
     errors: dict[int, str] = {}
+    oversized_rule: dict[int, str] = {}
+    if max_cell_bytes is not None:
+        too_big = {c: pl.col(c).str.len_bytes() > max_cell_bytes for c in frame.columns}
+        too_deep = {c: pl.col(c).str.count_matches(_SYNTAX) > MAX_CELL_SYNTAX_CHARS for c in NESTED_COLUMNS}
+        detail = frame.select(
+            pl.concat_str(
+                [pl.when(big).then(pl.format(f"{c}: cell of {{}} bytes is over the limit of {max_cell_bytes} "
+                                             "bytes (ARENA_CSV_MAX_CELL_BYTES); not parsed",
+                                             pl.col(c).str.len_bytes()))
+                 for c, big in too_big.items()]
+                + [pl.when(deep & ~too_big[c]).then(pl.format(
+                    f"{c}: cell of {{}} syntax characters is over the limit of {MAX_CELL_SYNTAX_CHARS}; "
+                    "not parsed", pl.col(c).str.count_matches(_SYNTAX)))
+                   for c, deep in too_deep.items()],
+                separator="; ", ignore_nulls=True,
+            ).alias("detail")
+        ).to_series()
+        too_big = {c: big | too_deep[c] if c in too_deep else big for c, big in too_big.items()}
+        for row in frame.select(pl.any_horizontal(too_big.values())).to_series().arg_true().to_list():
+            errors[row] = detail[row]
+            oversized_rule[row] = "oversized_cell"
+        if oversized_rule:  # keep the oversized cells out of every later step
+            frame = frame.with_columns(
+                pl.when(big).then(pl.format("<{} bytes>", pl.col(c).str.len_bytes())).otherwise(pl.col(c)).alias(c)
+                for c, big in too_big.items()
+            )
+
+    parsed: dict[str, list] = {name: [] for name in NESTED_COLUMNS}
     # One Python-literal parse per cell is unavoidable: the format is Python syntax, not JSON.
     for name in NESTED_COLUMNS:
         dtype = DATASET_ARROW_SCHEMA.field(name).type
         for row, cell in enumerate(frame.get_column(name).to_list()):
+            if row in oversized_rule:
+                parsed[name].append(None)
+                continue
             try:
                 value = _literal(cell)
                 pa.array([value], type=dtype)  # rejects values of the wrong shape
@@ -286,7 +392,7 @@ def read_csv_export(path: Path) -> CsvRead:
         pl.col("evaluation_order").str.strip_chars().cast(pl.Int32, strict=False),
         pl.col("is_code").str.to_lowercase().replace_strict(
             {"true": True, "false": False}, default=None, return_dtype=pl.Boolean),
-        pl.col("timestamp").str.to_datetime(time_unit="ns", strict=False),
+        iso_timestamp_expr("timestamp").alias("timestamp"),
     )
     bad_scalar = scalars.select(
         (pl.col("evaluation_order").is_null() & frame.get_column("evaluation_order").is_not_null())
@@ -314,7 +420,7 @@ def read_csv_export(path: Path) -> CsvRead:
             "id": frame.get_column("id").gather(bad).to_list() if bad else [],
             "source_file": [str(path)] * len(bad),
             "source_row": bad,
-            "rule": ["unparseable_nested_field"] * len(bad),
+            "rule": [oversized_rule.get(i, "unparseable_nested_field") for i in bad],
             "detail": [errors[i] for i in bad],
             "raw": raw,
         },

@@ -16,6 +16,41 @@ class WarehouseLockedError(RuntimeError):
     """The DuckDB file stayed locked by another process for longer than the allowed wait."""
 
 
+class WarehouseCorruptError(RuntimeError):
+    """The DuckDB file is damaged (truncated, or a block's checksum does not match).
+
+    Opening it again gives the same error, so callers must not retry (``retryable`` is False);
+    the message says how to rebuild the last publication from the cached dump.
+    """
+
+    retryable = False
+
+
+#: Lower-case fragments of DuckDB's messages for a damaged database file.
+CORRUPTION_MARKERS: tuple[str, ...] = (
+    "could not read enough bytes",
+    "corrupt database file",
+    "checksum",
+)
+
+REBUILD_COMMAND = ".venv/bin/dagster asset materialize -m arena_pipeline.definitions --select '*'"
+
+
+def corruption_error(path: str, exc: Exception) -> WarehouseCorruptError | None:
+    """A :class:`WarehouseCorruptError` for ``exc`` when it reports a damaged file, else None."""
+    text = str(exc)
+    if not any(marker in text.lower() for marker in CORRUPTION_MARKERS):
+        return None
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return WarehouseCorruptError(
+        f"the warehouse {path} is damaged ({first}); opening it again would fail the same way, so it "
+        f"is not retried. The last publication can be rebuilt from the cached dump (a Hub revision "
+        f"already in ARENA_CACHE_DIR is not downloaded again): move the file aside and re-run the "
+        f"pipeline, e.g. `mv {path} {path}.damaged && ARENA_WAREHOUSE={path} {REBUILD_COMMAND}` "
+        f"(add your usual --config-json); earlier dumps' history stays in the moved file"
+    )
+
+
 def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
             memory_limit: str | None = None, config: dict | None = None) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, retrying while another process holds its lock, for at most ``timeout_s``.
@@ -28,6 +63,10 @@ def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
     ------
     WarehouseLockedError
         If the file is still locked at the deadline (the message gives the time waited).
+    WarehouseCorruptError
+        At once, never retried, if DuckDB reports the file damaged (:data:`CORRUPTION_MARKERS`:
+        a truncated file, a block checksum mismatch); the message gives the
+        command that rebuilds the last publication.
     """
     started = time.monotonic()
     deadline = started + timeout_s
@@ -38,8 +77,11 @@ def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
             if memory_limit:
                 settings["memory_limit"] = memory_limit
             return duckdb.connect(path, read_only=read_only, config=settings)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
+        except duckdb.Error as exc:
+            damaged = corruption_error(path, exc)
+            if damaged is not None:
+                raise damaged from exc
+            if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
                 raise
             remaining = deadline - time.monotonic()
             if remaining <= 0:

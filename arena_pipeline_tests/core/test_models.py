@@ -18,8 +18,13 @@ from arena_pipeline.core.models import (
     load_aliases,
     merged_names,
     models_table,
+    normalize_name_expr,
     normalize_names,
+    confusable_pairs,
+    skeleton_expr,
 )
+
+REAL_CSV = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
 
 
 @pytest.fixture(scope="module")
@@ -364,3 +369,60 @@ def test_models_table_without_timestamps(aliases: pl.DataFrame) -> None:
     assert table.get_column("battles_overall").to_list() == [1, 1]
     with pytest.raises(ValueError, match="model_a_canonical"):
         models_table(battles.drop("model_a_canonical"), pl.DataFrame())
+
+
+# ---------------------------------------------------------------------------
+# invisible characters and look-alike names
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "gemini\u200b-2.5-pro",  # zero-width space
+        "gemini-2.5\u2060-pro",  # word joiner
+        "\ufeffgemini-2.5-pro",  # byte-order mark
+        "gem\u00adini-2.5-pro",  # soft hyphen
+        "gemini-2.5-pro\u202e",  # right-to-left override
+        "gemini\u00a02.5\u3000pro",  # no-break space, ideographic space
+        "gemini\u20292.5\u2003pro",  # paragraph separator, em space
+    ],
+)
+def test_normalization_removes_format_characters_and_whitespace_variants(raw: str) -> None:
+    assert normalize_names([raw]) == ["gemini-2.5-pro"]
+
+
+def test_cyrillic_look_alike_is_not_merged_but_reported() -> None:
+    cyrillic = "g\u0435mini-2.5-pro"  # CYRILLIC SMALL LETTER IE
+    assert normalize_names([cyrillic]) == [cyrillic]  # normalization never merges scripts
+    models = pl.DataFrame({"model": ["gemini-2.5-pro", cyrillic, "gpt-4o", "o3-mini", None]})
+    pairs = confusable_pairs(models)
+    assert pairs.to_dicts() == [
+        {"model": "gemini-2.5-pro", "other": cyrillic, "skeleton": "gernini-2.5-pro"}
+    ]
+
+
+def test_skeleton_matches_uts39_examples() -> None:
+    # UTS #39 section 4: "paypal" with a Cyrillic a / digit l look-alikes; 1 and l share a prototype
+    frame = pl.DataFrame({"s": ["p\u0430ypal", "paypal", "1", "l", "\u0391"]})  # Greek capital alpha
+    out = frame.select(skeleton_expr("s")).to_series().to_list()
+    assert out[0] == out[1]
+    assert out[2] == out[3] == "l"
+    assert out[4] == "A"
+
+
+def test_alias_row_merges_a_confusable_pair(tmp_path) -> None:
+    cyrillic = "g\u0435mini-2.5-pro"
+    extra = tmp_path / "aliases.csv"
+    extra.write_text(f"alias,canonical\n{cyrillic},gemini-2.5-pro\n", encoding="utf-8")
+    aliases = load_aliases(extra)
+    battles = pl.DataFrame({"model_a": [cyrillic, "gemini\u200b-2.5-pro"], "model_b": ["o3-mini", "o3-mini"]})
+    canon = add_canonical_columns(battles, aliases)
+    assert canon.get_column("model_a_canonical").to_list() == ["gemini-2.5-pro", "gemini-2.5-pro"]
+    assert confusable_pairs(canon.select(pl.col("model_a_canonical").alias("model"))).is_empty()
+
+
+def test_real_model_names_have_no_confusable_pair() -> None:
+    names = pl.read_csv(REAL_CSV, columns=["model_a", "model_b"], infer_schema=False)
+    canonical = pl.concat([names["model_a"], names["model_b"]]).to_frame("raw").select(
+        normalize_name_expr("raw").alias("model"))
+    assert confusable_pairs(canonical).is_empty()

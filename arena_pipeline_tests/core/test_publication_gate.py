@@ -31,8 +31,8 @@ def test_empty_overall_board_is_refused_with_the_setting_to_relax():
     message = refusal_message([problem])
     assert message.startswith("publication refused, nothing changed") and message.count("allow_degenerate") == 1
     assert any("empty" in p for p in board_problems(empty, LIVE, GatePolicy()))
-    # a board whose overall models are all provisional is empty as far as readers see
-    assert board_problems(_board(["a", "b"], provisional=["a", "b"]), None, GatePolicy())
+    # a board whose overall models are all provisional is not empty: they are rated, shown apart
+    assert board_problems(_board(["a", "b"], provisional=["a", "b"]), None, GatePolicy()) == []
 
 
 def test_model_and_category_losses_beyond_the_shares_are_refused():

@@ -14,7 +14,8 @@ from arena_pipeline.core import quality
 from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
 from arena_pipeline_tests.core.battle_frames import make_battles, make_messages, with_values
 
-REAL_VOTES = Path("/work/shared/data/real/arena_hp140k_votes_with_category_tag.parquet")
+#: The 29 real votes with quirky category-tag scores (provenance: arena_pipeline_tests/data/README.md).
+REAL_QUIRKY_VOTES = Path(__file__).parents[1] / "data" / "real_quirky_scores.parquet"
 
 # A fixed clock, so that the timestamp cases do not depend on today's date.
 NOW = dt.datetime(2025, 8, 1)
@@ -45,7 +46,7 @@ def row_of(report: quality.QualityReport, expectation_id: str) -> dict:
 def test_suites_load_from_expectations_dir(name):
     suite = quality.load_suite(name)
     assert suite.name == name
-    assert quality.suite_path(name) == quality.EXPECTATIONS_DIR / f"{name}.json"
+    assert quality.suite_path(name) == quality.expectations_dir() / f"{name}.json"
     raw = json.loads(quality.suite_path(name).read_text())
     assert len(suite.expectations) == len(raw["expectations"])
     for exp in suite.expectations:
@@ -333,10 +334,9 @@ def test_warnings_do_not_flip_passed_errors(good):
     }
 
 
-@pytest.mark.skipif(not REAL_VOTES.exists(), reason="real vote table not available")
 def test_real_dump_quirks_are_warnings(good):
     """The real dump's quirky scores, on otherwise valid battles: warnings only."""
-    votes = pl.read_parquet(REAL_VOTES)
+    votes = pl.read_parquet(REAL_QUIRKY_VOTES)
     cw, ifs = "category_tag.creative_writing_v0.1.score", "category_tag.if_v0.1.score"
     quirky = votes.filter(
         pl.col(cw).is_null() | ~pl.col(cw).is_in(["yes", "no"]) | pl.col(ifs).is_null()

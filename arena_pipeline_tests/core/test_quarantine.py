@@ -298,3 +298,19 @@ def test_after_quarantine_error_expectations_pass():
     by_expectation = {exp: r.name for r in ALL_RULES for exp in r.expectations}
     for exp_id in before.failures("error")["expectation_id"]:
         assert by_expectation[exp_id] in fired
+
+
+def test_count_out_of_range_names_the_field_and_narrows_clean_rows():
+    from arena_pipeline.core.schema import FLAT_BATTLES_SCHEMA, NARROWED_COLUMNS
+
+    assert {"sum_user_tokens", "turns", "context_a_tokens"} <= set(NARROWED_COLUMNS)
+    frame = make_battles(4).cast(FLAT_BATTLES_SCHEMA)
+    frame = with_values(frame, 1, sum_user_tokens=2**63 - 1)
+    frame = with_values(frame, 3, context_b_tokens=-(2**40))
+    clean, quarantine = split_quarantine(frame)
+    assert clean.schema == pl.Schema(BATTLES_SCHEMA)
+    assert clean["id"].to_list() == ["id-0000", "id-0002"]
+    assert quarantine["rule"].to_list() == ["count_out_of_range", "count_out_of_range,negative_tokens"]
+    assert quarantine["detail"][0] == (
+        "count out of range of its stored type: sum_user_tokens=9223372036854775807 (stored as Int32)")
+    assert "context_b_tokens=-1099511627776 (stored as Int32)" in quarantine["detail"][1]

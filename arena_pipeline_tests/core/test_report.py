@@ -189,13 +189,14 @@ def _parse(page: str) -> _Collector:
 def test_top_n_markdown_lists_the_top_rows_in_rank_order(outputs):
     text = top_n_markdown(outputs.leaderboard, "overall", "bt", n=3)
     lines = text.splitlines()
-    assert lines[2] == "| Rank | Rank (UB) | Model | Rating | 95% CI | Battles |"
+    assert lines[2] == "| Rank | UB | Model | Rating | 95% CI | Battles |"
     rows = lines[4:]
     assert len(rows) == 3
     board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt")).sort("rank")
     first = board.row(0, named=True)
     assert rows[0].startswith(f"| 1 | {first['rank_ub']} | {first['model']} | ")
-    assert f"[{first['ci_lower']:.1f}, {first['ci_upper']:.1f}]" in rows[0]
+    below, above = first["rating"] - first["ci_lower"], first["ci_upper"] - first["rating"]
+    assert f"| −{below:.0f}/+{above:.0f} |" in rows[0]
     assert rows[0].endswith(f"| {first['n_battles']:,} |")
 
 
@@ -430,3 +431,14 @@ def test_load_report_inputs_reads_one_snapshot(outputs, tmp_path):
     assert inputs.pairwise.height == 0 and inputs.style_coefficients.height == 0
     assert inputs.quality_results.height == 3  # only the leaderboard's revision
     assert inputs.dumps_row is None
+
+
+def test_top_n_markdown_rows_stay_narrow_beside_long_model_names(outputs):
+    """The UI's metadata panel on a 1400 px screen: besides the model name, a line takes at most 44
+    characters (the header; a row with two-digit ranks and 5-digit battles takes 43, and took 52
+    with the '[lower, upper]' interval and the 'Rank (UB)' header)."""
+    text = top_n_markdown(outputs.leaderboard, "overall", "bt", n=10)
+    board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt"))
+    longest = max(len(m.replace("|", "\\|")) for m in board.get_column("model"))
+    widths = [len(line) for line in text.splitlines()[2:]]
+    assert max(widths) <= longest + 44

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
+import time
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import (
+    DEFAULT_MAX_CELL_BYTES,
+    MAX_CELL_SYNTAX_CHARS,
+    csv_row_count,
+    iso_timestamp_expr,
     SourceError,
     compare_schema,
     hub_not_found_note,
@@ -173,3 +180,100 @@ def test_csv_missing_column_is_fatal(tmp_path):
     path.write_text("id,model_a\nx,y\n", encoding="utf-8")
     with pytest.raises(SourceError, match="few.csv: missing column"):
         read_csv_export(path)
+
+
+def _csv_with(tmp_path: Path, column: str, values: dict[int, str], name: str = "edited.csv") -> tuple[Path, list]:
+    """The real sample with ``values[row]`` written into ``column`` of those data rows."""
+    rows = list(csv.reader(io.StringIO(REAL_CSV.read_text(encoding="utf-8"))))
+    index = rows[0].index(column)
+    for row, value in values.items():
+        rows[row + 1][index] = value
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    path = tmp_path / name
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path, rows
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("2025-05-29T14:48:41+05:30", dt.datetime(2025, 5, 29, 9, 18, 41)),
+        ("2025-05-29T14:48:41.5-02:00", dt.datetime(2025, 5, 29, 16, 48, 41, 500000)),
+        ("2025-05-29 14:48:41Z", dt.datetime(2025, 5, 29, 14, 48, 41)),
+        ("2025-05-29T14:48:41+0530", dt.datetime(2025, 5, 29, 9, 18, 41)),
+        ("2025-05-29T14:48:41", dt.datetime(2025, 5, 29, 14, 48, 41)),
+        ("2025-05-29T14:48:41.602925", dt.datetime(2025, 5, 29, 14, 48, 41, 602925)),
+        ("2025-05-29", dt.datetime(2025, 5, 29)),
+        ("29/05/2025 14:48", None),
+        ("2025-13-01T00:00:00", None),
+    ],
+)
+def test_iso_timestamps_with_or_without_offset_parse_to_utc(text, utc):
+    out = pl.DataFrame({"t": [text]}).select(iso_timestamp_expr("t")).to_series()
+    assert out.dtype == pl.Datetime("ns")
+    assert out.to_list() == [utc]
+
+
+def test_csv_mixed_timestamp_formats_are_parsed_per_value(tmp_path):
+    # the first row decided the format before: an offset there quarantined every plain row
+    path, rows = _csv_with(tmp_path, "timestamp", {0: "2025-05-29T14:48:41+05:30", 1: "2025-07-07 02:04:51Z",
+                                                   2: "not a time"})
+    parsed = read_csv_export(path)
+    assert parsed.table.num_rows == 99
+    assert parsed.quarantine["source_row"].to_list() == [2]
+    times = parsed.table.column("timestamp").to_pylist()
+    assert times[0] == dt.datetime(2025, 5, 29, 9, 18, 41)
+    assert times[1] == dt.datetime(2025, 7, 7, 2, 4, 51)
+    index = rows[0].index("timestamp")
+    assert times[2] == dt.datetime.fromisoformat(rows[4][index])  # untouched rows keep their value
+
+
+def test_oversized_cell_is_quarantined_without_parsing(tmp_path):
+    # 24 MB of one literal with millions of elements: parsing it took minutes and gigabytes
+    huge = "[" + "0," * 12_000_000 + "]"
+    path, rows = _csv_with(tmp_path, "conversation_a", {5: huge})
+    started = time.perf_counter()
+    parsed = read_csv_export(path)  # the default limit, 16 MiB
+    assert time.perf_counter() - started < 20
+    assert parsed.table.num_rows == 99
+    q = parsed.quarantine.row(0, named=True)
+    assert (q["rule"], q["source_row"]) == ("oversized_cell", 5)
+    assert q["detail"] == (f"conversation_a: cell of {len(huge)} bytes is over the limit of "
+                           f"{DEFAULT_MAX_CELL_BYTES} bytes (ARENA_CSV_MAX_CELL_BYTES); not parsed")
+    assert len(q["raw"]) < 10_000
+
+
+def test_cell_limit_applies_to_every_column_and_is_configurable(tmp_path):
+    path, rows = _csv_with(tmp_path, "model_a", {7: "m" * 5000})
+    parsed = read_csv_export(path, max_cell_bytes=50_000)
+    sizes = [len(r[rows[0].index("full_conversation")].encode()) for r in rows[1:]]
+    over = [i for i, n in enumerate(sizes) if n > 50_000]
+    assert over  # the sample has full_conversation cells above 50 kB
+    assert parsed.quarantine["source_row"].to_list() == over
+    assert set(parsed.quarantine["rule"]) == {"oversized_cell"}
+    tight = read_csv_export(path, max_cell_bytes=4096)
+    row7 = tight.quarantine.filter(pl.col("source_row") == 7).row(0, named=True)
+    assert "model_a: cell of 5000 bytes" in row7["detail"]
+    assert '"model_a": "<5000 bytes>"' in row7["raw"]
+
+
+def test_cell_of_tiny_elements_is_quarantined_by_its_syntax_count(tmp_path):
+    # small in bytes, but its syntax tree would cost ~1 kB per element (4 MiB of "0," took 2 GB)
+    cell = "[" + "0," * (MAX_CELL_SYNTAX_CHARS + 1) + "]"
+    path, _ = _csv_with(tmp_path, "full_conversation", {3: cell})
+    parsed = read_csv_export(path)
+    q = parsed.quarantine.row(0, named=True)
+    assert (q["rule"], q["source_row"]) == ("oversized_cell", 3)
+    assert q["detail"] == (f"full_conversation: cell of {MAX_CELL_SYNTAX_CHARS + 3} syntax characters is "
+                           f"over the limit of {MAX_CELL_SYNTAX_CHARS}; not parsed")
+
+
+def test_csv_row_count_counts_records_not_lines(tmp_path):
+    assert csv_row_count(REAL_CSV) == 100
+    multiline, _ = _csv_with(tmp_path, "language", {0: "en\nfr\nde", 5: "a\r\nb"})
+    assert multiline.read_text(encoding="utf-8").count("\n") > 103  # quoted newlines inside cells
+    assert csv_row_count(multiline) == 100
+    header_only = tmp_path / "empty.csv"
+    header_only.write_text(REAL_CSV.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    assert csv_row_count(header_only) == 0

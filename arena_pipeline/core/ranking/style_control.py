@@ -39,8 +39,10 @@ def style_feature_exprs() -> list[pl.Expr]:
     exprs = []
     for name, templates in CONVERSATION_STYLE_COLUMNS.items():
         side = {
-            s: pl.sum_horizontal([pl.col(t.format(side=s)).fill_null(0) for t in templates])
-            .cast(pl.Float64)
+            # summed in Float64: Int64 counts near 2^63 would wrap if summed as integers
+            s: pl.sum_horizontal(
+                [pl.col(t.format(side=s)).cast(pl.Float64).fill_null(0.0) for t in templates]
+            )
             for s in ("a", "b")
         }
         total = side["a"] + side["b"]

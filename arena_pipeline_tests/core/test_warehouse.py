@@ -1,0 +1,60 @@
+"""core.warehouse.connect: a damaged DuckDB file is reported at once, with the way to rebuild it."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from arena_pipeline.core.warehouse import REBUILD_COMMAND, WarehouseCorruptError, connect
+
+
+def _good(path: Path) -> int:
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE SCHEMA arena; CREATE TABLE arena.t AS SELECT range AS i FROM range(200000)")
+    return os.path.getsize(path)
+
+
+def _truncated(path: Path) -> None:
+    size = _good(path)
+    with open(path, "r+b") as fh:
+        fh.truncate(size // 2)
+
+
+def _bad_checksum(path: Path) -> None:
+    _good(path)
+    with open(path, "r+b") as fh:  # the first metadata block after the two headers
+        fh.seek(4096 + 100)
+        block = fh.read(64)
+        fh.seek(4096 + 100)
+        fh.write(bytes(b ^ 0xFF for b in block))
+
+
+@pytest.mark.parametrize("damage", [_truncated, _bad_checksum], ids=["truncated", "checksum"])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_damaged_file_is_reported_at_once_with_the_rebuild_command(tmp_path, damage, read_only):
+    path = tmp_path / "warehouse.duckdb"
+    damage(path)
+    started = time.monotonic()
+    with pytest.raises(WarehouseCorruptError) as caught:
+        connect(str(path), read_only=read_only, timeout_s=30)
+    assert time.monotonic() - started < 5  # not retried like a lock
+    message = str(caught.value)
+    assert f"the warehouse {path} is damaged (" in message
+    assert f"mv {path} {path}.damaged && ARENA_WAREHOUSE={path} {REBUILD_COMMAND}" in message
+    assert caught.value.retryable is False
+    assert isinstance(caught.value.__cause__, duckdb.Error)
+
+
+def test_a_sound_file_and_other_errors_are_unchanged(tmp_path):
+    path = tmp_path / "warehouse.duckdb"
+    _good(path)
+    with connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM arena.t").fetchone() == (200000,)
+    junk = tmp_path / "junk.duckdb"
+    junk.write_text("not a database")
+    with pytest.raises(duckdb.IOException, match="not a valid DuckDB database file"):
+        connect(str(junk))
