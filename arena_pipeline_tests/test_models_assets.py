@@ -117,7 +117,7 @@ def test_look_alike_names_merge_or_warn(tmp_path):
     result = dg.materialize(
         [*ASSETS, *ASSET_CHECKS],
         resources={**default_resources(), "dump_source": DumpSource(source=str(source)),
-                   "warehouse": Warehouse(path=str(tmp_path / "w.duckdb")), "model_catalog": ModelCatalog()},
+                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": ModelCatalog()},
         run_config=RUN_CONFIG,
         raise_on_error=False,
     )
