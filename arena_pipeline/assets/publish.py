@@ -15,6 +15,7 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.publication import (
+    NothingBuiltError,
     PublicationError,
     live_publication,
     plan_tables,
@@ -74,10 +75,10 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
         try:
             chosen, rebuilt = plan_tables(con, SCHEMA, build, PUBLISHED_TABLES, derived_from=DERIVED_FROM,
                                           built_together=BUILT_TOGETHER, checked=CHECKED_TABLES)
-        except PublicationError as exc:
-            if "built no table" not in str(exc):
-                raise dg.Failure(description=str(exc), allow_retries=False) from exc
+        except NothingBuiltError:
             chosen = None
+        except PublicationError as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from exc
         if chosen is not None:
             live = live_publication(con, SCHEMA)
             candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")

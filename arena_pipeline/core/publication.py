@@ -85,6 +85,10 @@ class PublicationError(RuntimeError):
     """The publication gate refused: nothing was changed (the message says what and why)."""
 
 
+class NothingBuiltError(PublicationError):
+    """The run wrote no table version: there is nothing new to publish (not a failure of the gate)."""
+
+
 class NothingPublishedError(LookupError):
     """A run that does not fetch the dump needs a live publication to build on, and there is none."""
 
@@ -199,7 +203,6 @@ class Build:
     build_id: str
     revision: str
     manifest: DumpManifest | None = None
-    based_on: int | None = None  # the publication a partial run builds on
 
     @property
     def key(self) -> str:
@@ -215,14 +218,19 @@ def start_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str,
         raise PublicationError(
             f"run {build_id} already works on revision {existing['revision']}; it cannot switch to "
             f"{manifest.revision}")
+    _insert_build(con, build_id, manifest.revision, manifest_to_json(manifest),
+                  on_conflict="DO UPDATE SET manifest = excluded.manifest, pid = excluded.pid")
+    return Build(build_id, manifest.revision, manifest)
+
+
+def _insert_build(con: duckdb.DuckDBPyConnection, build_id: str, revision: str, manifest: str | None,
+                  on_conflict: str) -> None:
+    """Register a running build of this process (host and pid tell retention when it is gone)."""
     con.execute(
         f"""INSERT INTO {BUILDS} (build_id, build_key, revision, manifest, started_at, status, host, pid)
-            VALUES (?, ?, ?, ?, ?, 'running', ?, ?)
-            ON CONFLICT (build_id) DO UPDATE SET manifest = excluded.manifest, pid = excluded.pid""",
-        [build_id, build_key(build_id), manifest.revision, manifest_to_json(manifest), _now(),
-         socket.gethostname(), os.getpid()],
+            VALUES (?, ?, ?, ?, ?, 'running', ?, ?) ON CONFLICT (build_id) {on_conflict}""",
+        [build_id, build_key(build_id), revision, manifest, _now(), socket.gethostname(), os.getpid()],
     )
-    return Build(build_id, manifest.revision, manifest)
 
 
 def _build_row(con: duckdb.DuckDBPyConnection, build_id: str) -> dict | None:
@@ -242,9 +250,7 @@ def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str) ->
     ensure_catalog(con, schema)
     row = _build_row(con, build_id)
     if row is not None:
-        live = live_publication(con, schema)
-        based_on = live["publication_id"] if live and live["revision"] == row["revision"] else None
-        return Build(build_id, row["revision"], manifest_from_json(row["manifest"]), based_on)
+        return Build(build_id, row["revision"], manifest_from_json(row["manifest"]))
     live = live_publication(con, schema)
     if live is None:
         raise NothingPublishedError(
@@ -252,12 +258,8 @@ def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str) ->
             "graph first (dagster asset materialize -m arena_pipeline.definitions --select '*')")
     source = con.execute(f"SELECT manifest FROM {BUILDS} WHERE build_id = ?", [live["run_id"]]).fetchone()
     manifest = source[0] if source else None
-    con.execute(
-        f"""INSERT INTO {BUILDS} (build_id, build_key, revision, manifest, started_at, status, host, pid)
-            VALUES (?, ?, ?, ?, ?, 'running', ?, ?) ON CONFLICT (build_id) DO NOTHING""",
-        [build_id, build_key(build_id), live["revision"], manifest, _now(), socket.gethostname(), os.getpid()],
-    )
-    return Build(build_id, live["revision"], manifest_from_json(manifest), live["publication_id"])
+    _insert_build(con, build_id, live["revision"], manifest, on_conflict="DO NOTHING")
+    return Build(build_id, live["revision"], manifest_from_json(manifest))
 
 
 def finish_build(con: duckdb.DuckDBPyConnection, build_id: str, status: str, detail: str | None = None) -> None:
@@ -387,13 +389,14 @@ def plan_tables(con: duckdb.DuckDBPyConnection, schema: str, build: Build, table
         f"SELECT table_name, version FROM {VERSIONS} WHERE build_id = ? AND revision = ?",
         [build.build_id, build.revision]).fetchall())
     if not own:
-        raise PublicationError(f"run {build.build_id} built no table: nothing new to publish")
+        raise NothingBuiltError(f"run {build.build_id} built no table: nothing new to publish")
     live = live_publication(con, schema)
     live_tables = live["tables"] if live is not None and live["revision"] == build.revision else {}
     chosen, rebuilt, problems = {}, [], []
     for table in tables:
         if table in own:
-            chosen[table], _ = own[table], rebuilt.append(table)
+            chosen[table] = own[table]
+            rebuilt.append(table)
         elif table in live_tables:
             chosen[table] = live_tables[table]
         else:
@@ -416,7 +419,7 @@ def plan_tables(con: duckdb.DuckDBPyConnection, schema: str, build: Build, table
         if table in chosen and checks.get(chosen[table]) is not True:
             state = "failed" if checks.get(chosen[table]) is False else "were not run"
             problems.append(f"the blocking checks of {schema}.{table} ({chosen[table]}) {state}")
-    problems += _settings_conflicts(con, schema, chosen)
+    problems += _settings_conflicts(schema, publication_settings(con, chosen))
     if problems:
         raise PublicationError("publication refused, nothing changed: " + "; ".join(problems))
     return chosen, rebuilt
@@ -426,14 +429,13 @@ def plan_tables(con: duckdb.DuckDBPyConnection, schema: str, build: Build, table
 UNCOMPARED_SETTINGS = frozenset({"package_version", "source"})
 
 
-def _settings_conflicts(con: duckdb.DuckDBPyConnection, schema: str, chosen: Mapping[str, str]) -> list[str]:
-    """Settings recorded with the chosen versions that disagree (say, two alias tables)."""
-    rows = con.execute(f"SELECT table_name, settings FROM {VERSIONS} WHERE version IN (SELECT unnest(?))",
-                       [list(chosen.values())]).fetchall()
+def _settings_conflicts(schema: str, settings: Mapping[str, Mapping]) -> list[str]:
+    """Settings recorded with the chosen versions (``publication_settings``) that disagree (say, two
+    alias tables); check outcomes are not settings."""
     seen: dict[str, dict[str, list[str]]] = {}
-    for table, text in rows:
-        for key, value in (json.loads(text) if text else {}).items():
-            if key not in UNCOMPARED_SETTINGS:
+    for table, recorded in settings.items():
+        for key, value in recorded.items():
+            if key not in UNCOMPARED_SETTINGS and key != "checks":
                 seen.setdefault(key, {}).setdefault(json.dumps(value, sort_keys=True), []).append(table)
     return [
         f"the tables were made with different {key}: "
