@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench_ingest import ensure_dump  # noqa: E402
+from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 
 from arena_pipeline.core import hub  # noqa: E402
 from arena_pipeline.core.sources import verify_shard  # noqa: E402
@@ -42,15 +42,11 @@ def _timed(fn) -> tuple[float, object]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=20_000)
-    parser.add_argument("--shards", type=int, default=4)
-    parser.add_argument("--templates", type=int, default=3_000)
-    parser.add_argument("--seed", type=int, default=20250529)
-    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "arena_bench")
+    add_dump_arguments(parser, rows=20_000, shards=4)
     parser.add_argument("--repeat", type=int, default=3, help="keep the best of N runs (default 3)")
     args = parser.parse_args(argv)
 
-    dump, _ = ensure_dump(args.workdir, args.rows, args.shards, args.templates, args.seed)
+    dump, _ = dump_from_args(args)
     shards = sorted((dump / "data").glob("train-*.parquet"))
     size = sum(p.stat().st_size for p in shards)
     print(f"dump: {len(shards)} shard(s), {size / 1e6:.0f} MB, {args.rows} rows")

@@ -395,15 +395,24 @@ def run_phase(name: str, dump: Path, scratch: Path) -> dict:
     return result
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=FULL_ROWS,
-                        help="votes in the dump (default: full size)")
-    parser.add_argument("--shards", type=int, default=8, help="parquet shards (default 8)")
+def add_dump_arguments(parser: argparse.ArgumentParser, rows: int = FULL_ROWS, shards: int = 8) -> None:
+    """The synthetic dump's options, shared by the benchmarks that build on it."""
+    parser.add_argument("--rows", type=int, default=rows, help=f"votes in the dump (default {rows:,})")
+    parser.add_argument("--shards", type=int, default=shards, help=f"parquet shards (default {shards})")
     parser.add_argument("--templates", type=int, default=3_000, help="distinct generated votes")
     parser.add_argument("--seed", type=int, default=20250529)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "arena_bench",
                         help="where the dump is cached and the DuckDB files are written")
+
+
+def dump_from_args(args: argparse.Namespace) -> tuple[Path, dict]:
+    """The synthetic dump the options of ``add_dump_arguments`` describe (built once, then cached)."""
+    return ensure_dump(args.workdir, args.rows, args.shards, args.templates, args.seed)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_dump_arguments(parser)
     parser.add_argument("--phases", default="floor,floor_sql,load_dump",
                         help="comma-separated subset of " + ",".join(PHASES))
     parser.add_argument("--repeat", type=int, default=1,
@@ -419,7 +428,7 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     args.workdir.mkdir(parents=True, exist_ok=True)
-    dump, meta = ensure_dump(args.workdir, args.rows, args.shards, args.templates, args.seed)
+    dump, meta = dump_from_args(args)
     files = _shards(dump)
     parquet_bytes = sum(p.stat().st_size for p in files)
     row_groups = sum(pq.ParquetFile(p).num_row_groups for p in files)

@@ -27,7 +27,7 @@ import dagster as dg
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_ingest import FULL_ROWS, ensure_dump  # noqa: E402
+from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 
 from arena_pipeline.definitions import defs  # noqa: E402
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse  # noqa: E402
@@ -50,14 +50,10 @@ def _run(instance, job_name: str, resources: dict, rank: dict) -> tuple[dict, fl
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=FULL_ROWS)
-    parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--templates", type=int, default=3_000)
-    parser.add_argument("--seed", type=int, default=20250529)
-    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "arena_bench")
+    add_dump_arguments(parser)
     args = parser.parse_args(argv)
 
-    dump, meta = ensure_dump(args.workdir, args.rows, args.shards, args.templates, args.seed)
+    dump, meta = dump_from_args(args)
     scratch = Path(tempfile.mkdtemp(prefix="bench_publication_", dir=args.workdir))
     database = scratch / "warehouse.duckdb"
     resources = {
