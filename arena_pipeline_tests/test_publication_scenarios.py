@@ -23,6 +23,7 @@ from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.publication_support import (
     RANK,
+    RANKING_SELECTION,
     REPO_ROOT,
     RERANK_SELECTION,
     Setup,
@@ -58,7 +59,7 @@ def setup(published, tmp_path) -> Setup:
 def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(setup):
     before = fingerprint(setup.warehouse)
     report = setup.root / "report" / "index.html"
-    result = setup.run(selection=["arena/leaderboard", "arena/pairwise", "arena/style_coefficients"],
+    result = setup.run(selection=RANKING_SELECTION,
                        rank={"min_battles": 1, "ties": "drop"})
     assert result.success
     assert fingerprint(setup.warehouse) == before  # computed, not published
@@ -69,7 +70,8 @@ def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(set
     after = fingerprint(setup.warehouse)
     assert after["leaderboard"] != before["leaderboard"] and after["battles"] == before["battles"]
     (first, _, _), (second, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["leaderboard", "pairwise", "style_coefficients"]
+    assert sorted(rebuilt) == ["board_status", "leaderboard", "pairwise", "style_coefficients",
+                               "unrated_models"]
     settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications "
                                                  "WHERE publication_id = ?", [second])[0][0])
     assert settings["tables"]["leaderboard"]["ranking"]["ties"] == "drop"
@@ -211,7 +213,8 @@ def test_partial_runs_from_the_cli_without_dagster_home(setup):
                   "-c", str(config_file))
     assert rerank.returncode == 0, rerank.stderr[-3000:]
     (_, _, _), (_, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["leaderboard", "pairwise", "style_coefficients"]
+    assert sorted(rebuilt) == ["board_status", "leaderboard", "pairwise", "style_coefficients",
+                               "unrated_models"]
     assert_live_is_one_publication(setup.warehouse)
 
 

@@ -12,19 +12,23 @@ from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
+    BOARD_STATUS_TABLE,
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
+    UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.core.report import rating_chart_svg, svg_data_uri, top_n_markdown
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.core.ranking import (
+    BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
+    UNRATED_MODELS_SCHEMA,
     RankingConfig,
     compute_rankings,
 )
@@ -33,7 +37,8 @@ from arena_pipeline.resources import Warehouse
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
-                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE)}
+                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
+                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE)}
 
 
 @dg.asset(
@@ -122,14 +127,21 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
         table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
                    "lists, bold) per category with 95% intervals."),
+        table_spec(UNRATED_MODELS_TABLE, {**UNRATED_MODELS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.unrated_models: per category, the models with battles but no rating "
+                   "(only wins, only losses, not connected, under min_battles), their record and the reason."),
+        table_spec(BOARD_STATUS_TABLE, {**BOARD_STATUS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.board_status: one row per category rule: board, no_board (and why) or "
+                   "unavailable, with battles and rated / shown / provisional / unrated model counts."),
     ],
     can_subset=True,
 )
 def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
-    The three tables come from one fit: a publication takes all three from the same run, so select
-    them together (the rerank_job does) to re-rank with other settings.
+    The five tables come from one fit: a publication takes them all from the same run, so select
+    them together (the rerank_job does) to re-rank with other settings. arena.unrated_models and
+    arena.board_status say what the boards leave out and why.
     """
     with warehouse.connection() as con:
         build = run_build(context, con)
@@ -145,6 +157,8 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         LEADERBOARD_TABLE: output.leaderboard.with_columns(revision),
         PAIRWISE_TABLE: output.pairwise.with_columns(revision),
         STYLE_COEFFICIENTS_TABLE: output.style_coefficients.with_columns(revision),
+        UNRATED_MODELS_TABLE: output.unrated_models.with_columns(revision),
+        BOARD_STATUS_TABLE: output.board_status.with_columns(revision),
     }
     frames = {name: frame for name, frame in frames.items() if name in selected}
     settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version()}
