@@ -33,7 +33,7 @@ import duckdb
 import polars as pl
 
 from arena_pipeline.constants import (
-    CATEGORIES,
+    BOARD_STATUS_TABLE,
     DEFAULT_WAREHOUSE,
     DUMPS_TABLE,
     LEADERBOARD_TABLE,
@@ -42,17 +42,10 @@ from arena_pipeline.constants import (
     QUALITY_RESULTS_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
+    UNRATED_MODELS_TABLE,
 )
+from arena_pipeline.core.categories import CATEGORY_NAMES, category_label
 from arena_pipeline.core.ranking import METHODS
-from arena_pipeline.core.report import (
-    DEFAULT_REPORT_PATH,
-    METHOD_LABELS,
-    category_label,
-    load_report_inputs,
-    published_dump_row,
-    relation_exists,
-    render_report,
-)
 from arena_pipeline.core.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -60,6 +53,14 @@ from arena_pipeline.core.warehouse import (
     corruption_error,
     quoted,
 )
+from arena_pipeline.presentation.read import (
+    METHOD_LABELS,
+    Published,
+    published_dump_row,
+    read_published,
+    relation_exists,
+)
+from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
@@ -77,6 +78,8 @@ EXPORT_TABLES: tuple[str, ...] = (
     MODELS_TABLE,
     QUALITY_RESULTS_TABLE,
     DUMPS_TABLE,
+    UNRATED_MODELS_TABLE,
+    BOARD_STATUS_TABLE,
 )
 
 MATERIALIZE_HINT = (
@@ -144,16 +147,11 @@ def terminal_safe(text: object) -> str:
     return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(text))
 
 
-def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
-    present = set(values)
-    return [v for v in order if v in present] + sorted(present - set(order))
-
-
-def _revision(con: duckdb.DuckDBPyConnection, board: pl.DataFrame | None = None) -> str | None:
-    if board is not None and "dump_revision" in board.columns and board.height:
-        return board.get_column("dump_revision")[0]
-    row = published_dump_row(con, SCHEMA)
-    return row.get("revision") if row else None
+def _read(con: duckdb.DuckDBPyConnection, path: Path, *, style: bool = False) -> Published:
+    try:
+        return read_published(con, SCHEMA, style=style)
+    except duckdb.Error as exc:
+        raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,100 +159,81 @@ def _revision(con: duckdb.DuckDBPyConnection, board: pl.DataFrame | None = None)
 # ---------------------------------------------------------------------------------------------
 
 
-def format_board(board: pl.DataFrame) -> str:
-    """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
-    header = ("Rank", "UB", "Model", "Rating", "95% CI", "Battles")
-    lines: list[tuple[str, ...]] = []
-    for r in board.iter_rows(named=True):
-        lo, hi = r.get("ci_lower"), r.get("ci_upper")
-        ci = f"[{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "-"
-        lines.append(
-            (
-                str(r["rank"]),
-                "-" if r.get("rank_ub") is None else str(r["rank_ub"]),
-                terminal_safe(r["model"]),
-                "-" if r.get("rating") is None else f"{r['rating']:.1f}",
-                ci,
-                "-" if r.get("n_battles") is None else f"{r['n_battles']:,}",
-            )
-        )
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
-    right = {0, 1, 3, 5}
+def _columns(header: Sequence[str], rows: list[tuple[str, ...]], right: set[int]) -> str:
+    """A plain-text table (``right``: right-aligned columns), control characters escaped."""
+    rows = [tuple(terminal_safe(c) for c in row) for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
 
     def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        ).rstrip()
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([fmt(header), rule, *(fmt(line) for line in lines)])
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(row) for row in rows)])
+
+
+def _models(n: int) -> str:
+    return f"{n} model{'' if n == 1 else 's'}"
+
+
+def format_board(board: pl.DataFrame) -> str:
+    """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
+    def dash(value: object, spec: str = "") -> str:
+        return "-" if value is None else format(value, spec)
+
+    rows = [(str(r["rank"]), dash(r.get("rank_ub")), r["model"], dash(r.get("rating"), ".1f"),
+             f"[{r['ci_lower']:.1f}, {r['ci_upper']:.1f}]" if r.get("ci_lower") is not None
+             and r.get("ci_upper") is not None else "-", dash(r.get("n_battles"), ","))
+            for r in board.iter_rows(named=True)]
+    return _columns(("Rank", "UB", "Model", "Rating", "95% CI", "Battles"), rows, {0, 1, 3, 5})
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     path = warehouse_path(args.warehouse)
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
-        lb = quoted(SCHEMA, LEADERBOARD_TABLE)
-        categories = _ordered(
-            [r[0] for r in con.execute(f"SELECT DISTINCT category FROM {lb}").fetchall()], CATEGORIES
-        )
-        if args.category not in categories:
-            if args.category in CATEGORIES:
-                raise CliError(
-                    f"category {args.category!r} has no leaderboard in the published dump (too few "
-                    f"battles?); categories with a leaderboard: {', '.join(categories)}"
-                )
-            raise CliError(
-                f"unknown category {args.category!r}; valid categories: {', '.join(categories)}",
-                EXIT_USAGE,
-            )
-        methods = _ordered(
-            [
-                r[0]
-                for r in con.execute(
-                    f"SELECT DISTINCT method FROM {lb} WHERE category = ?", [args.category]
-                ).fetchall()
-            ],
-            METHODS,
-        )
-        if args.method not in methods:
-            raise CliError(
-                f"unknown method {args.method!r} for category {args.category!r}; valid methods: "
-                f"{', '.join(methods)}",
-                EXIT_USAGE,
-            )
-        board = pl.from_arrow(
-            con.execute(
-                f"SELECT * FROM {lb} WHERE category = ? AND method = ? ORDER BY rank, model",
-                [args.category, args.method],
-            ).to_arrow_table()
-        )
-        revision = _revision(con, board)
-    provisional = board.filter(pl.col("provisional")) if "provisional" in board.columns else board.clear()
-    board = board.filter(~pl.col("provisional")) if "provisional" in board.columns else board
+        pub = _read(con, path)
+    categories = pub.categories()
+    if args.category not in categories:
+        status = pub.board_status.filter(pl.col("category") == args.category)
+        if args.category in CATEGORY_NAMES or status.height:
+            why = f" ({status.get_column('reason')[0]})" if status.height and status.get_column("reason")[0] else \
+                " (too few battles?)"
+            raise CliError(f"category {args.category!r} has no leaderboard in the published dump{why}; "
+                           f"categories with a leaderboard: {', '.join(categories)}")
+        raise CliError(f"unknown category {args.category!r}; valid categories: {', '.join(categories)}",
+                       EXIT_USAGE)
+    if args.method not in (methods := pub.methods(args.category)):
+        raise CliError(f"unknown method {args.method!r} for category {args.category!r}; valid methods: "
+                       f"{', '.join(methods)}", EXIT_USAGE)
+    board = pub.board(args.category, args.method)
+    provisional, board = board.filter("provisional"), board.filter(~pl.col("provisional"))
     total, shown = board.height + provisional.height, board.height
-    if args.top > 0:
-        board = board.head(args.top)
+    board = board.head(args.top) if args.top > 0 else board
     label = METHOD_LABELS.get(args.method, args.method)
     if f"({args.method})" not in label and label != args.method:  # "Rank Centrality (spectral)"
         label = f"{label} ({args.method})"
-    title = (
-        f"{category_label(args.category)} - {label}; {total} models"
-        + (f", top {board.height} shown" if board.height < shown else "")
-        + (f"; dump {revision}" if revision else "")
-    )
-    ci_method = board.get_column("ci_method")[0] if "ci_method" in board.columns and board.height else None
-    print(terminal_safe(title))
+    print(terminal_safe(f"{category_label(args.category)} - {label}; {total} models"
+                        + (f", top {board.height} shown" if board.height < shown else "")
+                        + (f"; dump {pub.revision}" if pub.revision else "")))
     print()
     print(format_board(board) if board.height else "No model reaches the display threshold.")
     if provisional.height:
-        print()
-        print(f"Provisional ({provisional.height} models, not ranked among those above): "
+        print(f"\nProvisional ({_models(provisional.height)}, not ranked among those above): "
               f"{provisional.get_column('provisional_reason')[0]}")
         print(format_board(provisional))
-    if ci_method:
-        print()
-        print(f"95% CI: {ci_method} interval. UB: best rank the interval allows.")
+    unrated = pub.unrated(args.category)
+    if unrated.height:
+        print(f"\nUnrated ({_models(unrated.height)} with battles here but no rating):")
+        print(_columns(("Model", "Battles", "W/L/T", "Reason"), [
+            (r["model"], f"{r['battles']:,}", f"{r['wins']}/{r['losses']}/{r['ties']}", r["reason"])
+            for r in unrated.iter_rows(named=True)], {1}))
+    if "ci_method" in board.columns and board.height:
+        print(f"\n95% CI: {board.get_column('ci_method')[0]} interval. UB: best rank the interval allows.")
+    missing = pub.no_board()
+    if missing.height:
+        print(f"\nCategories without a board ({missing.height}):")
+        print(_columns(("Category", "Status", "Reason"), [
+            (r["category"], r["status"], r["reason"] or "") for r in missing.iter_rows(named=True)], set()))
     return EXIT_OK
 
 
@@ -327,7 +306,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         try:
             con.execute("BEGIN TRANSACTION")  # one snapshot for every table
             try:
-                revision = _revision(con)
+                revision = (published_dump_row(con, SCHEMA) or {}).get("revision")
                 for table in EXPORT_TABLES:
                     if not relation_exists(con, SCHEMA, table):
                         skipped.append(table)
@@ -391,33 +370,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                        f"{Path(args.out) / 'leaderboards.html'}")
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
-        try:
-            inputs = load_report_inputs(con, SCHEMA)
-        except duckdb.Error as exc:
-            raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
+        pub = _read(con, path, style=True)
     try:
-        out = render_report(
-            inputs.leaderboard,
-            inputs.pairwise,
-            inputs.style_coefficients,
-            inputs.quality_results,
-            inputs.dumps_row,
-            args.out,
-            title=args.title,
-            heatmap_models=args.heatmap_models,
-        )
+        out = render_report(pub, args.out, title=args.title, heatmap_models=args.heatmap_models)
     except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
         raise CliError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from exc
-    n = inputs.leaderboard.get_column("category").n_unique()
-    revision = (inputs.dumps_row or {}).get("revision") or _revision_of(inputs.leaderboard)
-    print(f"wrote {out} ({n} {'category' if n == 1 else 'categories'}; dump {revision or 'unknown'})")
+    n = len(pub.categories())
+    print(f"wrote {out} ({n} {'category' if n == 1 else 'categories'}; dump {pub.revision or 'unknown'})")
     return EXIT_OK
-
-
-def _revision_of(frame: pl.DataFrame) -> str | None:
-    if "dump_revision" in frame.columns and frame.height:
-        return frame.get_column("dump_revision")[0]
-    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.publication import read_input, write_version
-from arena_pipeline.core.report import rating_chart_svg, svg_data_uri, top_n_markdown
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
@@ -32,6 +31,8 @@ from arena_pipeline.core.ranking import (
     RankingConfig,
     compute_rankings,
 )
+from arena_pipeline.presentation.markdown import board_previews
+from arena_pipeline.presentation.read import Published
 from arena_pipeline.resources import Warehouse
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
@@ -170,8 +171,12 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     for name, frame in frames.items():
         extra = {}
         if name == LEADERBOARD_TABLE:
-            extra = {**_board_previews(output.leaderboard),
+            # the UI previews: top 10 per category (bt) and the overall ratings chart
+            previews = board_previews(Published.from_output(output))
+            extra = {**{k: dg.MetadataValue.md(v) for k, v in previews.items()},
                 "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
+                "no_board": dg.MetadataValue.json({r["category"]: r["reason"] for r in
+                                                   output.board_status.filter(pl.col("status") != "board").iter_rows(named=True)}),
                 "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
                 "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
             }
@@ -181,15 +186,3 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
             data_version=dg.DataVersion(build.revision),
         )
 
-
-def _board_previews(leaderboard: pl.DataFrame) -> dict:
-    """Markdown top-10 per category (bt) and a ratings chart with 95% intervals, for the UI."""
-    previews: dict = {}
-    bt = leaderboard.filter(pl.col("method") == "bt")
-    for category in bt.get_column("category").unique(maintain_order=True).to_list():
-        previews[f"top10_{category}"] = dg.MetadataValue.md(top_n_markdown(leaderboard, category, "bt", 10))
-    if not bt.filter(pl.col("category") == "overall").is_empty():
-        chart = rating_chart_svg(leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
-        previews["overall_ratings_chart"] = dg.MetadataValue.md(
-            f"![overall ratings with 95% CI]({svg_data_uri(chart)})")
-    return previews

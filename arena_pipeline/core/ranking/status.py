@@ -129,7 +129,8 @@ def board_status_frame(columns: Sequence[str], fitted: Mapping[str, Mapping[str,
             rows.append({"category": name, **fitted[name]})
         elif missing:
             rows.append({"category": name, "status": "unavailable",
-                         "reason": f"unavailable: the dump has no {', '.join(missing)} field"})
+                         "reason": f"unavailable: the dump has no {', '.join(missing)} "
+                                                   f"field{'s' if len(missing) > 1 else ''}"})
         else:
             rows.append({"category": name, "status": "no_board", "battles": 0,
                          "reason": "no battles tagged"})
