@@ -102,7 +102,7 @@ def synthetic_outputs(n: int = 3000, seed: int = 0) -> RankingOutput:
 def synthetic_published(**extra) -> Published:
     """:func:`synthetic_outputs` as published frames, with quality results and the dumps row."""
     return Published.from_output(synthetic_outputs(), quality_results=synthetic_quality(),
-                                 dump=synthetic_dump(), **extra)
+                                 dump=synthetic_dump(), style_profile=synthetic_style_profile(), **extra)
 
 
 def synthetic_quality() -> pl.DataFrame:
@@ -139,3 +139,16 @@ def synthetic_dump() -> dict:
         "first_seen": dt.datetime(2025, 7, 1, 2, 0),
         "published_at": dt.datetime(2025, 7, 1, 3, 4),
     }
+
+
+@lru_cache(maxsize=1)
+def synthetic_style_profile() -> pl.DataFrame:
+    """``read.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
+    import duckdb
+
+    from arena_pipeline.presentation.read import style_profile
+
+    battles = with_champion(synthetic_battles())  # noqa: F841 - read by DuckDB
+    with duckdb.connect() as con:
+        con.execute("CREATE SCHEMA arena; CREATE TABLE arena.battles AS SELECT * FROM battles")
+        return style_profile(con)
