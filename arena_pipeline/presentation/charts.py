@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import math
 from collections.abc import Sequence
 from html import escape
@@ -56,16 +57,18 @@ def _marker(shape: str, x: float, y: float, colour: str, size: float = 4.0) -> s
     return f'<circle class="pt" cx="{x:.1f}" cy="{y:.1f}" r="{size:.1f}" fill="{colour}"/>'
 
 
-def forest_svg(labels: Sequence[str], series: dict[str, list[dict]], chart_id: str, title: str, desc: str,
+Point = tuple[str, Any, Any, Any, str]  # label, rating, ci_lower, ci_upper, tooltip
+
+
+def forest_svg(labels: Sequence[str], series: dict[str, list[Point]], chart_id: str, title: str, desc: str,
                width: int = 860, css_class: str = "rating-chart") -> str:
     """Points with horizontal 95% intervals, one row per label, one marker style per series.
 
-    ``series`` maps a method to rows with ``label``, ``rating``, ``ci_lower``, ``ci_upper`` and
-    ``tip`` (the point's tooltip); rows whose label is not in ``labels`` are skipped.
+    ``series`` maps a method to :data:`Point` rows; rows whose label is not in ``labels`` are skipped.
     """
     index = {m: i for i, m in enumerate(labels)}
-    values = [v for rows in series.values() for r in rows for v in (r["rating"], r["ci_lower"], r["ci_upper"])
-              if is_num(v) and r["label"] in index]
+    series = {m: [p for p in rows if p[0] in index] for m, rows in series.items()}
+    values = [v for rows in series.values() for p in rows for v in p[1:4] if is_num(v)]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     step = _nice_step(hi - lo)
     lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
@@ -101,16 +104,19 @@ def forest_svg(labels: Sequence[str], series: dict[str, list[dict]], chart_id: s
     for j, (method, rows) in enumerate(series.items()):
         colour, shape = METHOD_STYLE.get(method, ("#444", "circle"))
         offset = 0.0 if k == 1 else (j - (k - 1) / 2) * 7
-        for r in (r for r in rows if r["label"] in index):
-            y = top + row_h * index[r["label"]] + row_h / 2 + offset
-            group = [f'<g class="series-{_esc(method)}"><title>{_esc(r["tip"])}</title>']
-            if is_num(r["ci_lower"]) and is_num(r["ci_upper"]):
-                x1, x2 = x_of(r["ci_lower"]), x_of(r["ci_upper"])
-                group += [f'<line class="ci" x1="{a:.1f}" y1="{y + dy:.1f}" x2="{b:.1f}" y2="{y - dy:.1f}" '
-                          f'stroke="{colour}"/>' for a, b, dy in ((x1, x2, 0), (x1, x1, 3), (x2, x2, 3))]
-            if is_num(r["rating"]):
-                group.append(_marker(shape, x_of(r["rating"]), y, colour))
-            out.append("".join(group) + "</g>")
+        group = f'<g class="series-{_esc(method)}"><title>'
+        for label, rating, ci_lower, ci_upper, tip in rows:
+            y = top + row_h * index[label] + row_h / 2 + offset
+            out.append(f"{group}{escape(tip)}</title>")
+            if is_num(ci_lower) and is_num(ci_upper):
+                x1, x2 = x_of(ci_lower), x_of(ci_upper)
+                out.append(f'<line class="ci" x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}" stroke="{colour}"/>'
+                           f'<line class="ci" x1="{x1:.1f}" y1="{y + 3:.1f}" x2="{x1:.1f}" y2="{y - 3:.1f}" '
+                           f'stroke="{colour}"/><line class="ci" x1="{x2:.1f}" y1="{y + 3:.1f}" x2="{x2:.1f}" '
+                           f'y2="{y - 3:.1f}" stroke="{colour}"/>')
+            if is_num(rating):
+                out.append(_marker(shape, x_of(rating), y, colour))
+            out.append("</g>")
     if k > 1:  # legend
         x = left
         for method in series:
@@ -122,9 +128,11 @@ def forest_svg(labels: Sequence[str], series: dict[str, list[dict]], chart_id: s
     return "".join(out) + "</svg>"
 
 
-def _tip(r: dict, name: str) -> str:
-    return (f"{name}: rating {_fmt(r['rating'])}, 95% CI [{_fmt(r['ci_lower'])}, {_fmt(r['ci_upper'])}], "
-            f"rank {r['rank']}")
+def _points(frame: pl.DataFrame, labels: Sequence[str], names: Sequence[str]) -> list[Point]:
+    """Forest points of a board's rows: ``labels`` on the axis, ``names`` in the tooltips."""
+    columns = [frame.get_column(c).to_list() for c in ("rating", "ci_lower", "ci_upper", "rank")]
+    return [(label, r, lo, hi, f"{name}: rating {_fmt(r)}, 95% CI [{_fmt(lo)}, {_fmt(hi)}], rank {rank}")
+            for label, name, r, lo, hi, rank in zip(labels, names, *columns)]
 
 
 def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequence[str] = ("bt",),
@@ -142,8 +150,10 @@ def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequenc
         pub.check_board(category, methods[0] if methods else "bt")
     board = pub.board(category, present[0])
     models = (board if max_models is None else board.head(max_models)).get_column("model").to_list()
-    series = {m: [{**r, "label": r["model"], "tip": _tip(r, f"{r['model']} ({METHOD_LABELS.get(m, m)})")}
-                  for r in pub.board(category, m).iter_rows(named=True)] for m in present}
+    series = {}
+    for m in present:
+        names = pub.board(category, m).get_column("model").to_list()
+        series[m] = _points(pub.board(category, m), names, [f"{n} ({METHOD_LABELS.get(m, m)})" for n in names])
     return forest_svg(
         models, series, chart_id or f"rating-{slug(category)}",
         f"Ratings with 95% confidence intervals, {category_label(category)}",
@@ -153,9 +163,8 @@ def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequenc
 
 def profile_chart_svg(ratings: pl.DataFrame, model: str, chart_id: str, width: int = 640) -> str:
     """A model's rating in every category with a board for it (``Published.profile()['ratings']``)."""
-    rows = [{**r, "label": category_label(r["category"]), "tip": _tip(r, category_label(r["category"]))}
-            for r in ratings.iter_rows(named=True)]
-    return forest_svg([r["label"] for r in rows], {"bt": rows}, chart_id, f"{model}: rating per category",
+    labels = [category_label(c) for c in ratings.get_column("category")]
+    return forest_svg(labels, {"bt": _points(ratings, labels, labels)}, chart_id, f"{model}: rating per category",
                       "Rating with its 95% interval in each category (anchored ratings are comparable "
                       "across categories).", width, "rating-chart profile-chart")
 
@@ -165,6 +174,7 @@ def svg_data_uri(svg: str) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
+@functools.lru_cache(maxsize=1024)
 def _heat(value: float) -> str:
     """Diverging red (0) - near white (0.5) - blue (1)."""
     v = min(max(value, 0.0), 1.0)
@@ -183,11 +193,13 @@ def heatmap_svg(pub: Published, category: str = "overall", max_models: int = 20,
     pw = pub.pairwise.filter((pl.col("category") == category) & pl.col("model_1").is_in(models)
                              & pl.col("model_2").is_in(models))
     cells: dict[tuple[str, str], tuple] = {}
-    for r in pw.iter_rows(named=True):
-        rate, pred, draws = r["win_rate_1"], r["predicted_win_rate_1"], (r["ties"] or 0) + (r["both_bad"] or 0)
-        cells[(r["model_1"], r["model_2"])] = (rate, pred, r["battles"], r["wins_1"], r["wins_2"], draws)
-        cells[(r["model_2"], r["model_1"])] = (None if rate is None else 1 - rate, None if pred is None
-                                               else 1 - pred, r["battles"], r["wins_2"], r["wins_1"], draws)
+    names = {m: escape(m) for m in models}  # escaped once: tooltips name them k times each
+    for m1, m2, n, w1, w2, ties, bad, rate, pred in pw.select(
+            "model_1", "model_2", "battles", "wins_1", "wins_2", "ties", "both_bad", "win_rate_1",
+            "predicted_win_rate_1").iter_rows():
+        draws = (ties or 0) + (bad or 0)
+        cells[(m1, m2)] = (rate, pred, n, w1, w2, draws)
+        cells[(m2, m1)] = (None if rate is None else 1 - rate, None if pred is None else 1 - pred, n, w2, w1, draws)
     cid, k = _esc(chart_id or f"heatmap-{slug(category)}"), len(models)
     cell = 30 if k <= 15 else 24 if k <= 25 else 16
     left = 12 + 7.2 * max((len(_short(s, 32)) for s in models), default=4)
@@ -216,15 +228,15 @@ def heatmap_svg(pub: Published, category: str = "overall", max_models: int = 20,
                 out.append(f'<rect class="diag" {box}/>')
             elif c is None or c[0] is None:
                 out.append(f'<rect class="cell empty" {box} fill="url(#{cid}-none)"><title>'
-                           f"{_esc(f'{row} vs {col}: no battles')}</title></rect>")
+                           f"{names[row]} vs {names[col]}: no battles</title></rect>")
             else:
                 rate, pred, n, w, lost, t = c
-                tip = (f"{row} vs {col}: won {rate:.0%} of {n} battles ({w} wins, {lost} losses, {t} ties/both "
-                       f"bad){f'; predicted {pred:.0%}' if is_num(pred) else ''}")
+                tip = (f"{names[row]} vs {names[col]}: won {rate:.0%} of {n} battles ({w} wins, {lost} losses, "
+                       f"{t} ties/both bad){f'; predicted {pred:.0%}' if is_num(pred) else ''}")
                 value = (f'<text class="value" x="{x + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" text-anchor='
                          f'"middle" fill="{"#ffffff" if abs(rate - 0.5) > 0.3 else "#1a1a1a"}">'
                          f"{round(rate * 100)}</text>") if cell >= 24 else ""
-                out.append(f'<g class="cell"><title>{_esc(tip)}</title><rect {box} fill="{_heat(rate)}"/>'
+                out.append(f'<g class="cell"><title>{tip}</title><rect {box} fill="{_heat(round(rate, 3))}"/>'
                            f"{value}</g>")
     ly = top + cell * k + 18
     out += [f'<rect x="{left + s * 18:.1f}" y="{ly:.1f}" width="18" height="10" fill="{_heat(s / 10)}"/>'

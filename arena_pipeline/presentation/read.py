@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import duckdb
@@ -94,18 +95,22 @@ class Published:
         """Categories with a board, in board order."""
         return ordered_categories(self.leaderboard.get_column("category").to_list())
 
-    def methods(self, category: str) -> list[str]:
-        """Methods on the category's boards, in ``METHODS`` order (unknown after)."""
-        present = self.leaderboard.filter(pl.col("category") == category).get_column("method").unique()
-        return [m for m in METHODS if m in present] + sorted(set(present) - set(METHODS))
-
-    def board(self, category: str, method: str) -> pl.DataFrame:
-        """One board: shown models by rank, then the provisional ones (flag ``provisional``)."""
+    @cached_property
+    def _boards(self) -> dict[tuple[str, str], pl.DataFrame]:
         lb = self.leaderboard
         if "provisional" not in lb.columns:
             lb = lb.with_columns(provisional=pl.lit(False), provisional_reason=pl.lit(None, pl.String))
-        return lb.filter((pl.col("category") == category) & (pl.col("method") == method)).sort(
-            "provisional", "rank", "model")
+        return lb.sort("provisional", "rank", "model").partition_by("category", "method", as_dict=True)
+
+    def methods(self, category: str) -> list[str]:
+        """Methods on the category's boards, in ``METHODS`` order (unknown after)."""
+        present = {m for c, m in self._boards if c == category}
+        return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
+
+    def board(self, category: str, method: str) -> pl.DataFrame:
+        """One board: shown models by rank, then the provisional ones (flag ``provisional``)."""
+        empty = next(iter(self._boards.values())).clear() if self._boards else self.leaderboard
+        return self._boards.get((category, method), empty)
 
     def check_board(self, category: str, method: str) -> None:
         """Raise ValueError naming the valid categories or methods when the board does not exist."""
@@ -125,15 +130,32 @@ class Published:
         """``board_status`` rows of the categories without a shown board (why), in board order."""
         return self.board_status.filter(pl.col("status") != "board")
 
+    @cached_property
+    def _by_category(self) -> dict[str, dict[tuple[str], pl.DataFrame]]:
+        frames = {"unrated": self.unrated_models.sort(category_order(), "category", "model"),
+                  "style": self.style_coefficients, "changes": self.rank_changes()}
+        return {k: {**f.partition_by("category", as_dict=True), None: f.clear()} for k, f in frames.items()}
+
+    def _part(self, kind: str, category: str) -> pl.DataFrame:
+        parts = self._by_category[kind]
+        return parts.get((category,), parts[None])
+
     def unrated(self, category: str | None = None) -> pl.DataFrame:
-        frame = self.unrated_models
-        frame = frame if category is None else frame.filter(pl.col("category") == category)
-        return frame.sort(category_order(), "category", "model")
+        """Models with battles but no rating (all, or one category's), in board order."""
+        if category is None:
+            return self.unrated_models.sort(category_order(), "category", "model")
+        return self._part("unrated", category)
+
+    def style(self, category: str) -> pl.DataFrame:
+        """The category's style coefficients."""
+        return self._part("style", category)
 
     def rank_changes(self, category: str | None = None) -> pl.DataFrame:
         """``bt`` against ``bt_style`` rank per (category, model) on both boards (positive: moves up
         once style is controlled for); :data:`RANK_CHANGES_SCHEMA`, in board order."""
-        lb = self.leaderboard if category is None else self.leaderboard.filter(pl.col("category") == category)
+        if category is not None:
+            return self._part("changes", category)
+        lb = self.leaderboard
 
         def side(method: str) -> pl.DataFrame:
             return lb.filter(pl.col("method") == method).select(
@@ -152,39 +174,55 @@ class Published:
         return (lb.with_columns(_o=pl.col("category") != "overall").sort("_o", "rank", "model")
                 .get_column("model").unique(maintain_order=True).to_list())
 
-    def profile(self, model: str) -> dict[str, pl.DataFrame]:
+    @cached_property
+    def _opponents(self) -> dict[tuple[str, str], pl.DataFrame]:
+        """Every pair from both sides: (category, model) -> its opponents, by battles."""
+        return self.opponents().partition_by("category", "model", as_dict=True, include_key=False)
+
+    def opponents(self) -> pl.DataFrame:
+        """Every pair from both sides (``category``, ``model``, ``opponent``, ``battles``, ``wins``,
+        ``losses``, ``ties``, ``win_rate``, ``predicted``), by battles."""
+        pw = self.pairwise
+        sides = [pw.select("category", pl.col(m).alias("model"), pl.col(o).alias("opponent"), "battles",
+                           pl.col(w).alias("wins"), pl.col(lo).alias("losses"),
+                           (pl.col("ties") + pl.col("both_bad")).alias("ties"), rate.alias("win_rate"),
+                           pred.alias("predicted"))
+                 for m, o, w, lo, rate, pred in (
+                     ("model_1", "model_2", "wins_1", "wins_2", pl.col("win_rate_1"), pl.col("predicted_win_rate_1")),
+                     ("model_2", "model_1", "wins_2", "wins_1", 1 - pl.col("win_rate_1"),
+                      1 - pl.col("predicted_win_rate_1")))]
+        return pl.concat(sides).sort("battles", "opponent", descending=[True, False])
+
+    def profile(self, model: str) -> dict[str, Any]:
         """A model's panel: ``ratings`` (its primary rating per category, board order),
-        ``opponents`` (win rates against each opponent in its first category, by battles), and
-        ``style`` (its mean style per answer beside the field's mean; empty without battles)."""
-        lb = self.leaderboard.filter(pl.col("model") == model)
-        ratings = pl.concat([lb.filter((pl.col("category") == c) & (pl.col("method") == self.primary_method(c)))
-                             for c in ordered_categories(lb.get_column("category").to_list())]
-                            or [lb.clear()], how="vertical")
+        ``category`` (its first category) and ``opponents`` there (record and win rate against each
+        opponent, by battles), ``style`` (its mean style per answer beside the field's mean; empty
+        without battles)."""
+        ratings = self._primary_rows.get((model,), self.leaderboard.clear())
         first = ratings.get_column("category")[0] if ratings.height else None
-        pw = self.pairwise.filter((pl.col("category") == first)
-                                  & ((pl.col("model_1") == model) | (pl.col("model_2") == model)))
-        mine = pl.col("model_1") == model
-        opponents = pw.select(
-            pl.lit(first).alias("category"),
-            pl.when(mine).then("model_2").otherwise("model_1").alias("opponent"), "battles",
-            pl.when(mine).then("wins_1").otherwise("wins_2").alias("wins"),
-            pl.when(mine).then("wins_2").otherwise("wins_1").alias("losses"),
-            (pl.col("ties") + pl.col("both_bad")).alias("ties"),
-            pl.when(mine).then("win_rate_1").otherwise(1 - pl.col("win_rate_1")).alias("win_rate"),
-            pl.when(mine).then("predicted_win_rate_1").otherwise(1 - pl.col("predicted_win_rate_1"))
-            .alias("predicted"),
-        ).sort("battles", "opponent", descending=[True, False])
+        opponents = self._opponents.get((first, model), pl.DataFrame(schema={"opponent": pl.String}))
+        own = self._style_rows.get(model)
+        style = pl.DataFrame({"feature": list(CONVERSATION_STYLE_COLUMNS), "model": own, "field": self._field_style}
+                             if own else None, schema={"feature": pl.String, "model": pl.Float64, "field": pl.Float64})
+        return {"ratings": ratings, "category": first, "opponents": opponents, "style": style}
+
+    @cached_property
+    def _style_rows(self) -> dict[str, tuple[float, ...]]:
+        return {r[0]: r[1:] for r in self.style_profile.select("model", *CONVERSATION_STYLE_COLUMNS).iter_rows()}
+
+    @cached_property
+    def _primary_rows(self) -> dict[tuple[str], pl.DataFrame]:
+        """Every category's primary-board rows (board order) by model."""
+        boards = [self.board(c, self.primary_method(c)) for c in self.categories()]
+        frame = pl.concat(boards, how="vertical_relaxed") if boards else self.leaderboard
+        return frame.partition_by("model", as_dict=True)
+
+    @cached_property
+    def _field_style(self) -> tuple[float, ...]:
+        """The mean per answer of each style feature over every answer."""
         sp = self.style_profile
-        features = list(CONVERSATION_STYLE_COLUMNS)
-        field_mean = sp.select((pl.col(f) * pl.col("answers")).sum() / pl.col("answers").sum() for f in features)
-        own = sp.filter(pl.col("model") == model)
-        style = pl.DataFrame({
-            "feature": features,
-            "model": [own.get_column(f)[0] if own.height else None for f in features],
-            "field": [field_mean.get_column(f)[0] if sp.height else None for f in features],
-        }, schema={"feature": pl.String, "model": pl.Float64, "field": pl.Float64}) if own.height else pl.DataFrame(
-            schema={"feature": pl.String, "model": pl.Float64, "field": pl.Float64})
-        return {"ratings": ratings, "opponents": opponents, "style": style}
+        return sp.select((pl.col(f) * pl.col("answers")).sum() / pl.col("answers").sum()
+                         for f in CONVERSATION_STYLE_COLUMNS).row(0)
 
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table: how many ran, passed, failed by severity (:data:`QUALITY_SUMMARY_SCHEMA`)."""
