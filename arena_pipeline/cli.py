@@ -18,32 +18,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import json
 import math
 import os
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import (
-    BOARD_STATUS_TABLE,
-    DEFAULT_WAREHOUSE,
-    DUMPS_TABLE,
-    LEADERBOARD_TABLE,
-    MODELS_TABLE,
-    PAIRWISE_TABLE,
-    QUALITY_RESULTS_TABLE,
-    SCHEMA,
-    STYLE_COEFFICIENTS_TABLE,
-    UNRATED_MODELS_TABLE,
-)
+from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_label
 from arena_pipeline.core.ranking import METHODS
 from arena_pipeline.core.warehouse import (
@@ -53,13 +38,8 @@ from arena_pipeline.core.warehouse import (
     corruption_error,
     quoted,
 )
-from arena_pipeline.presentation.read import (
-    METHOD_LABELS,
-    Published,
-    published_dump_row,
-    read_published,
-    relation_exists,
-)
+from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
+from arena_pipeline.presentation.read import METHOD_LABELS, Published, read_published, relation_exists
 from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 
 PROG = "arena-pipeline"
@@ -67,20 +47,6 @@ EXIT_OK = 0
 EXIT_NO_DATA = 1
 EXIT_USAGE = 2
 EXIT_LOCKED = 3
-
-#: Tables written by ``export`` when present, in order; only ``leaderboard`` is required.
-EXPORT_TABLES: tuple[str, ...] = (
-    LEADERBOARD_TABLE,
-    PAIRWISE_TABLE,
-    STYLE_COEFFICIENTS_TABLE,
-    f"{LEADERBOARD_TABLE}_history",
-    f"{STYLE_COEFFICIENTS_TABLE}_history",
-    MODELS_TABLE,
-    QUALITY_RESULTS_TABLE,
-    DUMPS_TABLE,
-    UNRATED_MODELS_TABLE,
-    BOARD_STATUS_TABLE,
-)
 
 MATERIALIZE_HINT = (
     "materialize the pipeline first, e.g. "
@@ -237,101 +203,16 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# ---------------------------------------------------------------------------------------------
-# export
-# ---------------------------------------------------------------------------------------------
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-#: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_START = "^[=+@\\-\t\r]"
-
-
-def _csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
-    """``source`` with every text cell starting with a formula character prefixed by ``'``.
-
-    Spreadsheets then show the text as typed instead of evaluating it; numbers (a negative rating)
-    are numeric columns and stay as they are. Parquet exports are written raw.
-    """
-    columns = con.execute(f"DESCRIBE {source}").fetchall()
-    select = []
-    for name, dtype, *_ in columns:
-        ident = '"' + name.replace('"', '""') + '"'
-        if dtype == "VARCHAR":
-            select.append(f"CASE WHEN regexp_matches({ident}, {_sql_string(_FORMULA_START)}) "
-                          f"THEN {_sql_string(chr(39))} || {ident} ELSE {ident} END AS {ident}")
-        else:
-            select.append(ident)
-    return f"SELECT {', '.join(select)} FROM ({source})"
-
-
-def _export_folder_problem(out_dir: Path, names: set[str]) -> str | None:
-    """Why ``out_dir`` cannot receive an export (None when it can: new, empty or an earlier export)."""
-    if out_dir.exists() and not out_dir.is_dir():
-        return f"{out_dir} exists and is not a folder; give a folder path for OUT_DIR"
-    if out_dir.is_dir():
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in names)
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            return (f"{out_dir} holds files that are not from an export ({shown}); "
-                    "give a new or empty folder, or an earlier export's folder")
-    return None
-
-
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write every table into a temporary folder beside OUT_DIR, then swap it in: a failure (a full
-    disk) leaves OUT_DIR as it was, never a mix of two revisions."""
-    path = warehouse_path(args.warehouse)
-    out_dir = Path(args.out_dir)
-    suffix = {"parquet": ".parquet", "csv": ".csv"}[args.format]
-    options = "FORMAT parquet" if args.format == "parquet" else "FORMAT csv, HEADER true"
-    names = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}
-    problem = _export_folder_problem(out_dir, names)
+    path, out_dir = warehouse_path(args.warehouse), Path(args.out_dir)
+    problem = export_folder_problem(out_dir)
     if problem:
         raise CliError(problem)
-    written: dict[str, dict[str, object]] = {}
-    skipped: list[str] = []
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
         try:
-            out_dir.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-tmp",
-                                            dir=out_dir.parent))
-        except OSError as exc:
-            raise CliError(f"cannot write the export beside {out_dir}: {exc.strerror or exc}") from exc
-        try:
-            con.execute("BEGIN TRANSACTION")  # one snapshot for every table
-            try:
-                revision = (published_dump_row(con, SCHEMA) or {}).get("revision")
-                for table in EXPORT_TABLES:
-                    if not relation_exists(con, SCHEMA, table):
-                        skipped.append(table)
-                        continue
-                    target = staging / f"{table}{suffix}"
-                    source = f"SELECT * FROM {quoted(SCHEMA, table)}"
-                    rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
-                    if args.format == "csv":
-                        source = _csv_safe_select(con, source)
-                    con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})")
-                    written[table] = {"file": target.name, "rows": int(rows)}
-            finally:
-                con.execute("COMMIT")
-            manifest = {
-                "revision": revision,
-                "format": args.format,
-                "warehouse": str(path),
-                "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "tables": written,
-                "missing_tables": skipped,
-            }
-            (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            _swap_in(staging, out_dir)
+            written, skipped, revision = export_tables(con, out_dir, args.format, str(path))
         except (OSError, duckdb.Error) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
             raise CliError(f"cannot write the export to {out_dir}: {reason}; {out_dir} is unchanged") from exc
     for table, info in written.items():
@@ -340,22 +221,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"not in the warehouse (skipped): {', '.join(skipped)}")
     print(f"{out_dir / 'manifest.json'}: revision {terminal_safe(revision or 'unknown')}")
     return EXIT_OK
-
-
-def _swap_in(staging: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` (absent, or an earlier export) by the complete ``staging`` folder."""
-    if not out_dir.exists():
-        os.rename(staging, out_dir)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-old", dir=out_dir.parent))
-    os.rename(out_dir, old / "previous")
-    try:
-        os.rename(staging, out_dir)
-    except OSError:
-        os.rename(old / "previous", out_dir)  # put the earlier export back
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------

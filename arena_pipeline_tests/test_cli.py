@@ -362,7 +362,7 @@ def test_terminal_control_characters_in_names_are_escaped(evil_warehouse, capsys
 def test_csv_export_neutralises_formulas_and_parquet_stays_raw(evil_warehouse, tmp_path):
     import csv as csv_module
 
-    from arena_pipeline.cli import FORMULA_PREFIXES
+    from arena_pipeline.export import FORMULA_PREFIXES
 
     assert main(["export", "--warehouse", str(evil_warehouse), "--format", "csv", str(tmp_path / "c")]) == EXIT_OK
     with open(tmp_path / "c" / "leaderboard.csv", newline="", encoding="utf-8") as fh:
@@ -378,13 +378,13 @@ def test_csv_export_neutralises_formulas_and_parquet_stays_raw(evil_warehouse, t
 
 
 def test_every_formula_prefix_is_neutralised(tmp_path):
-    from arena_pipeline.cli import FORMULA_PREFIXES, _csv_safe_select
+    from arena_pipeline.export import FORMULA_PREFIXES, csv_safe_select
 
     values = [p + "x" for p in FORMULA_PREFIXES] + ["plain", "'quoted", None]
     with duckdb.connect() as con:
         con.execute("CREATE TABLE t (v VARCHAR, n DOUBLE)")
         con.executemany("INSERT INTO t VALUES (?, -1.5)", [[v] for v in values])
-        out = con.execute(_csv_safe_select(con, "SELECT * FROM t")).fetchall()
+        out = con.execute(csv_safe_select(con, "SELECT * FROM t")).fetchall()
     assert [v for v, _ in out] == ["'" + p + "x" for p in FORMULA_PREFIXES] + ["plain", "'quoted", None]
     assert {n for _, n in out} == {-1.5}
 
@@ -392,7 +392,7 @@ def test_every_formula_prefix_is_neutralised(tmp_path):
 def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatch, capsys):
     import errno
 
-    from arena_pipeline import cli
+    from arena_pipeline import export
 
     out_dir = tmp_path / "export"
     assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
@@ -402,7 +402,7 @@ def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatc
     before = {p.name: p.read_bytes() for p in out_dir.iterdir()}
     capsys.readouterr()
     calls = []
-    real = cli.relation_exists
+    real = export.relation_exists
 
     def disk_fills_up(con, schema, table):
         calls.append(table)
@@ -410,7 +410,7 @@ def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatc
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(con, schema, table)
 
-    monkeypatch.setattr(cli, "relation_exists", disk_fills_up)
+    monkeypatch.setattr(export, "relation_exists", disk_fills_up)
     assert main(["export", "--warehouse", str(warehouse), "--format", "parquet", str(out_dir)]) == EXIT_NO_DATA
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
