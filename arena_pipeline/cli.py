@@ -48,10 +48,8 @@ EXIT_NO_DATA = 1
 EXIT_USAGE = 2
 EXIT_LOCKED = 3
 
-MATERIALIZE_HINT = (
-    "materialize the pipeline first, e.g. "
-    "`dagster asset materialize -m arena_pipeline.definitions --select '*'`"
-)
+MATERIALIZE_HINT = ("materialize the pipeline first, e.g. "
+                    "`dagster asset materialize -m arena_pipeline.definitions --select '*'`")
 
 
 class CliError(Exception):
@@ -71,17 +69,12 @@ def warehouse_path(cli_value: str | None) -> Path:
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short read-only connection, with a clear error when the file is missing or locked."""
     if not path.is_file():
-        raise CliError(
-            f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}"
-        )
+        raise CliError(f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}")
     try:
         con = connect(str(path), read_only=True, timeout_s=timeout_s)
     except WarehouseLockedError as exc:
-        raise CliError(
-            f"the warehouse {path} is locked by a running pipeline (waited {timeout_s:g} s); "
-            "try again when the run has finished, or pass a longer --timeout",
-            EXIT_LOCKED,
-        ) from exc
+        raise CliError(f"the warehouse {path} is locked by a running pipeline (waited {timeout_s:g} s); "
+                       "try again when the run has finished, or pass a longer --timeout", EXIT_LOCKED) from exc
     except WarehouseCorruptError as exc:
         raise CliError(str(exc)) from exc
     except duckdb.Error as exc:
@@ -118,11 +111,6 @@ def _read(con: duckdb.DuckDBPyConnection, path: Path, *, style: bool = False) ->
         return read_published(con, SCHEMA, style=style)
     except duckdb.Error as exc:
         raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
-
-
-# ---------------------------------------------------------------------------------------------
-# leaderboard
-# ---------------------------------------------------------------------------------------------
 
 
 def _columns(header: Sequence[str], rows: list[tuple[str, ...]], right: set[int]) -> str:
@@ -223,11 +211,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# ---------------------------------------------------------------------------------------------
-# report
-# ---------------------------------------------------------------------------------------------
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     path = warehouse_path(args.warehouse)
     if Path(args.out).is_dir():
@@ -245,20 +228,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# ---------------------------------------------------------------------------------------------
-# parser
-# ---------------------------------------------------------------------------------------------
-
-
 def _count(text: str) -> int:
     """A whole number, 0 or more (argparse shows the message, not this function's name)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}") from None
-    if value < 0:
+    if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}")
-    return value
+    return int(text)
 
 
 def _seconds(text: str) -> float:
@@ -275,62 +249,38 @@ def _seconds(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--warehouse",
-        metavar="PATH",
-        help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})",
-    )
-    common.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=10.0,
-        metavar="SECONDS",
-        help="how long to wait while a pipeline run holds the warehouse lock (default: 10)",
-    )
+    common.add_argument("--warehouse", metavar="PATH",
+                        help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")
+    common.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
+                        help="how long to wait while a pipeline run holds the warehouse lock (default: 10)")
     parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Read the LMArena leaderboards published by arena_pipeline.",
+        prog=PROG, description="Read the LMArena leaderboards published by arena_pipeline.",
         epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard; "
-        "2 bad usage (unknown category or method); 3 warehouse locked.",
-    )
+        "2 bad usage (unknown category or method); 3 warehouse locked.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser(
-        "leaderboard", parents=[common], help="print one leaderboard as a table",
-        description="Print one published leaderboard: rank, rank upper bound, model, rating, "
-        "95% CI, battles.",
-    )
+    p = sub.add_parser("leaderboard", parents=[common], help="print one leaderboard as a table",
+                       description="Print one published leaderboard (rank, rank upper bound, model, rating, "
+                       "95% CI, battles), its provisional and unrated models, and the categories without a board.")
     p.add_argument("--category", default="overall", help="category (default: overall)")
-    p.add_argument(
-        "--method", default="bt", help=f"ranking method: {', '.join(METHODS)} (default: bt)"
-    )
-    p.add_argument(
-        "--top", type=_count, default=20, metavar="N", help="rows shown, 0 for all (default: 20)"
-    )
+    p.add_argument("--method", default="bt", help=f"ranking method: {', '.join(METHODS)} (default: bt)")
+    p.add_argument("--top", type=_count, default=20, metavar="N", help="rows shown, 0 for all (default: 20)")
     p.set_defaults(func=cmd_leaderboard)
 
-    p = sub.add_parser(
-        "export", parents=[common], help="write the leaderboard tables to files",
-        description="Write the published leaderboard tables (" + ", ".join(EXPORT_TABLES)
-        + ", when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json.",
-    )
+    p = sub.add_parser("export", parents=[common], help="write the leaderboard tables to files",
+                       description="Write the published leaderboard tables (" + ", ".join(EXPORT_TABLES)
+                       + ", when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json.")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="default: parquet")
     p.add_argument("out_dir", metavar="OUT_DIR")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser(
-        "report", parents=[common], help="render the static HTML report",
-        description="Render the published leaderboards as one self-contained HTML file.",
-    )
-    p.add_argument(
-        "out", nargs="?", default=str(DEFAULT_REPORT_PATH), metavar="OUT",
-        help=f"output file (default: {DEFAULT_REPORT_PATH})",
-    )
+    p = sub.add_parser("report", parents=[common], help="render the static HTML report",
+                       description="Render the published leaderboards as one self-contained HTML file.")
+    p.add_argument("out", nargs="?", default=str(DEFAULT_REPORT_PATH), metavar="OUT",
+                   help=f"output file (default: {DEFAULT_REPORT_PATH})")
     p.add_argument("--title", default="LMArena leaderboards", help="page title")
-    p.add_argument(
-        "--heatmap-models", type=_count, default=20, metavar="N",
-        help="models in each pairwise heatmap (default: 20)",
-    )
+    p.add_argument("--heatmap-models", type=_count, default=20, metavar="N",
+                   help="models in each pairwise heatmap (default: 20)")
     p.set_defaults(func=cmd_report)
     return parser
 

@@ -228,3 +228,30 @@ def test_readme_sql_cookbook_runs_as_written(published):
     with duckdb.connect(str(published.warehouse), read_only=True) as con:
         for statement in statements:
             con.execute(statement).fetchall()
+
+
+def test_unrated_models_and_board_status_are_published_with_the_boards(published):
+    """The two tables come from the rankings fit and agree with the published leaderboard; the report
+    rendered by the publication lists them and has a panel per model."""
+    from arena_pipeline.core.categories import CATEGORY_NAMES
+
+    with duckdb.connect(str(published.warehouse), read_only=True) as con:
+        status = con.execute("SELECT category, status, rated_models, shown_models, provisional_models, "
+                             "unrated_models, reason FROM arena.board_status").fetchall()
+        boards = dict(con.execute("SELECT category, count(*) FROM arena.leaderboard WHERE method = 'bt' "
+                                  "GROUP BY 1").fetchall())
+        shown = dict(con.execute("SELECT category, count(*) FROM arena.leaderboard WHERE method = 'bt' "
+                                 "AND NOT provisional GROUP BY 1").fetchall())
+        unrated = con.execute("SELECT category, model FROM arena.unrated_models").fetchall()
+        on_boards = set(con.execute("SELECT category, model FROM arena.leaderboard").fetchall())
+        revisions = con.execute("SELECT DISTINCT dump_revision FROM arena.board_status UNION "
+                                "SELECT DISTINCT dump_revision FROM arena.leaderboard").fetchall()
+    assert [s[0] for s in status] == list(CATEGORY_NAMES) and len(revisions) == 1
+    for category, state, rated, n_shown, provisional, n_unrated, reason in status:
+        assert rated == boards.get(category, 0) and n_shown == shown.get(category, 0)
+        assert rated == n_shown + provisional and n_unrated == sum(c == category for c, _ in unrated)
+        assert (state == "board") == (n_shown > 0) and (reason is None) == (state == "board")
+    assert not set(unrated) & on_boards
+    page = (published.root / "report" / "index.html").read_text(encoding="utf-8")
+    assert 'id="unrated"' in page and ('id="no-board"' in page) == any(s[1] != "board" for s in status)
+    assert page.count('class="model-panel"') == len({m for _, m in on_boards})

@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from collections import namedtuple
-from html import escape
 import os
 import tempfile
+from collections import namedtuple
+from html import escape
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
