@@ -50,7 +50,8 @@ def test_no_board_says_why():
     row = strict.board_status.row(0, named=True)
     assert (row["status"], row["reason"], row["rated_models"]) == ("no_board", "no model passes min_battles=10000", 0)
     assert strict.unrated_models.height == 6
-    assert set(strict.unrated_models.get_column("reason")) == {"fewer than min_battles=10000 battles"}
+    assert set(strict.unrated_models.get_column("reason")) == {
+        "fewer than min_battles=10000 battles against the models kept"}
     hidden = rank(battles, display_min_battles=10_000).board_status.row(0, named=True)
     assert hidden["status"] == "no_board" and hidden["provisional_models"] == hidden["rated_models"] == 6
     assert hidden["reason"] == "no model has display_min_battles=10000 battles or more; 6 provisional models"

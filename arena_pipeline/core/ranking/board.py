@@ -122,7 +122,7 @@ def select_models(
             excluded += [
                 {
                     "model": names[i],
-                    "reason": f"fewer than min_battles={min_battles} battles",
+                    "reason": f"fewer than min_battles={min_battles} battles against the models kept",
                     "n_battles": int(stats["n_battles"][i]),
                 }
                 for i in np.flatnonzero(low)
