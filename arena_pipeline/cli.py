@@ -18,41 +18,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import json
 import math
 import os
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import (
-    CATEGORIES,
-    DEFAULT_WAREHOUSE,
-    DUMPS_TABLE,
-    LEADERBOARD_TABLE,
-    MODELS_TABLE,
-    PAIRWISE_TABLE,
-    QUALITY_RESULTS_TABLE,
-    SCHEMA,
-    STYLE_COEFFICIENTS_TABLE,
-)
+from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.core.categories import CATEGORY_NAMES, category_label
 from arena_pipeline.core.ranking import METHODS
-from arena_pipeline.core.report import (
-    DEFAULT_REPORT_PATH,
-    METHOD_LABELS,
-    category_label,
-    load_report_inputs,
-    published_dump_row,
-    relation_exists,
-    render_report,
-)
 from arena_pipeline.core.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -60,6 +38,9 @@ from arena_pipeline.core.warehouse import (
     corruption_error,
     quoted,
 )
+from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
+from arena_pipeline.presentation.read import METHOD_LABELS, Published, read_published, relation_exists
+from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
@@ -67,22 +48,8 @@ EXIT_NO_DATA = 1
 EXIT_USAGE = 2
 EXIT_LOCKED = 3
 
-#: Tables written by ``export`` when present, in order; only ``leaderboard`` is required.
-EXPORT_TABLES: tuple[str, ...] = (
-    LEADERBOARD_TABLE,
-    PAIRWISE_TABLE,
-    STYLE_COEFFICIENTS_TABLE,
-    f"{LEADERBOARD_TABLE}_history",
-    f"{STYLE_COEFFICIENTS_TABLE}_history",
-    MODELS_TABLE,
-    QUALITY_RESULTS_TABLE,
-    DUMPS_TABLE,
-)
-
-MATERIALIZE_HINT = (
-    "materialize the pipeline first, e.g. "
-    "`dagster asset materialize -m arena_pipeline.definitions --select '*'`"
-)
+MATERIALIZE_HINT = ("materialize the pipeline first, e.g. "
+                    "`dagster asset materialize -m arena_pipeline.definitions --select '*'`")
 
 
 class CliError(Exception):
@@ -102,17 +69,12 @@ def warehouse_path(cli_value: str | None) -> Path:
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short read-only connection, with a clear error when the file is missing or locked."""
     if not path.is_file():
-        raise CliError(
-            f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}"
-        )
+        raise CliError(f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}")
     try:
         con = connect(str(path), read_only=True, timeout_s=timeout_s)
     except WarehouseLockedError as exc:
-        raise CliError(
-            f"the warehouse {path} is locked by a running pipeline (waited {timeout_s:g} s); "
-            "try again when the run has finished, or pass a longer --timeout",
-            EXIT_LOCKED,
-        ) from exc
+        raise CliError(f"the warehouse {path} is locked by a running pipeline (waited {timeout_s:g} s); "
+                       "try again when the run has finished, or pass a longer --timeout", EXIT_LOCKED) from exc
     except WarehouseCorruptError as exc:
         raise CliError(str(exc)) from exc
     except duckdb.Error as exc:
@@ -144,215 +106,101 @@ def terminal_safe(text: object) -> str:
     return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(text))
 
 
-def _ordered(values: Sequence[str], order: Sequence[str]) -> list[str]:
-    present = set(values)
-    return [v for v in order if v in present] + sorted(present - set(order))
+def _read(con: duckdb.DuckDBPyConnection, path: Path, *, style: bool = False) -> Published:
+    try:
+        return read_published(con, SCHEMA, style=style)
+    except duckdb.Error as exc:
+        raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
 
 
-def _revision(con: duckdb.DuckDBPyConnection, board: pl.DataFrame | None = None) -> str | None:
-    if board is not None and "dump_revision" in board.columns and board.height:
-        return board.get_column("dump_revision")[0]
-    row = published_dump_row(con, SCHEMA)
-    return row.get("revision") if row else None
+def _columns(header: Sequence[str], rows: list[tuple[str, ...]], right: set[int]) -> str:
+    """A plain-text table (``right``: right-aligned columns), control characters escaped."""
+    rows = [tuple(terminal_safe(c) for c in row) for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(row) for row in rows)])
 
 
-# ---------------------------------------------------------------------------------------------
-# leaderboard
-# ---------------------------------------------------------------------------------------------
+def _models(n: int) -> str:
+    return f"{n} model{'' if n == 1 else 's'}"
 
 
 def format_board(board: pl.DataFrame) -> str:
     """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
-    header = ("Rank", "UB", "Model", "Rating", "95% CI", "Battles")
-    lines: list[tuple[str, ...]] = []
-    for r in board.iter_rows(named=True):
-        lo, hi = r.get("ci_lower"), r.get("ci_upper")
-        ci = f"[{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "-"
-        lines.append(
-            (
-                str(r["rank"]),
-                "-" if r.get("rank_ub") is None else str(r["rank_ub"]),
-                terminal_safe(r["model"]),
-                "-" if r.get("rating") is None else f"{r['rating']:.1f}",
-                ci,
-                "-" if r.get("n_battles") is None else f"{r['n_battles']:,}",
-            )
-        )
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
-    right = {0, 1, 3, 5}
+    def dash(value: object, spec: str = "") -> str:
+        return "-" if value is None else format(value, spec)
 
-    def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        ).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([fmt(header), rule, *(fmt(line) for line in lines)])
+    rows = [(str(r["rank"]), dash(r.get("rank_ub")), r["model"], dash(r.get("rating"), ".1f"),
+             f"[{r['ci_lower']:.1f}, {r['ci_upper']:.1f}]" if r.get("ci_lower") is not None
+             and r.get("ci_upper") is not None else "-", dash(r.get("n_battles"), ","))
+            for r in board.iter_rows(named=True)]
+    return _columns(("Rank", "UB", "Model", "Rating", "95% CI", "Battles"), rows, {0, 1, 3, 5})
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     path = warehouse_path(args.warehouse)
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
-        lb = quoted(SCHEMA, LEADERBOARD_TABLE)
-        categories = _ordered(
-            [r[0] for r in con.execute(f"SELECT DISTINCT category FROM {lb}").fetchall()], CATEGORIES
-        )
-        if args.category not in categories:
-            if args.category in CATEGORIES:
-                raise CliError(
-                    f"category {args.category!r} has no leaderboard in the published dump (too few "
-                    f"battles?); categories with a leaderboard: {', '.join(categories)}"
-                )
-            raise CliError(
-                f"unknown category {args.category!r}; valid categories: {', '.join(categories)}",
-                EXIT_USAGE,
-            )
-        methods = _ordered(
-            [
-                r[0]
-                for r in con.execute(
-                    f"SELECT DISTINCT method FROM {lb} WHERE category = ?", [args.category]
-                ).fetchall()
-            ],
-            METHODS,
-        )
-        if args.method not in methods:
-            raise CliError(
-                f"unknown method {args.method!r} for category {args.category!r}; valid methods: "
-                f"{', '.join(methods)}",
-                EXIT_USAGE,
-            )
-        board = pl.from_arrow(
-            con.execute(
-                f"SELECT * FROM {lb} WHERE category = ? AND method = ? ORDER BY rank, model",
-                [args.category, args.method],
-            ).to_arrow_table()
-        )
-        revision = _revision(con, board)
-    provisional = board.filter(pl.col("provisional")) if "provisional" in board.columns else board.clear()
-    board = board.filter(~pl.col("provisional")) if "provisional" in board.columns else board
+        pub = _read(con, path)
+    categories = pub.categories()
+    if args.category not in categories:
+        status = pub.board_status.filter(pl.col("category") == args.category)
+        if args.category in CATEGORY_NAMES or status.height:
+            why = f" ({status.get_column('reason')[0]})" if status.height and status.get_column("reason")[0] else \
+                " (too few battles?)"
+            raise CliError(f"category {args.category!r} has no leaderboard in the published dump{why}; "
+                           f"categories with a leaderboard: {', '.join(categories)}")
+        raise CliError(f"unknown category {args.category!r}; valid categories: {', '.join(categories)}",
+                       EXIT_USAGE)
+    if args.method not in (methods := pub.methods(args.category)):
+        raise CliError(f"unknown method {args.method!r} for category {args.category!r}; valid methods: "
+                       f"{', '.join(methods)}", EXIT_USAGE)
+    board = pub.board(args.category, args.method)
+    provisional, board = board.filter("provisional"), board.filter(~pl.col("provisional"))
     total, shown = board.height + provisional.height, board.height
-    if args.top > 0:
-        board = board.head(args.top)
+    board = board.head(args.top) if args.top > 0 else board
     label = METHOD_LABELS.get(args.method, args.method)
     if f"({args.method})" not in label and label != args.method:  # "Rank Centrality (spectral)"
         label = f"{label} ({args.method})"
-    title = (
-        f"{category_label(args.category)} - {label}; {total} models"
-        + (f", top {board.height} shown" if board.height < shown else "")
-        + (f"; dump {revision}" if revision else "")
-    )
-    ci_method = board.get_column("ci_method")[0] if "ci_method" in board.columns and board.height else None
-    print(terminal_safe(title))
+    print(terminal_safe(f"{category_label(args.category)} - {label}; {total} models"
+                        + (f", top {board.height} shown" if board.height < shown else "")
+                        + (f"; dump {pub.revision}" if pub.revision else "")))
     print()
     print(format_board(board) if board.height else "No model reaches the display threshold.")
     if provisional.height:
-        print()
-        print(f"Provisional ({provisional.height} models, not ranked among those above): "
+        print(f"\nProvisional ({_models(provisional.height)}, not ranked among those above): "
               f"{provisional.get_column('provisional_reason')[0]}")
         print(format_board(provisional))
-    if ci_method:
-        print()
-        print(f"95% CI: {ci_method} interval. UB: best rank the interval allows.")
+    unrated = pub.unrated(args.category)
+    if unrated.height:
+        print(f"\nUnrated ({_models(unrated.height)} with battles here but no rating):")
+        print(_columns(("Model", "Battles", "W/L/T", "Reason"), [
+            (r["model"], f"{r['battles']:,}", f"{r['wins']}/{r['losses']}/{r['ties']}", r["reason"])
+            for r in unrated.iter_rows(named=True)], {1}))
+    if "ci_method" in board.columns and board.height:
+        print(f"\n95% CI: {board.get_column('ci_method')[0]} interval. UB: best rank the interval allows.")
+    missing = pub.no_board()
+    if missing.height:
+        print(f"\nCategories without a board ({missing.height}):")
+        print(_columns(("Category", "Status", "Reason"), [
+            (r["category"], r["status"], r["reason"] or "") for r in missing.iter_rows(named=True)], set()))
     return EXIT_OK
 
 
-# ---------------------------------------------------------------------------------------------
-# export
-# ---------------------------------------------------------------------------------------------
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-#: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_START = "^[=+@\\-\t\r]"
-
-
-def _csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
-    """``source`` with every text cell starting with a formula character prefixed by ``'``.
-
-    Spreadsheets then show the text as typed instead of evaluating it; numbers (a negative rating)
-    are numeric columns and stay as they are. Parquet exports are written raw.
-    """
-    columns = con.execute(f"DESCRIBE {source}").fetchall()
-    select = []
-    for name, dtype, *_ in columns:
-        ident = '"' + name.replace('"', '""') + '"'
-        if dtype == "VARCHAR":
-            select.append(f"CASE WHEN regexp_matches({ident}, {_sql_string(_FORMULA_START)}) "
-                          f"THEN {_sql_string(chr(39))} || {ident} ELSE {ident} END AS {ident}")
-        else:
-            select.append(ident)
-    return f"SELECT {', '.join(select)} FROM ({source})"
-
-
-def _export_folder_problem(out_dir: Path, names: set[str]) -> str | None:
-    """Why ``out_dir`` cannot receive an export (None when it can: new, empty or an earlier export)."""
-    if out_dir.exists() and not out_dir.is_dir():
-        return f"{out_dir} exists and is not a folder; give a folder path for OUT_DIR"
-    if out_dir.is_dir():
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in names)
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            return (f"{out_dir} holds files that are not from an export ({shown}); "
-                    "give a new or empty folder, or an earlier export's folder")
-    return None
-
-
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write every table into a temporary folder beside OUT_DIR, then swap it in: a failure (a full
-    disk) leaves OUT_DIR as it was, never a mix of two revisions."""
-    path = warehouse_path(args.warehouse)
-    out_dir = Path(args.out_dir)
-    suffix = {"parquet": ".parquet", "csv": ".csv"}[args.format]
-    options = "FORMAT parquet" if args.format == "parquet" else "FORMAT csv, HEADER true"
-    names = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}
-    problem = _export_folder_problem(out_dir, names)
+    path, out_dir = warehouse_path(args.warehouse), Path(args.out_dir)
+    problem = export_folder_problem(out_dir)
     if problem:
         raise CliError(problem)
-    written: dict[str, dict[str, object]] = {}
-    skipped: list[str] = []
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
         try:
-            out_dir.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-tmp",
-                                            dir=out_dir.parent))
-        except OSError as exc:
-            raise CliError(f"cannot write the export beside {out_dir}: {exc.strerror or exc}") from exc
-        try:
-            con.execute("BEGIN TRANSACTION")  # one snapshot for every table
-            try:
-                revision = _revision(con)
-                for table in EXPORT_TABLES:
-                    if not relation_exists(con, SCHEMA, table):
-                        skipped.append(table)
-                        continue
-                    target = staging / f"{table}{suffix}"
-                    source = f"SELECT * FROM {quoted(SCHEMA, table)}"
-                    rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
-                    if args.format == "csv":
-                        source = _csv_safe_select(con, source)
-                    con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})")
-                    written[table] = {"file": target.name, "rows": int(rows)}
-            finally:
-                con.execute("COMMIT")
-            manifest = {
-                "revision": revision,
-                "format": args.format,
-                "warehouse": str(path),
-                "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "tables": written,
-                "missing_tables": skipped,
-            }
-            (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            _swap_in(staging, out_dir)
+            written, skipped, revision = export_tables(con, out_dir, args.format, str(path))
         except (OSError, duckdb.Error) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
             raise CliError(f"cannot write the export to {out_dir}: {reason}; {out_dir} is unchanged") from exc
     for table, info in written.items():
@@ -363,27 +211,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _swap_in(staging: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` (absent, or an earlier export) by the complete ``staging`` folder."""
-    if not out_dir.exists():
-        os.rename(staging, out_dir)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-old", dir=out_dir.parent))
-    os.rename(out_dir, old / "previous")
-    try:
-        os.rename(staging, out_dir)
-    except OSError:
-        os.rename(old / "previous", out_dir)  # put the earlier export back
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# report
-# ---------------------------------------------------------------------------------------------
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     path = warehouse_path(args.warehouse)
     if Path(args.out).is_dir():
@@ -391,49 +218,21 @@ def cmd_report(args: argparse.Namespace) -> int:
                        f"{Path(args.out) / 'leaderboards.html'}")
     with open_warehouse(path, args.timeout) as con:
         _require_leaderboard(con, path)
-        try:
-            inputs = load_report_inputs(con, SCHEMA)
-        except duckdb.Error as exc:
-            raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
+        pub = _read(con, path, style=True)
     try:
-        out = render_report(
-            inputs.leaderboard,
-            inputs.pairwise,
-            inputs.style_coefficients,
-            inputs.quality_results,
-            inputs.dumps_row,
-            args.out,
-            title=args.title,
-            heatmap_models=args.heatmap_models,
-        )
+        out = render_report(pub, args.out, title=args.title, heatmap_models=args.heatmap_models)
     except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
         raise CliError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from exc
-    n = inputs.leaderboard.get_column("category").n_unique()
-    revision = (inputs.dumps_row or {}).get("revision") or _revision_of(inputs.leaderboard)
-    print(f"wrote {out} ({n} {'category' if n == 1 else 'categories'}; dump {revision or 'unknown'})")
+    n = len(pub.categories())
+    print(f"wrote {out} ({n} {'category' if n == 1 else 'categories'}; dump {pub.revision or 'unknown'})")
     return EXIT_OK
-
-
-def _revision_of(frame: pl.DataFrame) -> str | None:
-    if "dump_revision" in frame.columns and frame.height:
-        return frame.get_column("dump_revision")[0]
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# parser
-# ---------------------------------------------------------------------------------------------
 
 
 def _count(text: str) -> int:
     """A whole number, 0 or more (argparse shows the message, not this function's name)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}") from None
-    if value < 0:
+    if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}")
-    return value
+    return int(text)
 
 
 def _seconds(text: str) -> float:
@@ -450,62 +249,38 @@ def _seconds(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--warehouse",
-        metavar="PATH",
-        help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})",
-    )
-    common.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=10.0,
-        metavar="SECONDS",
-        help="how long to wait while a pipeline run holds the warehouse lock (default: 10)",
-    )
+    common.add_argument("--warehouse", metavar="PATH",
+                        help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")
+    common.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
+                        help="how long to wait while a pipeline run holds the warehouse lock (default: 10)")
     parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Read the LMArena leaderboards published by arena_pipeline.",
+        prog=PROG, description="Read the LMArena leaderboards published by arena_pipeline.",
         epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard; "
-        "2 bad usage (unknown category or method); 3 warehouse locked.",
-    )
+        "2 bad usage (unknown category or method); 3 warehouse locked.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser(
-        "leaderboard", parents=[common], help="print one leaderboard as a table",
-        description="Print one published leaderboard: rank, rank upper bound, model, rating, "
-        "95% CI, battles.",
-    )
+    p = sub.add_parser("leaderboard", parents=[common], help="print one leaderboard as a table",
+                       description="Print one published leaderboard (rank, rank upper bound, model, rating, "
+                       "95% CI, battles), its provisional and unrated models, and the categories without a board.")
     p.add_argument("--category", default="overall", help="category (default: overall)")
-    p.add_argument(
-        "--method", default="bt", help=f"ranking method: {', '.join(METHODS)} (default: bt)"
-    )
-    p.add_argument(
-        "--top", type=_count, default=20, metavar="N", help="rows shown, 0 for all (default: 20)"
-    )
+    p.add_argument("--method", default="bt", help=f"ranking method: {', '.join(METHODS)} (default: bt)")
+    p.add_argument("--top", type=_count, default=20, metavar="N", help="rows shown, 0 for all (default: 20)")
     p.set_defaults(func=cmd_leaderboard)
 
-    p = sub.add_parser(
-        "export", parents=[common], help="write the leaderboard tables to files",
-        description="Write the published leaderboard tables (" + ", ".join(EXPORT_TABLES)
-        + ", when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json.",
-    )
+    p = sub.add_parser("export", parents=[common], help="write the leaderboard tables to files",
+                       description="Write the published leaderboard tables (" + ", ".join(EXPORT_TABLES)
+                       + ", when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json.")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="default: parquet")
     p.add_argument("out_dir", metavar="OUT_DIR")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser(
-        "report", parents=[common], help="render the static HTML report",
-        description="Render the published leaderboards as one self-contained HTML file.",
-    )
-    p.add_argument(
-        "out", nargs="?", default=str(DEFAULT_REPORT_PATH), metavar="OUT",
-        help=f"output file (default: {DEFAULT_REPORT_PATH})",
-    )
+    p = sub.add_parser("report", parents=[common], help="render the static HTML report",
+                       description="Render the published leaderboards as one self-contained HTML file.")
+    p.add_argument("out", nargs="?", default=str(DEFAULT_REPORT_PATH), metavar="OUT",
+                   help=f"output file (default: {DEFAULT_REPORT_PATH})")
     p.add_argument("--title", default="LMArena leaderboards", help="page title")
-    p.add_argument(
-        "--heatmap-models", type=_count, default=20, metavar="N",
-        help="models in each pairwise heatmap (default: 20)",
-    )
+    p.add_argument("--heatmap-models", type=_count, default=20, metavar="N",
+                   help="models in each pairwise heatmap (default: 20)")
     p.set_defaults(func=cmd_report)
     return parser
 

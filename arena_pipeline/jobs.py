@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from arena_pipeline.constants import LEADERBOARD_TABLE, PAIRWISE_TABLE, SCHEMA, STYLE_COEFFICIENTS_TABLE
+from arena_pipeline.constants import BUILT_TOGETHER, LEADERBOARD_TABLE, SCHEMA
 
 refresh_job = dg.define_asset_job(
     "refresh_job",
@@ -13,7 +13,8 @@ refresh_job = dg.define_asset_job(
 rerank_job = dg.define_asset_job(
     "rerank_job",
     selection=dg.AssetSelection.assets(
-        *[dg.AssetKey([SCHEMA, t]) for t in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE)],
+        # every table of the rankings fit (a publication takes them from one run)
+        *[dg.AssetKey([SCHEMA, t]) for group in BUILT_TOGETHER if LEADERBOARD_TABLE in group for t in group],
         dg.AssetKey("published_dump"),
         dg.AssetKey("leaderboard_report"),
     ),

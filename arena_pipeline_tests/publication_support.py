@@ -15,7 +15,10 @@ from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RANK = {"min_battles": 5, "bootstrap_rounds": 5}
-RERANK_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "published_dump",
+#: Every table of the rankings fit (built together: a publication takes them from one run).
+RANKING_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "arena/unrated_models",
+                     "arena/board_status"]
+RERANK_SELECTION = [*RANKING_SELECTION, "published_dump",
                     "leaderboard_report"]
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
 from arena_pipeline.core.publication import DUMPS_DDL
-from arena_pipeline_tests.core.test_report import (
+from arena_pipeline_tests.presentation.synthetic import (
+    CHAMPION,
     REVISION,
     synthetic_dump,
     synthetic_outputs,
@@ -41,6 +42,10 @@ def build_warehouse(path: Path, *, leaderboard: bool = True, extras: bool = True
             con.execute("CREATE TABLE arena.pairwise AS SELECT * FROM pw")
             con.execute("CREATE TABLE arena.style_coefficients AS SELECT * FROM st")
             con.execute("CREATE TABLE arena.quality_results AS SELECT * FROM q")
+            un = out.unrated_models.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
+            bs = out.board_status.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
+            con.execute("CREATE TABLE arena.unrated_models AS SELECT * FROM un")
+            con.execute("CREATE TABLE arena.board_status AS SELECT * FROM bs")
             # a view, as publication makes them (over the earlier dumps' tables)
             con.execute("CREATE VIEW arena.leaderboard_history AS SELECT * FROM arena.leaderboard")
             con.execute(DUMPS_DDL.format(table="arena.dumps"))
@@ -114,6 +119,52 @@ def test_unknown_category_and_method_list_the_valid_ones(warehouse, capsys):
     assert "Traceback" not in err
 
 
+def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, capsys):
+    """Math: every model has fewer than 301 battles, so none is ranked; all are listed as provisional
+    below the (empty) ranked table, each once, with the reason."""
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "math", "--top", "0"]) == EXIT_OK
+    out = capsys.readouterr().out
+    ranked, _, provisional = out.partition("\nProvisional (")
+    assert "No model reaches the display threshold." in ranked
+    board = synthetic_outputs().leaderboard.filter((pl.col("category") == "math") & (pl.col("method") == "bt"))
+    assert board.get_column("provisional").all()
+    head, *rows = provisional.split("\n\n")[0].strip().splitlines()
+    assert head == (f"{board.height} models, not ranked among those above): "
+                    "fewer than display_min_battles=301 battles")
+    listed = [line.split()[2] for line in rows[2:]]  # after the header and the rule
+    first_words = [m.split()[0] for m in board.sort("rank", "model").get_column("model")]
+    assert listed == first_words
+    for line, row in zip(rows[2:], board.sort("rank", "model").iter_rows(named=True)):
+        assert line.split()[0] == str(row["rank"]) and f"{row['rating']:.1f}" in line
+
+
+def test_shown_board_lists_no_provisional_section_when_every_model_is_shown(warehouse, capsys):
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--top", "0"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "Provisional (" not in out and "No model reaches" not in out
+
+
+def test_unrated_models_and_categories_without_a_board_are_listed_with_the_reason(warehouse, capsys):
+    assert main(["leaderboard", "--warehouse", str(warehouse)]) == EXIT_OK
+    out = capsys.readouterr().out
+    unrated = out.split("\nUnrated (1 model with battles here but no rating):\n")[1].splitlines()
+    assert unrated[0].split() == ["Model", "Battles", "W/L/T", "Reason"]
+    assert unrated[2].split()[:4] == [CHAMPION, "24", "24/0/0", "only"]
+    assert "only wins: never lost or drew, so its Bradley-Terry rating has no finite estimate" in unrated[2]
+    no_board = out.split("\nCategories without a board (19):\n")[1].splitlines()
+    rows = {line.split()[0]: line.split(maxsplit=2)[1:] for line in no_board[2:]}
+    assert len(rows) == 19 and "overall" not in rows
+    assert rows["math"] == ["no_board", "no model has display_min_battles=301 battles or more; 9 provisional models"]
+    assert rows["no_refusal"] == ["unavailable", "unavailable: the dump has no is_refusal field"]
+    assert rows["no_tie"] == ["no_board", "no battles tagged"]
+    assert rows["multi_turn"] == ["unavailable", "unavailable: the dump has no turns field"]
+    # asking for a category without a board says why
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "no_refusal"]) == EXIT_NO_DATA
+    err = capsys.readouterr().err
+    assert "'no_refusal' has no leaderboard in the published dump (unavailable: the dump has no " \
+           "is_refusal field)" in err
+
+
 def test_warehouse_from_env_at_run_time_and_flag_wins(warehouse, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
     assert main(["leaderboard", "--top", "1"]) == EXIT_OK
@@ -175,8 +226,9 @@ def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, c
     out_dir = tmp_path / "export"
     assert main(["export", "--warehouse", str(warehouse), "--format", "parquet", str(out_dir)]) == EXIT_OK
     files = sorted(p.name for p in out_dir.iterdir())
-    assert files == ["dumps.parquet", "leaderboard.parquet", "leaderboard_history.parquet", "manifest.json",
-                     "pairwise.parquet", "quality_results.parquet", "style_coefficients.parquet"]
+    assert files == ["board_status.parquet", "dumps.parquet", "leaderboard.parquet", "leaderboard_history.parquet",
+                     "manifest.json", "pairwise.parquet", "quality_results.parquet", "style_coefficients.parquet",
+                     "unrated_models.parquet"]
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["revision"] == REVISION and manifest["format"] == "parquet"
     assert manifest["missing_tables"] == ["style_coefficients_history", "models"]
@@ -310,7 +362,7 @@ def test_terminal_control_characters_in_names_are_escaped(evil_warehouse, capsys
 def test_csv_export_neutralises_formulas_and_parquet_stays_raw(evil_warehouse, tmp_path):
     import csv as csv_module
 
-    from arena_pipeline.cli import FORMULA_PREFIXES
+    from arena_pipeline.export import FORMULA_PREFIXES
 
     assert main(["export", "--warehouse", str(evil_warehouse), "--format", "csv", str(tmp_path / "c")]) == EXIT_OK
     with open(tmp_path / "c" / "leaderboard.csv", newline="", encoding="utf-8") as fh:
@@ -326,13 +378,13 @@ def test_csv_export_neutralises_formulas_and_parquet_stays_raw(evil_warehouse, t
 
 
 def test_every_formula_prefix_is_neutralised(tmp_path):
-    from arena_pipeline.cli import FORMULA_PREFIXES, _csv_safe_select
+    from arena_pipeline.export import FORMULA_PREFIXES, csv_safe_select
 
     values = [p + "x" for p in FORMULA_PREFIXES] + ["plain", "'quoted", None]
     with duckdb.connect() as con:
         con.execute("CREATE TABLE t (v VARCHAR, n DOUBLE)")
         con.executemany("INSERT INTO t VALUES (?, -1.5)", [[v] for v in values])
-        out = con.execute(_csv_safe_select(con, "SELECT * FROM t")).fetchall()
+        out = con.execute(csv_safe_select(con, "SELECT * FROM t")).fetchall()
     assert [v for v, _ in out] == ["'" + p + "x" for p in FORMULA_PREFIXES] + ["plain", "'quoted", None]
     assert {n for _, n in out} == {-1.5}
 
@@ -340,7 +392,7 @@ def test_every_formula_prefix_is_neutralised(tmp_path):
 def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatch, capsys):
     import errno
 
-    from arena_pipeline import cli
+    from arena_pipeline import export
 
     out_dir = tmp_path / "export"
     assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
@@ -350,7 +402,7 @@ def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatc
     before = {p.name: p.read_bytes() for p in out_dir.iterdir()}
     capsys.readouterr()
     calls = []
-    real = cli.relation_exists
+    real = export.relation_exists
 
     def disk_fills_up(con, schema, table):
         calls.append(table)
@@ -358,7 +410,7 @@ def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatc
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(con, schema, table)
 
-    monkeypatch.setattr(cli, "relation_exists", disk_fills_up)
+    monkeypatch.setattr(export, "relation_exists", disk_fills_up)
     assert main(["export", "--warehouse", str(warehouse), "--format", "parquet", str(out_dir)]) == EXIT_NO_DATA
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [

@@ -50,3 +50,14 @@ def test_every_third_party_import_is_declared():
     assert third_party, "the walk found no import"
     missing = {m for m in third_party if m not in declared}
     assert not missing, f"imported but not declared in pyproject.toml: {sorted(missing)}"
+
+
+def test_report_templates_ship_as_package_data():
+    """Every file the report reads at render time matches a package-data pattern of its package."""
+    from fnmatch import fnmatch
+
+    patterns = _setuptools()["package-data"]["arena_pipeline.presentation"]
+    folder = ROOT / "arena_pipeline" / "presentation" / "templates"
+    shipped = sorted(p.name for p in folder.iterdir() if any(fnmatch(f"templates/{p.name}", g) for g in patterns))
+    assert shipped == ["report.css", "report.html.j2", "report.js"]
+    assert all(files("arena_pipeline.presentation").joinpath("templates", n).is_file() for n in shipped)

@@ -23,6 +23,7 @@ from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.publication_support import (
     RANK,
+    RANKING_SELECTION,
     REPO_ROOT,
     RERANK_SELECTION,
     Setup,
@@ -58,7 +59,7 @@ def setup(published, tmp_path) -> Setup:
 def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(setup):
     before = fingerprint(setup.warehouse)
     report = setup.root / "report" / "index.html"
-    result = setup.run(selection=["arena/leaderboard", "arena/pairwise", "arena/style_coefficients"],
+    result = setup.run(selection=RANKING_SELECTION,
                        rank={"min_battles": 1, "ties": "drop"})
     assert result.success
     assert fingerprint(setup.warehouse) == before  # computed, not published
@@ -69,7 +70,8 @@ def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(set
     after = fingerprint(setup.warehouse)
     assert after["leaderboard"] != before["leaderboard"] and after["battles"] == before["battles"]
     (first, _, _), (second, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["leaderboard", "pairwise", "style_coefficients"]
+    assert sorted(rebuilt) == ["board_status", "leaderboard", "pairwise", "style_coefficients",
+                               "unrated_models"]
     settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications "
                                                  "WHERE publication_id = ?", [second])[0][0])
     assert settings["tables"]["leaderboard"]["ranking"]["ties"] == "drop"
@@ -211,7 +213,8 @@ def test_partial_runs_from_the_cli_without_dagster_home(setup):
                   "-c", str(config_file))
     assert rerank.returncode == 0, rerank.stderr[-3000:]
     (_, _, _), (_, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["leaderboard", "pairwise", "style_coefficients"]
+    assert sorted(rebuilt) == ["board_status", "leaderboard", "pairwise", "style_coefficients",
+                               "unrated_models"]
     assert_live_is_one_publication(setup.warehouse)
 
 
@@ -225,3 +228,30 @@ def test_readme_sql_cookbook_runs_as_written(published):
     with duckdb.connect(str(published.warehouse), read_only=True) as con:
         for statement in statements:
             con.execute(statement).fetchall()
+
+
+def test_unrated_models_and_board_status_are_published_with_the_boards(published):
+    """The two tables come from the rankings fit and agree with the published leaderboard; the report
+    rendered by the publication lists them and has a panel per model."""
+    from arena_pipeline.core.categories import CATEGORY_NAMES
+
+    with duckdb.connect(str(published.warehouse), read_only=True) as con:
+        status = con.execute("SELECT category, status, rated_models, shown_models, provisional_models, "
+                             "unrated_models, reason FROM arena.board_status").fetchall()
+        boards = dict(con.execute("SELECT category, count(*) FROM arena.leaderboard WHERE method = 'bt' "
+                                  "GROUP BY 1").fetchall())
+        shown = dict(con.execute("SELECT category, count(*) FROM arena.leaderboard WHERE method = 'bt' "
+                                 "AND NOT provisional GROUP BY 1").fetchall())
+        unrated = con.execute("SELECT category, model FROM arena.unrated_models").fetchall()
+        on_boards = set(con.execute("SELECT category, model FROM arena.leaderboard").fetchall())
+        revisions = con.execute("SELECT DISTINCT dump_revision FROM arena.board_status UNION "
+                                "SELECT DISTINCT dump_revision FROM arena.leaderboard").fetchall()
+    assert [s[0] for s in status] == list(CATEGORY_NAMES) and len(revisions) == 1
+    for category, state, rated, n_shown, provisional, n_unrated, reason in status:
+        assert rated == boards.get(category, 0) and n_shown == shown.get(category, 0)
+        assert rated == n_shown + provisional and n_unrated == sum(c == category for c, _ in unrated)
+        assert (state == "board") == (n_shown > 0) and (reason is None) == (state == "board")
+    assert not set(unrated) & on_boards
+    page = (published.root / "report" / "index.html").read_text(encoding="utf-8")
+    assert 'id="unrated"' in page and ('id="no-board"' in page) == any(s[1] != "board" for s in status)
+    assert page.count('class="model-panel"') == len({m for _, m in on_boards})

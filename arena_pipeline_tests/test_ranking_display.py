@@ -8,7 +8,9 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.report import build_report_html, top_n_markdown
+from arena_pipeline.presentation.markdown import top_n_markdown
+from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.report import build_report_html
 
 FIXTURE = Path(__file__).parent / "data" / "ranking" / "synthetic_battles.parquet"
 
@@ -26,11 +28,17 @@ def test_report_lists_provisional_models_after_the_shown_ones_marked():
     provisional = board.filter("provisional").get_column("model").to_list()
     shown = board.filter(~pl.col("provisional")).get_column("model").to_list()
     assert provisional and shown
-    markdown = top_n_markdown(board, "overall", "bt", 10)
+    pub = Published.from_output(out)
+    markdown = top_n_markdown(pub, "overall", "bt", 10)
     positions = {m: markdown.index(f"| {m} ") for m in provisional + shown}
     assert max(positions[m] for m in shown) < min(positions[m] for m in provisional)
-    html = build_report_html(board, out.pairwise, out.style_coefficients)
-    assert html.count("(provisional)</small>") == len(provisional)
+    html = build_report_html(pub)
+    # the shown models' table, then the provisional ones' table of their own
+    shown_table, provisional_table = html.split('<table class="sortable leaderboard')[1:3]
+    assert provisional_table.startswith(' provisional"') and "Provisional models (" in shown_table
+    assert all(f">{m}</a>" in shown_table for m in shown)
+    assert all(f">{m}</a>" in provisional_table for m in provisional)
+    assert not any(f">{m}</a>" in shown_table for m in provisional)
     assert "fewer than display_min_battles=390 battles" in html
     # a provisional model does not push a shown model down
     ranks = board.filter(~pl.col("provisional")).sort("rank").get_column("rank").to_numpy()

@@ -26,8 +26,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-from arena_pipeline.core.report import render_report
-from arena_pipeline_tests.core.test_report import synthetic_dump, synthetic_outputs, synthetic_quality
+from arena_pipeline.presentation.report import render_report
+from arena_pipeline_tests.presentation.synthetic import (
+    CHAMPION,
+    synthetic_outputs,
+    synthetic_published,
+)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -186,11 +190,7 @@ class Page:
 
 @pytest.fixture(scope="module")
 def report_file(tmp_path_factory) -> Path:
-    out = synthetic_outputs()
-    return render_report(
-        out.leaderboard, out.pairwise, out.style_coefficients, synthetic_quality(), synthetic_dump(),
-        tmp_path_factory.mktemp("report") / "index.html",
-    )
+    return render_report(synthetic_published(), tmp_path_factory.mktemp("report") / "index.html")
 
 
 @pytest.fixture
@@ -276,3 +276,83 @@ def test_without_javascript_every_category_is_shown(page, report_file):
     assert page.js("document.getElementById('category-tabs').hidden") is True
     assert page.js("[...document.querySelectorAll('[role=tabpanel]')].map(p => p.hidden)") == [
         False, False, False]
+
+
+def _open_panel(page, link: str) -> dict:
+    """Click a model link and return what the open panel shows."""
+    page.js(f"{link}.click()")
+    return page.js("""(() => {
+      const open = [...document.querySelectorAll('.model-panel')].filter(p => getComputedStyle(p).display !== 'none');
+      const p = open[0];
+      const rows = sel => [...p.querySelectorAll(sel + ' tbody tr')].map(r => [...r.cells].map(c => c.textContent));
+      return {count: open.length, fixed: getComputedStyle(p).position, title: p.querySelector('h3').textContent,
+              focused: document.activeElement === p.querySelector('h3'),
+              ratings: rows('table.model-ratings'), opponents: rows('table.opponents'), style: rows('table.style-profile'),
+              chart: p.querySelectorAll('svg.profile-chart g.series-bt circle').length};
+    })()""")
+
+
+def test_model_panel_opens_from_any_board_with_the_models_numbers(page, report_file):
+    page.open(report_file.as_uri())
+    model = "gpt-4.1-2025-04-14"
+    # closed until asked for
+    assert page.js("[...document.querySelectorAll('.model-panel')].every(p => getComputedStyle(p).display === 'none')")
+    link = (f"[...document.querySelectorAll('#cat-overall table.leaderboard a.model-link')]"
+            f".find(a => a.textContent === '{model}')")
+    shown = _open_panel(page, link)
+    assert shown["count"] == 1 and shown["fixed"] == "fixed" and shown["title"] == model and shown["focused"]
+    lb = synthetic_outputs().leaderboard.filter((pl.col("model") == model) & (pl.col("method") == "bt"))
+    assert [r[0] for r in shown["ratings"]] == ["Overall", "Math", "Coding"]
+    for cells, row in zip(shown["ratings"], lb.iter_rows(named=True)):
+        assert cells[1] == str(row["rank"]) and cells[2] == f"{row['rating']:,.1f}"
+        assert cells[3] == f"+{row['ci_upper'] - row['rating']:.1f} / −{row['rating'] - row['ci_lower']:.1f}"
+        assert cells[4] == f"{row['n_battles']:,}"
+    assert shown["chart"] == 3  # one point per category
+    pairs = synthetic_outputs().pairwise.filter(pl.col("category") == "overall")
+    opponents = {cells[0]: cells for cells in shown["opponents"]}
+    assert len(opponents) == 9  # 8 rated models and the unrated champion
+    for r in pairs.filter((pl.col("model_1") == model) | (pl.col("model_2") == model)).iter_rows(named=True):
+        first = r["model_1"] == model
+        other, rate = (r["model_2"], r["win_rate_1"]) if first else (r["model_1"], 1 - r["win_rate_1"])
+        wins, losses = (r["wins_1"], r["wins_2"]) if first else (r["wins_2"], r["wins_1"])
+        cells = opponents[other]
+        assert cells[1] == f"{r['battles']:,}" and cells[2] == f"{wins} / {losses} / {r['ties'] + r['both_bad']}"
+        assert cells[3] == f"{rate:.1%}"
+    assert [c[0] for c in shown["style"]] == ["Answer length (tokens)", "Markdown headers", "List items", "Bold spans"]
+
+    # Escape closes it and gives the focus back to the link
+    page.js("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true}))")
+    assert page.js("document.querySelectorAll('.model-panel.open').length") == 0
+    assert page.js(f"document.activeElement === {link}")
+
+    # the same panel from another tab's board (math: provisional models only)
+    page.js("document.getElementById('tab-math').click()")
+    other = (f"[...document.querySelectorAll('#cat-math table.leaderboard a.model-link')]"
+             f".find(a => a.textContent === '{model}')")
+    again = _open_panel(page, other)
+    assert again["title"] == model and again["ratings"] == shown["ratings"]
+    page.js("document.querySelector('.model-panel.open .close').click()")
+    assert page.js("document.querySelectorAll('.model-panel.open').length") == 0
+    assert page.problems() == []
+
+
+def test_unrated_models_and_categories_without_a_board_are_listed(page, report_file):
+    page.open(report_file.as_uri())
+    unrated = page.js("[...document.querySelectorAll('#unrated table.unrated tbody tr')]"
+                      ".map(r => [...r.cells].map(c => c.textContent))")
+    assert unrated == [["Overall", CHAMPION, "24", "24 / 0 / 0",
+                        "only wins: never lost or drew, so its Bradley-Terry rating has no finite estimate"]]
+    status = synthetic_outputs().board_status.filter(pl.col("status") != "board")
+    rows = page.js("[...document.querySelectorAll('#no-board table.no-board tbody tr')]"
+                   ".map(r => [...r.cells].map(c => c.textContent))")
+    assert len(rows) == status.height == 19
+    by_name = {r[0]: r for r in rows}
+    assert by_name["Math"][1:] == ["no board", "622", "9",
+                                   "no model has display_min_battles=301 battles or more; 9 provisional models"]
+    assert by_name["No refusal"][1:] == ["unavailable", "0", "0", "unavailable: the dump has no is_refusal field"]
+    # both are outside the tab panels: visible whichever tab is selected
+    assert page.js("document.getElementById('unrated').getBoundingClientRect().height") > 50
+    assert page.js("document.getElementById('no-board').getBoundingClientRect().height") > 50
+    # the header links to the explanation
+    assert page.js("document.querySelector('header.page a[href=\"#no-board\"]') !== null")
+    assert page.problems() == []

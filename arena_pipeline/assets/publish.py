@@ -24,8 +24,10 @@ from arena_pipeline.core.publication import (
     versioned,
 )
 from arena_pipeline.core.publication_gate import GatePolicy, board_problems, refusal_message
-from arena_pipeline.core.report import load_report_inputs, rating_chart_svg, render_report, svg_data_uri
 from arena_pipeline.core.warehouse import WarehouseLockedError, read_frame
+from arena_pipeline.presentation.markdown import overall_chart_markdown
+from arena_pipeline.presentation.read import read_published
+from arena_pipeline.presentation.report import render_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
 PUBLISHED_DUMP = dg.AssetKey("published_dump")
@@ -120,10 +122,10 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
     """Render the report of what is live now (after the publication committed)."""
     try:
         with warehouse.connection(read_only=True) as con:
-            inputs = load_report_inputs(con, SCHEMA)
+            pub = read_published(con, SCHEMA)
     except WarehouseLockedError as exc:
         raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc
-    if inputs.leaderboard.is_empty():  # published on purpose (allow_degenerate): no stale board stays
+    if pub.leaderboard.is_empty():  # published on purpose (allow_degenerate): no stale board stays
         stale = report_settings.path()
         removed = stale.is_file()
         stale.unlink(missing_ok=True)
@@ -131,16 +133,15 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
                             + (f"; the previous report {stale} was removed (its board is no longer live)" if removed else ""))
         return dg.MaterializeResult(asset_key=REPORT, metadata={"status": "empty leaderboard: no report written",
                                                                 "removed_stale_report": removed})
-    path = render_report(inputs.leaderboard, inputs.pairwise, inputs.style_coefficients,
-                         inputs.quality_results, inputs.dumps_row, report_settings.path())
-    chart = rating_chart_svg(inputs.leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
+    path = render_report(pub, report_settings.path())
+    chart = overall_chart_markdown(pub)
     return dg.MaterializeResult(
         asset_key=REPORT,
         metadata={
             "path": dg.MetadataValue.path(str(path.resolve())),
             "bytes": path.stat().st_size,
-            "revision": (inputs.dumps_row or {}).get("revision", ""),
-            "overall_ratings": dg.MetadataValue.md(f"![overall ratings with 95% CI]({svg_data_uri(chart)})"),
+            "revision": (pub.dump or {}).get("revision", ""),
+            **({"overall_ratings": dg.MetadataValue.md(chart)} if chart else {}),
         },
     )
 

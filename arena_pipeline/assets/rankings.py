@@ -12,28 +12,34 @@ from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
+    BOARD_STATUS_TABLE,
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
+    UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.publication import read_input, write_version
-from arena_pipeline.core.report import rating_chart_svg, svg_data_uri, top_n_markdown
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.core.ranking import (
+    BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
+    UNRATED_MODELS_SCHEMA,
     RankingConfig,
     compute_rankings,
 )
+from arena_pipeline.presentation.markdown import board_previews
+from arena_pipeline.presentation.read import Published
 from arena_pipeline.resources import Warehouse
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
-                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE)}
+                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
+                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE)}
 
 
 @dg.asset(
@@ -122,14 +128,21 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
         table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
                    "lists, bold) per category with 95% intervals."),
+        table_spec(UNRATED_MODELS_TABLE, {**UNRATED_MODELS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.unrated_models: per category, the models with battles but no rating "
+                   "(only wins, only losses, not connected, under min_battles), their record and the reason."),
+        table_spec(BOARD_STATUS_TABLE, {**BOARD_STATUS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.board_status: one row per category rule: board, no_board (and why) or "
+                   "unavailable, with battles and rated / shown / provisional / unrated model counts."),
     ],
     can_subset=True,
 )
 def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
-    The three tables come from one fit: a publication takes all three from the same run, so select
-    them together (the rerank_job does) to re-rank with other settings.
+    The five tables come from one fit: a publication takes them all from the same run, so select
+    them together (the rerank_job does) to re-rank with other settings. arena.unrated_models and
+    arena.board_status say what the boards leave out and why.
     """
     with warehouse.connection() as con:
         build = run_build(context, con)
@@ -145,6 +158,8 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         LEADERBOARD_TABLE: output.leaderboard.with_columns(revision),
         PAIRWISE_TABLE: output.pairwise.with_columns(revision),
         STYLE_COEFFICIENTS_TABLE: output.style_coefficients.with_columns(revision),
+        UNRATED_MODELS_TABLE: output.unrated_models.with_columns(revision),
+        BOARD_STATUS_TABLE: output.board_status.with_columns(revision),
     }
     frames = {name: frame for name, frame in frames.items() if name in selected}
     settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version()}
@@ -156,8 +171,12 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     for name, frame in frames.items():
         extra = {}
         if name == LEADERBOARD_TABLE:
-            extra = {**_board_previews(output.leaderboard),
+            # the UI previews: top 10 per category (bt) and the overall ratings chart
+            previews = board_previews(Published.from_output(output))
+            extra = {**{k: dg.MetadataValue.md(v) for k, v in previews.items()},
                 "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
+                "no_board": dg.MetadataValue.json({r["category"]: r["reason"] for r in
+                                                   output.board_status.filter(pl.col("status") != "board").iter_rows(named=True)}),
                 "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
                 "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
             }
@@ -167,15 +186,3 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
             data_version=dg.DataVersion(build.revision),
         )
 
-
-def _board_previews(leaderboard: pl.DataFrame) -> dict:
-    """Markdown top-10 per category (bt) and a ratings chart with 95% intervals, for the UI."""
-    previews: dict = {}
-    bt = leaderboard.filter(pl.col("method") == "bt")
-    for category in bt.get_column("category").unique(maintain_order=True).to_list():
-        previews[f"top10_{category}"] = dg.MetadataValue.md(top_n_markdown(leaderboard, category, "bt", 10))
-    if not bt.filter(pl.col("category") == "overall").is_empty():
-        chart = rating_chart_svg(leaderboard, "overall", methods=("bt", "bt_style"), max_models=25)
-        previews["overall_ratings_chart"] = dg.MetadataValue.md(
-            f"![overall ratings with 95% CI]({svg_data_uri(chart)})")
-    return previews

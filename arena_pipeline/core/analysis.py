@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
-from arena_pipeline.constants import CATEGORIES
+from arena_pipeline.core.categories import category_order
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 #: Columns and types of :func:`position_bias`.
@@ -72,13 +72,6 @@ ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "syste
 MESSAGE_SEPARATOR = "\n\n"
 
 
-def _category_order() -> pl.Expr:
-    """Sort key: position in ``constants.CATEGORIES``, unknown names after (then by name)."""
-    return pl.col("category").replace_strict(
-        {c: i for i, c in enumerate(CATEGORIES)}, default=len(CATEGORIES), return_dtype=pl.Int32
-    )
-
-
 def position_bias(
     battles: pl.DataFrame,
     battle_categories: pl.DataFrame,
@@ -107,7 +100,7 @@ def position_bias(
     Returns
     -------
     pl.DataFrame
-        :data:`POSITION_BIAS_SCHEMA`, one row per category present (``constants.CATEGORIES``
+        :data:`POSITION_BIAS_SCHEMA`, one row per category present (board order, ``categories.ordered_categories``
         order, unknown names after). ``battles`` counts all four outcomes, ``decisive =
         a_wins + b_wins``; ``a_win_rate``, ``ci_lower``, ``ci_upper`` and ``p_value`` are null
         when ``decisive`` is 0.
@@ -134,7 +127,7 @@ def position_bias(
             both_bad=(winner == "both_bad").sum().cast(pl.Int64),
         )
         .with_columns(decisive=pl.col("a_wins") + pl.col("b_wins"))
-        .sort(_category_order(), "category")
+        .sort(category_order(), "category")
     )
     exact = [_exact_binomial(k, n, confidence)
              for k, n in counts.select("a_wins", "decisive").iter_rows()]  # one row per category
@@ -203,7 +196,7 @@ def rating_trend(
         :data:`RATING_TREND_SCHEMA`: ``month`` is the first day of the month; ``ci_lower``/
         ``ci_upper`` the board's primary interval; ``rank`` within the month's board;
         ``n_battles`` the model's battles used by that month's fit. Sorted by category
-        (``constants.CATEGORIES`` order), month, rank, model.
+        (board order, ``categories.ordered_categories`` order), month, rank, model.
     """
     config = dataclasses.replace(config or TREND_CONFIG, methods=("bt",))
     tags = battle_categories.select("battle_id", "category")
@@ -229,7 +222,7 @@ def rating_trend(
             month=parts.struct.field("field_1").str.to_date("%Y-%m-%d"),
             category=parts.struct.field("field_0"),
         )
-        .sort(_category_order(), "category", "month", "rank", "model")
+        .sort(category_order(), "category", "month", "rank", "model")
         .select([pl.col(c).cast(t) for c, t in RATING_TREND_SCHEMA.items()])
     )
 
@@ -281,7 +274,7 @@ def preference_pairs(
     -------
     pl.DataFrame
         :data:`PREFERENCE_PAIRS_SCHEMA`, sorted by ``battle_id``. ``categories`` lists the
-        battle's categories in ``constants.CATEGORIES`` order (empty when it has none).
+        battle's categories in board order (``categories.ordered_categories``) (empty when it has none).
         Battles lacking a user message or a reply on either side are left out. The prompt is
         taken from the chosen side.
     """
@@ -342,7 +335,7 @@ def preference_pairs(
     tags = (
         battle_categories.select("battle_id", "category")
         .unique()
-        .sort(_category_order(), "category")
+        .sort(category_order(), "category")
         .group_by("battle_id", maintain_order=True)
         .agg(categories=pl.col("category"))
     )

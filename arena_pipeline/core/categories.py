@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import polars as pl
@@ -252,3 +253,24 @@ def tag_categories(
     )
     return long, metadata
 
+
+
+def ordered_categories(names: Iterable[str]) -> list[str]:
+    """Distinct ``names`` in board order: :data:`CATEGORY_NAMES` order, unknown names after
+    (alphabetically). The one place the order of categories is decided."""
+    present = set(names)
+    return [c for c in CATEGORY_NAMES if c in present] + sorted(present - set(CATEGORY_NAMES))
+
+
+def category_order(column: str = "category") -> pl.Expr:
+    """Sort key of :func:`ordered_categories` as an expression (use with the name as a tie-break)."""
+    return pl.col(column).replace_strict(
+        {c: i for i, c in enumerate(CATEGORY_NAMES)}, default=len(CATEGORY_NAMES),
+        return_dtype=pl.Int32,
+    )
+
+
+def category_label(name: str) -> str:
+    """People-facing name: ``"instruction_following"`` -> ``"Instruction following"``."""
+    text = name.replace("_", " ").strip()
+    return text[:1].upper() + text[1:]

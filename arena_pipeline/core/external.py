@@ -35,8 +35,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.categories import CATEGORY_NAMES
+from arena_pipeline.core.categories import CATEGORY_NAMES, ordered_categories
 from arena_pipeline.core.models import canonical_name_expr, load_aliases, read_data_csv
 from arena_pipeline.core.ranking.leaderboard import METHODS
 
@@ -332,12 +331,6 @@ def _parse_csv(path: Path) -> pl.DataFrame:
     )
 
 
-def _category_order(categories: list[str]) -> list[str]:
-    """Ours in ``constants.CATEGORIES`` order, then the others alphabetically."""
-    present = set(categories)
-    return [c for c in CATEGORIES if c in present] + sorted(present - set(CATEGORIES))
-
-
 def read_published_board(
     path: str | Path,
     aliases: pl.DataFrame | None = None,
@@ -361,7 +354,7 @@ def read_published_board(
     -------
     pl.DataFrame
         :data:`BOARD_SCHEMA`, one row per (category key, model), ordered by category
-        (ours first, in ``constants.CATEGORIES`` order), key, rating descending, model.
+        (ours first, in board order (``categories.ordered_categories``)), key, rating descending, model.
         ``category`` is our name for a mapped key or one of ours, else the key itself with
         ``category_known`` false. ``method`` comes from the CSV's ``method`` cell, else from
         the map (null for our own names and unknown keys). ``ci_lower``/``ci_upper`` are
@@ -440,7 +433,7 @@ def read_published_board(
         "ci_lower",
         "ci_upper",
     )
-    order = {c: i for i, c in enumerate(_category_order(board.get_column("category").to_list()))}
+    order = {c: i for i, c in enumerate(ordered_categories(board.get_column("category").to_list()))}
     return board.sort(
         pl.col("category").replace_strict(order, return_dtype=pl.Int32),
         "source_category",
@@ -507,7 +500,7 @@ class ComparisonResult:
     ----------
     summary
         :data:`SUMMARY_SCHEMA`, one row per category present on either side (ours first in
-        ``constants.CATEGORIES`` order, then the others alphabetically).
+        board order (``categories.ordered_categories``), then the others alphabetically).
     models
         :data:`COMPARISON_MODELS_SCHEMA`, one row per model and category: matched pairs,
         models on one side only, and each of their names in an ambiguous group.
@@ -681,7 +674,7 @@ def compare_boards(
     models = pl.concat(
         [matched, only_ours, only_theirs, ambiguous], how="diagonal_relaxed"
     ).select([pl.col(c).cast(t) for c, t in COMPARISON_MODELS_SCHEMA.items()])
-    order = _category_order(
+    order = ordered_categories(
         our.get_column("category").to_list() + their.get_column("category").to_list()
     )
     rank = {c: i for i, c in enumerate(order)}

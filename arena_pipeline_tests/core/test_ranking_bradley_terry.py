@@ -12,6 +12,7 @@ import statsmodels.api as sm
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt, mle_support
+from arena_pipeline.core.ranking.board import NOT_CONNECTED, ONLY_LOSSES, ONLY_WINS
 
 FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
 PPL = 400.0 / math.log(10.0)  # rating points per natural log-odds
@@ -216,7 +217,7 @@ def test_model_that_only_loses_is_excluded_and_listed():
     (entry,) = meta["excluded_models"]["overall"]
     assert entry == {
         "model": "zz-loser",
-        "reason": "no finite MLE: never won or drew",
+        "reason": ONLY_LOSSES,
         "n_battles": 60,
     }
     # the others are fitted exactly as without the loser's battles
@@ -230,7 +231,7 @@ def test_model_that_only_wins_is_excluded():
     rows += [("a", "b", "model_a"), ("b", "c", "model_a"), ("c", "a", "model_a"), ("b", "a", "tie")]
     board, meta = bt_board(frame_from(rows))
     assert sorted(board.get_column("model")) == ["a", "b", "c"]
-    assert meta["excluded_models"]["overall"][0]["reason"] == "no finite MLE: never lost or drew"
+    assert meta["excluded_models"]["overall"][0]["reason"] == ONLY_WINS
 
 
 def test_rare_win_survives_the_bootstrap():
@@ -258,7 +259,7 @@ def test_disconnected_comparison_graph_keeps_the_largest_group():
     assert sorted(board.get_column("model")) == sorted(ratings(bt_board(frame)[0]))
     reasons = {e["model"]: e["reason"] for e in meta["excluded_models"]["overall"]}
     assert reasons == dict.fromkeys(
-        ["x1", "x2", "x3"], "no finite MLE: outside the largest strongly connected group"
+        ["x1", "x2", "x3"], NOT_CONNECTED
     )
 
 

@@ -10,8 +10,11 @@ from arena_pipeline.core.ranking.api import (
 )
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
+from arena_pipeline.core.ranking.status import BOARD_STATUS_SCHEMA, UNRATED_MODELS_SCHEMA
 
 __all__ = [
+    "BOARD_STATUS_SCHEMA",
+    "UNRATED_MODELS_SCHEMA",
     "LEADERBOARD_SCHEMA",
     "METHODS",
     "PAIRWISE_SCHEMA",

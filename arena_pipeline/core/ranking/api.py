@@ -220,9 +220,17 @@ class RankingOutput:
     metadata
         Plain dict: config, dropped rows, per-category excluded models, Kendall tau,
         Newton iterations and gradient norms, timings (seconds).
+    unrated_models
+        ``status.UNRATED_MODELS_SCHEMA``: models with battles in a category and no rating, with
+        the reason.
+    board_status
+        ``status.BOARD_STATUS_SCHEMA``: one row per category rule: board, no board (why) or
+        unavailable.
     """
 
     leaderboard: pl.DataFrame
     style_coefficients: pl.DataFrame
     pairwise: pl.DataFrame
     metadata: dict[str, Any] = field(default_factory=dict)
+    unrated_models: pl.DataFrame | None = None
+    board_status: pl.DataFrame | None = None

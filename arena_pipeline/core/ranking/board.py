@@ -50,6 +50,12 @@ from arena_pipeline.core.ranking.style_control import (
 
 Interval = tuple[np.ndarray, np.ndarray]
 
+#: Why a model with battles has no rating (``select_models``); shown as is in the report and CLI.
+ONLY_LOSSES = "only losses: never won or drew, so its Bradley-Terry rating has no finite estimate"
+ONLY_WINS = "only wins: never lost or drew, so its Bradley-Terry rating has no finite estimate"
+NOT_CONNECTED = ("not connected to the rest of the comparison graph (outside the largest group of "
+                 "models linked both ways by wins or draws), so its rating has no finite estimate")
+
 
 def model_stats(a: np.ndarray, b: np.ndarray, o: np.ndarray, n: int) -> dict[str, np.ndarray]:
     """Battles, wins, losses, draws (tie + both_bad) and score rate per model.
@@ -116,7 +122,7 @@ def select_models(
             excluded += [
                 {
                     "model": names[i],
-                    "reason": f"fewer than min_battles={min_battles} battles",
+                    "reason": f"fewer than min_battles={min_battles} battles against the models kept",
                     "n_battles": int(stats["n_battles"][i]),
                 }
                 for i in np.flatnonzero(low)
@@ -130,11 +136,11 @@ def select_models(
         for i in np.flatnonzero(outside):
             score = stats["wins"][i] + 0.5 * stats["ties"][i]
             if score == 0:
-                why = "no finite MLE: never won or drew"
+                why = ONLY_LOSSES
             elif score == stats["n_battles"][i]:
-                why = "no finite MLE: never lost or drew"
+                why = ONLY_WINS
             else:
-                why = "no finite MLE: outside the largest strongly connected group"
+                why = NOT_CONNECTED
             excluded.append(
                 {"model": names[i], "reason": why, "n_battles": int(stats["n_battles"][i])}
             )

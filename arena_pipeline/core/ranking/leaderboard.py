@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.categories import CATEGORY_NAMES
+from arena_pipeline.core.categories import category_order, ordered_categories
 from arena_pipeline.core.ranking.api import (
     LEADERBOARD_SCHEMA,
     METHODS,
@@ -27,6 +26,12 @@ from arena_pipeline.core.ranking.board import (
 )
 from arena_pipeline.core.ranking.bradley_terry import OUTCOME_CODES
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA, pairwise_table
+from arena_pipeline.core.ranking.status import (
+    UNRATED_MODELS_SCHEMA,
+    board_status_frame,
+    category_status,
+    unrated_rows,
+)
 from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
     style_columns,
@@ -96,8 +101,8 @@ def compute_rankings(
 ) -> RankingOutput:
     """Per-category leaderboards by Bradley-Terry, style-controlled Bradley-Terry, Rank Centrality.
 
-    For every category present in ``battle_categories`` (in ``constants.CATEGORIES``
-    order, then ``categories.CATEGORY_NAMES`` order, unknown names after, alphabetically):
+    For every category present in ``battle_categories`` (in board order,
+    ``categories.ordered_categories``):
 
     1. Battles are that category's rows of ``battles``; self-battles (``model_a ==
        model_b``) are dropped everywhere, ties are halved or dropped (``config.ties``).
@@ -165,9 +170,7 @@ def compute_rankings(
     self_rows = int(tagged.get_column("_self").sum())
     unmatched = categories.height - tagged.height
     tagged = tagged.filter(~pl.col("_self"))
-    present = set(tagged.get_column("category").unique().to_list())
-    known = [*CATEGORIES, *(c for c in CATEGORY_NAMES if c not in CATEGORIES)]
-    order = [c for c in known if c in present] + sorted(present - set(known))
+    order = ordered_categories(tagged.get_column("category").unique().to_list())
     parts = {key[0]: part for key, part in tagged.partition_by("category", as_dict=True).items()}
 
     metadata: dict[str, Any] = {
@@ -194,9 +197,12 @@ def compute_rankings(
     boards: list[pl.DataFrame] = []
     coefficients: list[pl.DataFrame] = []
     bt_boards: list[pl.DataFrame] = []
+    unrated: list[pl.DataFrame] = []
+    status: dict[str, dict[str, Any]] = {}
     for category in order:
         t_category = perf_counter()
         part = parts[category]
+        every = tuple(part.get_column(c).to_numpy() for c in ("_a", "_b", "_o"))
         if config.ties == "drop":
             part = part.filter(pl.col("_o") < 2)
         a, b, o = (part.get_column(c).to_numpy() for c in ("_a", "_b", "_o"))
@@ -212,9 +218,13 @@ def compute_rankings(
         }
         metadata["excluded_models"][category] = excluded
         metadata["categories"][category] = info
+        reasons = {e["model"]: e["reason"] for e in excluded}
         if len(models) < 2:
             info["note"] = "fewer than 2 models left: no board"
+            unrated.append(unrated_rows(category, names, every, np.zeros(len(names), bool), reasons))
+            status[category] = category_status(info, None, unrated[-1].height, config)
             continue
+        unrated.append(unrated_rows(category, names, every, active, reasons))
         candidates = config.anchor_models if config.anchor_model is None else (config.anchor_model,)
         on_board = set(models)
         anchor_name = next((name for name in candidates if name in on_board), None)
@@ -243,6 +253,7 @@ def compute_rankings(
         t0 = perf_counter()
         bt = fit_bt_board(board)
         bt_boards.append(bt.frame)
+        status[category] = category_status(info, bt.frame, unrated[-1].height, config)
         if "bt" in config.methods:
             boards.append(bt.frame)
         info["bt"] = bt.info
@@ -262,25 +273,25 @@ def compute_rankings(
         info["timings_s"]["total"] = perf_counter() - t_category
 
     t0 = perf_counter()
-    category_rank = pl.col("category").replace_strict(
-        {c: i for i, c in enumerate(order)}, return_dtype=pl.Int32
-    )
+    category_rank = [category_order(), "category"]
     method_rank = pl.col("method").replace_strict(
         {m: i for i, m in enumerate(METHODS)}, return_dtype=pl.Int32
     )
     leaderboard = _concat(boards, LEADERBOARD_SCHEMA)
-    leaderboard = leaderboard.sort(category_rank, method_rank, "provisional", "rank", "model")
+    leaderboard = leaderboard.sort(*category_rank, method_rank, "provisional", "rank", "model")
     pairwise = pairwise_table(
         tagged.select("category", "model_a", "model_b", "winner"),
         _concat(bt_boards, LEADERBOARD_SCHEMA),
         config.ties,
         config.scale,
         config.base,
-    ).sort(category_rank, "model_1", "model_2")
+    ).sort(*category_rank, "model_1", "model_2")
     metadata["timings_s"]["pairwise"] = perf_counter() - t0
     metadata["timings_s"]["total"] = perf_counter() - started
     return RankingOutput(
-        leaderboard, _concat(coefficients, STYLE_COEFFICIENTS_SCHEMA), pairwise, metadata
+        leaderboard, _concat(coefficients, STYLE_COEFFICIENTS_SCHEMA), pairwise, metadata,
+        unrated_models=_concat(unrated, UNRATED_MODELS_SCHEMA),
+        board_status=board_status_frame(battles.columns, status),
     )
 
 

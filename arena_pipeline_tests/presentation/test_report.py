@@ -1,148 +1,46 @@
-"""The static HTML report and its helpers (Markdown top-N, SVG charts, rank changes, quality summary).
-
-``synthetic_battles`` / ``synthetic_outputs`` build small, reproducible ranking inputs; the CLI and
-browser tests reuse them.
-"""
+"""The presentation package: read API, Markdown previews, SVG charts and the HTML report page."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
 import xml.etree.ElementTree as ET
-from functools import lru_cache
 from html.parser import HTMLParser
 
 import duckdb
-import numpy as np
 import polars as pl
 import pytest
-from scipy.special import expit
 
-from arena_pipeline.core.ranking import RankingConfig, RankingOutput, compute_rankings
-from arena_pipeline.core.report import (
-    latest_quality_results,
+from arena_pipeline.core.ranking import RankingOutput
+from arena_pipeline.presentation.charts import heatmap_svg, rating_chart_svg, svg_data_uri
+from arena_pipeline.presentation.markdown import board_previews, top_n_markdown
+from arena_pipeline.presentation.read import (
     QUALITY_SUMMARY_SCHEMA,
     RANK_CHANGES_SCHEMA,
-    build_report_html,
-    heatmap_svg,
-    load_report_inputs,
-    quality_summary,
-    rank_changes,
-    rating_chart_svg,
-    render_report,
-    svg_data_uri,
-    top_n_markdown,
+    Published,
+    latest_quality_results,
+    read_published,
 )
-from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
-
-#: True strengths (natural log-odds) and verbosity of the synthetic models. One name carries
-#: HTML/Markdown metacharacters to prove escaping.
-SYNTHETIC_MODELS: dict[str, tuple[float, float]] = {
-    "gemini-2.5-pro": (1.0, 1.5),
-    "claude-opus-4-20250514-thinking-16k": (0.8, 0.8),
-    "gpt-4.1-2025-04-14": (0.55, 1.0),
-    "o3-2025-04-16": (0.5, 0.7),
-    "deepseek-r1-0528": (0.3, 1.8),
-    "qwen3-235b-a22b": (0.1, 1.2),
-    "gemma-3-27b-it": (-0.2, 1.1),
-    "llama-4-maverick-17b-128e-instruct": (-0.5, 0.9),
-    "<b>odd|model</b> & co": (-0.7, 0.6),
-}
-
-REVISION = "0123456789abcdef0123456789abcdef01234567"
-
-
-def synthetic_battles(n: int = 3000, seed: int = 0) -> pl.DataFrame:
-    """Bradley-Terry battles among :data:`SYNTHETIC_MODELS` with ties, style columns, flags."""
-    rng = np.random.default_rng(seed)
-    names = list(SYNTHETIC_MODELS)
-    strength = np.array([SYNTHETIC_MODELS[m][0] for m in names])
-    verbosity = np.array([SYNTHETIC_MODELS[m][1] for m in names])
-    a = rng.integers(0, len(names), n)
-    b = (a + rng.integers(1, len(names), n)) % len(names)
-    tokens_a, tokens_b = rng.poisson(400 * verbosity[a]), rng.poisson(400 * verbosity[b])
-    p = expit(strength[a] - strength[b] + 0.5 * (tokens_a - tokens_b) / (tokens_a + tokens_b + 1))
-    u, v = rng.random(n), rng.random(n)
-    winner = np.where(u < 0.15, "tie", np.where(u < 0.2, "both_bad", np.where(v < p, "model_a", "model_b")))
-    start = dt.datetime(2025, 4, 1)
-    columns: dict[str, object] = {
-        "id": [f"b{i:05d}" for i in range(n)],
-        "model_a": [names[i] for i in a],
-        "model_b": [names[i] for i in b],
-        "winner": winner.tolist(),
-        "timestamp": [start + dt.timedelta(minutes=int(m)) for m in rng.integers(0, 60 * 24 * 90, n)],
-        "is_code": (rng.random(n) < 0.3).tolist(),
-        "math": (rng.random(n) < 0.2).tolist(),
-    }
-    for side, tokens in (("a", tokens_a), ("b", tokens_b)):
-        for feature, templates in CONVERSATION_STYLE_COLUMNS.items():
-            for template in templates:
-                columns[template.format(side=side)] = (
-                    tokens if feature == "tokens" else rng.poisson(1.0, n)
-                )
-    return pl.DataFrame(columns).with_columns(pl.col("timestamp").cast(pl.Datetime("us")))
-
-
-def synthetic_categories(battles: pl.DataFrame) -> pl.DataFrame:
-    """``overall`` for every battle, ``coding`` / ``math`` from the flags."""
-    ids = pl.col("id").alias("battle_id")
-    return pl.concat(
-        [
-            battles.select(ids, category=pl.lit("overall")),
-            battles.filter("math").select(ids, category=pl.lit("math")),
-            battles.filter("is_code").select(ids, category=pl.lit("coding")),
-        ]
-    )
-
-
-@lru_cache(maxsize=4)
-def synthetic_outputs(n: int = 3000, seed: int = 0) -> RankingOutput:
-    """compute_rankings on :func:`synthetic_battles` (20 bootstrap rounds, min 20 battles)."""
-    battles = synthetic_battles(n, seed)
-    return compute_rankings(
-        battles, synthetic_categories(battles), RankingConfig(bootstrap_rounds=20, min_battles=20)
-    )
-
-
-def synthetic_quality() -> pl.DataFrame:
-    """Three expectation results, one failed warning, shaped like ``arena.quality_results``."""
-    return pl.DataFrame(
-        {
-            "dump_revision": [REVISION] * 3,
-            "table_name": ["battles", "battles", "messages"],
-            "suite": ["battles", "battles", "messages"],
-            "expectation_id": ["id_unique", "winner_in_set", "role_in_set"],
-            "expectation_type": ["expect_column_values_to_be_unique", "expect_column_values_to_be_in_set",
-                                 "expect_column_values_to_be_in_set"],
-            "column_name": ["id", "winner", "role"],
-            "severity": ["error", "warning", "error"],
-            "success": [True, False, True],
-            "element_count": [3000, 3000, 12000],
-            "unexpected_count": [0, 3, 0],
-            "unexpected_percent": [0.0, 0.1, 0.0],
-            "sample_ids": [[], ["b00001", "b00002", "b00003"], []],
-            "checked_at": [dt.datetime(2025, 7, 1, 3, 0)] * 3,
-        }
-    )
-
-
-def synthetic_dump() -> dict:
-    return {
-        "revision": REVISION,
-        "source": "lmarena-ai/arena-human-preference-140k",
-        "source_kind": "hub",
-        "requested_revision": "main",
-        "rows": 3000,
-        "files": '[{"name": "data/train-00000-of-00001.parquet"}]',
-        "status": "published",
-        "first_seen": dt.datetime(2025, 7, 1, 2, 0),
-        "published_at": dt.datetime(2025, 7, 1, 3, 4),
-    }
+from arena_pipeline.presentation.report import build_report_html, render_report
+from arena_pipeline_tests.presentation.synthetic import (
+    CHAMPION,
+    REVISION,
+    synthetic_dump,
+    synthetic_outputs,
+    synthetic_quality,
+)
 
 
 @pytest.fixture(scope="module")
 def outputs() -> RankingOutput:
     return synthetic_outputs()
+
+
+def pub_of(leaderboard: pl.DataFrame, outputs: RankingOutput | None = None, **extra) -> Published:
+    """A Published of ``leaderboard`` (with the synthetic pairwise and style frames when given)."""
+    if outputs is None:
+        return Published(leaderboard, **extra)
+    return Published(leaderboard, outputs.pairwise, outputs.style_coefficients, **extra)
 
 
 class _Collector(HTMLParser):
@@ -187,7 +85,7 @@ def _parse(page: str) -> _Collector:
 
 
 def test_top_n_markdown_lists_the_top_rows_in_rank_order(outputs):
-    text = top_n_markdown(outputs.leaderboard, "overall", "bt", n=3)
+    text = top_n_markdown(pub_of(outputs.leaderboard), "overall", "bt", n=3)
     lines = text.splitlines()
     assert lines[2] == "| Rank | UB | Model | Rating | 95% CI | Battles |"
     rows = lines[4:]
@@ -201,13 +99,13 @@ def test_top_n_markdown_lists_the_top_rows_in_rank_order(outputs):
 
 
 def test_top_n_markdown_escapes_pipes_and_rejects_unknown_boards(outputs):
-    text = top_n_markdown(outputs.leaderboard, "overall", "bt", n=20)
+    text = top_n_markdown(pub_of(outputs.leaderboard), "overall", "bt", n=20)
     assert "odd\\|model" in text and "odd|model" not in text
     with pytest.raises(ValueError, match="unknown category 'nope'.*overall, math, coding"):
-        top_n_markdown(outputs.leaderboard, "nope")
+        top_n_markdown(pub_of(outputs.leaderboard), "nope")
     only_bt = outputs.leaderboard.filter(pl.col("method") == "bt")
     with pytest.raises(ValueError, match="no 'spectral' board.*methods present: bt"):
-        top_n_markdown(only_bt, "overall", "spectral")
+        top_n_markdown(pub_of(only_bt), "overall", "spectral")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,7 +116,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def test_rating_chart_is_valid_svg_with_one_point_and_interval_per_model(outputs):
-    svg = rating_chart_svg(outputs.leaderboard, "math", ("bt", "bt_style"))
+    svg = rating_chart_svg(pub_of(outputs.leaderboard), "math", ("bt", "bt_style"))
     root = ET.fromstring(svg)  # well-formed XML, model names escaped
     assert root.tag == f"{SVG}svg" and root.get("role") == "img"
     board = outputs.leaderboard.filter((pl.col("category") == "math") & (pl.col("method") == "bt"))
@@ -233,14 +131,14 @@ def test_rating_chart_is_valid_svg_with_one_point_and_interval_per_model(outputs
 def test_svg_data_uri_round_trips(outputs):
     import base64
 
-    svg = rating_chart_svg(outputs.leaderboard, "coding")
+    svg = rating_chart_svg(pub_of(outputs.leaderboard), "coding")
     uri = svg_data_uri(svg)
     assert uri.startswith("data:image/svg+xml;base64,")
     assert base64.b64decode(uri.split(",", 1)[1]).decode() == svg
 
 
 def test_rating_chart_orders_models_by_rating_and_limits_them(outputs):
-    svg = rating_chart_svg(outputs.leaderboard, "overall", ("bt",), max_models=4)
+    svg = rating_chart_svg(pub_of(outputs.leaderboard), "overall", ("bt",), max_models=4)
     root = ET.fromstring(svg)
     labels = [t.find(f"{SVG}title").text for t in root.findall(f".//{SVG}text[@class='label']")]
     board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt")).sort("rank")
@@ -251,16 +149,16 @@ def test_rating_chart_orders_models_by_rating_and_limits_them(outputs):
 
 def test_rating_chart_draws_points_without_intervals_and_rejects_unknown(outputs):
     no_ci = outputs.leaderboard.with_columns(ci_lower=pl.lit(None, pl.Float64), ci_upper=pl.lit(None, pl.Float64))
-    root = ET.fromstring(rating_chart_svg(no_ci, "overall"))
+    root = ET.fromstring(rating_chart_svg(pub_of(no_ci), "overall"))
     assert root.findall(f".//{SVG}line[@class='ci']") == [] and root.findall(f".//{SVG}circle")
     with pytest.raises(ValueError, match="unknown category"):
-        rating_chart_svg(outputs.leaderboard, "nope")
+        rating_chart_svg(pub_of(outputs.leaderboard), "nope")
     with pytest.raises(ValueError, match="no 'xx' board"):
-        rating_chart_svg(outputs.leaderboard, "overall", ("xx",))
+        rating_chart_svg(pub_of(outputs.leaderboard), "overall", ("xx",))
 
 
 def test_heatmap_cells_are_the_row_models_win_rates(outputs):
-    svg = heatmap_svg(outputs.pairwise, outputs.leaderboard, "overall", max_models=5)
+    svg = heatmap_svg(pub_of(outputs.leaderboard, outputs), "overall", max_models=5)
     root = ET.fromstring(svg)
     cells = root.findall(f".//{SVG}g[@class='cell']")
     assert len(cells) == 5 * 4  # every off-diagonal pair met in this data
@@ -276,14 +174,14 @@ def test_heatmap_cells_are_the_row_models_win_rates(outputs):
     backward = f"{pair['model_2']} vs {pair['model_1']}: won {1 - pair['win_rate_1']:.0%} of {pair['battles']} battles"
     assert any(t.startswith(forward) for t in tips)
     assert any(t.startswith(backward) for t in tips)
-    assert heatmap_svg(outputs.pairwise, outputs.leaderboard, "nope") == ""
+    assert heatmap_svg(pub_of(outputs.leaderboard, outputs), "nope") == ""
 
 
 def test_heatmap_marks_pairs_that_never_met(outputs):
     pairwise = outputs.pairwise.filter(
         ~((pl.col("model_1") == "gemini-2.5-pro") | (pl.col("model_2") == "gemini-2.5-pro"))
     )
-    root = ET.fromstring(heatmap_svg(pairwise, outputs.leaderboard, "overall", max_models=4))
+    root = ET.fromstring(heatmap_svg(Published(outputs.leaderboard, pairwise), "overall", max_models=4))
     empty = root.findall(f".//{SVG}rect[@class='cell empty']")
     assert len(empty) == 2 * 3
     assert all(e.find(f"{SVG}title").text.endswith("no battles") for e in empty)
@@ -295,7 +193,7 @@ def test_heatmap_marks_pairs_that_never_met(outputs):
 
 
 def test_rank_changes_compare_bt_and_bt_style_ranks(outputs):
-    changes = rank_changes(outputs.leaderboard)
+    changes = pub_of(outputs.leaderboard).rank_changes()
     assert changes.schema == pl.Schema(RANK_CHANGES_SCHEMA)
     assert changes.get_column("category").unique(maintain_order=True).to_list() == ["overall", "math", "coding"]
     assert (changes.get_column("rank_change") == changes.get_column("rank_bt") - changes.get_column("rank_bt_style")).all()
@@ -303,20 +201,20 @@ def test_rank_changes_compare_bt_and_bt_style_ranks(outputs):
     for r in changes.head(3).iter_rows(named=True):
         style = lb.filter((pl.col("category") == r["category"]) & (pl.col("method") == "bt_style") & (pl.col("model") == r["model"]))
         assert style.get_column("rank").item() == r["rank_bt_style"]
-    assert rank_changes(lb.filter(pl.col("method") != "bt_style")).height == 0
-    assert rank_changes(lb, "math").get_column("category").unique().to_list() == ["math"]
+    assert pub_of(lb.filter(pl.col("method") != "bt_style")).rank_changes().height == 0
+    assert pub_of(lb).rank_changes("math").get_column("category").unique().to_list() == ["math"]
 
 
-def test_quality_summary_counts_by_table_and_severity():
-    summary = quality_summary(synthetic_quality())
+def test_quality_summary_counts_by_table_and_severity(outputs):
+    summary = Published(outputs.leaderboard, quality_results=synthetic_quality()).quality_summary()
     assert summary.schema == pl.Schema(QUALITY_SUMMARY_SCHEMA)
     assert summary.to_dicts() == [
         {"table": "battles", "checks": 2, "passed": 1, "failed_errors": 0, "failed_warnings": 1},
         {"table": "messages", "checks": 1, "passed": 1, "failed_errors": 0, "failed_warnings": 0},
     ]
     suite_only = synthetic_quality().drop("table_name", "severity").with_columns(success=pl.lit(False))
-    assert quality_summary(suite_only).get_column("failed_errors").to_list() == [2, 1]
-    assert quality_summary(None).height == 0
+    assert Published(outputs.leaderboard, quality_results=suite_only).quality_summary().get_column("failed_errors").to_list() == [2, 1]
+    assert Published(outputs.leaderboard).quality_summary().height == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,9 +224,8 @@ def test_quality_summary_counts_by_table_and_severity():
 
 def test_report_page_has_every_section_per_category(outputs, tmp_path):
     out = render_report(
-        outputs.leaderboard, outputs.pairwise, outputs.style_coefficients, synthetic_quality(),
-        synthetic_dump(), tmp_path / "site" / "index.html",
-        generated_at=dt.datetime(2025, 7, 2, 12, 0, tzinfo=dt.timezone.utc),
+        Published.from_output(outputs, quality_results=synthetic_quality(), dump=synthetic_dump()),
+        tmp_path / "site" / "index.html", generated_at=dt.datetime(2025, 7, 2, 12, 0, tzinfo=dt.timezone.utc),
     )
     assert out == tmp_path / "site" / "index.html"
     assert [p.name for p in out.parent.iterdir()] == ["index.html"]  # no temporary file left
@@ -342,7 +239,7 @@ def test_report_page_has_every_section_per_category(outputs, tmp_path):
     assert panels == ["cat-overall", "cat-math", "cat-coding"]
     for category in ("overall", "math", "coding"):
         section = page.split(f'id="cat-{category}"')[1].split("</section>")[0]
-        assert 'class="sortable leaderboard"' in section
+        assert 'class="sortable leaderboard' in section  # shown models, else only provisional ones
         assert 'class="chart rating-chart"' in section
         assert 'class="chart heatmap"' in section
         assert 'class="sortable rank-changes"' in section
@@ -354,7 +251,7 @@ def test_report_page_has_every_section_per_category(outputs, tmp_path):
 
 
 def test_report_page_is_self_contained_and_escapes_names(outputs):
-    page = build_report_html(outputs.leaderboard, outputs.pairwise, outputs.style_coefficients)
+    page = build_report_html(pub_of(outputs.leaderboard, outputs))
     doc = _parse(page)
     assert not [t for t, a in doc.tags if t in ("link", "img", "iframe", "object", "embed")]
     assert all("src" not in a for t, a in doc.tags if t == "script")
@@ -369,18 +266,17 @@ def test_report_page_is_self_contained_and_escapes_names(outputs):
     assert "No data-quality results" in page and "No dump information" in page
 
 
-def test_report_accepts_a_dumps_frame_or_the_leaderboard_revision(outputs):
+def test_report_takes_the_dumps_row_or_the_leaderboard_revision(outputs):
     lb = outputs.leaderboard.with_columns(dump_revision=pl.lit("local-abc123"))
-    page = build_report_html(lb, outputs.pairwise, outputs.style_coefficients, None, None)
+    page = build_report_html(pub_of(lb, outputs))
     assert "local-abc123" in page
-    frame = pl.DataFrame([synthetic_dump()])
-    page = build_report_html(outputs.leaderboard, outputs.pairwise, outputs.style_coefficients, None, frame)
+    page = build_report_html(pub_of(outputs.leaderboard, outputs, dump=synthetic_dump()))
     assert REVISION in page and "lmarena-ai/arena-human-preference-140k" in page
 
 
 def test_report_with_bt_only_and_no_pairwise(outputs):
     lb = outputs.leaderboard.filter(pl.col("method") == "bt")
-    page = build_report_html(lb, outputs.pairwise.clear(), outputs.style_coefficients.clear())
+    page = build_report_html(Published(lb))
     assert "this category lacks one" in page
     assert 'class="chart rating-chart"' in page
     assert page.count('class="cell empty"') > 0
@@ -388,14 +284,13 @@ def test_report_with_bt_only_and_no_pairwise(outputs):
 
 def test_report_refuses_an_empty_leaderboard(outputs, tmp_path):
     with pytest.raises(ValueError, match="empty"):
-        render_report(outputs.leaderboard.clear(), outputs.pairwise, outputs.style_coefficients,
-                      out_path=tmp_path / "x.html")
+        render_report(pub_of(outputs.leaderboard.clear(), outputs), tmp_path / "x.html")
     assert not (tmp_path / "x.html").exists()
 
 
 def test_quality_failures_table_accepts_the_approximate_shape(outputs):
     approx = synthetic_quality().rename({"expectation_id": "expectation", "column_name": "column"})
-    page = build_report_html(outputs.leaderboard, outputs.pairwise, outputs.style_coefficients, approx)
+    page = build_report_html(pub_of(outputs.leaderboard, outputs, quality_results=approx))
     failures = page.split('class="quality-failures"')[1].split("</table>")[0]
     assert "<td>winner_in_set</td><td>winner</td><td>warning</td>" in failures
 
@@ -409,11 +304,11 @@ def test_latest_quality_results_keeps_the_revision_and_each_tables_last_run():
     latest = latest_quality_results(pl.concat([first, rerun, other]), REVISION)
     assert latest.height == 3
     assert latest.filter(pl.col("table_name") == "battles").get_column("success").to_list() == [True, True]
-    assert quality_summary(latest).get_column("failed_warnings").to_list() == [0, 0]
+    assert Published(pl.DataFrame(), quality_results=latest).quality_summary().get_column("failed_warnings").to_list() == [0, 0]
     assert latest_quality_results(first, None).height == 3
 
 
-def test_load_report_inputs_reads_one_snapshot(outputs, tmp_path):
+def test_read_published_reads_one_snapshot(outputs, tmp_path):
     path = tmp_path / "w.duckdb"
     con = duckdb.connect(str(path))
     lb = outputs.leaderboard.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841 - read by DuckDB
@@ -424,20 +319,21 @@ def test_load_report_inputs_reads_one_snapshot(outputs, tmp_path):
     con.close()
     con = duckdb.connect(str(path), read_only=True)
     try:
-        inputs = load_report_inputs(con)
+        pub = read_published(con)
     finally:
         con.close()
-    assert inputs.leaderboard.height == outputs.leaderboard.height
-    assert inputs.pairwise.height == 0 and inputs.style_coefficients.height == 0
-    assert inputs.quality_results.height == 3  # only the leaderboard's revision
-    assert inputs.dumps_row is None
+    assert pub.leaderboard.height == outputs.leaderboard.height
+    assert pub.pairwise.height == 0 and pub.style_coefficients.height == 0
+    assert pub.unrated_models.height == 0 and pub.board_status.height == 0 and pub.style_profile.height == 0
+    assert pub.quality_results.height == 3  # only the leaderboard's revision
+    assert pub.dump is None and pub.revision == REVISION
 
 
 def test_top_n_markdown_rows_stay_narrow_beside_long_model_names(outputs):
     """The UI's metadata panel on a 1400 px screen: besides the model name, a line takes at most 44
     characters (the header; a row with two-digit ranks and 5-digit battles takes 43, and took 52
     with the '[lower, upper]' interval and the 'Rank (UB)' header)."""
-    text = top_n_markdown(outputs.leaderboard, "overall", "bt", n=10)
+    text = top_n_markdown(pub_of(outputs.leaderboard), "overall", "bt", n=10)
     board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt"))
     longest = max(len(m.replace("|", "\\|")) for m in board.get_column("model"))
     widths = [len(line) for line in text.splitlines()[2:]]

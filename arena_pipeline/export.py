@@ -1,0 +1,130 @@
+"""``arena-pipeline export``: the published tables written to files, all or nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+from arena_pipeline.constants import (
+    BOARD_STATUS_TABLE,
+    DUMPS_TABLE,
+    LEADERBOARD_TABLE,
+    MODELS_TABLE,
+    PAIRWISE_TABLE,
+    QUALITY_RESULTS_TABLE,
+    SCHEMA,
+    STYLE_COEFFICIENTS_TABLE,
+    UNRATED_MODELS_TABLE,
+)
+from arena_pipeline.core.warehouse import quoted
+from arena_pipeline.presentation.read import published_dump_row, relation_exists
+
+#: Tables written by ``export`` when present, in order; only ``leaderboard`` is required.
+EXPORT_TABLES: tuple[str, ...] = (
+    LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, f"{LEADERBOARD_TABLE}_history",
+    f"{STYLE_COEFFICIENTS_TABLE}_history", MODELS_TABLE, QUALITY_RESULTS_TABLE, DUMPS_TABLE,
+    UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE,
+)
+#: Files an export folder may hold.
+EXPORT_FILES = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+#: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = "^[=+@\\-\t\r]"
+
+
+def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """``source`` with every text cell starting with a formula character prefixed by ``'``.
+
+    Spreadsheets then show the text as typed instead of evaluating it; numbers (a negative rating)
+    are numeric columns and stay as they are. Parquet exports are written raw.
+    """
+    columns = con.execute(f"DESCRIBE {source}").fetchall()
+    select = []
+    for name, dtype, *_ in columns:
+        ident = '"' + name.replace('"', '""') + '"'
+        if dtype == "VARCHAR":
+            select.append(f"CASE WHEN regexp_matches({ident}, {_sql_string(_FORMULA_START)}) "
+                          f"THEN {_sql_string(chr(39))} || {ident} ELSE {ident} END AS {ident}")
+        else:
+            select.append(ident)
+    return f"SELECT {', '.join(select)} FROM ({source})"
+
+
+def export_folder_problem(out_dir: Path, names: set[str] = EXPORT_FILES) -> str | None:
+    """Why ``out_dir`` cannot receive an export (None when it can: new, empty or an earlier export)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        return f"{out_dir} exists and is not a folder; give a folder path for OUT_DIR"
+    if out_dir.is_dir():
+        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in names)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            return (f"{out_dir} holds files that are not from an export ({shown}); "
+                    "give a new or empty folder, or an earlier export's folder")
+    return None
+
+
+def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, warehouse: str,
+                  ) -> tuple[dict[str, dict[str, object]], list[str], str | None]:
+    """Write every table of :data:`EXPORT_TABLES` present (one snapshot) and ``manifest.json`` into a
+    temporary folder beside ``out_dir``, then swap it in: a failure (a full disk) leaves ``out_dir``
+    as it was, never a mix of two revisions. Returns the tables written (file, rows), the tables
+    missing and the published revision. Raises OSError or duckdb.Error with nothing changed."""
+    suffix, options = (".parquet", "FORMAT parquet") if fmt == "parquet" else (".csv", "FORMAT csv, HEADER true")
+    written: dict[str, dict[str, object]] = {}
+    skipped: list[str] = []
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-tmp", dir=out_dir.parent))
+    try:
+        con.execute("BEGIN TRANSACTION")  # one snapshot for every table
+        try:
+            revision = (published_dump_row(con, SCHEMA) or {}).get("revision")
+            for table in EXPORT_TABLES:
+                if not relation_exists(con, SCHEMA, table):
+                    skipped.append(table)
+                    continue
+                target = staging / f"{table}{suffix}"
+                source = f"SELECT * FROM {quoted(SCHEMA, table)}"
+                rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
+                if fmt == "csv":
+                    source = csv_safe_select(con, source)
+                con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})")
+                written[table] = {"file": target.name, "rows": int(rows)}
+        finally:
+            con.execute("COMMIT")
+        manifest = {"revision": revision, "format": fmt, "warehouse": warehouse,
+                    "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                    "tables": written, "missing_tables": skipped}
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        _swap_in(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return written, skipped, revision
+
+
+def _swap_in(staging: Path, out_dir: Path) -> None:
+    """Replace ``out_dir`` (absent, or an earlier export) by the complete ``staging`` folder."""
+    if not out_dir.exists():
+        os.rename(staging, out_dir)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-old", dir=out_dir.parent))
+    os.rename(out_dir, old / "previous")
+    try:
+        os.rename(staging, out_dir)
+    except OSError:
+        os.rename(old / "previous", out_dir)  # put the earlier export back
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)

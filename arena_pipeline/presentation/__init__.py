@@ -1,0 +1,1 @@
+"""What users see: the read API over the published views, charts, Markdown previews and the HTML report."""

@@ -1,0 +1,343 @@
+"""One read API over the published views: Polars frames for the CLI, the report and the UI previews.
+
+Category order and labels come from ``core.categories`` (``ordered_categories``, ``category_label``),
+method order and labels from here; nothing else decides them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from arena_pipeline.constants import (
+    BATTLES_TABLE,
+    BOARD_STATUS_TABLE,
+    DUMPS_TABLE,
+    LEADERBOARD_TABLE,
+    PAIRWISE_TABLE,
+    QUALITY_RESULTS_TABLE,
+    SCHEMA,
+    STYLE_COEFFICIENTS_TABLE,
+    UNRATED_MODELS_TABLE,
+)
+from arena_pipeline.core.categories import category_order, ordered_categories
+from arena_pipeline.core.ranking import (
+    BOARD_STATUS_SCHEMA,
+    METHODS,
+    PAIRWISE_SCHEMA,
+    STYLE_COEFFICIENTS_SCHEMA,
+    UNRATED_MODELS_SCHEMA,
+    RankingOutput,
+)
+from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
+from arena_pipeline.core.warehouse import quoted
+
+#: People-facing names of the ranking methods.
+METHOD_LABELS: dict[str, str] = {
+    "bt": "Bradley-Terry",
+    "bt_style": "Bradley-Terry, style-controlled",
+    "spectral": "Rank Centrality (spectral)",
+}
+
+#: Columns of :func:`style_profile`: mean per answer of each style feature, per model.
+STYLE_PROFILE_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String(), "answers": pl.Int64(),
+    **{feature: pl.Float64() for feature in CONVERSATION_STYLE_COLUMNS},
+}
+QUALITY_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
+    "table": pl.String(), "checks": pl.Int64(), "passed": pl.Int64(),
+    "failed_errors": pl.Int64(), "failed_warnings": pl.Int64(),
+}
+RANK_CHANGES_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(), "model": pl.String(), "rank_bt": pl.Int64(), "rank_bt_style": pl.Int64(),
+    "rank_change": pl.Int64(), "rating_bt": pl.Float64(), "rating_bt_style": pl.Float64(),
+}
+
+
+@dataclass(frozen=True)
+class Published:
+    """The published frames, read from one warehouse snapshot (or built from a ranking run)."""
+
+    leaderboard: pl.DataFrame
+    pairwise: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PAIRWISE_SCHEMA))
+    style_coefficients: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=STYLE_COEFFICIENTS_SCHEMA))
+    quality_results: pl.DataFrame | None = None
+    dump: dict[str, Any] | None = None
+    unrated_models: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=UNRATED_MODELS_SCHEMA))
+    board_status: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BOARD_STATUS_SCHEMA))
+    style_profile: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STYLE_PROFILE_SCHEMA))
+
+    @classmethod
+    def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
+        """The frames of a ``compute_rankings`` result (tests, benchmarks), plus ``extra`` fields."""
+        frames = {k: getattr(output, k) for k in ("unrated_models", "board_status")
+                  if getattr(output, k) is not None}
+        return cls(output.leaderboard, output.pairwise, output.style_coefficients, **frames, **extra)
+
+    def with_(self, **changes: Any) -> Published:
+        return replace(self, **changes)
+
+    @property
+    def revision(self) -> str | None:
+        """The dump revision: the published dumps row's, else the leaderboard's."""
+        if self.dump and self.dump.get("revision"):
+            return self.dump["revision"]
+        lb = self.leaderboard
+        return lb.get_column("dump_revision")[0] if "dump_revision" in lb.columns and lb.height else None
+
+    def categories(self) -> list[str]:
+        """Categories with a board, in board order."""
+        return ordered_categories(self.leaderboard.get_column("category").to_list())
+
+    @cached_property
+    def _boards(self) -> dict[tuple[str, str], pl.DataFrame]:
+        lb = self.leaderboard
+        if "provisional" not in lb.columns:
+            lb = lb.with_columns(provisional=pl.lit(False), provisional_reason=pl.lit(None, pl.String))
+        return lb.sort("provisional", "rank", "model").partition_by("category", "method", as_dict=True)
+
+    def methods(self, category: str) -> list[str]:
+        """Methods on the category's boards, in ``METHODS`` order (unknown after)."""
+        present = {m for c, m in self._boards if c == category}
+        return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
+
+    def board(self, category: str, method: str) -> pl.DataFrame:
+        """One board: shown models by rank, then the provisional ones (flag ``provisional``)."""
+        empty = next(iter(self._boards.values())).clear() if self._boards else self.leaderboard
+        return self._boards.get((category, method), empty)
+
+    def check_board(self, category: str, method: str) -> None:
+        """Raise ValueError naming the valid categories or methods when the board does not exist."""
+        categories = self.categories()
+        if category not in categories:
+            raise ValueError(f"unknown category {category!r}; the leaderboard has: "
+                             f"{', '.join(categories) or 'none'}")
+        if method not in (methods := self.methods(category)):
+            raise ValueError(f"no {method!r} board for {category!r}; methods present: "
+                             f"{', '.join(methods) or 'none'}")
+
+    def primary_method(self, category: str) -> str:
+        methods = self.methods(category)
+        return "bt" if "bt" in methods else methods[0]
+
+    def no_board(self) -> pl.DataFrame:
+        """``board_status`` rows of the categories without a shown board (why), in board order."""
+        return self.board_status.filter(pl.col("status") != "board")
+
+    @cached_property
+    def _by_category(self) -> dict[str, dict[tuple[str], pl.DataFrame]]:
+        frames = {"unrated": self.unrated_models.sort(category_order(), "category", "model"),
+                  "style": self.style_coefficients, "changes": self.rank_changes()}
+        return {k: {**f.partition_by("category", as_dict=True), None: f.clear()} for k, f in frames.items()}
+
+    def _part(self, kind: str, category: str) -> pl.DataFrame:
+        parts = self._by_category[kind]
+        return parts.get((category,), parts[None])
+
+    def unrated(self, category: str | None = None) -> pl.DataFrame:
+        """Models with battles but no rating (all, or one category's), in board order."""
+        if category is None:
+            return self.unrated_models.sort(category_order(), "category", "model")
+        return self._part("unrated", category)
+
+    def style(self, category: str) -> pl.DataFrame:
+        """The category's style coefficients."""
+        return self._part("style", category)
+
+    def rank_changes(self, category: str | None = None) -> pl.DataFrame:
+        """``bt`` against ``bt_style`` rank per (category, model) on both boards (positive: moves up
+        once style is controlled for); :data:`RANK_CHANGES_SCHEMA`, in board order."""
+        if category is not None:
+            return self._part("changes", category)
+        lb = self.leaderboard
+
+        def side(method: str) -> pl.DataFrame:
+            return lb.filter(pl.col("method") == method).select(
+                "category", "model", pl.col("rank").alias(f"rank_{method}"),
+                pl.col("rating").alias(f"rating_{method}"))
+
+        out = side("bt").join(side("bt_style"), on=["category", "model"])
+        out = out.with_columns(rank_change=pl.col("rank_bt") - pl.col("rank_bt_style"))
+        return out.sort(category_order(), "category", "rank_bt_style", "model").select(
+            [pl.col(c).cast(t) for c, t in RANK_CHANGES_SCHEMA.items()])
+
+    def models(self) -> list[str]:
+        """Every model on a board, by best overall (then any) rank, then name."""
+        lb = self.leaderboard.filter(pl.col("method") == "bt") if "bt" in self.leaderboard.get_column(
+            "method") else self.leaderboard
+        return (lb.with_columns(_o=pl.col("category") != "overall").sort("_o", "rank", "model")
+                .get_column("model").unique(maintain_order=True).to_list())
+
+    @cached_property
+    def _opponents(self) -> dict[tuple[str, str], pl.DataFrame]:
+        """Every pair from both sides: (category, model) -> its opponents, by battles."""
+        return self.opponents().partition_by("category", "model", as_dict=True, include_key=False)
+
+    def opponents(self) -> pl.DataFrame:
+        """Every pair from both sides (``category``, ``model``, ``opponent``, ``battles``, ``wins``,
+        ``losses``, ``ties``, ``win_rate``, ``predicted``), by battles."""
+        pw = self.pairwise
+        sides = [pw.select("category", pl.col(m).alias("model"), pl.col(o).alias("opponent"), "battles",
+                           pl.col(w).alias("wins"), pl.col(lo).alias("losses"),
+                           (pl.col("ties") + pl.col("both_bad")).alias("ties"), rate.alias("win_rate"),
+                           pred.alias("predicted"))
+                 for m, o, w, lo, rate, pred in (
+                     ("model_1", "model_2", "wins_1", "wins_2", pl.col("win_rate_1"), pl.col("predicted_win_rate_1")),
+                     ("model_2", "model_1", "wins_2", "wins_1", 1 - pl.col("win_rate_1"),
+                      1 - pl.col("predicted_win_rate_1")))]
+        return pl.concat(sides).sort("battles", "opponent", descending=[True, False])
+
+    def profile(self, model: str) -> dict[str, Any]:
+        """A model's panel: ``ratings`` (its primary rating per category, board order),
+        ``category`` (its first category) and ``opponents`` there (record and win rate against each
+        opponent, by battles), ``style`` (its mean style per answer beside the field's mean; empty
+        without battles)."""
+        ratings = self._primary_rows.get((model,), self.leaderboard.clear())
+        first = ratings.get_column("category")[0] if ratings.height else None
+        opponents = self._opponents.get((first, model), pl.DataFrame(schema={"opponent": pl.String}))
+        own = self._style_rows.get(model)
+        style = pl.DataFrame({"feature": list(CONVERSATION_STYLE_COLUMNS), "model": own, "field": self._field_style}
+                             if own else None, schema={"feature": pl.String, "model": pl.Float64, "field": pl.Float64})
+        return {"ratings": ratings, "category": first, "opponents": opponents, "style": style}
+
+    @cached_property
+    def _style_rows(self) -> dict[str, tuple[float, ...]]:
+        return {r[0]: r[1:] for r in self.style_profile.select("model", *CONVERSATION_STYLE_COLUMNS).iter_rows()}
+
+    @cached_property
+    def _primary_rows(self) -> dict[tuple[str], pl.DataFrame]:
+        """Every category's primary-board rows (board order) by model."""
+        boards = [self.board(c, self.primary_method(c)) for c in self.categories()]
+        frame = pl.concat(boards, how="vertical_relaxed") if boards else self.leaderboard
+        return frame.partition_by("model", as_dict=True)
+
+    @cached_property
+    def _field_style(self) -> tuple[float, ...]:
+        """The mean per answer of each style feature over every answer."""
+        sp = self.style_profile
+        return sp.select((pl.col(f) * pl.col("answers")).sum() / pl.col("answers").sum()
+                         for f in CONVERSATION_STYLE_COLUMNS).row(0)
+
+    def quality_summary(self) -> pl.DataFrame:
+        """Checks per table: how many ran, passed, failed by severity (:data:`QUALITY_SUMMARY_SCHEMA`)."""
+        q = self.quality_results
+        if q is None or q.height == 0 or "success" not in q.columns:
+            return pl.DataFrame(schema=QUALITY_SUMMARY_SCHEMA)
+        table = first_present(q, ("table_name", "table", "suite"))
+        severity = pl.col("severity").fill_null("error") if "severity" in q.columns else pl.lit("error")
+        failed = ~pl.col("success").fill_null(False)
+        return (
+            q.with_columns(table=pl.col(table).cast(pl.String) if table else pl.lit("all"), _sev=severity)
+            .group_by("table").agg(checks=pl.len(), passed=(~failed).sum(),
+                                   failed_errors=(failed & (pl.col("_sev") != "warning")).sum(),
+                                   failed_warnings=(failed & (pl.col("_sev") == "warning")).sum())
+            .sort("table").select([pl.col(c).cast(t) for c, t in QUALITY_SUMMARY_SCHEMA.items()])
+        )
+
+
+def first_present(frame: pl.DataFrame, names: tuple[str, ...]) -> str | None:
+    return next((n for n in names if n in frame.columns), None)
+
+
+def relation_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:
+    """Whether ``schema.name`` is a table or a view."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
+                            "AND table_name = ?", [schema, name]).fetchone()[0])
+
+
+def _frame(con: duckdb.DuckDBPyConnection, schema: str, table: str, empty: dict | None) -> pl.DataFrame | None:
+    if not relation_exists(con, schema, table):
+        return None if empty is None else pl.DataFrame(schema=empty)
+    return con.execute(f"SELECT * FROM {quoted(schema, table)}").pl()
+
+
+def published_dump_row(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> dict[str, Any] | None:
+    """The latest ``status = 'published'`` row of ``schema.dumps``, or None."""
+    if not relation_exists(con, schema, DUMPS_TABLE):
+        return None
+    frame = con.execute(f"SELECT * FROM {quoted(schema, DUMPS_TABLE)} WHERE status = 'published' "
+                        "ORDER BY published_at DESC NULLS LAST LIMIT 1").pl()
+    return frame.row(0, named=True) if frame.height else None
+
+
+def style_profile(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.DataFrame:
+    """Per model (canonical name), answers and the mean per answer of each style feature over
+    every battle of ``schema.battles`` (:data:`STYLE_PROFILE_SCHEMA`; empty without the table)."""
+    if not relation_exists(con, schema, BATTLES_TABLE):
+        return pl.DataFrame(schema=STYLE_PROFILE_SCHEMA)
+    columns = {r[0] for r in con.execute(f"DESCRIBE {quoted(schema, BATTLES_TABLE)}").fetchall()}
+
+    def side(s: str) -> str:
+        name = f"model_{s}_canonical" if f"model_{s}_canonical" in columns else f"model_{s}"
+        sums = [" + ".join(f'coalesce(CAST("{t.format(side=s)}" AS DOUBLE), 0)' for t in templates
+                           if t.format(side=s) in columns) or "NULL"
+                for templates in CONVERSATION_STYLE_COLUMNS.values()]
+        feats = ", ".join(f"{expr} AS {f}" for expr, f in zip(sums, CONVERSATION_STYLE_COLUMNS))
+        return f'SELECT "{name}" AS model, {feats} FROM {quoted(schema, BATTLES_TABLE)}'
+
+    means = ", ".join(f"avg({f}) AS {f}" for f in CONVERSATION_STYLE_COLUMNS)
+    frame = con.execute(f"SELECT model, count(*) AS answers, {means} FROM ({side('a')} UNION ALL "
+                        f"{side('b')}) GROUP BY model ORDER BY model").pl()
+    return frame.select([pl.col(c).cast(t) for c, t in STYLE_PROFILE_SCHEMA.items()])
+
+
+def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> Published:
+    """Every published frame in one transaction (a consistent snapshot); ``style``: also the
+    per-model :func:`style_profile` (an aggregate over ``schema.battles``; the report's panels).
+
+    Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
+    row: None); ``quality_results`` keeps only the published revision's latest check run per table.
+
+    Raises
+    ------
+    LookupError
+        ``schema.leaderboard`` does not exist.
+    """
+    con.execute("BEGIN TRANSACTION")
+    try:
+        leaderboard = _frame(con, schema, LEADERBOARD_TABLE, None)
+        if leaderboard is None:
+            raise LookupError(f"{schema}.leaderboard does not exist")
+        published = Published(
+            leaderboard,
+            _frame(con, schema, PAIRWISE_TABLE, PAIRWISE_SCHEMA),
+            _frame(con, schema, STYLE_COEFFICIENTS_TABLE, STYLE_COEFFICIENTS_SCHEMA),
+            _frame(con, schema, QUALITY_RESULTS_TABLE, None),
+            published_dump_row(con, schema),
+            _frame(con, schema, UNRATED_MODELS_TABLE, UNRATED_MODELS_SCHEMA),
+            _frame(con, schema, BOARD_STATUS_TABLE, BOARD_STATUS_SCHEMA),
+            style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
+        )
+    finally:
+        con.execute("COMMIT")
+    revisions = (leaderboard.get_column("dump_revision").drop_nulls().unique().to_list()
+                 if "dump_revision" in leaderboard.columns else [])
+    revision = revisions[0] if len(revisions) == 1 else (published.dump or {}).get("revision")
+    if published.quality_results is not None:
+        published = published.with_(quality_results=latest_quality_results(published.quality_results, revision))
+    return published
+
+
+def latest_quality_results(quality_results: pl.DataFrame, revision: str | None) -> pl.DataFrame:
+    """The rows of ``revision`` (when given and the frame has ``dump_revision``), and of each
+    table only its latest check run: ``arena.quality_results`` accumulates every run of every dump."""
+    out = quality_results
+    if revision is not None and "dump_revision" in out.columns:
+        out = out.filter(pl.col("dump_revision") == revision)
+    table = first_present(out, ("table_name", "table", "suite"))
+    if "checked_at" in out.columns and table and out.height:
+        out = out.filter(pl.col("checked_at") == pl.col("checked_at").max().over(table))
+    return out
+
+
+def when(value: Any) -> str:
+    """A timestamp as ``YYYY-MM-DD HH:MM UTC`` (other values as text, None as '')."""
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M UTC")
+    return "" if value is None else str(value)
