@@ -596,9 +596,9 @@ def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
         ratings against the scores; ``*_lower``/``*_upper`` the 2.5 and 97.5 percentiles of
         the statistic over ``rounds`` resamples of the matched models with replacement
         (resamples where one side is constant are left out); null when a side is constant.
-        ``disagreements``: the ``top`` models with the largest ``|our_rank - benchmark_rank|``
-        (ranks among the matched models, 1 = best; ties broken by name), listed whenever two or
-        more models match.
+        ``disagreements``: the ``top`` models with the largest non-zero
+        ``|our_rank - benchmark_rank|`` (ranks among the matched models, 1 = best; ties broken
+        by name), listed whenever two or more models match (empty when the orders agree).
     """
     points = matched_points(leaderboard, scores)
     benchmarks = scores.get_column("benchmark").unique(maintain_order=True).to_list()
@@ -625,6 +625,7 @@ def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
         if n >= 2:
             row["disagreements"] = (
                 part.with_columns((pl.col("our_rank") - pl.col("benchmark_rank")).alias("rank_difference"))
+                .filter(pl.col("rank_difference") != 0)
                 .sort(pl.col("rank_difference").abs(), "model", descending=[True, False])
                 .head(top)
                 .select("model", "our_rank", "benchmark_rank", "rank_difference")

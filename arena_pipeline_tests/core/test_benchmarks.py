@@ -92,6 +92,10 @@ def test_each_layout_gives_the_constructed_coefficients(layout, tmp_path, board,
     # a perfect order stays perfect in every resample (ties in both sides count as neither)
     monotone = rows[names["monotone"]]
     assert (monotone["kendall_lower"], monotone["kendall_upper"]) == pytest.approx((1.0, 1.0), abs=1e-12)
+    assert monotone["disagreements"] == []  # nothing disagrees
+    reversed_ = rows[names["reversed"]]["disagreements"]
+    assert [(d["model"], d["rank_difference"]) for d in reversed_] == [
+        ("command-a-03-2025", 7), ("deepseek-r1-0528", -7), ("kimi-k2-0711-preview", -5)]
     # the disagreeing models of the swapped benchmark: the four moved by one place, ties by name
     swapped = rows[names["swapped"]]["disagreements"]
     assert [(d["model"], d["our_rank"], d["benchmark_rank"], d["rank_difference"]) for d in swapped] == [
@@ -172,7 +176,7 @@ def test_small_sets_give_no_coefficient_and_are_reported(board, aliases):
     assert tiny["n_matched"] == 3 and tiny["small_set"]
     assert tiny["note"] == "fewer than 5 matched models (3): no coefficient"
     assert tiny["spearman"] is None and tiny["kendall"] is None and tiny["spearman_lower"] is None
-    assert len(tiny["disagreements"]) == 3  # the data is still shown
+    assert tiny["disagreements"] == []  # the three agree; the rows are still in the table
     # exactly the threshold computes; one less does not
     scores = match_scores(read_benchmark_file(DATA / "long.csv", aliases), board.get_column("model"))
     five = board.head(5)
