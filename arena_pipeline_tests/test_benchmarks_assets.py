@@ -119,6 +119,7 @@ def test_no_benchmark_file_skips_visibly(tmp_path, monkeypatch):
     assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
 
 
+@pytest.mark.slow  # starts the fake Hub server
 def test_the_setting_is_read_at_run_time_and_a_hub_id_goes_through_hf_endpoint(tmp_path, monkeypatch):
     from arena_pipeline.core.models import load_aliases
     from arena_pipeline_tests.hub_server import fake_hub_server

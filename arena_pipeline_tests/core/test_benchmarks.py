@@ -319,6 +319,7 @@ def test_hub_location(tmp_path, monkeypatch):
         hub_location("hf://datasets/just-a-name")
 
 
+@pytest.mark.slow  # starts the fake Hub server
 def test_reads_the_open_llm_leaderboard_from_the_fake_hub(tmp_path, board, aliases):
     from arena_pipeline_tests.hub_server import fake_hub_server
 
