@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from arena_pipeline.core.benchmarks import benchmark_panel
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
@@ -82,6 +83,14 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     assert row["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
     assert row["kendall"] == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
     assert row["publication_id"] == publication
+    # the report panel's data, from the published tables as a reader gets them
+    panel = benchmark_panel(_frame(tmp_path, "select * from arena.leaderboard"), read,
+                            _frame(tmp_path, "select * from arena.benchmark_agreement"))
+    points = panel.points.filter(pl.col("category") == "overall", pl.col("benchmark") == "made_up")
+    assert sorted(points.get_column("model")) == sorted(joined.get_column("model"))
+    assert (points.get_column("ci_lower") <= points.get_column("rating")).all()
+    assert panel.agreement.filter(pl.col("category") == "overall", pl.col("benchmark") == "made_up")[
+        "spearman"][0] == row["spearman"]
     # categories with small boards are listed, with the reason, not hidden
     small = _frame(tmp_path, "select benchmark, n_matched, note, spearman from arena.benchmark_agreement where small_set")
     categories = _frame(tmp_path, "select distinct category, method from arena.leaderboard").height
