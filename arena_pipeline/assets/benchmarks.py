@@ -1,11 +1,16 @@
-"""Validation after publication: the published boards against automated benchmark scores (ARENA_BENCHMARKS)."""
+"""Validation after publication: the published boards against benchmark scores (ARENA_BENCHMARKS)."""
 
 import dagster as dg
 import polars as pl
 
 from arena_pipeline.assets.models import _markdown
 from arena_pipeline.assets.publish import PUBLISHED_DUMP
-from arena_pipeline.constants import BENCHMARK_AGREEMENT_TABLE, BENCHMARK_SCORES_TABLE, LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import (
+    BENCHMARK_AGREEMENT_TABLE,
+    BENCHMARK_SCORES_TABLE,
+    LEADERBOARD_TABLE,
+    SCHEMA,
+)
 from arena_pipeline.core.benchmarks import BenchmarkFormatError, benchmark_agreement, match_scores
 from arena_pipeline.core.hub import HubError
 from arena_pipeline.core.publication import live_publication
@@ -42,7 +47,8 @@ BENCHMARKS_CHECK = "benchmark_file_valid"
         "with its file and line, not the run. Not executed when no benchmark file is configured.")],
     can_subset=True,  # so that the tables and the check may be left out (skipped)
 )
-def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse, model_catalog: ModelCatalog):
+def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
+                         model_catalog: ModelCatalog):
     """arena.benchmark_scores and arena.benchmark_agreement: the live publication's boards against automated
     benchmark scores (ARENA_BENCHMARKS: a long or wide CSV/parquet, the Open LLM Leaderboard's layout, or its
     Hub id), matched through the model-name normalization and aliases.
@@ -90,7 +96,8 @@ def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse
         yield _agreement_result(agreement, publication_id)
 
 
-def _scores_result(scores: pl.DataFrame, location: str, publication_id: int | None) -> dg.MaterializeResult:
+def _scores_result(scores: pl.DataFrame, location: str,
+                   publication_id: int | None) -> dg.MaterializeResult:
     matched = scores.filter(pl.col("matched"))
     return dg.MaterializeResult(
         asset_key=BENCHMARK_SCORES,

@@ -203,7 +203,8 @@ def _read_table(path: Path) -> tuple[pl.DataFrame, str]:
             frame = pl.read_parquet(path)
         except Exception as exc:  # polars raises several types for a damaged file
             raise BenchmarkFormatError(path, f"not a readable parquet file ({exc})") from exc
-        return frame.with_row_index("_line", offset=1).with_columns(pl.col("_line").cast(pl.Int64)), "row"
+        indexed = frame.with_row_index("_line", offset=1)
+        return indexed.with_columns(pl.col("_line").cast(pl.Int64)), "row"
     raise BenchmarkFormatError(path, f"unknown file type {suffix!r}: expected .csv or .parquet")
 
 
@@ -287,14 +288,17 @@ def _check_scores(long: pl.DataFrame, path: Path, unit: str, layout: Layout) -> 
         raise BenchmarkFormatError(
             path, f"score for {row['benchmark']!r} must be a finite number, got {row['value']!r}",
             row["_line"], unit)
-    checked = long.filter(pl.col("model").is_not_null() & (pl.col("model").str.strip_chars() != "")).select(
-        "model", "benchmark", pl.when(present).then(number).alias("score"), pl.col("_line").alias("line"))
+    named = pl.col("model").is_not_null() & (pl.col("model").str.strip_chars() != "")
+    checked = long.filter(named).select(
+        "model", "benchmark", pl.when(present).then(number).alias("score"),
+        pl.col("_line").alias("line"))
     if layout != "open_llm_leaderboard":
         # one file naming one model twice for one benchmark is a mistake, not a second opinion
         dupes = checked.filter(pl.struct("model", "benchmark").is_duplicated()).sort("line")
         if dupes.height:
             row = dupes.row(0, named=True)
-            lines = dupes.filter((pl.col("model") == row["model"]) & (pl.col("benchmark") == row["benchmark"]))
+            lines = dupes.filter(pl.col("model") == row["model"],
+                                 pl.col("benchmark") == row["benchmark"])
             raise BenchmarkFormatError(
                 path, f"model {row['model']!r} has more than one {row['benchmark']!r} score "
                 f"({unit}s {lines.get_column('line').to_list()})", lines.get_column("line")[1], unit)
@@ -360,7 +364,8 @@ def _parquet_rows(path: Path) -> int:
     try:
         return pq.ParquetFile(path).metadata.num_rows
     except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise BenchmarkFormatError(path, f"not a readable parquet file ({type(exc).__name__}: {exc})") from exc
+        raise BenchmarkFormatError(
+            path, f"not a readable parquet file ({type(exc).__name__}: {exc})") from exc
 
 
 def hub_location(location: str) -> tuple[str, str | None] | None:
@@ -372,7 +377,8 @@ def hub_location(location: str) -> tuple[str, str | None] | None:
     if location.startswith(_HUB_PREFIX):
         repo_id, _, revision = location[len(_HUB_PREFIX):].partition("@")
         if not _HUB_ID.fullmatch(repo_id) or ".." in repo_id or ("@" in location and not revision):
-            raise ValueError(f"{location!r}: a Hub dataset is written {_HUB_PREFIX}<org>/<name>[@<revision>]")
+            raise ValueError(
+                f"{location!r}: a Hub dataset is written {_HUB_PREFIX}<org>/<name>[@<revision>]")
         return repo_id, revision or None
     if Path(location).expanduser().exists():
         return None
@@ -450,7 +456,8 @@ def match_scores(scores: pl.DataFrame, our_models: list[str] | pl.Series,
                       pl.col("_lines").list.len(), pl.col("canonical"),
                       pl.col("_lines").list.sort().cast(pl.List(pl.String)).list.join(", ")))
         .when(~pl.col("canonical").is_in(ours)).then(pl.lit("not on our published leaderboard"))
-        .when(normalize_name_expr("model") != pl.col("canonical")).then(pl.lit("matched through the alias table"))
+        .when(normalize_name_expr("model") != pl.col("canonical"))
+        .then(pl.lit("matched through the alias table"))
         .otherwise(pl.lit("matched by name"))
         .alias("reason")
     )
@@ -473,7 +480,8 @@ def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(den > 0, (a * b).sum(axis=1) / np.where(den > 0, den, 1.0), np.nan)
 
 
-def resampled_coefficients(x: np.ndarray, y: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def resampled_coefficients(x: np.ndarray, y: np.ndarray,
+                           index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Spearman and Kendall tau-b of ``(x[i], y[i])`` for each row ``i`` of ``index``, vectorised.
 
     Spearman is the Pearson correlation of average ranks (``scipy.stats.rankdata``); Kendall
@@ -523,7 +531,7 @@ def _coefficients(x: np.ndarray, y: np.ndarray, rounds: int, rng: np.random.Gene
 
 
 def matched_points(leaderboard: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
-    """Our rating next to the benchmark score for every model both have, per (category, method, benchmark).
+    """Our rating beside the benchmark score of each model both have, per (category, method, benchmark).
 
     Parameters
     ----------
@@ -547,7 +555,8 @@ def matched_points(leaderboard: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFr
         .join(used, on="model", how="inner")
         .with_columns(
             pl.col("rating").rank("min", descending=True).over(group).cast(pl.Int64).alias("our_rank"),
-            pl.col("score").rank("min", descending=True).over(group).cast(pl.Int64).alias("benchmark_rank"),
+            pl.col("score").rank("min", descending=True).over(group).cast(pl.Int64)
+            .alias("benchmark_rank"),
         )
         .select([pl.col(c).cast(t) for c, t in PANEL_POINTS_SCHEMA.items()])
         .sort(*group, "our_rank", "model")
@@ -555,13 +564,15 @@ def matched_points(leaderboard: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFr
 
 
 def _order(frame: pl.DataFrame, benchmarks: list[str]) -> pl.DataFrame:
-    """Categories in ``constants.CATEGORIES`` order (others after, alphabetically), then method, benchmarks as read."""
+    """Categories in ``constants.CATEGORIES`` order (others after, alphabetically), then method,
+    then benchmarks in the order read."""
     categories = frame.get_column("category").unique().to_list()
     order = [c for c in CATEGORIES if c in categories] + sorted(set(categories) - set(CATEGORIES))
     return frame.sort(
         pl.col("category").replace_strict({c: i for i, c in enumerate(order)}, return_dtype=pl.Int32),
         "method",
-        pl.col("benchmark").replace_strict({b: i for i, b in enumerate(benchmarks)}, return_dtype=pl.Int32),
+        pl.col("benchmark").replace_strict({b: i for i, b in enumerate(benchmarks)},
+                                           return_dtype=pl.Int32),
     )
 
 
@@ -612,7 +623,7 @@ def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
         row: dict = {"category": category, "method": method, "benchmark": benchmark, "n_matched": n,
                      "small_set": n < min_models, "bootstrap_rounds": None, "disagreements": []}
         if n < min_models:
-            row["note"] = (f"no matched model: no coefficient" if n == 0 else
+            row["note"] = ("no matched model: no coefficient" if n == 0 else
                            f"fewer than {min_models} matched models ({n}): no coefficient")
         else:
             key = zlib.crc32(f"{category}|{method}|{benchmark}".encode())
@@ -624,7 +635,8 @@ def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
                 row["note"] = "a side is constant over the matched models: no coefficient"
         if n >= 2:
             row["disagreements"] = (
-                part.with_columns((pl.col("our_rank") - pl.col("benchmark_rank")).alias("rank_difference"))
+                part.with_columns(
+                    (pl.col("our_rank") - pl.col("benchmark_rank")).alias("rank_difference"))
                 .filter(pl.col("rank_difference") != 0)
                 .sort(pl.col("rank_difference").abs(), "model", descending=[True, False])
                 .head(top)
@@ -632,11 +644,9 @@ def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
                 .to_dicts()
             )
         rows.append(row)
-    frame = pl.DataFrame(rows, schema={k: v for k, v in BENCHMARK_AGREEMENT_SCHEMA.items()
-                                       if k != "publication_id"}, orient="row") if rows else \
-        pl.DataFrame(schema={k: v for k, v in BENCHMARK_AGREEMENT_SCHEMA.items() if k != "publication_id"})
-    return frame.with_columns(pl.lit(publication_id, pl.Int64).alias("publication_id")).select(
-        [pl.col(c).cast(t) for c, t in BENCHMARK_AGREEMENT_SCHEMA.items()])
+    computed = {k: v for k, v in BENCHMARK_AGREEMENT_SCHEMA.items() if k != "publication_id"}
+    return pl.DataFrame(rows, schema=computed).with_columns(
+        pl.lit(publication_id, pl.Int64).alias("publication_id"))
 
 
 @dataclass(frozen=True)
