@@ -28,7 +28,13 @@ from pathlib import Path
 
 import polars as pl
 
-from arena_pipeline.core.benchmarks import BOOTSTRAP_ROUNDS, BOOTSTRAP_SEED, benchmark_agreement, match_scores, read_benchmarks
+from arena_pipeline.core.benchmarks import (
+    BOOTSTRAP_ROUNDS,
+    BOOTSTRAP_SEED,
+    benchmark_agreement,
+    match_scores,
+    read_benchmarks,
+)
 from arena_pipeline.core.models import add_canonical_columns, load_aliases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,9 +59,10 @@ def _print_table(agreement: pl.DataFrame) -> None:
 
 
 def _our_boards(votes: Path | None, rounds: int) -> pl.DataFrame:
+    from real_votes import REAL_VOTES, load_real_votes  # benchmarks/ is on sys.path
+
     from arena_pipeline.core.categories import tag_categories
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-    from real_votes import REAL_VOTES, load_real_votes  # benchmarks/ is on sys.path
 
     t0 = time.perf_counter()
     battles = add_canonical_columns(load_real_votes(votes or REAL_VOTES), load_aliases())

@@ -228,7 +228,7 @@ def test_bootstrap_interval_matches_scipy_bootstrap():
                          "source": "s", "line": range(n)})
     row = benchmark_agreement(lb, match_scores(read, names), rounds=4000).row(0, named=True)
     for name, fn in (("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
-        reference = stats.bootstrap((rating, score), lambda a, b: fn(a, b).statistic, paired=True,
+        reference = stats.bootstrap((rating, score), lambda a, b, fn=fn: fn(a, b).statistic, paired=True,
                                     vectorized=False, n_resamples=4000, method="percentile",
                                     random_state=np.random.default_rng(5)).confidence_interval
         assert row[f"{name}_lower"] == pytest.approx(reference.low, abs=0.02)
