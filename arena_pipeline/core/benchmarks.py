@@ -444,7 +444,7 @@ def match_scores(scores: pl.DataFrame, our_models: list[str] | pl.Series,
         one), ``no score``, ``ambiguous: N rows name <canonical> for this benchmark (lines ...)``
         (none of them is used), ``not on our published leaderboard``.
     """
-    ours = pl.Series("canonical", list(our_models), dtype=pl.String).unique()
+    ours = pl.Series("canonical", list(our_models), dtype=pl.String).unique().to_list()
     scored = pl.col("score").is_not_null()
     group = ["canonical", "benchmark"]
     marked = scores.with_columns(
