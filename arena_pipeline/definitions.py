@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from arena_pipeline.assets.benchmarks import benchmark_comparison
 from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import published_dump
@@ -24,6 +25,7 @@ ASSETS = [
     preference_pairs_table,
     published_dump,
     external_comparison,
+    benchmark_comparison,
 ]
 ASSET_CHECKS = [battles_quality, messages_quality, models_confusable]
 

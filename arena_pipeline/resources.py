@@ -28,6 +28,7 @@ from arena_pipeline.constants import (
     DEFAULT_WAREHOUSE,
 )
 from arena_pipeline.core import hub, warehouse
+from arena_pipeline.core.benchmarks import read_benchmarks
 from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
 from arena_pipeline.core.models import load_aliases
@@ -206,7 +207,7 @@ class Warehouse(DuckDBResource):
 
 
 class ModelCatalog(dg.ConfigurableResource):
-    """Model identity: the alias table used to normalize names, and a published board to compare with."""
+    """Model identity: the alias table used to normalize names, and the boards and benchmarks to compare with."""
 
     aliases_path: Optional[str] = Field(
         default=None,
@@ -216,6 +217,13 @@ class ModelCatalog(dg.ConfigurableResource):
     published_board: Optional[str] = Field(
         default=None,
         description="ARENA_PUBLISHED_BOARD: a published leaderboard file (LMArena JSON or CSV) to compare with.",
+    )
+
+    benchmarks: Optional[str] = Field(
+        default=None,
+        description="ARENA_BENCHMARKS: benchmark scores to compare with: a CSV or parquet file (long "
+        "'model,benchmark,score', wide 'model,<benchmark>...', or the Open LLM Leaderboard's layout) or a "
+        "Hub dataset id such as open-llm-leaderboard/contents (fetched through HF_ENDPOINT into ARENA_CACHE_DIR).",
     )
 
     def aliases(self) -> pl.DataFrame:
@@ -229,6 +237,22 @@ class ModelCatalog(dg.ConfigurableResource):
         """The published board, or None when none is configured (BoardFormatError if malformed)."""
         path = self.board_path()
         return None if path is None else read_published_board(path, aliases=aliases, category_map=load_category_map())
+
+    def benchmarks_location(self) -> Optional[str]:
+        return _setting(self.benchmarks, "ARENA_BENCHMARKS", None)
+
+    def read_benchmarks(self, aliases: pl.DataFrame) -> Optional[pl.DataFrame]:
+        """The benchmark scores (``core.benchmarks.READ_SCHEMA``), or None when none are configured.
+
+        A Hub id is fetched with HF_ENDPOINT / HF_TOKEN / ARENA_CACHE_DIR as read now (at run time).
+        Raises BenchmarkFormatError (file and line), FileNotFoundError or a ``core.hub`` error.
+        """
+        location = self.benchmarks_location()
+        if location is None:
+            return None
+        return read_benchmarks(location, aliases,
+                               cache_dir=_setting(None, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR),
+                               endpoint=_setting(None, "HF_ENDPOINT", None), token=_setting(None, "HF_TOKEN", None))
 
 
 class ReportSettings(dg.ConfigurableResource):

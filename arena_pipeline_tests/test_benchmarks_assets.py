@@ -1,0 +1,151 @@
+"""The benchmark comparison materialized after publication: tables, the check, and a bad file that fails only itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+from scipy import stats
+
+from arena_pipeline.core.benchmarks import benchmark_panel
+from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
+from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
+
+REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
+OLL = Path(__file__).parent / "data" / "benchmarks" / "open_llm_leaderboard.csv"
+RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 3, "bootstrap_rounds": 5}}}}
+STEP = "benchmark_comparison"
+FEW = ["gemma-3-27b-it", "o3-mini", "claude-3-5-sonnet-20241022"]  # the three most-voted models of the sample
+
+
+def _materialize(tmp_path: Path, catalog: ModelCatalog) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [*ASSETS, *ASSET_CHECKS],
+        resources={**default_resources(), "dump_source": DumpSource(source=str(REAL_CSV)),
+                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": catalog},
+        run_config=RUN_CONFIG,
+        raise_on_error=False,
+    )
+
+
+def _frame(tmp_path: Path, sql: str) -> pl.DataFrame:
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        return con.execute(sql).pl()
+
+
+def _scores_file(tmp_path: Path) -> Path:
+    """Every model of the sample with a made-up score (name length), and a benchmark with three models;
+    gemma under its Hub repo id."""
+    votes = pl.read_csv(REAL_CSV, infer_schema=False)
+    names = pl.concat([votes.get_column("model_a"), votes.get_column("model_b")]).unique().sort()
+    table = pl.DataFrame({"model": names}).with_columns(
+        pl.when(pl.col("model") == "gemma-3-27b-it").then(pl.lit("google/gemma-3-27b-it"))
+        .otherwise(pl.col("model")).alias("model"),
+        (pl.col("model").str.len_chars() * 3 + pl.int_range(pl.len()) % 7).cast(pl.Float64).alias("made_up"),
+        pl.when(pl.col("model").is_in(FEW)).then(pl.col("model").str.len_chars()).alias("few"),
+    )
+    path = tmp_path / "scores.csv"
+    table.write_csv(path)
+    return path
+
+
+def _materialized(result: dg.ExecuteInProcessResult) -> set[str]:
+    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+
+
+def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself(tmp_path):
+    scores = _scores_file(tmp_path)
+    first = _materialize(tmp_path, ModelCatalog(benchmarks=str(scores)))
+    assert first.success
+    assert {"arena/benchmark_scores", "arena/benchmark_agreement", "published_dump"} <= _materialized(first)
+    check = {e.check_name: e for e in first.get_asset_check_evaluations()}["benchmark_file_valid"]
+    assert check.passed
+
+    (publication,), = _frame(tmp_path, "select max(publication_id) from arena.publications").rows()
+    read = _frame(tmp_path, "select * from arena.benchmark_scores")
+    assert set(read.get_column("publication_id")) == {publication}
+    gemma = read.filter(pl.col("model") == "google/gemma-3-27b-it").row(0, named=True)
+    assert (gemma["canonical"], gemma["matched"], gemma["reason"], gemma["line"]) == (
+        "gemma-3-27b-it", True, "matched through the alias table",
+        2 + pl.read_csv(scores).get_column("model").to_list().index("google/gemma-3-27b-it"))
+
+    # the overall bt row against scipy on the live leaderboard, joined independently here
+    board = _frame(tmp_path, "select model, rating from arena.leaderboard where category = 'overall' and method = 'bt'")
+    joined = board.join(pl.read_csv(scores).with_columns(
+        pl.col("model").str.replace("google/", "")), on="model")
+    row = _frame(tmp_path, "select * from arena.benchmark_agreement "
+                           "where category = 'overall' and method = 'bt' and benchmark = 'made_up'").row(0, named=True)
+    assert row["n_matched"] == joined.height >= 5
+    x, y = joined.get_column("rating").to_numpy(), joined.get_column("made_up").to_numpy()
+    assert row["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert row["kendall"] == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
+    assert row["publication_id"] == publication
+    # the report panel's data, from the published tables as a reader gets them
+    panel = benchmark_panel(_frame(tmp_path, "select * from arena.leaderboard"), read,
+                            _frame(tmp_path, "select * from arena.benchmark_agreement"))
+    points = panel.points.filter(pl.col("category") == "overall", pl.col("benchmark") == "made_up")
+    assert sorted(points.get_column("model")) == sorted(joined.get_column("model"))
+    assert (points.get_column("ci_lower") <= points.get_column("rating")).all()
+    assert panel.agreement.filter(pl.col("category") == "overall", pl.col("benchmark") == "made_up")[
+        "spearman"][0] == row["spearman"]
+    # categories with small boards are listed, with the reason, not hidden
+    small = _frame(tmp_path, "select benchmark, n_matched, note, spearman from arena.benchmark_agreement where small_set")
+    categories = _frame(tmp_path, "select distinct category, method from arena.leaderboard").height
+    assert small.height == categories and set(small.get_column("benchmark")) == {"few"}
+    assert small.get_column("note").unique().to_list() == ["fewer than 5 matched models (3): no coefficient"]
+    assert small.get_column("spearman").is_null().all()
+
+    # a malformed file: the run and its publication stand; only the check fails, tables stay as they were
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,benchmark,score\ngemma-3-27b-it,X,1\no3-mini,X,lots\n", encoding="utf-8")
+    second = _materialize(tmp_path, ModelCatalog(benchmarks=str(bad)))
+    assert second.success
+    assert not [e for e in second.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "published_dump" in _materialized(second)
+    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & _materialized(second)
+    check = {e.check_name: e for e in second.get_asset_check_evaluations()}["benchmark_file_valid"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert f"{bad}: line 3: score for 'X' must be a finite number" in check.description
+    assert check.metadata["line"].value == 3
+    (latest,), = _frame(tmp_path, "select max(publication_id) from arena.publications").rows()
+    assert latest == publication + 1  # the new publication is live
+    assert set(_frame(tmp_path, "select publication_id from arena.benchmark_scores")
+               .get_column("publication_id")) == {publication}
+
+
+def test_no_benchmark_file_skips_visibly(tmp_path, monkeypatch):
+    monkeypatch.delenv("ARENA_BENCHMARKS", raising=False)
+    result = _materialize(tmp_path, ModelCatalog())
+    assert result.success
+    assert "published_dump" in _materialized(result)
+    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & _materialized(result)
+    assert "benchmark_file_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
+    outcome = [e.event_type_value for e in result.all_events if e.step_key == STEP
+               and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
+    assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
+
+
+@pytest.mark.slow  # starts the fake Hub server
+def test_the_setting_is_read_at_run_time_and_a_hub_id_goes_through_hf_endpoint(tmp_path, monkeypatch):
+    from arena_pipeline.core.models import load_aliases
+    from arena_pipeline_tests.hub_server import fake_hub_server
+
+    catalog = ModelCatalog()  # built before the variables are set: nothing is read at construction
+    aliases = load_aliases()
+    assert catalog.read_benchmarks(aliases) is None
+    monkeypatch.setenv("ARENA_BENCHMARKS", str(OLL))
+    assert catalog.read_benchmarks(aliases).height == 9 * 7
+    parquet = tmp_path / "contents.parquet"
+    pl.read_csv(OLL, infer_schema_length=None).write_parquet(parquet)
+    with fake_hub_server(tmp_path / "hub") as hub:
+        hub.publish("open-llm-leaderboard/contents", "main", {"data/train-00000-of-00001.parquet": parquet})
+        monkeypatch.setenv("ARENA_BENCHMARKS", "open-llm-leaderboard/contents")
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
+        read = catalog.read_benchmarks(aliases)
+        assert hub.file_gets() and read.get_column("source")[0].startswith(
+            "hf://datasets/open-llm-leaderboard/contents@")
+    assert list((tmp_path / "cache").iterdir())  # downloaded into ARENA_CACHE_DIR
