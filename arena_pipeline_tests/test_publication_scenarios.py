@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import duckdb
 import pyarrow.parquet as pq
 import pytest
@@ -216,6 +217,20 @@ def test_partial_runs_from_the_cli_without_dagster_home(setup):
     assert sorted(rebuilt) == ["board_status", "leaderboard", "pairwise", "style_coefficients",
                                "unrated_models"]
     assert_live_is_one_publication(setup.warehouse)
+
+
+def test_rerank_job_recomputes_what_is_computed_from_the_live_board():
+    """A re-rank publishes a new board, so the job also re-runs every asset downstream of the gate
+    (report, external and benchmark comparisons): none may describe the board it replaced."""
+    from arena_pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    downstream = {k for k in graph.get_all_asset_keys()
+                  if dg.AssetKey("published_dump") in graph.get(k).parent_keys}
+    assert {dg.AssetKey(["arena", "external_comparison"]), dg.AssetKey("leaderboard_report")} <= downstream
+    selected = set(defs.resolve_job_def("rerank_job").asset_layer.executable_asset_keys)
+    assert downstream <= selected
+    assert dg.AssetKey(["arena", "battles"]) not in selected
 
 
 def test_readme_sql_cookbook_runs_as_written(published):
