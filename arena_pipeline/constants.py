@@ -23,6 +23,7 @@ EXTERNAL_COMPARISON_MODELS_TABLE = "external_comparison_models"
 POSITION_BIAS_TABLE = "position_bias"
 RATING_TREND_TABLE = "rating_trend"
 PREFERENCE_PAIRS_TABLE = "preference_pairs"
+DUMP_LEADERBOARD_TABLE = "dump_leaderboard"
 DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"
 
@@ -51,6 +52,7 @@ PUBLISHED_TABLES = (
     POSITION_BIAS_TABLE,
     RATING_TREND_TABLE,
     PREFERENCE_PAIRS_TABLE,
+    DUMP_LEADERBOARD_TABLE,
 )
 #: What each published table is computed from (a publication never shows a table next to a rebuilt input).
 DERIVED_FROM: dict[str, tuple[str, ...]] = {
@@ -62,11 +64,12 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     POSITION_BIAS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
     RATING_TREND_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
     PREFERENCE_PAIRS_TABLE: (BATTLES_TABLE, MESSAGES_TABLE, BATTLE_CATEGORIES_TABLE),
+    DUMP_LEADERBOARD_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
 }
 #: Tables computed in one step (one load, one fit): a publication takes them from one run.
 BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
     (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE),
-    (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE),
+    (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, DUMP_LEADERBOARD_TABLE),
 )
 #: Tables whose blocking expectation suites must have passed on the exact version published.
 CHECKED_TABLES: tuple[str, ...] = (BATTLES_TABLE, MESSAGES_TABLE)

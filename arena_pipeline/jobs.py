@@ -2,7 +2,13 @@
 
 import dagster as dg
 
-from arena_pipeline.constants import LEADERBOARD_TABLE, PAIRWISE_TABLE, SCHEMA, STYLE_COEFFICIENTS_TABLE
+from arena_pipeline.constants import (
+    DUMP_LEADERBOARD_TABLE,
+    LEADERBOARD_TABLE,
+    PAIRWISE_TABLE,
+    SCHEMA,
+    STYLE_COEFFICIENTS_TABLE,
+)
 
 refresh_job = dg.define_asset_job(
     "refresh_job",
@@ -13,7 +19,8 @@ refresh_job = dg.define_asset_job(
 rerank_job = dg.define_asset_job(
     "rerank_job",
     selection=dg.AssetSelection.assets(
-        *[dg.AssetKey([SCHEMA, t]) for t in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE)],
+        *[dg.AssetKey([SCHEMA, t]) for t in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
+                                                   DUMP_LEADERBOARD_TABLE)],
         dg.AssetKey("published_dump"),
         dg.AssetKey("leaderboard_report"),
     ),

@@ -15,7 +15,8 @@ from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RANK = {"min_battles": 5, "bootstrap_rounds": 5}
-RERANK_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "published_dump",
+RERANK_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "arena/dump_leaderboard",
+                    "published_dump",
                     "leaderboard_report"]
 
 

@@ -39,6 +39,11 @@ class FetchConfig(dg.Config):
         default=None,
         description="Fetch this Hub revision instead of ARENA_REVISION (the new-dump sensor pins the sha it saw).",
     )
+    revisions: Optional[dict[str, str]] = Field(
+        default=None,
+        description="With several dumps (ARENA_DATASETS / ARENA_DISCOVER): the dumps to load and each one's "
+        "revision, in load order (the sensor pins what it saw).",
+    )
 
 
 def _files(manifest: DumpManifest) -> list[dict]:
@@ -47,6 +52,8 @@ def _files(manifest: DumpManifest) -> list[dict]:
 
 def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError) -> None:
     """Record a rejected local dump in arena.dumps (its content revision is known without reading it)."""
+    if dump_source.is_multi():
+        return
     spec = dump_source.spec()
     if spec.kind == "hub":
         return
@@ -73,7 +80,7 @@ def raw_dump(
     only; the step itself is not retried.
     """
     try:
-        manifest = dump_source.fetch(revision=config.revision)
+        manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry
         try:
             _record_rejected(dump_source, warehouse, exc)
@@ -105,6 +112,7 @@ def raw_dump(
             "bytes": manifest.bytes,
             "rows": manifest.rows,
             "new_fields": dg.MetadataValue.json(extras),
+            "dumps": dg.MetadataValue.json([{"dump": d, "requested": q, "revision": r} for d, q, r in manifest.parts]),
         },
         data_version=dg.DataVersion(manifest.revision),
     )
@@ -168,6 +176,8 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
                                   f"quarantined {report.quarantined}"}
         if name == QUARANTINE_TABLE:
             extra = {"by_rule": dg.MetadataValue.json(report.quarantine_by_rule)}
+        if name == BATTLES_TABLE and report.per_dump:
+            extra["per_dump"] = dg.MetadataValue.json(report.per_dump)
         yield dg.MaterializeResult(
             asset_key=TABLE_KEYS[name],
             metadata={**common, **extra, "dagster/row_count": rows,

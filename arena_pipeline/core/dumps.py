@@ -47,3 +47,39 @@ def dumps_of(battles: pl.DataFrame) -> list[str]:
     if "dump" not in battles.columns:
         return []
     return sorted(battles.get_column("dump").drop_nulls().unique().to_list())
+
+
+def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config, combined: pl.DataFrame
+                          ) -> tuple[pl.DataFrame, dict[str, float]]:
+    """Each loaded dump's own boards: the combined leaderboard's columns plus ``dump``.
+
+    A dump's battles are :func:`dump_battles` (its own and those it shares with a dump kept
+    first), fitted by ``compute_rankings`` with the same ``config``: same methods, intervals and
+    seeds. With one dump the combined board is that dump's board and is not fitted again. A
+    dump whose format lacks the style counts gets no ``bt_style`` board (its style features would
+    all be 0: the fit would be plain Bradley-Terry under another name).
+
+    Returns the boards and the seconds each dump's fit took.
+    """
+    from arena_pipeline.core.ranking import compute_rankings
+    from arena_pipeline.core.ranking.style_control import style_columns
+
+    dumps = dumps_of(battles)
+    if not dumps:
+        return combined.with_columns(dump=pl.lit(None, pl.String)).head(0), {}
+    if len(dumps) == 1:
+        return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
+    import time
+
+    gaps = unavailable_columns(battles, style_columns())
+    boards, seconds = [], {}
+    for dump in dumps:
+        started = time.perf_counter()
+        own = dump_battles(battles, dump)
+        own_tags = tags.join(own.select(battle_id="id"), on="battle_id", how="semi")
+        board = compute_rankings(own, own_tags, config).leaderboard
+        if dump in gaps:
+            board = board.filter(pl.col("method") != "bt_style")
+        boards.append(board.with_columns(dump=pl.lit(dump)))
+        seconds[dump] = time.perf_counter() - started
+    return pl.concat(boards, how="vertical_relaxed"), seconds

@@ -247,3 +247,24 @@ def test_combined_revision_tracks_each_dump():
     assert combined_revision({**base, "b/y": "3" * 40}) != combined_revision(base)
     assert combined_revision({**base, "c/z": "4" * 40}) != combined_revision(base)
     assert combined_revision(base).startswith("dumps-")
+
+
+def test_categories_are_unavailable_for_dumps_that_lack_their_fields(combined):
+    from arena_pipeline.core.categories import tag_categories
+
+    _, con, _ = combined
+    battles = con.execute("SELECT * FROM s.battles").pl()
+    tags, meta = tag_categories(battles)
+    assert meta["coding"]["unavailable_in"] == sorted([fx.DUMP_33K, fx.DUMP_55K])
+    assert meta["coding"]["null_as_false"] == 0  # their nulls are "unavailable", not "false"
+    assert meta["creative_writing"]["unavailable_in"] == sorted([fx.DUMP_100K, fx.DUMP_33K, fx.DUMP_55K])
+    assert meta["overall"]["unavailable_in"] == []
+    coding = tags.filter(pl.col("category") == "coding").join(battles, left_on="battle_id", right_on="id")
+    assert set(coding["dump"]) <= {fx.DUMP_140K, fx.DUMP_100K}
+    assert tags.filter(pl.col("category") == "overall").height == battles.height
+    # a dump alone whose format lacks the field: the category is unavailable, not an empty board
+    only_33k = battles.filter(pl.col("dump") == fx.DUMP_33K)
+    tags_33k, meta_33k = tag_categories(only_33k)
+    assert meta_33k["coding"]["available"] is False and meta_33k["coding"]["battles"] is None
+    assert meta_33k["multi_turn"]["available"] is True  # turns comes from the 33k's 'turn'
+    assert "coding" not in set(tags_33k["category"])
