@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import dagster as dg
@@ -129,6 +130,11 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
         assert rules == [("duplicate_across_dumps",)]
         revision, = con.execute("SELECT revision FROM arena.publications").fetchone()
         assert revision == combined_revision(revisions)
+        # each dump's own revision is recorded with the build's files
+        files = con.execute("SELECT files FROM arena.dumps WHERE revision = ?", [revision]).fetchone()[0]
+
+        recorded = {f["dump"]: f["dump_revision"] for f in json.loads(files)}
+        assert recorded == revisions
         assert "dump" not in [r[0] for r in con.execute("DESCRIBE arena.leaderboard").fetchall()]
         # the combined board counts each vote once; each dump's board its own votes
         total = con.execute("SELECT sum(n) FROM (SELECT count(*) n FROM arena.battle_categories "
@@ -145,3 +151,21 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
         coding = {r[0] for r in con.execute("SELECT DISTINCT dump FROM arena.dump_leaderboard "
                                             "WHERE category = 'coding'").fetchall()}
         assert coding <= {fx.DUMP_100K, fx.DUMP_140K}  # the 33k and 55k have no is_code
+
+
+def test_local_datasets_combine_in_the_configured_order(tmp_path, monkeypatch):
+    folders = fx.write_family(tmp_path / "dumps")
+    paths = [str(folders[fx.DUMP_140K]), str(folders[fx.DUMP_55K] / "train.csv")]
+    monkeypatch.setenv("ARENA_DATASETS", " , ".join(paths))
+    source = DumpSource(cache_dir=str(tmp_path / "cache"))  # the field unset: the variable is read at use
+    assert source.is_multi() and source.configured_datasets() == paths
+    revisions = source.latest_revisions()
+    assert list(revisions) == ["arena-human-preference-140k", "train.csv"]
+    assert all(r.startswith("local-") for r in revisions.values())
+    manifest = source.fetch()
+    assert manifest.revision == source.latest_revision() == combined_revision(revisions)
+    assert [f.dump for f in manifest.files] == list(revisions)
+    assert [f.name for f in manifest.files] == ["arena-human-preference-140k/data/train-00000-of-00001.parquet",
+                                                "train.csv/train.csv"]
+    monkeypatch.delenv("ARENA_DATASETS")
+    assert not DumpSource().is_multi()  # the single ARENA_SOURCE keeps working

@@ -47,7 +47,10 @@ class FetchConfig(dg.Config):
 
 
 def _files(manifest: DumpManifest) -> list[dict]:
-    return [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256} for f in manifest.files]
+    revisions = {dump: revision for dump, _, revision in manifest.parts}
+    return [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256,
+             **({"dump": f.dump, "dump_revision": revisions.get(f.dump)} if f.dump else {})}
+            for f in manifest.files]
 
 
 def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError) -> None:
