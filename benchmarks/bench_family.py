@@ -30,9 +30,9 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena_pipeline.core.categories import tag_categories  # noqa: E402
-from arena_pipeline.core.dumps import per_dump_leaderboards  # noqa: E402
-from arena_pipeline.core.ranking import RankingConfig, compute_rankings  # noqa: E402
+from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dumps import per_dump_leaderboards
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 
 def ranking_figures(rounds: int) -> None:

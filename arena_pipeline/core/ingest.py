@@ -15,7 +15,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESSAGES_TABLE, QUARANTINE_TABLE
+from arena_pipeline.constants import (
+    BATTLES_TABLE,
+    CONTEXT_MESSAGES_TABLE,
+    MESSAGES_TABLE,
+    QUARANTINE_TABLE,
+)
 from arena_pipeline.core import warehouse
 from arena_pipeline.core.adapters import ARENA_140K, Adapter
 from arena_pipeline.core.flatten import (
@@ -24,10 +29,10 @@ from arena_pipeline.core.flatten import (
     flatten_context_messages,
     flatten_messages,
 )
-from arena_pipeline.core.manifest import DumpManifest, ShardFile  # noqa: F401 - re-exported
+from arena_pipeline.core.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.quarantine import (
-    CROSS_DUMP_RULE,
     CONVERSATION_COLUMNS,
+    CROSS_DUMP_RULE,
     conversation_defects,
     count_by_rule,
     quarantine_rows,
@@ -36,7 +41,6 @@ from arena_pipeline.core.quarantine import (
 from arena_pipeline.core.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
-    DATASET_ARROW_SCHEMA,
     MESSAGES_SCHEMA,
     QUARANTINE_SCHEMA,
 )
