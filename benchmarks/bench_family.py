@@ -4,8 +4,9 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/bench_family.py [--ticks N] [--rounds R] [--skip-ranking]
 
-[1] The rankings step on the 135,634 real votes (``shared/data/real/``), bt + spectral with a
-    R-round bootstrap (default 100) over every available category: the combined board alone, then
+[1] The rankings step on the 135,634 real votes (``shared/data/real/``, with bench_ranking.py's
+    synthetic style columns), bt + bt_style + spectral with a R-round bootstrap (default 100) over
+    every category: the combined board alone, then
     ``core.dumps.per_dump_leaderboards`` with the votes as one dump (nothing is refitted) and split
     into two and four pseudo-dumps by row order (every dump refitted: the added time).
 [2] The new-dump sensor against the fake Hub on 127.0.0.1 with the four fixture dumps
@@ -36,16 +37,18 @@ from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 
 def ranking_figures(rounds: int) -> None:
-    from real_votes import load_real_votes  # benchmarks/ is on sys.path when run as a script
+    from bench_ranking import synthesize_missing_columns  # benchmarks/ is on sys.path as a script
+    from real_votes import load_real_votes
 
-    votes = load_real_votes()
+    # bench_ranking's SYNTHETIC style columns, is_code, language, tokens and turns: bt_style is fitted
+    votes = synthesize_missing_columns(load_real_votes())
     tags, _ = tag_categories(votes)
-    config = RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=rounds)
+    config = RankingConfig(methods=("bt", "bt_style", "spectral"), bootstrap_rounds=rounds)
     started = time.perf_counter()
     combined = compute_rankings(votes, tags, config).leaderboard
     base = time.perf_counter() - started
-    print(f"[1] real votes: {votes.height} battles; combined board (bt + spectral, {rounds}-round bootstrap, "
-          f"every category): {base:.2f} s")
+    print(f"[1] real votes: {votes.height} battles; combined board (bt + bt_style + spectral, {rounds}-round "
+          f"bootstrap, every category): {base:.2f} s")
     for parts in (1, 2, 4):
         dumped = votes.with_columns(
             dump=pl.format("dump-{}", (pl.int_range(pl.len()) * parts // pl.len()).cast(pl.String)),
