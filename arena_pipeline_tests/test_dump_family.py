@@ -169,3 +169,18 @@ def test_local_datasets_combine_in_the_configured_order(tmp_path, monkeypatch):
                                                 "train.csv/train.csv"]
     monkeypatch.delenv("ARENA_DATASETS")
     assert not DumpSource().is_multi()  # the single ARENA_SOURCE keeps working
+
+
+@pytest.mark.slow
+def test_schedule_pins_every_dump_and_an_unreachable_hub_skips(hub, shas, tmp_path):
+    from arena_pipeline.schedules import nightly_refresh
+
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(instance=instance, resources={"dump_source": _source(hub, tmp_path)})
+        [request] = nightly_refresh.evaluate_tick(context).run_requests
+        assert request.run_config["ops"]["raw_dump"]["config"]["revisions"] == {
+            d: shas[d] for d in (fx.DUMP_33K, fx.DUMP_100K, fx.DUMP_140K, fx.DUMP_55K)}
+        hub.set_faults(down=True)
+        result, _ = _tick(hub, tmp_path, instance, None)
+        assert not result.run_requests
+        assert result.skip_message.startswith("could not look up the dump revisions: HubUnavailable")

@@ -268,3 +268,30 @@ def test_categories_are_unavailable_for_dumps_that_lack_their_fields(combined):
     assert meta_33k["coding"]["available"] is False and meta_33k["coding"]["battles"] is None
     assert meta_33k["multi_turn"]["available"] is True  # turns comes from the 33k's 'turn'
     assert "coding" not in set(tags_33k["category"])
+
+
+def test_per_dump_boards_are_each_dumps_own_fit(combined):
+    from arena_pipeline.core.categories import tag_categories
+    from arena_pipeline.core.dumps import per_dump_leaderboards
+    from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+
+    _, con, _ = combined
+    battles = con.execute("SELECT * FROM s.battles").pl().with_columns(
+        model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
+    tags, _ = tag_categories(battles)
+    config = RankingConfig(min_battles=1, bootstrap_rounds=3)
+    combined_board = compute_rankings(battles, tags, config).leaderboard
+    boards, seconds = per_dump_leaderboards(battles, tags, config, combined_board)
+    assert set(seconds) == set(boards["dump"]) == set(battles["dump"])
+    # the 33k's board: an independent fit on its own votes (its 33 and the 3 it shares), no bt_style
+    own = dump_battles(battles, fx.DUMP_33K)
+    expected = compute_rankings(own, tags.join(own.select(battle_id="id"), on="battle_id", how="semi"),
+                                config).leaderboard.filter(pl.col("method") != "bt_style")
+    got = boards.filter(pl.col("dump") == fx.DUMP_33K).drop("dump")
+    key = ["category", "method", "model"]
+    assert got.sort(key).select(key, "rating", "n_battles").equals(expected.sort(key).select(key, "rating", "n_battles"))
+    assert "bt_style" in set(boards.filter(pl.col("dump") == fx.DUMP_140K)["method"])
+    # one dump: its board is the combined one, not fitted again
+    one = battles.filter(pl.col("dump") == fx.DUMP_140K)
+    single, timing = per_dump_leaderboards(one, tags, config, combined_board)
+    assert single.drop("dump").equals(combined_board) and timing == {fx.DUMP_140K: 0.0}
