@@ -9,6 +9,7 @@ call :func:`write_family` or the ``make_*`` functions. A few dozen rows per dump
 - ``lmarena-ai/arena-human-preference-100k``: :data:`SCHEMA_100K`;
 - ``lmarena-ai/arena-human-preference-140k``: ``fixtures.make_table`` (the card's exact schema).
 
+Rows 9, 19, 29... of the 33k and 100k dumps are not anonymous (quarantined as ``not_anonymous``).
 Overlaps on purpose (what the combined load must keep once and count): the 100k dump repeats
 :data:`SHARED_ID_ROWS` question ids of the 33k dump, and the 55k dump repeats
 :data:`SHARED_CONTENT_ROWS` votes of the 100k dump by content (same models, winner and prompt).
@@ -38,6 +39,9 @@ DUMP_140K = "lmarena-ai/arena-human-preference-140k"
 ROWS = {DUMP_33K: 36, DUMP_55K: 30, DUMP_100K: 40, DUMP_140K: 40}
 SHARED_ID_ROWS = 3
 SHARED_CONTENT_ROWS = 4
+#: rows cast with the model names shown (``anony`` false): rows 9, 19, 29... of the 33k and 100k
+NOT_ANONYMOUS_EVERY = 10
+NOT_ANONYMOUS = {DUMP_33K: 3, DUMP_100K: 4}
 
 MODELS_2023 = ("gpt-4", "claude-v1", "vicuna-13b", "koala-13b", "gpt-3.5-turbo", "palm-2")
 MODELS_2024 = ("gpt-4-0314", "claude-1", "vicuna-13b", "gpt-4o-2024-05-13", "llama-3-70b-instruct",
@@ -116,7 +120,8 @@ def _vote(rng: random.Random, models: tuple[str, ...], index: int, winners: tupl
     return {"question_id": uuid.UUID(int=rng.getrandbits(128)).hex, "model_a": model_a, "model_b": model_b,
             "winner": rng.choice(winners), "prompts": prompts, "turn": turns,
             "conversation_a": _conversation(prompts, model_a), "conversation_b": _conversation(prompts, model_b),
-            "anony": rng.random() < 0.9, "language": LANGUAGES[index % len(LANGUAGES)]}
+            "anony": index % NOT_ANONYMOUS_EVERY != NOT_ANONYMOUS_EVERY - 1,
+            "language": LANGUAGES[index % len(LANGUAGES)]}
 
 
 def make_33k(n: int = ROWS[DUMP_33K], seed: int = 33) -> pa.Table:

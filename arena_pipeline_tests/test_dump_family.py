@@ -120,14 +120,18 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
     t100 = fx.make_100k(shared_ids=tuple(fx.make_33k().column("question_id").to_pylist()[: fx.SHARED_ID_ROWS]))
     repeated = [r["question_id"] for r in t100.to_pylist() if r["winner"] != "tie (bothbad)"]
     by_content = len([q for q in repeated[: fx.SHARED_CONTENT_ROWS] if q not in t100["question_id"][:3].to_pylist()])
-    assert counts["battles"] == {fx.DUMP_33K: 36, fx.DUMP_100K: 40 - fx.SHARED_ID_ROWS, fx.DUMP_140K: 40,
-                                 fx.DUMP_55K: 30 - by_content}
-    assert counts["quarantine"] == {fx.DUMP_100K: fx.SHARED_ID_ROWS, **({fx.DUMP_55K: by_content} if by_content else {})}
+    anon = fx.NOT_ANONYMOUS  # votes cast with the model names shown: quarantined (not_anonymous)
+    assert counts["battles"] == {fx.DUMP_33K: 36 - anon[fx.DUMP_33K],
+                                 fx.DUMP_100K: 40 - fx.SHARED_ID_ROWS - anon[fx.DUMP_100K],
+                                 fx.DUMP_140K: 40, fx.DUMP_55K: 30 - by_content}
+    assert counts["quarantine"] == {fx.DUMP_33K: anon[fx.DUMP_33K], fx.DUMP_100K: fx.SHARED_ID_ROWS + anon[fx.DUMP_100K],
+                                    **({fx.DUMP_55K: by_content} if by_content else {})}
     assert set(counts["messages"]) == set(counts["battles"])
     assert set(counts["dump_leaderboard"]) == set(counts["battles"])
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        rules = con.execute("SELECT DISTINCT rule FROM arena.quarantine").fetchall()
-        assert rules == [("duplicate_across_dumps",)]
+        rules = dict(con.execute("SELECT rule, count(*) FROM arena.quarantine GROUP BY rule").fetchall())
+        assert rules == {"duplicate_across_dumps": fx.SHARED_ID_ROWS + by_content,
+                         "not_anonymous": sum(anon.values())}
         revision, = con.execute("SELECT revision FROM arena.publications").fetchone()
         assert revision == combined_revision(revisions)
         # each dump's own revision is recorded with the build's files

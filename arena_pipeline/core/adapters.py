@@ -16,6 +16,9 @@ Decisions
   as "unavailable for that dump" (``core/dumps.py``).
 - **Battle ids are the dump's own ids** (``id``, ``question_id``, or the Kaggle row id): unique
   within a dump; the same id in two dumps is the same vote (the loader keeps one copy).
+- **Anonymous votes only.** The 33k and 100k dumps also hold votes cast with the model names
+  shown (``anony`` false); LMArena's boards leave them out, so the loader moves them to
+  quarantine (rule ``not_anonymous``) instead of dropping them silently.
 - **Language names** of the 2023-2024 dumps (``English``) become the codes of the 140k dump
   (``en``) through :data:`LANGUAGE_CODES`; unknown names are kept as they are.
 
@@ -96,6 +99,9 @@ class Adapter:
         Flat battles columns (``schema.BATTLES_SCHEMA``) this format cannot fill: null in every row.
     convert
         Arrow table with (at least) ``columns`` -> table with ``DATASET_ARROW_SCHEMA``.
+    exclude
+        Optional: the rows (of the file's own table, a boolean Series) that are not leaderboard
+        votes; the loader moves them to quarantine with rule ``exclude_rule``.
     """
 
     name: str
@@ -107,6 +113,9 @@ class Adapter:
     file_kinds: tuple[str, ...] = ("parquet",)
     notes: str = ""
     winners: dict[str, str] = field(default_factory=lambda: dict(WINNER_MAP))
+    exclude: Callable[[pa.Table], pl.Series] | None = None
+    exclude_rule: str = ""
+    exclude_detail: str = ""
 
     def mismatches(self, schema: pa.Schema) -> list[str]:
         """What keeps ``schema`` from this format: missing columns and wrong type families."""
@@ -314,6 +323,18 @@ def _from_kaggle(table: pa.Table) -> pa.Table:
 
 # --------------------------------------------------------------------------- the adapters
 
+def _not_anonymous(table: pa.Table) -> pl.Series:
+    """Votes cast with the model names shown (``anony`` false); null counts as anonymous."""
+    return (pl.from_arrow(table.column("anony")).cast(pl.Boolean) == False).fill_null(False)  # noqa: E712
+
+
+#: LMArena's leaderboards use anonymous votes only (``battles[battles.anony]`` in their notebooks).
+_ANONYMOUS_ONLY = {
+    "exclude": _not_anonymous,
+    "exclude_rule": "not_anonymous",
+    "exclude_detail": "anony is false: the voter saw the model names (LMArena's boards count anonymous votes only)",
+}
+
 def _canonical_families() -> dict[str, tuple[str, ...]]:
     return {f.name: (type_family(f.type),) for f in DATASET_ARROW_SCHEMA}
 
@@ -342,6 +363,7 @@ ARENA_100K = Adapter(
     },
     optional=("judge_hash", "is_refusal", "dedup_tag"),
     convert=_from_conversations,
+    **_ANONYMOUS_ONLY,
     # category_tag of the 100k card has criteria_v0.1, if_v0.1 and math_v0.1 only
     unavailable=_SESSION + ("creative_writing", "creative_writing_score"),
     notes="no sessions or full_conversation; creative_writing_v0.1 is not tagged",
@@ -357,6 +379,7 @@ CHATBOT_ARENA_33K = Adapter(
     },
     optional=("openai_moderation", "toxic_chat_tag"),
     convert=_from_conversations,
+    **_ANONYMOUS_ONLY,
     unavailable=_SESSION + ("is_code",) + _METADATA_COLUMNS + _TAG_COLUMNS,
     notes="no conv_metadata (style control, token counts), no category tags, no is_code",
 )

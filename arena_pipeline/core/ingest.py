@@ -193,14 +193,25 @@ def file_adapter(path: Path) -> Adapter:
 
 
 def _iter_parquet(path: Path, adapter: Adapter = ARENA_140K):
-    """Yield (canonical Arrow table, row offset) batches of a verified parquet shard."""
+    """Yield (canonical Arrow table, row offset, excluded rows or None) batches of a verified shard."""
     offset = 0
     parquet = pq.ParquetFile(path)
     columns = adapter.read_columns(parquet.schema_arrow)
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-        table = adapter.convert(pa.Table.from_batches([batch]))
-        yield table, offset
+        raw = pa.Table.from_batches([batch])
+        excluded = adapter.exclude(raw) if adapter.exclude is not None else None
+        table = adapter.convert(raw)
+        yield table, offset, excluded
         offset += table.num_rows
+
+
+def _excluded(table: pa.Table, battles: pl.DataFrame, excluded: pl.Series | None, adapter: Adapter
+              ) -> tuple[pa.Table, pl.DataFrame, pl.DataFrame]:
+    """Move the rows the format marks as no leaderboard votes (``Adapter.exclude``) to quarantine."""
+    if excluded is None or not excluded.any():
+        return table, battles, pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    moved = quarantine_rows(battles.filter(excluded), adapter.exclude_rule, adapter.exclude_detail)
+    return table.filter(pa.array((~excluded).to_numpy())), battles.filter(~excluded), moved
 
 
 def _read_adapted_csv(path: Path, adapter: Adapter) -> pa.Table:
@@ -270,9 +281,9 @@ def _iter_flat(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: i
         yield table, _unavailable_as_null(battles, adapter), empty
         return
     verify_shard(path)
-    for table, offset in _iter_parquet(path, adapter):
+    for table, offset, excluded in _iter_parquet(path, adapter):
         battles = flatten_battles(pl.from_arrow(table), shard.name, offset, aliases, dump)
-        yield table, _unavailable_as_null(battles, adapter), empty
+        yield _excluded(table, _unavailable_as_null(battles, adapter), excluded, adapter)
 
 
 def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame], optional: tuple[str, ...] = ()

@@ -162,15 +162,18 @@ def combined(tmp_path_factory):
 def test_combined_load_counts_per_dump(combined):
     manifest, con, report = combined
     counts = dict(con.execute("SELECT dump, count(*) FROM s.battles GROUP BY dump").fetchall())
-    # the 100k dump repeats 3 question ids of the 33k; the 55k repeats 4 votes of the 100k by content
+    # the 100k dump repeats 3 question ids of the 33k; the 55k repeats 4 votes of the 100k by
+    # content; the 33k and 100k hold a few votes cast with the model names shown
+    anon = fx.NOT_ANONYMOUS
     assert counts == {
         fx.DUMP_140K: fx.ROWS[fx.DUMP_140K],
-        fx.DUMP_100K: fx.ROWS[fx.DUMP_100K],
+        fx.DUMP_100K: fx.ROWS[fx.DUMP_100K] - anon[fx.DUMP_100K],
         fx.DUMP_55K: fx.ROWS[fx.DUMP_55K] - fx.SHARED_CONTENT_ROWS,
-        fx.DUMP_33K: fx.ROWS[fx.DUMP_33K] - fx.SHARED_ID_ROWS,
+        fx.DUMP_33K: fx.ROWS[fx.DUMP_33K] - fx.SHARED_ID_ROWS - anon[fx.DUMP_33K],
     }
     assert report.rows_read == sum(fx.ROWS.values()) == report.battles + report.quarantined
-    assert report.quarantine_by_rule == {CROSS_DUMP_RULE: fx.SHARED_ID_ROWS + fx.SHARED_CONTENT_ROWS}
+    assert report.quarantine_by_rule == {CROSS_DUMP_RULE: fx.SHARED_ID_ROWS + fx.SHARED_CONTENT_ROWS,
+                                         "not_anonymous": sum(anon.values())}
     assert report.per_dump[fx.DUMP_33K]["kept_in_another_dump"] == fx.SHARED_ID_ROWS
     assert report.per_dump[fx.DUMP_55K] == {
         "format": "arena-55k", "battles": 26, "quarantined": 4, "kept_in_another_dump": 4, "rows_read": 30}
@@ -192,10 +195,11 @@ def test_combined_ids_stay_unique_and_duplicates_point_at_the_kept_vote(combined
     # a dropped duplicate leaves no messages behind; every message belongs to a kept battle
     orphans = con.execute("SELECT count(*) FROM s.messages m ANTI JOIN s.battles b ON m.battle_id = b.id").fetchone()
     assert orphans == (0,)
-    quarantined = con.execute("SELECT id, dump, detail FROM s.quarantine ORDER BY dump, source_row").fetchall()
+    quarantined = con.execute(f"SELECT id, dump, detail FROM s.quarantine WHERE rule = '{CROSS_DUMP_RULE}'").fetchall()
+    assert len(quarantined) == 7
     assert all("is kept from dump lmarena-ai/arena-human-preference-100k" in d for _, _, d in quarantined)
-    # the per-dump view of the 33k dump has its own 33 battles and the 3 it shares with the 100k
-    assert dump_battles(battles, fx.DUMP_33K).height == fx.ROWS[fx.DUMP_33K]
+    # the per-dump view of the 33k dump has its own battles and the 3 it shares with the 100k
+    assert dump_battles(battles, fx.DUMP_33K).height == fx.ROWS[fx.DUMP_33K] - fx.NOT_ANONYMOUS[fx.DUMP_33K]
     assert dump_battles(battles, fx.DUMP_55K).height == fx.ROWS[fx.DUMP_55K]
 
 
@@ -222,6 +226,19 @@ def test_missing_fields_are_null_and_unavailable_per_dump(combined):
     # ... and would fail if the nulls were checked everywhere (never silently accepted)
     failed = set(validate_frame(battles, "battles").failures("error")["expectation_id"])
     assert {"is_code.not_null", "sum_user_tokens.not_null", "math.not_null"} <= failed
+
+
+def test_votes_cast_with_the_names_shown_are_quarantined(combined):
+    _, con, _ = combined
+    rows = con.execute("SELECT dump, source_row, detail FROM s.quarantine WHERE rule = 'not_anonymous' "
+                       "ORDER BY dump, source_row").fetchall()
+    assert [(d, r) for d, r, _ in rows] == [(fx.DUMP_100K, r) for r in (9, 19, 29, 39)] + \
+        [(fx.DUMP_33K, r) for r in (9, 19, 29)]
+    assert rows[0][2].startswith("anony is false")
+    ids = {r[0] for r in con.execute("SELECT id FROM s.quarantine WHERE rule = 'not_anonymous'").fetchall()}
+    assert not ids & {r[0] for r in con.execute("SELECT id FROM s.battles").fetchall()}
+    assert con.execute("SELECT count(*) FROM s.messages WHERE battle_id IN "
+                       "(SELECT id FROM s.quarantine WHERE rule = 'not_anonymous')").fetchone() == (0,)
 
 
 def test_a_null_in_a_field_the_format_has_is_still_quarantined(tmp_path):
