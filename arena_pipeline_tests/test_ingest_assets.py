@@ -20,12 +20,14 @@ REPO = "lmarena-ai/arena-human-preference-140k"
 RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 1, "bootstrap_rounds": 5}}}}
 
 
-def _materialize(tmp_path: Path, source: DumpSource) -> dg.ExecuteInProcessResult:
+def _materialize(tmp_path: Path, source: DumpSource, raise_on_error: bool = True
+                 ) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         [*ASSETS, *ASSET_CHECKS],
         resources={**default_resources(), "dump_source": source,
                    "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb"))},
         run_config=RUN_CONFIG,
+        raise_on_error=raise_on_error,
     )
 
 
@@ -112,6 +114,44 @@ def test_fake_hub_download_cache_hit_and_new_revision(tmp_path):
         assert (tmp_path / "cache").exists()
         logs = "\n".join(str(e) for e in third.all_events)
         assert "hf_secret_token_value" not in logs
+
+
+@pytest.mark.slow
+def test_hub_dump_rejected_for_missing_columns_is_recorded_as_failed(tmp_path):
+    """A Hub revision whose shard lacks a documented column fails raw_dump (no retry) and is
+    recorded in arena.dumps under its commit, status failed, with the reason; the published dump
+    stays published. A transfer fault or a lookup failure records nothing (nothing is known of
+    the dump's content)."""
+    from arena_pipeline_tests import bad_inputs as bi
+
+    good = write_dump(tmp_path / "v1", n_rows=30, n_shards=1, seed=1)
+    rows = make_rows(10, seed=21)
+    bad = bi.write_shards(tmp_path / "v2", [bi.table_of(rows[:5]),
+                                            bi.table_of(rows[5:]).drop_columns(["winner"])])
+    with fake_hub_server(tmp_path / "hub") as hub:
+        sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in good})
+        source = DumpSource(source=REPO, revision="main", cache_dir=str(tmp_path / "cache"),
+                            hf_endpoint=hub.url, attempts=2, backoff_s=0.05, timeout_s=5)
+        assert _materialize(tmp_path, source).success
+        sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in bad})
+
+        result = _materialize(tmp_path, source, raise_on_error=False)
+        assert not result.success and result.get_failed_step_keys() == {"raw_dump"}
+        assert result.retry_attempts_for_node("raw_dump") == 0
+
+        hub.set_faults(down=True)  # the Hub unreachable: a failure with nothing to record
+        assert not _materialize(tmp_path, source, raise_on_error=False).success
+    history = _query(tmp_path, "select revision, status, source, source_kind, requested_revision, "
+                               "status_detail from arena.dumps order by first_seen")
+    assert [h[:5] for h in history] == [
+        (sha1, "published", REPO, "hub", "main"),
+        (sha2, "failed", REPO, "hub", "main"),
+    ]
+    detail = history[1][5]
+    assert detail.startswith(f"rejected: {bad[1].relative_to(tmp_path / 'v2')} of {REPO}@{sha2[:12]}"
+                             " failed verification")
+    assert "missing column winner" in detail
+    assert _query(tmp_path, "select count(*) from arena.battles") == [(30,)]
 
 
 @pytest.mark.slow

@@ -53,20 +53,36 @@ def _files(manifest: DumpManifest) -> list[dict]:
             for f in manifest.files]
 
 
-def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError) -> None:
-    """Record a rejected local dump in arena.dumps (its content revision is known without reading it)."""
+def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError,
+                     requested: Optional[str] = None) -> None:
+    """Record a rejected dump in arena.dumps as failed, with the reason.
+
+    A local dump is recorded under its content revision (known without reading it); a Hub dump
+    under the commit whose shard failed the schema check after download. A Hub error that says
+    nothing of the dump's content (a lookup that failed, a transfer that never matched) records
+    nothing. Several dumps (ARENA_DATASETS / ARENA_DISCOVER) have no one revision to record: the
+    run's failure names the dump and file.
+    """
     if dump_source.is_multi():
         return
     spec = dump_source.spec()
     if spec.kind == "hub":
-        return
-    try:
-        revision = local_revision(spec, dump_source.content_hashes())
-    except (OSError, SourceError):
-        return
+        revision = getattr(exc, "sha", None)
+        if revision is None:
+            return
+        try:
+            requested = requested or dump_source.requested_revision()
+        except SourceError:
+            requested = None
+    else:
+        try:
+            revision = local_revision(spec, dump_source.content_hashes())
+        except (OSError, SourceError):
+            return
+        requested = "local"
     with warehouse.connection() as con:
         record_dump(con, SCHEMA, revision=revision, status="failed", source=spec.location,
-                    source_kind=spec.kind, requested_revision="local", detail=f"rejected: {exc}"[:2000])
+                    source_kind=spec.kind, requested_revision=requested, detail=f"rejected: {exc}"[:2000])
 
 
 @dg.asset(key=RAW_DUMP, group_name="ingest", kinds={"huggingface", "parquet"})
@@ -86,7 +102,7 @@ def raw_dump(
         manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry
         try:
-            _record_rejected(dump_source, warehouse, exc)
+            _record_rejected(dump_source, warehouse, exc, config.revision)
         except (WarehouseLockedError, WarehouseCorruptError):
             pass
         raise dg.Failure(description=str(exc), allow_retries=False) from exc

@@ -95,7 +95,15 @@ class DownloadFailed(HubUnavailable):
 
 
 class ShardVerificationError(HubError, SourceError):
-    """A shard never matched the Hub's size and sha256, or ``verify`` rejected it (don't retry)."""
+    """A shard never matched the Hub's size and sha256, or ``verify`` rejected it (don't retry).
+
+    ``sha``: the commit whose shard ``verify`` rejected (the dump itself is bad: missing or retyped
+    columns, not parquet); None when the transfer was at fault.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, sha: str | None = None) -> None:
+        super().__init__(message, path=path)
+        self.sha = sha
 
 
 class NoShardsFound(HubError):
@@ -399,7 +407,7 @@ def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: Path, *, e
     except Exception as exc:
         _evict(local)
         raise ShardVerificationError(f"{shard.path} of {repo_id}@{sha[:12]} failed verification: "
-                                     f"{_describe(exc)}", path=shard.path) from None
+                                     f"{_describe(exc)}", path=shard.path, sha=sha) from None
     logger.info("%s: %d bytes, %d rows%s", shard.path, shard.size, rows, " (cached)" * held)
     return ShardFile(local, shard.path, shard.size, rows, digest, downloaded=not held)
 
