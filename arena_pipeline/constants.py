@@ -27,6 +27,7 @@ RATING_TREND_TABLE = "rating_trend"
 PREFERENCE_PAIRS_TABLE = "preference_pairs"
 UNRATED_MODELS_TABLE = "unrated_models"
 BOARD_STATUS_TABLE = "board_status"
+DUMP_LEADERBOARD_TABLE = "dump_leaderboard"
 DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"
 
@@ -57,6 +58,7 @@ PUBLISHED_TABLES = (
     PREFERENCE_PAIRS_TABLE,
     UNRATED_MODELS_TABLE,
     BOARD_STATUS_TABLE,
+    DUMP_LEADERBOARD_TABLE,
 )
 #: What each published table is computed from (a publication never shows a table next to a rebuilt input).
 DERIVED_FROM: dict[str, tuple[str, ...]] = {
@@ -70,11 +72,13 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     PREFERENCE_PAIRS_TABLE: (BATTLES_TABLE, MESSAGES_TABLE, BATTLE_CATEGORIES_TABLE),
     UNRATED_MODELS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
     BOARD_STATUS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    DUMP_LEADERBOARD_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
 }
 #: Tables computed in one step (one load, one fit): a publication takes them from one run.
 BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
     (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE),
-    (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE),
+    (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE,
+     DUMP_LEADERBOARD_TABLE),
 )
 #: Tables whose blocking expectation suites must have passed on the exact version published.
 CHECKED_TABLES: tuple[str, ...] = (BATTLES_TABLE, MESSAGES_TABLE)

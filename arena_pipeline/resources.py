@@ -31,6 +31,7 @@ from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.benchmarks import read_benchmarks
 from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
+from arena_pipeline.core.manifest import combine, combined_revision
 from arena_pipeline.core.models import load_aliases
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -38,7 +39,7 @@ from arena_pipeline.core.sources import (
     SourceSpec,
     hub_not_found_note,
     parse_source,
-    verify_shard,
+    verify_file,
 )
 
 
@@ -87,6 +88,17 @@ class DumpSource(dg.ConfigurableResource):
         description="ARENA_CSV_MAX_CELL_BYTES: a CSV export's cells larger than this are quarantined "
         "unparsed (default 16 MiB).",
     )
+    datasets: Optional[str] = Field(
+        default=None,
+        description="ARENA_DATASETS: several dumps loaded together, comma-separated (Hub ids, "
+        "hf://datasets/<org>/<name>@<revision> or local paths), in the order a vote two dumps share is "
+        "kept in. Unset: the single ARENA_SOURCE.",
+    )
+    discover: Optional[str] = Field(
+        default=None,
+        description="ARENA_DISCOVER: also load every Hub dataset whose id matches this pattern, e.g. "
+        "lmarena-ai/arena-human-preference-* (huggingface_hub's dataset listing; after ARENA_DATASETS).",
+    )
 
     def retry_policy(self) -> hub.RetryPolicy:
         return hub.RetryPolicy(attempts=self.attempts, backoff=self.backoff_s, timeout=self.timeout_s)
@@ -130,8 +142,85 @@ class DumpSource(dg.ConfigurableResource):
         """The remembered sha256 of local files (so an unchanged local dump is not re-hashed)."""
         return ContentHashes(self.cache_root() / "local-sha256.json")
 
+    # ------------------------------------------------------------------ several dumps
+
+    def configured_datasets(self) -> list[str]:
+        """ARENA_DATASETS as a list (order kept, repeats dropped); [] when unset."""
+        value = _setting(self.datasets, "ARENA_DATASETS", None) or ""
+        return list(dict.fromkeys(d.strip() for d in value.split(",") if d.strip()))
+
+    def discovery_pattern(self) -> Optional[str]:
+        return _setting(self.discover, "ARENA_DISCOVER", None)
+
+    def is_multi(self) -> bool:
+        """Whether several dumps are configured (ARENA_DATASETS or ARENA_DISCOVER)."""
+        return bool(self.configured_datasets() or self.discovery_pattern())
+
+    def _dataset_spec(self, dataset: str) -> SourceSpec:
+        spec = parse_source(dataset)
+        if spec.kind == "hub" and spec.revision is None:
+            spec = SourceSpec("hub", spec.location, _setting(self.revision, "ARENA_REVISION", None) or DEFAULT_REVISION,
+                              spec.explicit)
+        return spec
+
+    @staticmethod
+    def _label(spec: SourceSpec) -> str:
+        return spec.location if spec.kind == "hub" else Path(spec.location).name
+
+    def latest_revisions(self) -> dict[str, str]:
+        """Each dump's current revision, by dump (dataset id, or a local file's name), in load order.
+
+        One Hub call per configured Hub dataset (or a local fingerprint) and one listing for
+        ARENA_DISCOVER, whose answer carries the discovered datasets' shas.
+        """
+        out: dict[str, str] = {}
+        for dataset in self.configured_datasets():
+            spec = self._dataset_spec(dataset)
+            if spec.kind == "hub":
+                with _hub_not_found_note(spec):
+                    out[spec.location] = hub.resolve_revision(
+                        spec.location, spec.revision, endpoint=self.endpoint(), token=self._token(),
+                        retry=self.retry_policy())
+            else:
+                out[self._label(spec)] = local_revision(spec, self.content_hashes())
+        pattern = self.discovery_pattern()
+        if pattern:
+            found = hub.discover_datasets(pattern, endpoint=self.endpoint(), token=self._token(),
+                                          retry=self.retry_policy())
+            for repo_id, sha in found.items():
+                out.setdefault(repo_id, sha)
+        if not out:
+            raise SourceError(f"no dataset to load: ARENA_DATASETS is empty and ARENA_DISCOVER {pattern!r} "
+                              "matched nothing")
+        return out
+
+    def _fetch_many(self, revisions: Optional[dict[str, str]]) -> DumpManifest:
+        """Fetch every dump (pinned to ``revisions`` where given) and combine them in load order."""
+        pinned = dict(revisions or {})
+        wanted = list(pinned) if pinned else list(self.latest_revisions())
+        configured = {self._label(self._dataset_spec(d)): d for d in self.configured_datasets()}
+        parts = []
+        for label in wanted:
+            spec = self._dataset_spec(configured.get(label, label))
+            if spec.kind == "hub":
+                with _hub_not_found_note(spec):
+                    manifest = hub.download_dump(
+                        spec.location, pinned.get(label) or spec.revision, self.cache_root(),
+                        endpoint=self.endpoint(), token=self._token(), verify=verify_file,
+                        retry=self.retry_policy())
+            else:
+                manifest = local_manifest(spec, self.content_hashes(),
+                                          self.max_cell_bytes() if spec.kind == "csv" else None)
+            parts.append((label, manifest))
+        return combine(parts)
+
     def latest_revision(self) -> str:
-        """The current revision of the source, cheaply: one Hub API call, or a local file fingerprint."""
+        """The current revision of the source, cheaply: one Hub API call, or a local file fingerprint.
+
+        With several dumps: :func:`~arena_pipeline.core.manifest.combined_revision` of each one's.
+        """
+        if self.is_multi():
+            return combined_revision(self.latest_revisions())
         spec = self.spec()
         if spec.kind == "hub":
             with _hub_not_found_note(spec):
@@ -141,11 +230,14 @@ class DumpSource(dg.ConfigurableResource):
                 )
         return local_revision(spec, self.content_hashes())
 
-    def fetch(self, revision: Optional[str] = None) -> DumpManifest:
+    def fetch(self, revision: Optional[str] = None, revisions: Optional[dict[str, str]] = None) -> DumpManifest:
         """Download (Hub, cached by commit sha) or describe in place (local) the dump's files.
 
-        ``revision`` overrides ARENA_REVISION for this call (Hub sources only).
+        ``revision`` overrides ARENA_REVISION for this call (Hub sources only). With several dumps
+        the result is one combined manifest; ``revisions`` pins each dump (what the sensor saw).
         """
+        if self.is_multi():
+            return self._fetch_many(revisions)
         spec = self.spec()
         if spec.kind != "hub":
             return local_manifest(spec, self.content_hashes(),
@@ -157,7 +249,7 @@ class DumpSource(dg.ConfigurableResource):
                 self.cache_root(),
                 endpoint=self.endpoint(),
                 token=self._token(),
-                verify=verify_shard,
+                verify=verify_file,
                 retry=self.retry_policy(),
             )
 

@@ -23,7 +23,7 @@ def make_nightly_schedule(cron: str = NIGHTLY_CRON) -> dg.ScheduleDefinition:
         decision = decide(context.instance, dump_source, cursor=None)
         if decision.skip_reason:
             return dg.SkipReason(decision.skip_reason)
-        return run_request(decision.revision)
+        return run_request(decision.revision, decision.revisions)
 
     return nightly_refresh
 

@@ -20,13 +20,20 @@ def make_new_dump_sensor(interval_seconds: int = SENSOR_INTERVAL_SECONDS) -> dg.
         "the cursor and the run key are the revision, so a revision is refreshed once.",
     )
     def new_dump_sensor(context: dg.SensorEvaluationContext, dump_source: DumpSource):
-        """One cheap look-up per tick: the Hub's commit sha of ARENA_REVISION, or a local fingerprint."""
+        """One cheap look-up per tick: the Hub's commit sha of ARENA_REVISION, or a local fingerprint.
+
+        With ARENA_DATASETS / ARENA_DISCOVER: each dump's sha (one listing covers the discovered
+        ones); a new dataset or a moved revision changes the combined revision, so one run loads
+        and publishes them all.
+        """
         decision = decide(context.instance, dump_source, context.cursor)
-        if decision.revision is not None and decision.revision != context.cursor:
-            context.update_cursor(decision.revision)
+        if decision.revision is not None and decision.cursor() != context.cursor:
+            context.update_cursor(decision.cursor())
         if decision.skip_reason:
             return dg.SkipReason(decision.skip_reason)
-        return run_request(decision.revision)
+        if decision.changes:
+            context.log.info(f"dumps new/changed since the last tick: {decision.changes}")
+        return run_request(decision.revision, decision.revisions)
 
     return new_dump_sensor
 

@@ -3,7 +3,8 @@
 import pytest
 
 SETTINGS = ("ARENA_SOURCE", "ARENA_REVISION", "ARENA_WAREHOUSE", "ARENA_CACHE_DIR", "ARENA_REPORT",
-            "ARENA_MODEL_ALIASES", "ARENA_PUBLISHED_BOARD", "ARENA_BENCHMARKS", "HF_ENDPOINT", "HF_TOKEN")
+            "ARENA_MODEL_ALIASES", "ARENA_PUBLISHED_BOARD", "ARENA_BENCHMARKS", "HF_ENDPOINT", "HF_TOKEN",
+            "ARENA_DATASETS", "ARENA_DISCOVER")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -22,3 +23,24 @@ def _isolated_settings(tmp_path_factory):
         patch.setenv("ARENA_CACHE_DIR", str(scratch / "cache"))
         patch.setenv("ARENA_REPORT", str(scratch / "report" / "index.html"))
         yield scratch
+
+
+@pytest.fixture(autouse=True)
+def _no_dead_defs_state_storage():
+    """Clear a defs-state storage whose Dagster instance is gone before each test.
+
+    Dagster keeps the current instance's defs-state storage in a ContextVar, set when an
+    instance is made and reset (by token) when it is disposed. Instances disposed out of order
+    leave an earlier one's storage there; once that instance is garbage-collected, the next
+    ``dg.materialize()`` without an instance fails with "Attempted to resolve undefined
+    DagsterInstance weakref". Whether it shows depends on when the cyclic GC runs, so it came and
+    went with the number of tests before ``test_ingest_assets.py``. Nothing is cleared while its
+    instance is alive.
+    """
+    from dagster._core.storage.defs_state.base import _current_storage
+
+    storage = _current_storage.get()
+    ref = getattr(storage, "_instance_weakref", None)
+    if ref is not None and ref() is None:
+        _current_storage.set(None)
+    yield

@@ -12,6 +12,9 @@ serves only the endpoints ``huggingface_hub`` 2.4 calls for ``arena_pipeline.cor
     ``HfApi.dataset_info``; ``?blobs=true`` adds sizes and LFS sha256 to ``siblings``.
 ``GET /api/datasets/{repo}/tree/{rev}[/{path}]?recursive=...``
     ``HfApi.list_repo_tree`` (one page, no pagination).
+``GET /api/datasets?author=ORG&search=TEXT&expand=sha``
+    ``HfApi.list_datasets``: every repo of ``ORG`` whose id contains ``TEXT``, sorted, one page
+    (no ``Link`` header); ``sha`` (of ``main``) only when ``expand`` asks for it, as the Hub does.
 ``HEAD|GET /datasets/{repo}/resolve/{rev}/{path}``
     ``hf_hub_download``'s HEAD (``get_hf_file_metadata``) and GET (``http_get``):
     ``X-Repo-Commit``, ``ETag`` (the file's sha256, as the Hub sends for LFS files; the download
@@ -225,6 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(401, "Invalid username or password.", code="RepoNotFound")
 
         try:
+            if path.rstrip("/") == "/api/datasets":
+                return self._list(query)
             if path.startswith("/api/datasets/"):
                 return self._api(path[len("/api/datasets/") :], query)
             if path.startswith("/datasets/"):
@@ -291,6 +296,27 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = "/".join(tail[2:])
         recursive = query.get("recursive", ["false"])[0].lower() == "true"
         return self._json(self._tree(repo, sha, files, prefix, recursive=recursive))
+
+    def _list(self, query: dict[str, list[str]]) -> None:
+        author = query.get("author", [""])[0]
+        searches = query.get("search", [])
+        expand = set(query.get("expand", []))
+        root = self.server.root
+        out = []
+        for refs in sorted(root.glob(f"*/*/{REFS_FILE}")):
+            repo_id = refs.parent.relative_to(root).as_posix()
+            if author and repo_id.split("/")[0] != author:
+                continue
+            if any(term not in repo_id for term in searches):
+                continue
+            item: dict[str, Any] = {"id": repo_id, "_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24]}
+            if "sha" in expand:
+                item["sha"] = _Repo(root, repo_id).resolve("main")
+            if not expand:
+                item.update({"author": repo_id.split("/")[0], "private": False, "gated": False,
+                             "lastModified": "2025-01-01T00:00:00.000Z", "downloads": 0, "likes": 0})
+            out.append(item)
+        return self._json(out)
 
     def _entry(self, repo: _Repo, sha: str, path: str) -> dict[str, Any]:
         data = repo.path(sha, path).read_bytes()

@@ -273,7 +273,7 @@ def test_empty_shard_next_to_good_ones_loads_the_others(tmp_path):
         report = load_dump(manifest, con, "v")
         ids = {r[0] for r in con.execute("select id from v.battles").fetchall()}
     assert [f.rows for f in manifest.files] == [5, 0, 3]
-    assert report.per_file == [{"file": bi.shard_name(i, 3), "rows": n}
+    assert report.per_file == [{"file": bi.shard_name(i, 3), "rows": n, "dump": "dump", "format": "arena-140k"}
                                for i, n in enumerate((5, 0, 3))]
     assert (report.rows_read, report.battles, report.quarantined) == (8, 8, 0)
     assert ids == {r["id"] for r in rows}
@@ -452,7 +452,7 @@ def test_new_category_version_and_column_are_reported(new_fields):
 
 def test_blocking_check_stops_a_bad_dump_that_escaped_quarantine(
         published, warehouse, tmp_path, monkeypatch):
-    def pass_everything(battles: pl.DataFrame):
+    def pass_everything(battles: pl.DataFrame, optional=()):
         return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA)
 
     monkeypatch.setattr(ingest, "split_quarantine", pass_everything)

@@ -39,10 +39,18 @@ class FetchConfig(dg.Config):
         default=None,
         description="Fetch this Hub revision instead of ARENA_REVISION (the new-dump sensor pins the sha it saw).",
     )
+    revisions: Optional[dict[str, str]] = Field(
+        default=None,
+        description="With several dumps (ARENA_DATASETS / ARENA_DISCOVER): the dumps to load and each one's "
+        "revision, in load order (the sensor pins what it saw).",
+    )
 
 
 def _files(manifest: DumpManifest) -> list[dict]:
-    return [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256} for f in manifest.files]
+    revisions = {dump: revision for dump, _, revision in manifest.parts}
+    return [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256,
+             **({"dump": f.dump, "dump_revision": revisions.get(f.dump)} if f.dump else {})}
+            for f in manifest.files]
 
 
 def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError,
@@ -52,8 +60,11 @@ def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceE
     A local dump is recorded under its content revision (known without reading it); a Hub dump
     under the commit whose shard failed the schema check after download. A Hub error that says
     nothing of the dump's content (a lookup that failed, a transfer that never matched) records
-    nothing.
+    nothing. Several dumps (ARENA_DATASETS / ARENA_DISCOVER) have no one revision to record: the
+    run's failure names the dump and file.
     """
+    if dump_source.is_multi():
+        return
     spec = dump_source.spec()
     if spec.kind == "hub":
         revision = getattr(exc, "sha", None)
@@ -88,7 +99,7 @@ def raw_dump(
     only; the step itself is not retried.
     """
     try:
-        manifest = dump_source.fetch(revision=config.revision)
+        manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry
         try:
             _record_rejected(dump_source, warehouse, exc, config.revision)
@@ -120,6 +131,7 @@ def raw_dump(
             "bytes": manifest.bytes,
             "rows": manifest.rows,
             "new_fields": dg.MetadataValue.json(extras),
+            "dumps": dg.MetadataValue.json([{"dump": d, "requested": q, "revision": r} for d, q, r in manifest.parts]),
         },
         data_version=dg.DataVersion(manifest.revision),
     )
@@ -183,6 +195,8 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
                                   f"quarantined {report.quarantined}"}
         if name == QUARANTINE_TABLE:
             extra = {"by_rule": dg.MetadataValue.json(report.quarantine_by_rule)}
+        if name == BATTLES_TABLE and report.per_dump:
+            extra["per_dump"] = dg.MetadataValue.json(report.per_dump)
         yield dg.MaterializeResult(
             asset_key=TABLE_KEYS[name],
             metadata={**common, **extra, "dagster/row_count": rows,

@@ -13,6 +13,7 @@ from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     BOARD_STATUS_TABLE,
+    DUMP_LEADERBOARD_TABLE,
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
     SCHEMA,
@@ -20,6 +21,7 @@ from arena_pipeline.constants import (
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dumps import per_dump_leaderboards
 from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.core.ranking import (
@@ -39,7 +41,7 @@ BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
                 for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
-                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE)}
+                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE)}
 
 
 @dg.asset(
@@ -71,6 +73,8 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
             "battles_per_category": dg.MetadataValue.json(counts),
             "null_flags_counted_false": dg.MetadataValue.json(nulls),
             "unavailable": dg.MetadataValue.json([n for n, m in meta.items() if not m["available"]]),
+            "unavailable_by_dump": dg.MetadataValue.json(
+                {n: m["unavailable_in"] for n, m in meta.items() if m.get("unavailable_in")}),
         },
         data_version=dg.DataVersion(build.revision),
     )
@@ -134,6 +138,10 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
         table_spec(BOARD_STATUS_TABLE, {**BOARD_STATUS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.board_status: one row per category rule: board, no_board (and why) or "
                    "unavailable, with battles and rated / shown / provisional / unrated model counts."),
+        table_spec(DUMP_LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN, "dump": pl.String()},
+                   **_RANKED,
+                   description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
+                   "methods and intervals; arena.leaderboard is the board over every dump, each vote once."),
     ],
     can_subset=True,
 )
@@ -161,6 +169,10 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         UNRATED_MODELS_TABLE: output.unrated_models.with_columns(revision),
         BOARD_STATUS_TABLE: output.board_status.with_columns(revision),
     }
+    dump_seconds: dict[str, float] = {}
+    if DUMP_LEADERBOARD_TABLE in selected:
+        boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard)
+        frames[DUMP_LEADERBOARD_TABLE] = boards.with_columns(revision)
     frames = {name: frame for name, frame in frames.items() if name in selected}
     settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version()}
     with warehouse.connection() as con:
@@ -180,6 +192,8 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
                 "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
                 "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
             }
+        if name == DUMP_LEADERBOARD_TABLE:
+            extra = {"seconds_per_dump": dg.MetadataValue.json({k: round(v, 3) for k, v in dump_seconds.items()})}
         yield dg.MaterializeResult(
             asset_key=RANKING_KEYS[name],
             metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},

@@ -75,7 +75,8 @@ def position_bias_table(context: dg.AssetExecutionContext, warehouse: Warehouse)
 )
 def rating_trend_table(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """arena.rating_trend: Bradley-Terry ratings per calendar month for the models with enough
-    battles that month (each month centred on its own field)."""
+    battles that month, over every loaded dump; months are linked in order through the models two
+    consecutive months share (core/analysis.py rating_trend: the first month is centred)."""
     with warehouse.connection() as con:
         build = run_build(context, con)
         battles = read_input(con, SCHEMA, BATTLES_TABLE, build, _BATTLE_COLUMNS)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from arena_pipeline.core.dumps import dumps_of, unavailable_columns
 from arena_pipeline.core.schema import CRITERIA
 
 RuleKind = Literal["all", "flag", "not_flag", "at_least", "greater_than", "in", "not_in"]
@@ -220,21 +221,37 @@ def tag_categories(
         battles in which at least one of the rule's source values was null (treated as
         false). A category whose columns are missing is ``available=False`` with
         ``battles`` and ``null_as_false`` None and has no rows in the frame.
+
+        With a ``dump`` column (several dumps in one table), ``unavailable_in`` lists the dumps
+        whose format lacks a column the rule reads (``core/dumps.py``): their battles are in no
+        such category and are not counted in ``null_as_false``; a category every loaded dump
+        lacks is ``available=False``.
     """
+    gaps = unavailable_columns(battles)
+    lacking = {rule.name: sorted(d for d, cols in gaps.items() if set(rule.source_columns) & set(cols))
+               for rule in CATEGORY_RULES}
+    all_dumps = set(dumps_of(battles))
     available = [
         rule for rule in CATEGORY_RULES if all(c in battles.columns for c in rule.source_columns)
+        and not (all_dumps and set(lacking[rule.name]) >= all_dumps)
     ]
+
+    def counted_nulls(rule: CategoryRule) -> pl.Expr:
+        if not lacking[rule.name]:
+            return rule.null_expr()
+        return rule.null_expr() & ~pl.col("dump").is_in(lacking[rule.name]).fill_null(False)
+
     flags = battles.select(
         pl.col(id_column).cast(pl.String).alias("battle_id"),
         *[rule.expr().alias(rule.name) for rule in available],
-        *[rule.null_expr().alias(f"__null_{rule.name}") for rule in available],
+        *[counted_nulls(rule).alias(f"__null_{rule.name}") for rule in available],
     )
     counts = flags.drop("battle_id").sum().row(0, named=True) if available else {}
 
     metadata: dict[str, Any] = {}
     for rule in CATEGORY_RULES:
         missing = [c for c in rule.source_columns if c not in battles.columns]
-        is_available = not missing
+        is_available = rule in available
         metadata[rule.name] = {
             "available": is_available,
             "missing_columns": missing,
@@ -242,6 +259,8 @@ def tag_categories(
             "null_as_false": int(counts[f"__null_{rule.name}"]) if is_available else None,
             "rule": rule.description,
         }
+        if gaps:
+            metadata[rule.name]["unavailable_in"] = lacking[rule.name]
 
     if not available:
         return pl.DataFrame(schema={"battle_id": pl.String, "category": pl.String}), metadata

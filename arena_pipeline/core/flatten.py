@@ -64,7 +64,7 @@ def _content_columns(content: pl.Expr) -> list[pl.Expr]:
 
 
 def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0,
-                    aliases: pl.DataFrame | None = None) -> pl.DataFrame:
+                    aliases: pl.DataFrame | None = None, dump: str | None = None) -> pl.DataFrame:
     """One row per vote with every scalar, conv_metadata and category_tag field as a column.
 
     Columns and types are ``schema.FLAT_BATTLES_SCHEMA``: ``BATTLES_SCHEMA`` except that the
@@ -86,6 +86,9 @@ def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0,
         Position of the frame's first row inside ``source_file``.
     aliases
         The alias table (``models.load_aliases``); None for the packaged one.
+    dump
+        The dump (dataset id) recorded in ``dump``; ``also_in_dumps`` starts null (the loader
+        fills it when another dump holds the same vote).
     """
     exprs = [
         pl.col("id", "model_a", "model_b", "winner", "evaluation_session_id", "language", "is_code"),
@@ -101,12 +104,14 @@ def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0,
         pl.col("full_conversation").list.len().fill_null(0).cast(pl.Int32).alias("full_conversation_turns"),
         pl.lit(source_file, dtype=pl.String).alias("source_file"),
         (pl.int_range(pl.len(), dtype=pl.Int64) + row_offset).alias("source_row"),
+        pl.lit(dump, dtype=pl.String).alias("dump"),
+        pl.lit(None, dtype=pl.String).alias("also_in_dumps"),
     ]
     flat = add_canonical_columns(frame.select(exprs), aliases if aliases is not None else packaged_aliases())
     return flat.select([pl.col(name).cast(dtype) for name, dtype in FLAT_BATTLES_SCHEMA.items()])
 
 
-def _side_messages(frame: pl.DataFrame, side: str) -> pl.DataFrame:
+def _side_messages(frame: pl.DataFrame, side: str, dump: str | None = None) -> pl.DataFrame:
     column = f"conversation_{side}"
     msgs = (
         frame.select(
@@ -128,10 +133,11 @@ def _side_messages(frame: pl.DataFrame, side: str) -> pl.DataFrame:
         *_content_columns(pl.col("msg").struct.field("content")),
         (pl.col("msg").struct.field("num_tokens") if has_tokens else pl.lit(None, dtype=pl.Int32))
         .cast(pl.Int32).alias("num_tokens"),
+        pl.lit(dump, dtype=pl.String).alias("dump"),
     )
 
 
-def flatten_messages(frame: pl.DataFrame) -> pl.DataFrame:
+def flatten_messages(frame: pl.DataFrame, dump: str | None = None) -> pl.DataFrame:
     """One row per message of ``conversation_a`` and ``conversation_b``.
 
     ``turn`` counts user messages up to and including this one (1-based), so a user message and
@@ -139,7 +145,7 @@ def flatten_messages(frame: pl.DataFrame) -> pl.DataFrame:
     references are kept in ``images``.
     """
     parts = [
-        _side_messages(frame, side).select(
+        _side_messages(frame, side, dump).select(
             [pl.col(name).cast(dtype) for name, dtype in MESSAGES_SCHEMA.items()]
         )
         for side in ("a", "b")
@@ -147,7 +153,7 @@ def flatten_messages(frame: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def _all_user_texts(column: str) -> pl.Expr:
+def all_user_texts(column: str) -> pl.Expr:
     """Every user text of a conversation, joined in order (to compare with full_conversation's tail)."""
     return (
         pl.col(column)
@@ -162,7 +168,7 @@ def _all_user_texts(column: str) -> pl.Expr:
     )
 
 
-def flatten_context_messages(frame: pl.DataFrame) -> pl.DataFrame:
+def flatten_context_messages(frame: pl.DataFrame, dump: str | None = None) -> pl.DataFrame:
     """The entries of ``full_conversation`` that precede the vote's own turns, one row per slot.
 
     ``full_conversation`` repeats the vote's own turns at its end (already in arena.messages) after
@@ -176,7 +182,7 @@ def flatten_context_messages(frame: pl.DataFrame) -> pl.DataFrame:
         pl.int_ranges(0, pl.col("full_conversation").list.len().fill_null(0), dtype=pl.Int32)
         .alias("context_turn"),
         pl.col("conv_metadata").struct.field("turns").fill_null(0).alias("own_turns"),
-        _all_user_texts("conversation_a").alias("own_user_text"),
+        all_user_texts("conversation_a").alias("own_user_text"),
         pl.col("full_conversation").list.len().fill_null(0).alias("n_entries"),
     )
     tail_text = (
@@ -207,6 +213,7 @@ def flatten_context_messages(frame: pl.DataFrame) -> pl.DataFrame:
                 turn.struct.field("role").alias("role"),
                 *_content_columns(turn.struct.field("content")),
                 "is_current",
+                pl.lit(dump, dtype=pl.String).alias("dump"),
             )
         )
     return (

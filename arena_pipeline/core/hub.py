@@ -57,6 +57,7 @@ T = TypeVar("T")
 REPO_TYPE = "dataset"
 TRAIN_SHARD_PATTERN = "data/train-*.parquet"
 FALLBACK_SHARD_PATTERN = "*.parquet"
+CSV_SHARD_PATTERN = "*.csv"  #: a dump published as CSV only (the 55k Kaggle train.csv)
 RECORDS_DIR = "arena_verified"
 RECORD_FORMAT = 1
 OFFLINE_HINT = ("Offline? Set ARENA_SOURCE to a local copy (a folder of parquet shards, a .parquet "
@@ -161,6 +162,33 @@ def resolve_revision(repo_id: str, revision: str = "main", *, endpoint: str | No
     return sha
 
 
+def discover_datasets(pattern: str, *, endpoint: str | None = None, token: str | bool | None = None,
+                      retry: RetryPolicy = DEFAULT_RETRY) -> dict[str, str]:
+    """The datasets whose id matches ``pattern`` (``org/name-glob``) and their main commit sha.
+
+    One listing, ``HfApi.list_datasets(author=org, search=<name up to the first wildcard>,
+    expand=["sha"])`` (``GET /api/datasets``, paginated by huggingface_hub), then
+    ``fnmatch`` on the ids; a dataset listed without a sha is resolved on its own. Errors as for
+    :func:`resolve_revision`.
+    """
+    org, _, name = pattern.partition("/")
+    if not org or not name or any(c in org for c in "*?["):
+        raise ValueError(f"a discovery pattern is <org>/<name pattern>, e.g. lmarena-ai/arena-*: got {pattern!r}")
+    search = re.split(r"[*?\[]", name, maxsplit=1)[0]
+    what = f"listing datasets of {org} matching {name}"
+    with _hub_errors(what, repo_id=pattern, revision="main", endpoint=endpoint):
+        found = _with_retries(what, lambda: [
+            (d.id, getattr(d, "sha", None)) for d in _api(endpoint, token).list_datasets(
+                author=org, search=search or None, expand=["sha"])], retry)
+    out = {}
+    for repo_id, sha in sorted(found):
+        if not fnmatch.fnmatchcase(repo_id, pattern):
+            continue
+        out[repo_id] = sha if isinstance(sha, str) and _COMMIT_RE.fullmatch(sha) else resolve_revision(
+            repo_id, "main", endpoint=endpoint, token=token, retry=retry)
+    return out
+
+
 def list_shards(repo_id: str, sha: str, *, endpoint: str | None = None,
                 token: str | bool | None = None,
                 retry: RetryPolicy = DEFAULT_RETRY) -> list[ShardInfo]:
@@ -174,7 +202,8 @@ def list_shards(repo_id: str, sha: str, *, endpoint: str | None = None,
             repo_id, revision=sha, files_metadata=True, timeout=retry.timeout), retry)
     siblings = list(getattr(info, "siblings", None) or [])
     chosen = [s for s in siblings if fnmatch.fnmatchcase(s.rfilename, TRAIN_SHARD_PATTERN)] or [
-        s for s in siblings if fnmatch.fnmatchcase(s.rfilename, FALLBACK_SHARD_PATTERN)]
+        s for s in siblings if fnmatch.fnmatchcase(s.rfilename, FALLBACK_SHARD_PATTERN)] or [
+        s for s in siblings if fnmatch.fnmatchcase(s.rfilename, CSV_SHARD_PATTERN)]
     shards = []
     for s in sorted(chosen, key=lambda s: s.rfilename):
         if s.size is None:

@@ -15,12 +15,24 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.constants import BATTLES_TABLE, CONTEXT_MESSAGES_TABLE, MESSAGES_TABLE, QUARANTINE_TABLE
+from arena_pipeline.constants import (
+    BATTLES_TABLE,
+    CONTEXT_MESSAGES_TABLE,
+    MESSAGES_TABLE,
+    QUARANTINE_TABLE,
+)
 from arena_pipeline.core import warehouse
-from arena_pipeline.core.flatten import flatten_battles, flatten_context_messages, flatten_messages
-from arena_pipeline.core.manifest import DumpManifest, ShardFile  # noqa: F401 - re-exported
+from arena_pipeline.core.adapters import ARENA_140K, Adapter
+from arena_pipeline.core.flatten import (
+    all_user_texts,
+    flatten_battles,
+    flatten_context_messages,
+    flatten_messages,
+)
+from arena_pipeline.core.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.quarantine import (
     CONVERSATION_COLUMNS,
+    CROSS_DUMP_RULE,
     conversation_defects,
     count_by_rule,
     quarantine_rows,
@@ -29,17 +41,20 @@ from arena_pipeline.core.quarantine import (
 from arena_pipeline.core.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
-    DATASET_ARROW_SCHEMA,
     MESSAGES_SCHEMA,
     QUARANTINE_SCHEMA,
 )
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
+    SourceError,
     SourceSpec,
+    check_utf8,
+    csv_adapter,
     csv_row_count,
     file_sha256,
     local_shards,
     read_csv_export,
+    schema_adapter,
     verify_shard,
 )
 
@@ -157,17 +172,60 @@ class LoadReport:
     quarantined: int = 0
     quarantine_by_rule: dict[str, int] = field(default_factory=dict)
     per_file: list[dict] = field(default_factory=list)
+    #: per dump: format, rows read, battles, quarantined, votes kept from another dump
+    per_dump: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
 
 
-def _iter_parquet(path: Path):
-    """Yield (Arrow table, row offset) batches of a verified parquet shard, documented columns only."""
+def dump_label(manifest: DumpManifest, shard: ShardFile) -> str:
+    """The ``dump`` a file's rows carry: its dataset id (Hub), or the local file or folder's name."""
+    if getattr(shard, "dump", None):
+        return shard.dump
+    return manifest.source if manifest.source_kind == "hub" else Path(manifest.source).name
+
+
+def file_adapter(path: Path) -> Adapter:
+    """The dump format of one file (parquet schema or CSV header; the 140k CSV export is ARENA_140K)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return csv_adapter(path) or ARENA_140K
+    return schema_adapter(pq.read_schema(path), path)
+
+
+def _iter_parquet(path: Path, adapter: Adapter = ARENA_140K):
+    """Yield (canonical Arrow table, row offset, excluded rows or None) batches of a verified shard."""
     offset = 0
     parquet = pq.ParquetFile(path)
-    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=DATASET_ARROW_SCHEMA.names):
-        table = pa.Table.from_batches([batch])
-        yield table, offset
+    columns = adapter.read_columns(parquet.schema_arrow)
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+        raw = pa.Table.from_batches([batch])
+        excluded = adapter.exclude(raw) if adapter.exclude is not None else None
+        table = adapter.convert(raw)
+        yield table, offset, excluded
         offset += table.num_rows
+
+
+def _excluded(table: pa.Table, battles: pl.DataFrame, excluded: pl.Series | None, adapter: Adapter
+              ) -> tuple[pa.Table, pl.DataFrame, pl.DataFrame]:
+    """Move the rows the format marks as no leaderboard votes (``Adapter.exclude``) to quarantine."""
+    if excluded is None or not excluded.any():
+        return table, battles, pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    moved = quarantine_rows(battles.filter(excluded), adapter.exclude_rule, adapter.exclude_detail)
+    return table.filter(pa.array((~excluded).to_numpy())), battles.filter(~excluded), moved
+
+
+def _read_adapted_csv(path: Path, adapter: Adapter) -> pa.Table:
+    """A CSV of another format (the 55k Kaggle file) in the canonical schema."""
+    check_utf8(path)
+    try:
+        frame = pl.read_csv(path, infer_schema=False)
+    except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
+        raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
+    return adapter.convert(frame.select(adapter.read_columns(csv_schema_of(frame))).to_arrow())
+
+
+def csv_schema_of(frame: pl.DataFrame) -> pa.Schema:
+    return pa.schema([(c, pa.string()) for c in frame.columns])
 
 
 def _without_conversation_defects(table: pa.Table, battles: pl.DataFrame, unparsed: pl.DataFrame
@@ -186,34 +244,50 @@ def _without_conversation_defects(table: pa.Table, battles: pl.DataFrame, unpars
     return table.filter(pa.array(keep.to_numpy())), battles.filter(keep), pl.concat([unparsed, moved])
 
 
-def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None = None
+def _iter_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None = None,
+               dump: str | None = None, adapter: Adapter = ARENA_140K
                ) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
     """Yield (nested rows, their flat battles, quarantine rows of unparseable input) batch by batch."""
-    for table, battles, unparsed in _iter_flat(shard, aliases, max_cell_bytes):
+    for table, battles, unparsed in _iter_flat(shard, aliases, max_cell_bytes, dump, adapter):
         yield _without_conversation_defects(table, battles, unparsed)
 
 
-def _iter_flat(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None
+def _unavailable_as_null(battles: pl.DataFrame, adapter: Adapter) -> pl.DataFrame:
+    """The columns the format cannot fill are null (flattening counts an absent list as 0 items)."""
+    if not adapter.unavailable:
+        return battles
+    return battles.with_columns(pl.lit(None, dtype=battles.schema[c]).alias(c) for c in adapter.unavailable)
+
+
+def _iter_flat(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None,
+               dump: str | None = None, adapter: Adapter = ARENA_140K
                ) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
     """:func:`_iter_file` before conversation defects are moved out."""
     path = Path(shard.path)
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() == ".csv" and adapter is ARENA_140K:
         parsed = read_csv_export(path, max_cell_bytes or DEFAULT_MAX_CELL_BYTES)
         # rows that parsed keep their CSV position: rebuild it from the quarantined positions
         kept = sorted(set(range(parsed.rows_read)) - set(parsed.quarantine["source_row"].to_list()))
-        battles = flatten_battles(pl.from_arrow(parsed.table), shard.name, aliases=aliases).with_columns(
-            source_row=pl.Series(kept, dtype=pl.Int64)
-        )
+        battles = flatten_battles(pl.from_arrow(parsed.table), shard.name, aliases=aliases,
+                                  dump=dump).with_columns(source_row=pl.Series(kept, dtype=pl.Int64))
         # name the file as arena.battles does (its name inside the dump), not by its local path
-        yield parsed.table, battles, parsed.quarantine.with_columns(source_file=pl.lit(shard.name))
+        yield parsed.table, battles, parsed.quarantine.with_columns(source_file=pl.lit(shard.name),
+                                                                    dump=pl.lit(dump, pl.String))
+        return
+    empty = pl.DataFrame(schema=QUARANTINE_SCHEMA)
+    if path.suffix.lower() == ".csv":
+        table = _read_adapted_csv(path, adapter)
+        battles = flatten_battles(pl.from_arrow(table), shard.name, 0, aliases, dump)
+        yield table, _unavailable_as_null(battles, adapter), empty
         return
     verify_shard(path)
-    empty = pl.DataFrame(schema=QUARANTINE_SCHEMA)
-    for table, offset in _iter_parquet(path):
-        yield table, flatten_battles(pl.from_arrow(table), shard.name, offset, aliases), empty
+    for table, offset, excluded in _iter_parquet(path, adapter):
+        battles = flatten_battles(pl.from_arrow(table), shard.name, offset, aliases, dump)
+        yield _excluded(table, _unavailable_as_null(battles, adapter), excluded, adapter)
 
 
-def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame], optional: tuple[str, ...] = ()
+            ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split one batch into clean rows and quarantine rows, duplicates of earlier batches included.
 
     The kept copies of this batch's ids from earlier batches are screened along with it, so the
@@ -225,7 +299,7 @@ def _screen(batch: pl.DataFrame, kept: list[pl.DataFrame]) -> tuple[pl.DataFrame
     earlier = pl.concat([part.join(ids, on="id", how="semi") for part in kept]) if kept else batch.clear()
     # earlier rows are narrowed to BATTLES_SCHEMA, batch rows not yet (schema.NARROWED_COLUMNS)
     clean, quarantine = split_quarantine(
-        pl.concat([earlier, batch], how="vertical_relaxed") if earlier.height else batch
+        pl.concat([earlier, batch], how="vertical_relaxed") if earlier.height else batch, optional
     )
     if earlier.height:
         clean = clean.join(earlier.select("source_file", "source_row"), on=["source_file", "source_row"], how="anti")
@@ -305,33 +379,113 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     return report
 
 
+def _same_id_elsewhere(battles: pl.DataFrame, seen: list[pl.DataFrame], dump: str
+                      ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Split off the rows whose id another dump's kept rows have: (rest, quarantine rows, pairs).
+
+    ``pairs`` is (id, dump): the kept vote and the dump that repeats it (for ``also_in_dumps``).
+    """
+    others = [part.filter(pl.col("dump") != dump) for part in seen]
+    others = [part for part in others if part.height]
+    if not others:
+        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "dump": pl.String})
+    kept = pl.concat(others).select("id", kept_dump="dump", kept_file="source_file", kept_row="source_row")
+    hit = battles.join(kept, on="id", how="inner")
+    if hit.is_empty():
+        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "dump": pl.String})
+    detail = pl.format("the same vote (id {}) is kept from dump {} ({} row {})",
+                       "id", "kept_dump", "kept_file", "kept_row")
+    moved = quarantine_rows(hit.select(battles.columns), CROSS_DUMP_RULE, hit.select(detail).to_series())
+    rest = battles.join(hit.select("id"), on="id", how="anti")
+    return rest, moved, hit.select("id", dump=pl.lit(dump, pl.String))
+
+
+def _content_duplicates(keys: pl.DataFrame) -> pl.DataFrame:
+    """Rows (id, dump, kept_id, kept_dump) whose models, winner and prompt text an earlier dump has.
+
+    ``keys`` holds every kept row in load order with ``content`` (a hash of the canonical models,
+    winner and user texts); within one dump a repeated content is a separate vote and is kept.
+    """
+    first = (keys.with_row_index("_order").sort("_order")
+             .group_by("content", maintain_order=True)
+             .agg(kept_id=pl.col("id").first(), kept_dump=pl.col("dump").first(),
+                  kept_file=pl.col("source_file").first(), kept_row=pl.col("source_row").first()))
+    return keys.join(first, on="content", how="inner").filter(pl.col("dump") != pl.col("kept_dump"))
+
+
+def _content_key(battles: pl.DataFrame, frame: pl.DataFrame) -> pl.Series:
+    """A hash of (canonical model_a, model_b, winner, user texts) per row (frames row-aligned)."""
+    texts = frame.select(all_user_texts("conversation_a").fill_null("")).to_series()
+    return battles.select(
+        pl.concat_str([pl.col("model_a_canonical"), pl.col("model_b_canonical"), pl.col("winner"),
+                       pl.lit(texts)], separator="\x1f", ignore_nulls=True).hash(seed=14)
+    ).to_series().alias("content")
+
+
 def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str, suffix: str,
                  aliases: pl.DataFrame | None, report: LoadReport) -> None:
-    """Fill the (empty) staging tables from ``manifest``'s files (see load_dump)."""
+    """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
+
+    Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
+    earlier already holds (same id, or same canonical models, winner and user texts) is moved to
+    quarantine with :data:`~arena_pipeline.core.quarantine.CROSS_DUMP_RULE` and the kept row
+    lists the repeating dump in ``also_in_dumps``.
+    """
     kept: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
+    cross: list[pl.DataFrame] = []
+    pairs: list[pl.DataFrame] = []
+    keys: list[pl.DataFrame] = []
+    formats: dict[str, str] = {}
     for shard in manifest.files:
         file_rows = 0
         # a manifest pickled before the field existed has no limit: the default applies
         limit = getattr(manifest, "csv_max_cell_bytes", None)
-        for table, battles, unparsed in _iter_file(shard, aliases, limit):
+        dump = dump_label(manifest, shard)
+        adapter = file_adapter(Path(shard.path))
+        formats.setdefault(dump, adapter.name)
+        for table, battles, unparsed in _iter_file(shard, aliases, limit, dump, adapter):
             file_rows += battles.height + unparsed.height
-            clean, rejected = _screen(battles, kept)
+            batch = battles  # row-aligned with table
+            battles, repeated, seen_in = _same_id_elsewhere(battles, kept, dump)
+            clean, rejected = _screen(battles, kept, adapter.unavailable)
             quarantine += [unparsed, rejected]
+            cross.append(repeated)
+            pairs.append(seen_in)
             kept.append(clean)
-            if clean.height < battles.height:
-                keep = battles.get_column("source_row").is_in(clean.get_column("source_row").implode())
+            if clean.height < batch.height:
+                keep = batch.get_column("source_row").is_in(clean.get_column("source_row").implode())
                 table = table.filter(pa.array(keep.to_numpy()))
             frame = pl.from_arrow(table)
-            report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, flatten_messages(frame))
+            keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
+                _content_key(clean, frame)))
+            report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, flatten_messages(frame, dump))
             report.context_messages += warehouse.append(
-                con, schema, CONTEXT_MESSAGES_TABLE + suffix, flatten_context_messages(frame)
+                con, schema, CONTEXT_MESSAGES_TABLE + suffix, flatten_context_messages(frame, dump)
             )
         report.rows_read += file_rows
-        report.per_file.append({"file": shard.name, "rows": file_rows})
+        report.per_file.append({"file": shard.name, "rows": file_rows, "dump": dump, "format": adapter.name})
     all_battles = pl.concat(kept) if kept else pl.DataFrame(schema=BATTLES_SCHEMA)
     all_quarantine = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
     all_quarantine = label_late_duplicates(all_quarantine, all_battles)
+    if len(formats) > 1 and keys:
+        all_battles, by_content, content_pairs = _drop_content_duplicates(all_battles, pl.concat(keys))
+        if by_content.height:
+            cross.append(by_content)
+            pairs.append(content_pairs)
+            gone = by_content.select(battle_id="id")
+            for table_name in (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE):
+                con.register("_gone_battles", gone.to_arrow())
+                removed = con.execute(
+                    f'DELETE FROM {schema}."{warehouse.STAGE_PREFIX}{table_name}{suffix}" WHERE battle_id IN '
+                    "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
+                con.unregister("_gone_battles")
+                if table_name == MESSAGES_TABLE:
+                    report.messages -= removed
+                else:
+                    report.context_messages -= removed
+    all_battles = _mark_also_in(all_battles, pairs)
+    all_quarantine = pl.concat([all_quarantine, *cross]) if cross else all_quarantine
     if all_battles.height + all_quarantine.height != report.rows_read:
         raise AssertionError(
             f"rows read ({report.rows_read}) != battles ({all_battles.height}) + quarantine ({all_quarantine.height})"
@@ -339,3 +493,41 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
     report.battles = warehouse.append(con, schema, BATTLES_TABLE + suffix, all_battles)
     report.quarantined = warehouse.append(con, schema, QUARANTINE_TABLE + suffix, all_quarantine)
     report.quarantine_by_rule = dict(count_by_rule(all_quarantine).iter_rows()) if all_quarantine.height else {}
+    report.per_dump = _per_dump(all_battles, all_quarantine, formats)
+
+
+def _drop_content_duplicates(battles: pl.DataFrame, keys: pl.DataFrame
+                             ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Move the votes an earlier dump holds by content to quarantine: (battles, quarantine, pairs)."""
+    dups = _content_duplicates(keys)
+    if dups.is_empty():
+        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "dump": pl.String})
+    hit = battles.join(dups.select("id", "kept_id", "kept_dump", "kept_file", "kept_row"), on="id", how="inner")
+    detail = pl.format("the same vote (models, winner and prompt text) is kept from dump {} ({} row {}, id {})",
+                       "kept_dump", "kept_file", "kept_row", "kept_id")
+    moved = quarantine_rows(hit.select(battles.columns), CROSS_DUMP_RULE, hit.select(detail).to_series())
+    return (battles.join(hit.select("id"), on="id", how="anti"), moved,
+            hit.select(id="kept_id", dump="dump"))
+
+
+def _mark_also_in(battles: pl.DataFrame, pairs: list[pl.DataFrame]) -> pl.DataFrame:
+    """Fill ``also_in_dumps``: the other dumps that hold each kept vote (sorted, ',' joined)."""
+    pairs = [p for p in pairs if p.height]
+    if not pairs:
+        return battles
+    also = (pl.concat(pairs).unique().sort("dump").group_by("id")
+            .agg(pl.col("dump").str.join(",").alias("_also")))
+    return (battles.join(also, on="id", how="left")
+            .with_columns(also_in_dumps=pl.coalesce("also_in_dumps", "_also")).drop("_also"))
+
+
+def _per_dump(battles: pl.DataFrame, quarantine: pl.DataFrame, formats: dict[str, str]) -> dict[str, dict]:
+    """Rows per dump: battles kept, quarantined (and of those, votes another dump holds)."""
+    kept = dict(battles.group_by("dump").len().iter_rows()) if battles.height else {}
+    rejected = dict(quarantine.group_by("dump").len().iter_rows()) if quarantine.height else {}
+    across = dict(quarantine.filter(pl.col("rule") == CROSS_DUMP_RULE).group_by("dump").len().iter_rows()) \
+        if quarantine.height else {}
+    return {dump: {"format": fmt, "battles": kept.get(dump, 0), "quarantined": rejected.get(dump, 0),
+                   "kept_in_another_dump": across.get(dump, 0),
+                   "rows_read": kept.get(dump, 0) + rejected.get(dump, 0)}
+            for dump, fmt in formats.items()}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -20,6 +23,7 @@ class ShardFile:
     rows: int  #: -1 when not counted (a CSV export before parsing)
     sha256: str | None = None
     downloaded: bool = False  #: fetched by this call (False: read in place or from the cache)
+    dump: str | None = None  #: the dump (dataset id) of a combined manifest; None: the manifest's source
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class DumpManifest:
     files: tuple[ShardFile, ...] = field(default_factory=tuple)
     #: Per-cell limit of a CSV export (``ARENA_CSV_MAX_CELL_BYTES``); None: the default.
     csv_max_cell_bytes: int | None = None
+    #: A combined manifest's dumps: (dataset id, requested revision, resolved revision), load order.
+    parts: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def rows(self) -> int:
@@ -46,3 +52,36 @@ class DumpManifest:
     def downloaded(self) -> int:
         """How many files this fetch downloaded (0: everything came from the cache or in place)."""
         return sum(f.downloaded for f in self.files)
+
+
+def combined_revision(revisions: Mapping[str, str]) -> str:
+    """The revision of a set of dumps: ``dumps-`` + 16 hex of sha256 over every ``dataset@revision``.
+
+    It changes when any one dataset's revision changes, or a dataset joins or leaves the set;
+    the order the datasets are listed in does not matter.
+    """
+    digest = hashlib.sha256("\n".join(f"{d}@{r}" for d, r in sorted(revisions.items())).encode())
+    return "dumps-" + digest.hexdigest()[:16]
+
+
+def combine(manifests: Sequence[tuple[str, DumpManifest]]) -> DumpManifest:
+    """One manifest over several dumps, in the given order (the order duplicates are resolved in).
+
+    Each file keeps its dump (``ShardFile.dump``) and is named ``<dataset>/<path>``, so
+    ``(source_file, source_row)`` stays unique across dumps; the revision is
+    :func:`combined_revision` of the dumps' own revisions, which ``parts`` lists.
+    """
+    files = tuple(dataclasses.replace(f, name=f"{dump}/{f.name}", dump=dump)
+                  for dump, manifest in manifests for f in manifest.files)
+    parts = tuple((dump, m.requested_revision, m.revision) for dump, m in manifests)
+    kinds = {m.source_kind for _, m in manifests}
+    limits = [m.csv_max_cell_bytes for _, m in manifests if m.csv_max_cell_bytes is not None]
+    return DumpManifest(
+        source_kind=kinds.pop() if len(kinds) == 1 else "mixed",
+        source=",".join(dump for dump, _ in manifests),
+        requested_revision="combined",
+        revision=combined_revision({dump: m.revision for dump, m in manifests}),
+        files=files,
+        csv_max_cell_bytes=limits[0] if limits else None,
+        parts=parts,
+    )

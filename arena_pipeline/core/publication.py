@@ -128,7 +128,8 @@ def manifest_from_json(text: str | None) -> DumpManifest | None:
         return None
     data = json.loads(text)
     files = tuple(ShardFile(**f) for f in data.pop("files", []))
-    return DumpManifest(**data, files=files)
+    parts = tuple(tuple(p) for p in data.pop("parts", []))
+    return DumpManifest(**data, files=files, parts=parts)
 
 
 # --------------------------------------------------------------------------- catalog

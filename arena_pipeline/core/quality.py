@@ -26,7 +26,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -528,6 +528,7 @@ def validate_frame(
     parameters: Mapping[str, Any] | None = None,
     directory: str | Path | None = None,
     schema: Mapping[str, pl.DataType] | None = None,
+    only: Collection[str] | None = None,
 ) -> QualityReport:
     """Validate a Polars frame against a suite and report every expectation.
 
@@ -550,6 +551,8 @@ def validate_frame(
     schema
         The table's full schema, for the schema expectations, when ``df`` holds only some of its
         columns (e.g. :func:`suite_columns`); default ``df.schema``.
+    only
+        Run only these expectation ids (default: all); ``results`` then lists only them.
 
     Returns
     -------
@@ -566,6 +569,9 @@ def validate_frame(
     """
     start = time.perf_counter()
     suite = load_suite(suite_name, directory)
+    if only is not None:
+        wanted = set(only)
+        suite = _sub_suite(suite, suite.name, [e.configuration for e in suite.expectations if e.id in wanted])
     meta = suite.meta or {}
     if id_column is None:
         id_column = meta.get("id_column")
@@ -620,3 +626,46 @@ def validate_frame(
         results=pl.DataFrame(rows, schema=REPORT_SCHEMA),
         duration_s=time.perf_counter() - start,
     )
+
+
+def validate_dumps(
+    df: pl.DataFrame,
+    suite_name: str | Path,
+    unavailable: Mapping[str, Collection[str]],
+    *,
+    dump_column: str = "dump",
+    **kwargs: Any,
+) -> QualityReport:
+    """:func:`validate_frame` on a table of several dumps, some lacking some columns.
+
+    ``unavailable`` maps a dump to the columns its format does not have (``core/dumps.py``).
+    Every expectation that names none of those columns runs once on the whole frame (``id.unique``
+    stays a check across dumps); one that names some runs on the rows of the dumps that have them
+    (on no rows, and so passing, when no dump has them). Without ``unavailable`` this is
+    :func:`validate_frame`. ``kwargs`` are :func:`validate_frame`'s.
+    """
+    if not any(unavailable.values()):
+        return validate_frame(df, suite_name, **kwargs)
+    start = time.perf_counter()
+    data = read_suite(suite_name, kwargs.get("directory"))
+    gaps = {c for cols in unavailable.values() for c in cols}
+    groups: dict[tuple[str, ...], list[str]] = {}
+    everywhere = []
+    for exp in data["expectations"]:
+        named = set(_kwargs_columns(exp.get("kwargs") or {})) & gaps
+        if not named or exp.get("type") in SCHEMA_EXPECTATION_TYPES:
+            everywhere.append(exp["id"])
+            continue
+        lacking = tuple(sorted(d for d, cols in unavailable.items() if named & set(cols)))
+        groups.setdefault(lacking, []).append(exp["id"])
+    schema = kwargs.pop("schema", None) or df.schema
+    reports = [validate_frame(df, suite_name, only=everywhere, schema=schema, **kwargs)]
+    for lacking, ids in groups.items():
+        part = df.filter(~pl.col(dump_column).is_in(list(lacking)))
+        reports.append(validate_frame(part, suite_name, only=ids, schema=schema, **kwargs))
+    order = {e["id"]: i for i, e in enumerate(data["expectations"])}
+    results = pl.concat([r.results for r in reports]).sort(
+        pl.col("expectation_id").replace_strict(order, return_dtype=pl.Int64))
+    first = reports[0]
+    return QualityReport(suite=first.suite, table=first.table, row_count=df.height, results=results,
+                         duration_s=time.perf_counter() - start)

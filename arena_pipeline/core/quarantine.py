@@ -29,7 +29,7 @@ Decisions
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import polars as pl
@@ -37,6 +37,7 @@ import polars as pl
 from arena_pipeline.core.schema import (
     BATTLES_SCHEMA,
     CRITERIA,
+    DUMP_COLUMNS,
     NARROWED_COLUMNS,
     QUARANTINE_SCHEMA,
     WINNERS,
@@ -142,6 +143,26 @@ class QuarantineRule:
         return _template(self.detail) if isinstance(self.detail, str) else self.detail
 
 
+
+def _null_required(columns: tuple[str, ...]) -> QuarantineRule:
+    """``null_required`` over ``columns`` (all of :data:`REQUIRED_COLUMNS` but those a dump lacks)."""
+    if not columns:
+        return QuarantineRule("null_required", pl.lit(False), "null in required columns: none", ())
+    return QuarantineRule(
+        "null_required",
+        pl.any_horizontal([pl.col(c).is_null() for c in columns]),
+        pl.format(
+            "null in required columns: {}",
+            pl.concat_str(
+                [pl.when(pl.col(c).is_null()).then(pl.lit(c)) for c in columns],
+                separator=", ",
+                ignore_nulls=True,
+            ),
+        ),
+        tuple(f"{c}.not_null" for c in columns),
+    )
+
+
 #: The row-local rules, in reporting order.
 RULES: tuple[QuarantineRule, ...] = (
     QuarantineRule(
@@ -222,19 +243,7 @@ RULES: tuple[QuarantineRule, ...] = (
         ),
         tuple(f"{c}.non_negative" for c in MARKDOWN_COLUMNS),
     ),
-    QuarantineRule(
-        "null_required",
-        pl.any_horizontal([pl.col(c).is_null() for c in REQUIRED_COLUMNS]),
-        pl.format(
-            "null in required columns: {}",
-            pl.concat_str(
-                [pl.when(pl.col(c).is_null()).then(pl.lit(c)) for c in REQUIRED_COLUMNS],
-                separator=", ",
-                ignore_nulls=True,
-            ),
-        ),
-        tuple(f"{c}.not_null" for c in REQUIRED_COLUMNS),
-    ),
+    _null_required(REQUIRED_COLUMNS),
 )
 
 _KEPT_FILE = "__q_kept_file"
@@ -264,18 +273,22 @@ _PREFIX = "__q_"
 
 
 def _check_columns(battles: pl.DataFrame) -> None:
-    missing = [c for c in BATTLES_SCHEMA if c not in battles.columns]
+    missing = [c for c in BATTLES_SCHEMA if c not in battles.columns and c not in DUMP_COLUMNS]
     if missing:
         raise ValueError(f"battles frame lacks columns {missing}")
 
 
-def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def split_quarantine(battles: pl.DataFrame, optional: Collection[str] = ()
+                     ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split battles into clean rows and quarantine rows.
 
     Parameters
     ----------
     battles
-        A frame with (at least) the columns of ``schema.BATTLES_SCHEMA``.
+        A frame with (at least) the columns of ``schema.BATTLES_SCHEMA`` (``dump`` optional).
+    optional
+        Columns the dump's format does not have (``adapters.Adapter.unavailable``): null there
+        is expected, so ``null_required`` does not check them.
 
     Returns
     -------
@@ -288,9 +301,13 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     """
     _check_columns(battles)
     columns = battles.columns
-    flags = [f"{_PREFIX}{r.name}" for r in RULES]
+    rules = RULES
+    if optional:
+        required = tuple(c for c in REQUIRED_COLUMNS if c not in set(optional))
+        rules = tuple(_null_required(required) if r.name == "null_required" else r for r in RULES)
+    flags = [f"{_PREFIX}{r.name}" for r in rules]
     frame = battles.with_row_index(f"{_PREFIX}input_row").with_columns(
-        [r.condition.fill_null(False).alias(f) for r, f in zip(RULES, flags, strict=True)]
+        [r.condition.fill_null(False).alias(f) for r, f in zip(rules, flags, strict=True)]
     )
     broken_other = pl.any_horizontal(flags)
 
@@ -320,7 +337,7 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     )
     flags.append(f"{_PREFIX}duplicate_id")
     rejected = pl.any_horizontal(flags)
-    fired = list(zip(ALL_RULES, flags, strict=True))
+    fired = list(zip((*rules, DUPLICATE_RULE), flags, strict=True))
 
     clean = frame.filter(~rejected).select(columns).cast(
         {c: t for c, t in BATTLES_SCHEMA.items() if c in columns}
@@ -341,8 +358,13 @@ def split_quarantine(battles: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
             ignore_nulls=True,
         ).alias("detail"),
         pl.struct(columns).struct.json_encode().alias("raw"),
+        _dump_of(columns),
     ).cast(QUARANTINE_SCHEMA)
     return clean, quarantine
+
+
+def _dump_of(columns: list[str]) -> pl.Expr:
+    return (pl.col("dump") if "dump" in columns else pl.lit(None)).cast(pl.String).alias("dump")
 
 
 def filter_messages(messages: pl.DataFrame, clean: pl.DataFrame | pl.Series) -> pl.DataFrame:
@@ -492,4 +514,11 @@ def quarantine_rows(battles: pl.DataFrame, rule: pl.Series | str, detail: pl.Ser
         pl.lit(rule).alias("rule"),
         pl.lit(detail).alias("detail"),
         pl.struct(columns).struct.json_encode().alias("raw"),
+        _dump_of(columns),
     ).cast(QUARANTINE_SCHEMA)
+
+
+#: Rule name of a vote another loaded dump holds too (same id, or same models, winner and
+#: prompt text): the copy of the dump loaded first is kept, this one is counted here
+#: (``core/ingest.py``); the kept row lists this dump in ``also_in_dumps``.
+CROSS_DUMP_RULE = "duplicate_across_dumps"

@@ -149,6 +149,9 @@ BATTLES_SCHEMA: dict[str, pl.DataType] = {
     # provenance
     "source_file": pl.String(),
     "source_row": pl.Int64(),
+    # the dump (dataset id) the row came from; other dumps holding the same vote (',' joined)
+    "dump": pl.String(),
+    "also_in_dumps": pl.String(),
 }
 
 #: Where each flat conv_metadata / category_tag column comes from in the dump.
@@ -232,6 +235,7 @@ MESSAGES_SCHEMA: dict[str, pl.DataType] = {
     "n_parts": pl.Int32(),
     "images": pl.List(pl.String()),  # non-null image references of the parts
     "num_tokens": pl.Int32(),  # only present in conversation_b
+    "dump": pl.String(),  # the dump (dataset id) of the battle
 }
 
 #: arena.context_messages: full_conversation entries that precede the vote's own turns.
@@ -245,6 +249,7 @@ CONTEXT_MESSAGES_SCHEMA: dict[str, pl.DataType] = {
     "n_parts": pl.Int32(),
     "images": pl.List(pl.String()),
     "is_current": pl.Boolean(),  # True only when the tail did not match the vote's turns
+    "dump": pl.String(),
 }
 
 CONVERSATION_STYLE_COLUMNS = {
@@ -263,4 +268,8 @@ QUARANTINE_SCHEMA: dict[str, pl.DataType] = {
     "rule": pl.String(),  # short machine name, e.g. 'unknown_winner'
     "detail": pl.String(),  # human-readable reason
     "raw": pl.String(),  # the row's scalar values as JSON
+    "dump": pl.String(),  # the dump (dataset id) the row came from
 }
+
+#: Columns every flat table carries to say which dump a row came from (set by the loader).
+DUMP_COLUMNS: tuple[str, ...] = ("dump", "also_in_dumps")

@@ -14,6 +14,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from arena_pipeline.core.adapters import (ARENA_140K, Adapter, UnknownFormatError, choose_adapter, csv_schema,
+                                          nearest_adapter)
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA, NESTED_COLUMNS, QUARANTINE_SCHEMA
 
 
@@ -180,25 +182,87 @@ def compare_schema(actual: pa.Schema, expected: pa.Schema = DATASET_ARROW_SCHEMA
     return diff
 
 
-def verify_shard(path: Path) -> int:
-    """Open ``path`` as parquet, check it against the dataset card; return its row count.
+def _parquet_schema(path: Path) -> tuple[pa.Schema, int]:
+    try:
+        meta = pq.ParquetFile(path)
+        return meta.schema_arrow, meta.metadata.num_rows
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise SourceError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
+
+
+def schema_adapter(schema: pa.Schema, path: Path) -> Adapter:
+    """The dump format of a file with ``schema`` (``core/adapters.py``), checked in full.
+
+    A file with every column of the 140k card is checked field by field against it (nested fields
+    included); any other file must match one adapter's documented columns.
 
     Raises
     ------
     SourceError
-        If the file is not readable parquet, is empty of columns, or misses or retypes a documented field.
+        The 140k card's columns with a missing or retyped field, or no known format: the message
+        names the problems, the columns found and the nearest known format.
     """
-    path = Path(path)
-    try:
-        meta = pq.ParquetFile(path)
-        schema = meta.schema_arrow
-        rows = meta.metadata.num_rows
-    except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise SourceError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
+    partial = bool(set(DATASET_ARROW_SCHEMA.names) - set(schema.names))
+    if partial:
+        try:
+            return choose_adapter(schema, str(path))
+        except UnknownFormatError as exc:
+            if nearest_adapter(schema) is not ARENA_140K:
+                raise SourceError(str(exc)) from None
     diff = compare_schema(schema)
     if diff.fatal:
         problems = [f"missing column {m}" for m in diff.missing] + [f"wrong type for {m}" for m in diff.mismatched]
-        raise SourceError(f"{path}: does not match the dataset card schema: " + "; ".join(problems))
+        found = f" (columns found: {', '.join(schema.names)}; nearest known format: {ARENA_140K.name})" \
+            if partial else ""
+        raise SourceError(f"{path}: does not match the dataset card schema: " + "; ".join(problems) + found)
+    return ARENA_140K
+
+
+def verify_shard(path: Path) -> int:
+    """Open ``path`` as parquet, check it against its dump format's card; return its row count.
+
+    Raises
+    ------
+    SourceError
+        If the file is not readable parquet, is empty of columns, or misses or retypes a documented
+        field (see :func:`schema_adapter`).
+    """
+    path = Path(path)
+    schema, rows = _parquet_schema(path)
+    schema_adapter(schema, path)
+    return rows
+
+
+def csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file (its header row)."""
+    try:
+        return pl.read_csv(path, n_rows=0, infer_schema=False).columns
+    except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
+        raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
+
+
+def csv_adapter(path: Path) -> Adapter | None:
+    """The adapter of a CSV file, or None for the 140k CSV export (Python-literal nested cells)."""
+    header = csv_header(path)
+    if not set(DATASET_ARROW_SCHEMA.names) - set(header):
+        return None
+    try:
+        return choose_adapter(csv_schema(header), str(path))
+    except UnknownFormatError as exc:
+        if nearest_adapter(csv_schema(header)) is ARENA_140K:
+            return None  # a 140k export missing columns: read_csv_export says which, as before
+        raise SourceError(str(exc)) from None
+
+
+def verify_file(path: Path) -> int:
+    """:func:`verify_shard` for parquet; for a CSV, its format's columns and its row count."""
+    path = Path(path)
+    if path.suffix.lower() != ".csv":
+        return verify_shard(path)
+    csv_adapter(path)
+    rows = csv_row_count(path)
+    if rows < 0:
+        raise SourceError(f"{path}: not parseable as CSV")
     return rows
 
 
@@ -207,8 +271,15 @@ def new_fields(path: Path) -> list[str]:
     path = Path(path)
     if path.suffix.lower() == ".csv":
         header = pl.read_csv(path, n_rows=0, infer_schema=False).columns
-        return [f"{name} (csv column)" for name in header if name not in DATASET_ARROW_SCHEMA.names]
-    return compare_schema(pq.read_schema(path)).extra
+        adapter = csv_adapter(path)
+        known = DATASET_ARROW_SCHEMA.names if adapter is None else [*adapter.columns, *adapter.optional]
+        return [f"{name} (csv column)" for name in header if name not in known]
+    schema = pq.read_schema(path)
+    adapter = schema_adapter(schema, path)
+    if adapter is ARENA_140K:
+        return compare_schema(schema).extra
+    known = {*adapter.columns, *adapter.optional}
+    return [f"{f.name} ({f.type})" for f in schema if f.name not in known]
 
 
 def csv_row_count(path: Path) -> int:
@@ -260,7 +331,7 @@ MAX_CELL_SYNTAX_CHARS = 262_144
 _SYNTAX = r"[,:\[\]{}]"
 
 
-def _check_utf8(path: Path, chunk: int = 1 << 22) -> None:
+def check_utf8(path: Path, chunk: int = 1 << 22) -> None:
     """Raise :class:`SourceError` naming byte and line unless ``path`` is UTF-8 (read in 4 MiB chunks)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
@@ -332,7 +403,7 @@ def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BY
     costs nothing beyond its bytes.
     """
     path = Path(path)
-    _check_utf8(path)
+    check_utf8(path)
     try:
         frame = pl.read_csv(path, infer_schema=False)
     except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
@@ -423,6 +494,7 @@ def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BY
             "rule": [oversized_rule.get(i, "unparseable_nested_field") for i in bad],
             "detail": [errors[i] for i in bad],
             "raw": raw,
+            "dump": [None] * len(bad),
         },
         schema=QUARANTINE_SCHEMA,
     )

@@ -44,6 +44,7 @@ def battle_row(i: int, **overrides: Any) -> dict[str, Any]:
         "full_conversation_turns": turns + (i % 2),
         "source_file": "data/train-00000-of-00001.parquet",
         "source_row": i,
+        "dump": "lmarena-ai/arena-human-preference-140k",
     }
     for side, offset in (("a", 0), ("b", 1)):
         row[f"sum_assistant_{side}_tokens"] = 100 + 10 * i + offset
@@ -89,6 +90,7 @@ def make_messages(battles: pl.DataFrame) -> pl.DataFrame:
     base = battles.select(
         pl.col("id").alias("battle_id"),
         pl.col("turns"),
+        pl.col("dump"),
         pl.lit(["a", "b"]).alias("side"),
     ).explode("side")
     frame = (

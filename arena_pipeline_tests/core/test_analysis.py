@@ -174,15 +174,20 @@ def test_rating_trend_follows_a_change_of_strength_between_months():
     assert out.get_column("month").unique().sort().to_list() == [dt.date(2025, 4, 1), dt.date(2025, 5, 1)]
     top = out.filter(pl.col("rank") == 1).sort("month").get_column("model").to_list()
     assert top == ["x", "z"]
-    # each month is exactly the board compute_rankings gives on that month alone
+    # each month is the board compute_rankings gives on that month alone, shifted by one constant
+    # (the chain across months: rating_trend's Notes)
     expected = compute_rankings(
         may, _tags(may), RankingConfig(methods=("bt",), min_battles=10, bootstrap_rounds=0)
     ).leaderboard
     got = out.filter(pl.col("month") == dt.date(2025, 5, 1)).sort("model")
     expected = expected.sort("model")
-    assert got.get_column("rating").to_list() == pytest.approx(expected.get_column("rating").to_list())
+    shift = got["rating"] - expected["rating"]
+    assert shift.to_list() == pytest.approx([shift[0]] * 3)
     assert got.get_column("n_battles").to_list() == expected.get_column("n_battles").to_list()
-    assert got.get_column("ci_lower").to_list() == pytest.approx(expected.get_column("ci_lower").to_list())
+    assert (got["ci_lower"] - expected["ci_lower"]).to_list() == pytest.approx(shift.to_list())
+    unchained = rating_trend(battles, _tags(battles), RankingConfig(min_battles=10, bootstrap_rounds=0), chain=False)
+    assert unchained.filter(pl.col("month") == dt.date(2025, 5, 1)).sort("model")["rating"].to_list() == \
+        pytest.approx(expected["rating"].to_list())
     # the intervals bracket the ratings
     assert (out.get_column("ci_lower") <= out.get_column("rating")).all()
     assert (out.get_column("rating") <= out.get_column("ci_upper")).all()
@@ -365,3 +370,56 @@ def test_preference_pairs_on_the_real_sample():
     assert (users.to_series() == multi.get_column("turns") - 1).all()
     bias = position_bias(shard.battles, tags)
     assert bias.filter(pl.col("category") == "overall").get_column("battles").item() == shard.battles.height
+
+
+def _drift_battles(months: int = 8, per_month: int = 40_000) -> tuple[pl.DataFrame, float]:
+    """Synthetic months with a known drift: four stable models, one ('drifter') gaining
+    ``step`` logits a month, and a strong newcomer each month (for two months) that raises the field."""
+    step = 0.15
+    parts = []
+    for m in range(months):
+        strengths = {"s1": 0.6, "s2": 0.2, "s3": -0.2, "s4": -0.6, "drifter": step * m,
+                     f"new{m}": 1.0 + 0.25 * m}
+        if m > 0:
+            strengths[f"new{m - 1}"] = 1.0 + 0.25 * (m - 1)
+        start = dt.datetime(2023 + (4 + m) // 12, (4 + m) % 12 + 1, 1)
+        parts.append(_month_battles(start, strengths, per_month, 100 + m))
+    return pl.concat(parts), step
+
+
+def _slope(frame: pl.DataFrame, model: str) -> float:
+    rows = frame.filter(pl.col("model") == model).sort("month")
+    x = np.arange(rows.height, dtype=float)
+    return float(np.polyfit(x, rows.get_column("rating").to_numpy(), 1)[0])
+
+
+def test_rating_trend_chains_months_and_recovers_a_known_drift():
+    battles, step = _drift_battles()
+    config = RankingConfig(min_battles=50, bootstrap_rounds=0, anchor_models=())
+    out = rating_trend(battles, _tags(battles), config)
+    scale = 400 / np.log(10)  # rating points per logit
+    # the drifter's month-to-month gain is recovered (stated tolerance: 20%)
+    assert _slope(out, "drifter") == pytest.approx(step * scale, rel=0.20)
+    # models whose strength never changes stay flat (|slope| under 4 points a month, 15% of the drift)
+    for model in ("s1", "s2", "s3", "s4"):
+        assert abs(_slope(out, model)) < 4, model
+    # the stable models' gaps are the true ones in every month (2 x 0.4 logits between s1 and s3)
+    gaps = out.pivot(on="model", index="month", values="rating").select(pl.col("s1") - pl.col("s3"))
+    assert gaps.to_series().to_list() == pytest.approx([0.8 * scale] * 8, abs=25)
+    months = out.select("month", "linked_models").unique().sort("month")
+    assert months["linked_models"].to_list() == [None] + [6] * 7  # 4 stable, drifter, last newcomer
+    # without the chain every month is centred on its own field: as stronger newcomers arrive
+    # the stable models appear to decline, which is what chaining removes
+    centred = rating_trend(battles, _tags(battles), config, chain=False)
+    assert _slope(centred, "s1") < -10
+    assert centred["linked_models"].null_count() == centred.height
+
+
+def test_rating_trend_chain_restarts_when_months_share_no_model():
+    april = _month_battles(dt.datetime(2025, 4, 1), {"x": 1.0, "y": 0.0}, 600, 7)
+    may = _month_battles(dt.datetime(2025, 5, 1), {"u": 1.0, "v": 0.0}, 600, 8)
+    battles = pl.concat([april, may])
+    out = rating_trend(battles, _tags(battles), RankingConfig(min_battles=10, bootstrap_rounds=0))
+    by_month = out.group_by("month").agg(pl.col("rating").mean(), pl.col("linked_models").first()).sort("month")
+    assert by_month["linked_models"].to_list() == [None, 0]
+    assert by_month["rating"].to_list() == pytest.approx([1000.0, 1000.0])  # both centred

@@ -139,6 +139,7 @@ def test_duplicate_keeps_first_by_source_position_not_input_order():
             "duplicate_id",
             "id id-0001 is repeated; the copy kept is data/train-00000-of-00001.parquet row 0",
             quarantine["raw"][0],
+            "lmarena-ai/arena-human-preference-140k",
         )
     ]
 

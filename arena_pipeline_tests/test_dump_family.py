@@ -1,0 +1,190 @@
+"""Every public dump in one warehouse: discovery on the fake Hub, the sensor, a combined publication."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import dagster as dg
+import duckdb
+import pytest
+
+from arena_pipeline.constants import REVISION_TAG
+from arena_pipeline.core import hub as hub_client
+from arena_pipeline.core.manifest import combined_revision
+from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
+from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
+from arena_pipeline.sensors import new_dump_sensor
+from arena_pipeline_tests import dump_fixtures as fx
+from arena_pipeline_tests.hub_server import fake_hub_server
+
+PATTERN = "lmarena-ai/arena-human-preference-*"
+NEW_DUMP = "lmarena-ai/arena-human-preference-200k"  # a fifth dataset: a renamed copy of the 140k format
+
+
+@pytest.fixture
+def hub(tmp_path):
+    with fake_hub_server(tmp_path / "hub") as server:
+        server.publish("someone-else/arena-human-preference-mirror", "main",
+                       fx.family_files()[fx.DUMP_140K])  # another org: never discovered
+        yield server
+
+
+@pytest.fixture
+def shas(hub) -> dict[str, str]:
+    """The four fixture dumps on the fake Hub: dataset id -> main's sha."""
+    return {dataset: hub.publish(dataset, "main", files) for dataset, files in fx.family_files().items()}
+
+
+def _source(hub, tmp_path) -> DumpSource:
+    return DumpSource(datasets=fx.DUMP_33K, discover=PATTERN, cache_dir=str(tmp_path / "cache"),
+                      hf_endpoint=hub.url, attempts=1, backoff_s=0.1, timeout_s=5)
+
+
+def _tick(hub, tmp_path, instance, cursor):
+    context = dg.build_sensor_context(cursor=cursor, instance=instance,
+                                      resources={"dump_source": _source(hub, tmp_path)})
+    started = time.perf_counter()
+    result = new_dump_sensor.evaluate_tick(context)
+    return result, time.perf_counter() - started
+
+
+@pytest.mark.slow
+def test_discovery_lists_the_matching_datasets_with_their_shas(hub, shas):
+    found = hub_client.discover_datasets(PATTERN, endpoint=hub.url)
+    assert found == {d: shas[d] for d in (fx.DUMP_100K, fx.DUMP_140K, fx.DUMP_55K)}
+    assert hub_client.discover_datasets("lmarena-ai/arena-human-preference-1*", endpoint=hub.url) == {
+        fx.DUMP_100K: shas[fx.DUMP_100K], fx.DUMP_140K: shas[fx.DUMP_140K]}
+    listing = [p for m, p in hub.requests() if p.startswith("/api/datasets?")]
+    assert listing and all("author=lmarena-ai" in p and "expand=sha" in p for p in listing)
+    with pytest.raises(ValueError, match="<org>/<name pattern>"):
+        hub_client.discover_datasets("arena-*", endpoint=hub.url)
+
+
+@pytest.mark.slow
+def test_sensor_picks_up_a_new_dataset_and_does_nothing_costly_otherwise(hub, shas, tmp_path):
+    with dg.instance_for_test() as instance:
+        first, _ = _tick(hub, tmp_path, instance, None)
+        expected = {fx.DUMP_33K: shas[fx.DUMP_33K], **{d: shas[d] for d in
+                                                             (fx.DUMP_100K, fx.DUMP_140K, fx.DUMP_55K)}}
+        [request] = first.run_requests
+        assert request.run_key == combined_revision(expected) == request.tags[REVISION_TAG]
+        assert request.run_config == {"ops": {"raw_dump": {"config": {"revisions": expected}}}}
+        # load order: ARENA_DATASETS first, then the discovered ones by name
+        assert list(request.run_config["ops"]["raw_dump"]["config"]["revisions"]) == [
+            fx.DUMP_33K, fx.DUMP_100K, fx.DUMP_140K, fx.DUMP_55K]
+
+        before = len(hub.requests())
+        again, seconds = _tick(hub, tmp_path, instance, first.cursor)
+        assert not again.run_requests and "unchanged" in again.skip_message
+        calls = hub.requests()[before:]
+        # one listing and one revision look-up; no file is touched
+        assert len(calls) == 2 and not hub.file_gets(), calls
+
+        hub.publish(NEW_DUMP, "main", {"data/train-00000-of-00001.parquet": fx.family_files()[fx.DUMP_140K][
+            "data/train-00000-of-00001.parquet"]})
+        new, new_seconds = _tick(hub, tmp_path, instance, again.cursor or first.cursor)
+        [request] = new.run_requests
+        pinned = request.run_config["ops"]["raw_dump"]["config"]["revisions"]
+        assert NEW_DUMP in pinned and len(pinned) == 5
+        assert {d: s for d, s in pinned.items() if d != NEW_DUMP} == expected
+        print(f"\ndiscovery tick: unchanged {seconds * 1000:.0f} ms, new dataset {new_seconds * 1000:.0f} ms")
+        assert seconds < 5 and new_seconds < 5
+
+
+def _table_counts(warehouse) -> dict[str, dict[str, int]]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return {table: dict(con.execute(f"SELECT dump, count(*) FROM arena.{table} GROUP BY dump").fetchall())
+                for table in ("battles", "messages", "context_messages", "quarantine", "dump_leaderboard")}
+
+
+@pytest.mark.slow
+def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_path):
+    warehouse = tmp_path / "warehouse.duckdb"
+    with dg.instance_for_test() as instance:
+        first, _ = _tick(hub, tmp_path, instance, None)
+        revisions = first.run_requests[0].run_config["ops"]["raw_dump"]["config"]["revisions"]
+        result = dg.materialize(
+            [*ASSETS, *ASSET_CHECKS], instance=instance, raise_on_error=False,
+            resources={**default_resources(), "dump_source": _source(hub, tmp_path),
+                       "warehouse": Warehouse(database=str(warehouse)),
+                       "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
+            run_config={"ops": {"raw_dump": {"config": {"revisions": revisions}},
+                                "rankings": {"config": {"min_battles": 1, "bootstrap_rounds": 5}}}},
+        )
+    assert result.success
+    counts = _table_counts(warehouse)
+    print("\nrows per dump:", counts)
+    # the 33k dump loads first: the 100k's repeated question ids are counted, not loaded twice; the
+    # 55k's votes repeated from the 100k are dropped where the 100k's copy was kept
+    t100 = fx.make_100k(shared_ids=tuple(fx.make_33k().column("question_id").to_pylist()[: fx.SHARED_ID_ROWS]))
+    repeated = [r["question_id"] for r in t100.to_pylist() if r["winner"] != "tie (bothbad)"]
+    by_content = len([q for q in repeated[: fx.SHARED_CONTENT_ROWS] if q not in t100["question_id"][:3].to_pylist()])
+    anon = fx.NOT_ANONYMOUS  # votes cast with the model names shown: quarantined (not_anonymous)
+    assert counts["battles"] == {fx.DUMP_33K: 36 - anon[fx.DUMP_33K],
+                                 fx.DUMP_100K: 40 - fx.SHARED_ID_ROWS - anon[fx.DUMP_100K],
+                                 fx.DUMP_140K: 40, fx.DUMP_55K: 30 - by_content}
+    assert counts["quarantine"] == {fx.DUMP_33K: anon[fx.DUMP_33K], fx.DUMP_100K: fx.SHARED_ID_ROWS + anon[fx.DUMP_100K],
+                                    **({fx.DUMP_55K: by_content} if by_content else {})}
+    assert set(counts["messages"]) == set(counts["battles"])
+    assert set(counts["dump_leaderboard"]) == set(counts["battles"])
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rules = dict(con.execute("SELECT rule, count(*) FROM arena.quarantine GROUP BY rule").fetchall())
+        assert rules == {"duplicate_across_dumps": fx.SHARED_ID_ROWS + by_content,
+                         "not_anonymous": sum(anon.values())}
+        revision, = con.execute("SELECT revision FROM arena.publications").fetchone()
+        assert revision == combined_revision(revisions)
+        # each dump's own revision is recorded with the build's files
+        files = con.execute("SELECT files FROM arena.dumps WHERE revision = ?", [revision]).fetchone()[0]
+
+        recorded = {f["dump"]: f["dump_revision"] for f in json.loads(files)}
+        assert recorded == revisions
+        assert "dump" not in [r[0] for r in con.execute("DESCRIBE arena.leaderboard").fetchall()]
+        # the combined board counts each vote once; each dump's board its own votes
+        total = con.execute("SELECT sum(n) FROM (SELECT count(*) n FROM arena.battle_categories "
+                            "WHERE category = 'overall')").fetchone()[0]
+        assert total == sum(counts["battles"].values())
+        methods = dict(con.execute("SELECT dump, list(DISTINCT method ORDER BY method) FROM arena.dump_leaderboard "
+                                   "WHERE category = 'overall' GROUP BY dump").fetchall())
+        assert methods[fx.DUMP_140K] == ["bt", "bt_style", "spectral"]
+        assert methods[fx.DUMP_33K] == ["bt", "spectral"]  # no style counts in the 33k: no bt_style board
+        # one model across dumps: the 33k's gpt-4 and the 2024 dumps' gpt-4-0314
+        gpt4 = dict(con.execute("SELECT dump, sum(n_battles) FROM arena.dump_leaderboard WHERE model = 'gpt-4-0314' "
+                                "AND category = 'overall' AND method = 'bt' GROUP BY dump").fetchall())
+        assert set(gpt4) >= {fx.DUMP_33K, fx.DUMP_100K}
+        coding = {r[0] for r in con.execute("SELECT DISTINCT dump FROM arena.dump_leaderboard "
+                                            "WHERE category = 'coding'").fetchall()}
+        assert coding <= {fx.DUMP_100K, fx.DUMP_140K}  # the 33k and 55k have no is_code
+
+
+def test_local_datasets_combine_in_the_configured_order(tmp_path, monkeypatch):
+    folders = fx.write_family(tmp_path / "dumps")
+    paths = [str(folders[fx.DUMP_140K]), str(folders[fx.DUMP_55K] / "train.csv")]
+    monkeypatch.setenv("ARENA_DATASETS", " , ".join(paths))
+    source = DumpSource(cache_dir=str(tmp_path / "cache"))  # the field unset: the variable is read at use
+    assert source.is_multi() and source.configured_datasets() == paths
+    revisions = source.latest_revisions()
+    assert list(revisions) == ["arena-human-preference-140k", "train.csv"]
+    assert all(r.startswith("local-") for r in revisions.values())
+    manifest = source.fetch()
+    assert manifest.revision == source.latest_revision() == combined_revision(revisions)
+    assert [f.dump for f in manifest.files] == list(revisions)
+    assert [f.name for f in manifest.files] == ["arena-human-preference-140k/data/train-00000-of-00001.parquet",
+                                                "train.csv/train.csv"]
+    monkeypatch.delenv("ARENA_DATASETS")
+    assert not DumpSource().is_multi()  # the single ARENA_SOURCE keeps working
+
+
+@pytest.mark.slow
+def test_schedule_pins_every_dump_and_an_unreachable_hub_skips(hub, shas, tmp_path):
+    from arena_pipeline.schedules import nightly_refresh
+
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(instance=instance, resources={"dump_source": _source(hub, tmp_path)})
+        [request] = nightly_refresh.evaluate_tick(context).run_requests
+        assert request.run_config["ops"]["raw_dump"]["config"]["revisions"] == {
+            d: shas[d] for d in (fx.DUMP_33K, fx.DUMP_100K, fx.DUMP_140K, fx.DUMP_55K)}
+        hub.set_faults(down=True)
+        result, _ = _tick(hub, tmp_path, instance, None)
+        assert not result.run_requests
+        assert result.skip_message.startswith("could not look up the dump revisions: HubUnavailable")
