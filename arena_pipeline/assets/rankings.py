@@ -148,9 +148,10 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
 def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
-    The five tables come from one fit: a publication takes them all from the same run, so select
+    The six tables come from one fit: a publication takes them all from the same run, so select
     them together (the rerank_job does) to re-rank with other settings. arena.unrated_models and
-    arena.board_status say what the boards leave out and why.
+    arena.board_status say what the boards leave out and why; arena.dump_leaderboard holds each
+    loaded dump's own boards (arena.leaderboard is the board over every dump).
     """
     with warehouse.connection() as con:
         build = run_build(context, con)
