@@ -158,7 +158,8 @@ def test_no_benchmark_file_skips_visibly(tmp_path, monkeypatch):
                and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
     assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
-    assert 'id="benchmarks"' not in page and 'class="chart benchmark-scatter"' not in page  # and the report has no panel
+    # and the report has no panel
+    assert 'id="benchmarks"' not in page and 'class="chart benchmark-scatter"' not in page
 
 
 @pytest.mark.slow  # starts the fake Hub server

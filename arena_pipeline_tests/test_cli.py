@@ -27,7 +27,6 @@ from arena_pipeline_tests.presentation.synthetic import (
     synthetic_quality,
 )
 
-
 #: The validation tables, written after publication (exported when present).
 VALIDATION_TABLES = ["external_comparison", "external_comparison_models", "benchmark_scores", "benchmark_agreement"]
 

@@ -401,9 +401,11 @@ def test_benchmark_panel_scatter_and_agreement_figures(page, benchmark_report, t
               return {{model: g.dataset.model, title: g.querySelector('title').textContent,
                        x: c.x + c.width / 2, y: c.y + c.height / 2, top: bar.top, bottom: bar.bottom}}; }})}}))""")
         assert [s["benchmark"] for s in shown] == ["reasoning", "tiny"]
-        board = synthetic_outputs().leaderboard.filter((pl.col("category") == category) & (pl.col("method") == "bt"))
+        board = synthetic_outputs().leaderboard.filter(
+            (pl.col("category") == category) & (pl.col("method") == "bt"))
         for svg, row in zip(shown, expected.iter_rows(named=True)):
-            assert svg["width"] > 300 and svg["label"][0] == f"Rating against {svg['benchmark']}, {category.title()}"
+            assert svg["width"] > 300
+            assert svg["label"][0] == f"Rating against {svg['benchmark']}, {category.title()}"
             matched = bench.scores.filter(pl.col("matched") & (pl.col("benchmark") == svg["benchmark"])).join(
                 board, left_on="canonical", right_on="model")
             assert len(svg["points"]) == matched.height == row["n_matched"]
@@ -411,7 +413,8 @@ def test_benchmark_panel_scatter_and_agreement_figures(page, benchmark_report, t
             assert set(by_model) == set(matched.get_column("canonical"))
             for m in matched.iter_rows(named=True):
                 p = by_model[m["canonical"]]
-                assert p["title"].startswith(f"{m['canonical']}: {svg['benchmark']} ") and f"rating {m['rating']:,.1f}" in p["title"]
+                assert p["title"].startswith(f"{m['canonical']}: {svg['benchmark']} ")
+                assert f"rating {m['rating']:,.1f}" in p["title"]
                 assert p["top"] <= p["y"] <= p["bottom"]  # the interval bar spans the point
             ordered = matched.sort("score")
             xs = [by_model[m]["x"] for m in ordered.get_column("canonical")]

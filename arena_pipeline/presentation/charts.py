@@ -297,7 +297,8 @@ def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, c
         v = y_lo + i * y_step
         y = y_of(v)
         out.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}"/>'
-                   f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_tick_label(v, y_step)}</text>')
+                   f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                   f"{_tick_label(v, y_step)}</text>")
     out.append(f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
                f'{_esc(_short(benchmark, 40))} score</text><text class="axis-label" x="14" y="{top + plot_h / 2:.1f}" '
                f'text-anchor="middle" transform="rotate(-90 14 {top + plot_h / 2:.1f})">Rating</text>')

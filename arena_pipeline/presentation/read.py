@@ -34,6 +34,7 @@ from arena_pipeline.core.benchmarks import (
     matched_points,
 )
 from arena_pipeline.core.categories import category_order, ordered_categories
+from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     METHODS,
@@ -42,7 +43,6 @@ from arena_pipeline.core.ranking import (
     UNRATED_MODELS_SCHEMA,
     RankingOutput,
 )
-from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.warehouse import quoted
 
@@ -369,7 +369,9 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
     per-model :func:`style_profile` (an aggregate over ``schema.battles``; the report's panels).
 
     Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
-    row: None; ``benchmarks``: None unless they describe the live publication, :func:`read_benchmarks`); ``quality_results`` keeps only the published revision's latest check run per table.
+    row: None; ``benchmarks``: None unless they describe the live publication, see
+    :func:`read_benchmarks`); ``quality_results`` keeps only the published revision's latest check
+    run per table.
 
     Raises
     ------

@@ -20,7 +20,14 @@ from markupsafe import Markup
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
 from arena_pipeline.core.benchmarks import MIN_MODELS
 from arena_pipeline.core.categories import RULES_BY_NAME, category_label
-from arena_pipeline.presentation.charts import benchmark_scatter_svg, heatmap_svg, is_num, profile_chart_svg, rating_chart_svg, slug
+from arena_pipeline.presentation.charts import (
+    benchmark_scatter_svg,
+    heatmap_svg,
+    is_num,
+    profile_chart_svg,
+    rating_chart_svg,
+    slug,
+)
 from arena_pipeline.presentation.read import METHOD_LABELS, Published, first_present, when
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
