@@ -12,8 +12,12 @@ from pathlib import Path
 import duckdb
 
 from arena_pipeline.constants import (
+    BENCHMARK_AGREEMENT_TABLE,
+    BENCHMARK_SCORES_TABLE,
     BOARD_STATUS_TABLE,
     DUMPS_TABLE,
+    EXTERNAL_COMPARISON_MODELS_TABLE,
+    EXTERNAL_COMPARISON_TABLE,
     LEADERBOARD_TABLE,
     MODELS_TABLE,
     PAIRWISE_TABLE,
@@ -25,11 +29,13 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.warehouse import quoted
 from arena_pipeline.presentation.read import published_dump_row, relation_exists
 
-#: Tables written by ``export`` when present, in order; only ``leaderboard`` is required.
+#: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
+#: validation tables (comparisons with a published board and with benchmarks) come last.
 EXPORT_TABLES: tuple[str, ...] = (
     LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, f"{LEADERBOARD_TABLE}_history",
     f"{STYLE_COEFFICIENTS_TABLE}_history", MODELS_TABLE, QUALITY_RESULTS_TABLE, DUMPS_TABLE,
-    UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE,
+    UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, EXTERNAL_COMPARISON_TABLE, EXTERNAL_COMPARISON_MODELS_TABLE,
+    BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE,
 )
 #: Files an export folder may hold.
 EXPORT_FILES = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from html import escape
 from pathlib import Path
 
 import dagster as dg
@@ -12,7 +14,7 @@ from scipy import stats
 
 from arena_pipeline.core.benchmarks import benchmark_panel
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
-from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
+from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 
 REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
 OLL = Path(__file__).parent / "data" / "benchmarks" / "open_llm_leaderboard.csv"
@@ -25,7 +27,8 @@ def _materialize(tmp_path: Path, catalog: ModelCatalog) -> dg.ExecuteInProcessRe
     return dg.materialize(
         [*ASSETS, *ASSET_CHECKS],
         resources={**default_resources(), "dump_source": DumpSource(source=str(REAL_CSV)),
-                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": catalog},
+                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": catalog,
+                   "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
         run_config=RUN_CONFIG,
         raise_on_error=False,
     )
@@ -50,6 +53,13 @@ def _scores_file(tmp_path: Path) -> Path:
     path = tmp_path / "scores.csv"
     table.write_csv(path)
     return path
+
+
+def _overall_tab(tmp_path: Path) -> str:
+    """The overall category's tab panel of the written report."""
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    start = page.index('<section class="category" id="cat-overall"')
+    return page[start:page.index("</section>", start)]
 
 
 def _materialized(result: dg.ExecuteInProcessResult) -> set[str]:
@@ -91,6 +101,23 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     assert (points.get_column("ci_lower") <= points.get_column("rating")).all()
     assert panel.agreement.filter(pl.col("category") == "overall", pl.col("benchmark") == "made_up")[
         "spearman"][0] == row["spearman"]
+    # the report, re-rendered by benchmark_comparison, shows the panel with these figures
+    tab = _overall_tab(tmp_path)
+    figures = re.search(r'<th scope="row" data-value="made_up">made_up</th><td class="num" data-value="(\d+)">\d+</td>'
+                        r'<td class="num" data-value="[^"]+">([^<]+)</td><td class="num">\[([^,]+), ([^\]]+)\]</td>'
+                        r'<td class="num" data-value="[^"]+">([^<]+)</td>', tab)
+    assert figures, "no agreement row for made_up in the overall tab"
+    assert int(figures[1]) == row["n_matched"]
+    assert [float(v) for v in figures.groups()[1:]] == pytest.approx(
+        [row["spearman"], row["spearman_lower"], row["spearman_upper"], row["kendall"]], abs=5e-4)
+    scatter = re.search(r'<svg [^>]*class="chart benchmark-scatter"[^>]*data-benchmark="made_up">.*?</svg>', tab)
+    assert scatter, "no made_up scatter in the overall tab"
+    assert sorted(re.findall(r'<g class="point" data-model="([^"]+)">', scatter[0])) == sorted(
+        escape(m) for m in joined.get_column("model"))
+    assert 'fewer than 5 matched models (3): no coefficient' in tab  # the small set, shown
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert f"compared with publication {publication}:" in page and str(scores) in page
+
     # categories with small boards are listed, with the reason, not hidden
     small = _frame(tmp_path, "select benchmark, n_matched, note, spearman from arena.benchmark_agreement where small_set")
     categories = _frame(tmp_path, "select distinct category, method from arena.leaderboard").height
@@ -114,6 +141,10 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     assert latest == publication + 1  # the new publication is live
     assert set(_frame(tmp_path, "select publication_id from arena.benchmark_scores")
                .get_column("publication_id")) == {publication}
+    # the report says so, and shows no figure of the older publication's tables
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "The benchmark file failed its check" in page and f"{bad}: line 3:" in page
+    assert 'class="chart benchmark-scatter"' not in page and 'class="benchmarks"' not in page
 
 
 def test_no_benchmark_file_skips_visibly(tmp_path, monkeypatch):
@@ -126,6 +157,9 @@ def test_no_benchmark_file_skips_visibly(tmp_path, monkeypatch):
     outcome = [e.event_type_value for e in result.all_events if e.step_key == STEP
                and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
     assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    # and the report has no panel
+    assert 'id="benchmarks"' not in page and 'class="chart benchmark-scatter"' not in page
 
 
 @pytest.mark.slow  # starts the fake Hub server

@@ -16,17 +16,22 @@ import polars as pl
 import pytest
 
 from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
+from arena_pipeline.core.external import COMPARISON_MODELS_SCHEMA, SUMMARY_SCHEMA
 from arena_pipeline.core.publication import DUMPS_DDL
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
     REVISION,
+    synthetic_benchmarks,
     synthetic_dump,
     synthetic_outputs,
     synthetic_quality,
 )
 
+#: The validation tables, written after publication (exported when present).
+VALIDATION_TABLES = ["external_comparison", "external_comparison_models", "benchmark_scores", "benchmark_agreement"]
 
-def build_warehouse(path: Path, *, leaderboard: bool = True, extras: bool = True) -> Path:
+
+def build_warehouse(path: Path, *, leaderboard: bool = True, extras: bool = True, validation: bool = False) -> Path:
     """A warehouse with schema ``arena`` shaped like the published views (plain tables here)."""
     out = synthetic_outputs()
     con = duckdb.connect(str(path))
@@ -55,6 +60,13 @@ def build_warehouse(path: Path, *, leaderboard: bool = True, extras: bool = True
                 [d["revision"], d["source"], d["source_kind"], d["requested_revision"], d["first_seen"],
                  d["files"], d["rows"], "published", d["published_at"], d["published_at"]],
             )
+        if validation:
+            bench = synthetic_benchmarks()
+            frames = {"external_comparison": pl.DataFrame(schema=SUMMARY_SCHEMA),  # no board configured
+                      "external_comparison_models": pl.DataFrame(schema=COMPARISON_MODELS_SCHEMA),
+                      "benchmark_scores": bench.scores, "benchmark_agreement": bench.agreement}
+            for name, frame in frames.items():  # noqa: B007 - frame is read by DuckDB
+                con.execute(f"CREATE TABLE arena.{name} AS SELECT * FROM frame")
     finally:
         con.close()
     return path
@@ -231,7 +243,7 @@ def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, c
                      "unrated_models.parquet"]
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["revision"] == REVISION and manifest["format"] == "parquet"
-    assert manifest["missing_tables"] == ["style_coefficients_history", "models"]
+    assert manifest["missing_tables"] == ["style_coefficients_history", "models", *VALIDATION_TABLES]
     assert manifest["tables"]["leaderboard_history"]["rows"] == manifest["tables"]["leaderboard"]["rows"]
     lb = pl.read_parquet(out_dir / "leaderboard.parquet")
     expected = synthetic_outputs().leaderboard
@@ -240,6 +252,25 @@ def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, c
         expected.sort("category", "method", "model")
     )
     assert "leaderboard.parquet: 81 rows" in capsys.readouterr().out
+
+
+def test_export_includes_the_validation_tables_when_present(tmp_path):
+    path = build_warehouse(tmp_path / "validated.duckdb", validation=True)
+    bench = synthetic_benchmarks()
+    assert main(["export", "--warehouse", str(path), "--format", "parquet", str(tmp_path / "p")]) == EXIT_OK
+    manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    assert set(VALIDATION_TABLES) <= set(manifest["tables"]) and not set(VALIDATION_TABLES) & set(
+        manifest["missing_tables"])
+    assert manifest["tables"]["benchmark_scores"]["rows"] == bench.scores.height
+    assert pl.read_parquet(tmp_path / "p" / "benchmark_agreement.parquet").equals(bench.agreement)
+    assert pl.read_parquet(tmp_path / "p" / "external_comparison.parquet").is_empty()
+    assert main(["export", "--warehouse", str(path), "--format", "csv", str(tmp_path / "c")]) == EXIT_OK
+    agreement = pl.read_csv(tmp_path / "c" / "benchmark_agreement.csv")
+    assert agreement.height == bench.agreement.height
+    assert agreement.get_column("spearman").to_list() == pytest.approx(
+        bench.agreement.get_column("spearman").to_list(), nan_ok=True)
+    first = bench.agreement.get_column("disagreements")[0][0]["model"]
+    assert first in agreement.get_column("disagreements")[0]  # the list of structs, as text
 
 
 def test_export_csv(warehouse, tmp_path):

@@ -29,6 +29,7 @@ import pytest
 from arena_pipeline.presentation.report import render_report
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
+    synthetic_benchmarks,
     synthetic_outputs,
     synthetic_published,
 )
@@ -356,3 +357,77 @@ def test_unrated_models_and_categories_without_a_board_are_listed(page, report_f
     # the header links to the explanation
     assert page.js("document.querySelector('header.page a[href=\"#no-board\"]') !== null")
     assert page.problems() == []
+
+
+@pytest.fixture(scope="module")
+def benchmark_report(tmp_path_factory) -> Path:
+    pub = synthetic_published(benchmarks=synthetic_benchmarks())
+    return render_report(pub, tmp_path_factory.mktemp("bench-report") / "index.html")
+
+
+def _coef(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def test_benchmark_panel_scatter_and_agreement_figures(page, benchmark_report, tmp_path):
+    page.open(benchmark_report.as_uri())
+    bench = synthetic_benchmarks()
+    for category, visible in (("overall", True), ("math", False)):
+        if not visible:
+            page.js(f"document.getElementById('tab-{category}').click()")
+        panel = f"document.getElementById('benchmarks-{category}')"
+        assert page.js(f"{panel}.getBoundingClientRect().height") > 300
+        # the agreement figures are arena.benchmark_agreement's, row by row
+        rows = page.js(f"[...{panel}.querySelectorAll('table.benchmark-agreement tbody tr')]"
+                       ".map(r => [...r.cells].map(c => c.textContent))")
+        expected = bench.agreement.filter((pl.col("category") == category) & (pl.col("method") == "bt"))
+        assert [r[0] for r in rows] == expected.get_column("benchmark").to_list() == ["reasoning", "tiny"]
+        for cells, row in zip(rows, expected.iter_rows(named=True)):
+            assert cells[1] == str(row["n_matched"])
+            assert cells[2] == _coef(row["spearman"]) and cells[4] == _coef(row["kendall"])
+            if row["spearman"] is not None:
+                assert cells[3] == f"[{_coef(row['spearman_lower'])}, {_coef(row['spearman_upper'])}]"
+                assert cells[5] == f"[{_coef(row['kendall_lower'])}, {_coef(row['kendall_upper'])}]"
+            else:
+                assert cells[6] == f"small set {row['note']}"
+            for d in row["disagreements"]:
+                assert f"{d['model']} ({d['our_rank']} here, {d['benchmark_rank']} there)" in cells[7]
+        # one scatter per benchmark, one point per matched model, placed by score (x) and rating (y)
+        shown = page.js(f"""[...{panel}.querySelectorAll('svg.benchmark-scatter')].map(svg => ({{
+            benchmark: svg.dataset.benchmark, width: svg.getBoundingClientRect().width,
+            label: [...svg.getAttribute('aria-labelledby').split(' ')].map(i => document.getElementById(i).textContent),
+            points: [...svg.querySelectorAll('g.point')].map(g => {{
+              const c = g.querySelector('circle').getBoundingClientRect(), bar = g.querySelector('line.ci').getBoundingClientRect();
+              return {{model: g.dataset.model, title: g.querySelector('title').textContent,
+                       x: c.x + c.width / 2, y: c.y + c.height / 2, top: bar.top, bottom: bar.bottom}}; }})}}))""")
+        assert [s["benchmark"] for s in shown] == ["reasoning", "tiny"]
+        board = synthetic_outputs().leaderboard.filter(
+            (pl.col("category") == category) & (pl.col("method") == "bt"))
+        for svg, row in zip(shown, expected.iter_rows(named=True)):
+            assert svg["width"] > 300
+            assert svg["label"][0] == f"Rating against {svg['benchmark']}, {category.title()}"
+            matched = bench.scores.filter(pl.col("matched") & (pl.col("benchmark") == svg["benchmark"])).join(
+                board, left_on="canonical", right_on="model")
+            assert len(svg["points"]) == matched.height == row["n_matched"]
+            by_model = {p["model"]: p for p in svg["points"]}
+            assert set(by_model) == set(matched.get_column("canonical"))
+            for m in matched.iter_rows(named=True):
+                p = by_model[m["canonical"]]
+                assert p["title"].startswith(f"{m['canonical']}: {svg['benchmark']} ")
+                assert f"rating {m['rating']:,.1f}" in p["title"]
+                assert p["top"] <= p["y"] <= p["bottom"]  # the interval bar spans the point
+            ordered = matched.sort("score")
+            xs = [by_model[m]["x"] for m in ordered.get_column("canonical")]
+            assert xs == sorted(xs)
+            ordered = matched.sort("rating")
+            ys = [by_model[m]["y"] for m in ordered.get_column("canonical")]
+            assert ys == sorted(ys, reverse=True)  # higher rating, higher on the page
+    # the source and matching section, outside the tabs
+    assert "compared with publication 7: 9 of our models matched" in page.js(
+        "document.getElementById('benchmarks').textContent")
+    assert page.problems() == []
+    urls = page.requested_urls()
+    assert urls and all(u.startswith("file://") for u in urls), urls
+    page.js("document.getElementById('tab-overall').click()")
+    page.js("document.getElementById('benchmarks-overall').scrollIntoView()")
+    print(f"screenshot: {page.screenshot(tmp_path / 'benchmarks.png')}")

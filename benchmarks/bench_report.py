@@ -6,8 +6,11 @@ publication: read the published views (``presentation.read.read_published``) and
 (``presentation.report.render_report``). Prints the best and median of ``--repeat`` runs, the page
 size and the number of model panels.
 
-``python benchmarks/bench_report.py [--workdir DIR] [--repeat N] [--bootstrap R]``; the warehouse
-is kept in the workdir (``--keep``) so another version of the code can render from the same tables.
+``python benchmarks/bench_report.py [--workdir DIR] [--repeat N] [--bootstrap R] [--benchmarks PATH]``;
+the warehouse is kept in the workdir so another version of the code can render from the same
+tables. ``--benchmarks``: also store the comparison with that benchmark file (any layout
+``ARENA_BENCHMARKS`` accepts) as the live publication's ``benchmark_scores`` and
+``benchmark_agreement``, so the page carries the benchmark panel.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from arena_pipeline.core.benchmarks import benchmark_agreement, match_scores, read_benchmarks
 from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.models import load_aliases
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.presentation.read import read_published
 from arena_pipeline.presentation.report import render_report
@@ -46,11 +51,29 @@ def build_warehouse(path: Path, bootstrap: int) -> None:
             con.unregister("frame")
 
 
+def add_benchmarks(path: Path, scores_path: str) -> None:
+    """Store the comparison of the stored board with ``scores_path`` as publication 1's tables."""
+    with duckdb.connect(str(path)) as con:
+        board = con.execute("SELECT * FROM arena.leaderboard").pl()
+        scores = match_scores(read_benchmarks(scores_path, load_aliases()), board.get_column("model").unique(), 1)
+        agreement = benchmark_agreement(board, scores, publication_id=1)
+        con.execute("CREATE OR REPLACE TABLE arena.publications AS SELECT 1::BIGINT AS publication_id, "
+                    "'bench' AS revision, '{}' AS tables, '{}' AS settings")
+        for name, frame in (("benchmark_scores", scores), ("benchmark_agreement", agreement)):
+            con.register("frame", frame)
+            con.execute(f"CREATE OR REPLACE TABLE arena.{name} AS SELECT * FROM frame")
+            con.unregister("frame")
+    matched = scores.filter(pl.col("matched")).get_column("canonical").n_unique()
+    print(f"benchmarks {scores_path}: {scores.height} rows, {matched} models matched, "
+          f"{agreement.height} agreement rows")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--bootstrap", type=int, default=100)
+    parser.add_argument("--benchmarks", default=None, help="a benchmark scores file: render the panel too")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_report_"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -59,6 +82,8 @@ def main() -> None:
         t0 = time.perf_counter()
         build_warehouse(warehouse, args.bootstrap)
         print(f"warehouse {warehouse} built in {time.perf_counter() - t0:.1f} s")
+    if args.benchmarks:
+        add_benchmarks(warehouse, args.benchmarks)
     reads, renders = [], []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
@@ -70,7 +95,8 @@ def main() -> None:
         renders.append(time.perf_counter() - t1)
     total = np.add(reads, renders)
     print(f"{pub.leaderboard.height:,} leaderboard rows, {pub.pairwise.height:,} pairs, "
-          f"{len(pub.categories())} categories, {len(pub.models())} model panels; "
+          f"{len(pub.categories())} categories, {len(pub.models())} model panels, "
+          f"benchmark panel: {'publication %s' % pub.benchmarks.publication_id if pub.benchmarks else 'none'}; "
           f"page {page.stat().st_size / 1e6:.2f} MB")
     print(f"read  : best {min(reads):.3f} s, median {np.median(reads):.3f} s")
     print(f"render: best {min(renders):.3f} s, median {np.median(renders):.3f} s")

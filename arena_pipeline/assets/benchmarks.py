@@ -4,7 +4,7 @@ import dagster as dg
 import polars as pl
 
 from arena_pipeline.assets.models import _markdown
-from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.assets.publish import PUBLISHED_DUMP, write_live_report
 from arena_pipeline.constants import (
     BENCHMARK_AGREEMENT_TABLE,
     BENCHMARK_SCORES_TABLE,
@@ -16,7 +16,8 @@ from arena_pipeline.core.hub import HubError
 from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA
 from arena_pipeline.core.warehouse import quoted, read_frame, write_table
-from arena_pipeline.resources import ModelCatalog, Warehouse
+from arena_pipeline.presentation.read import Benchmarks, read_published
+from arena_pipeline.resources import ModelCatalog, ReportSettings, Warehouse
 
 BENCHMARK_SCORES = dg.AssetKey([SCHEMA, BENCHMARK_SCORES_TABLE])
 BENCHMARK_AGREEMENT = dg.AssetKey([SCHEMA, BENCHMARK_AGREEMENT_TABLE])
@@ -48,7 +49,7 @@ BENCHMARKS_CHECK = "benchmark_file_valid"
     can_subset=True,  # so that the tables and the check may be left out (skipped)
 )
 def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
-                         model_catalog: ModelCatalog):
+                         model_catalog: ModelCatalog, report_settings: ReportSettings):
     """arena.benchmark_scores and arena.benchmark_agreement: the live publication's boards against automated
     benchmark scores (ARENA_BENCHMARKS: a long or wide CSV/parquet, the Open LLM Leaderboard's layout, or its
     Hub id), matched through the model-name normalization and aliases.
@@ -56,6 +57,9 @@ def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse
     Runs after publication and never blocks it: skipped (not materialized) when no benchmark file is configured;
     a file that cannot be read fails the check ``benchmark_file_valid`` (file and line in its description) and
     the tables are left as they were, while the run and its publication stand.
+
+    Then the report (rendered by the publish step, before these tables described the new publication)
+    is re-rendered with its benchmark panel, or with a panel saying the file failed its check.
     """
     aliases = model_catalog.aliases()
     location = model_catalog.benchmarks_location()
@@ -63,6 +67,8 @@ def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse
         read = model_catalog.read_benchmarks(aliases)
     except (BenchmarkFormatError, FileNotFoundError, HubError, ValueError) as exc:
         context.log.warning(f"skipped: benchmark scores unusable: {exc}")
+        with warehouse.connection() as con:
+            _rerender_report(context, con, report_settings, f"{exc}")
         if not context.selected_asset_check_keys:
             return
         yield dg.AssetCheckResult(
@@ -87,13 +93,30 @@ def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse
             write_table(con, SCHEMA, BENCHMARK_SCORES_TABLE, scores)
         if BENCHMARK_AGREEMENT in selected:
             write_table(con, SCHEMA, BENCHMARK_AGREEMENT_TABLE, agreement)
+        report = _rerender_report(context, con, report_settings)
     if context.selected_asset_check_keys:
         yield dg.AssetCheckResult(check_name=BENCHMARKS_CHECK, passed=True,
                                   metadata={"benchmarks": location, "rows": read.height})
     if BENCHMARK_SCORES in selected:
         yield _scores_result(scores, location, publication_id)
     if BENCHMARK_AGREEMENT in selected:
-        yield _agreement_result(agreement, publication_id)
+        yield _agreement_result(agreement, publication_id, report)
+
+
+def _rerender_report(context: dg.AssetExecutionContext, con, report_settings: ReportSettings,
+                     problem: str | None = None) -> dict:
+    """Re-render the report of the live publication: with the benchmark panel when the tables now
+    describe it, or with ``problem`` (the file failed its check) and no figures. Nothing when
+    nothing is published yet."""
+    try:
+        pub = read_published(con, SCHEMA)
+    except LookupError:
+        return {}
+    if problem is not None:
+        pub = pub.with_(benchmarks=Benchmarks(problem=problem))
+    metadata = write_live_report(context, pub, report_settings)
+    context.log.info(f"report re-rendered: {metadata.get('path', metadata.get('status'))}")
+    return metadata
 
 
 def _scores_result(scores: pl.DataFrame, location: str,
@@ -112,7 +135,8 @@ def _scores_result(scores: pl.DataFrame, location: str,
     )
 
 
-def _agreement_result(agreement: pl.DataFrame, publication_id: int | None) -> dg.MaterializeResult:
+def _agreement_result(agreement: pl.DataFrame, publication_id: int | None,
+                      report: dict) -> dg.MaterializeResult:
     headline = agreement.filter(pl.col("method") == "bt").select(
         "category", "benchmark", "n_matched", "spearman", "kendall", "note")
     return dg.MaterializeResult(
@@ -121,6 +145,7 @@ def _agreement_result(agreement: pl.DataFrame, publication_id: int | None) -> dg
             "publication_id": publication_id,
             "dagster/row_count": agreement.height,
             "bt_vs_benchmarks": dg.MetadataValue.md(_markdown(headline)),
+            **({"report": report["path"]} if "path" in report else {}),
         },
     )
 

@@ -26,7 +26,7 @@ from arena_pipeline.core.publication import (
 from arena_pipeline.core.publication_gate import GatePolicy, board_problems, refusal_message
 from arena_pipeline.core.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
-from arena_pipeline.presentation.read import read_published
+from arena_pipeline.presentation.read import Published, read_published
 from arena_pipeline.presentation.report import render_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
@@ -59,7 +59,8 @@ class PublishConfig(dg.Config):
                      "transaction, after checking them; recorded in arena.publications."),
         dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP],
                      description="A static, offline HTML report of the live publication (default "
-                     "data/report/index.html), re-rendered after every publication."),
+                     "data/report/index.html), re-rendered after every publication (and by "
+                     "benchmark_comparison, which adds its panel)."),
     ],
 )
 def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
@@ -125,23 +126,31 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
             pub = read_published(con, SCHEMA)
     except WarehouseLockedError as exc:
         raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc
+    return dg.MaterializeResult(asset_key=REPORT, metadata=write_live_report(context, pub, report_settings))
+
+
+def write_live_report(context: dg.AssetExecutionContext, pub: Published,
+                      report_settings: ReportSettings) -> dict:
+    """Write the report of ``pub`` (the live publication) atomically and return its metadata; with an
+    empty leaderboard (published on purpose) no report is written and a previous one is removed.
+
+    The publish step and ``benchmark_comparison`` (which re-renders it once its tables describe
+    the live publication) both write it through here.
+    """
     if pub.leaderboard.is_empty():  # published on purpose (allow_degenerate): no stale board stays
         stale = report_settings.path()
         removed = stale.is_file()
         stale.unlink(missing_ok=True)
         context.log.warning("the published leaderboard is empty: no report written"
                             + (f"; the previous report {stale} was removed (its board is no longer live)" if removed else ""))
-        return dg.MaterializeResult(asset_key=REPORT, metadata={"status": "empty leaderboard: no report written",
-                                                                "removed_stale_report": removed})
+        return {"status": "empty leaderboard: no report written", "removed_stale_report": removed}
     path = render_report(pub, report_settings.path())
     chart = overall_chart_markdown(pub)
-    return dg.MaterializeResult(
-        asset_key=REPORT,
-        metadata={
-            "path": dg.MetadataValue.path(str(path.resolve())),
-            "bytes": path.stat().st_size,
-            "revision": (pub.dump or {}).get("revision", ""),
-            **({"overall_ratings": dg.MetadataValue.md(chart)} if chart else {}),
-        },
-    )
-
+    return {
+        "path": dg.MetadataValue.path(str(path.resolve())),
+        "bytes": path.stat().st_size,
+        "revision": (pub.dump or {}).get("revision", ""),
+        "benchmark_panel": ("the benchmark file failed its check" if pub.benchmarks and pub.benchmarks.problem
+                            else f"publication {pub.benchmarks.publication_id}" if pub.benchmarks else "none"),
+        **({"overall_ratings": dg.MetadataValue.md(chart)} if chart else {}),
+    }

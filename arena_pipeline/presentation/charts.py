@@ -246,3 +246,70 @@ def heatmap_svg(pub: Published, category: str = "overall", max_models: int = 20,
                f'x="{left + 198:.1f}" y="{ly + 24:.1f}" text-anchor="end">100%</text><text class="tick" '
                f'x="{left + 210:.1f}" y="{ly + 9:.1f}">row model\'s win rate</text></svg>')
     return "".join(out)
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> tuple[float, float, float]:
+    """Axis bounds widened to a nice step, and the step (a flat range gets a span of one step)."""
+    step = _nice_step(hi - lo, n)
+    lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    return lo, (hi if hi > lo else lo + step), step
+
+
+def _tick_label(value: float, step: float) -> str:
+    digits = max(0, -math.floor(math.log10(step))) if step < 1 else 0
+    return f"{value:,.{digits}f}"
+
+
+def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, chart_id: str,
+                          figures: str = "", width: int = 420, height: int = 320) -> str:
+    """Our rating (y, with its 95% interval as a vertical bar) against the benchmark score (x), one
+    point per matched model (``Published.benchmark_points``); the model, both values and both ranks
+    in each point's title. ``figures``: the agreement in words, appended to the description."""
+    scores = points.get_column("score").to_list()
+    ratings = [v for c in ("rating", "ci_lower", "ci_upper") for v in points.get_column(c).to_list() if is_num(v)]
+    x_lo, x_hi, x_step = _ticks(min(scores, default=0.0), max(scores, default=1.0))
+    y_lo, y_hi, y_step = _ticks(min(ratings, default=0.0), max(ratings, default=1.0))
+    left, right, top, bottom = 58, 14, 12, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x_of(v: float) -> float:
+        return left + (v - x_lo) / (x_hi - x_lo) * plot_w
+
+    def y_of(v: float) -> float:
+        return top + (y_hi - v) / (y_hi - y_lo) * plot_h
+
+    cid = _esc(chart_id)
+    title = f"Rating against {benchmark}, {category_label(category)}"
+    desc = (f"{points.height} matched model{'s' if points.height != 1 else ''}: benchmark score across, "
+            f"rating up, vertical bars are 95% intervals of the rating. {figures}").strip()
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart benchmark-scatter" id="{cid}" width="{width}" '
+           f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-labelledby="{cid}-title {cid}-desc" '
+           f'data-benchmark="{_esc(benchmark)}"><title id="{cid}-title">{_esc(title)}</title>'
+           f'<desc id="{cid}-desc">{_esc(desc)}</desc>'
+           f'<rect class="frame" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none"/>']
+    for i in range(round((x_hi - x_lo) / x_step) + 1):
+        v = x_lo + i * x_step
+        x = x_of(v)
+        out.append(f'<line class="grid" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}"/>'
+                   f'<text class="tick" x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
+                   f"{_tick_label(v, x_step)}</text>")
+    for i in range(round((y_hi - y_lo) / y_step) + 1):
+        v = y_lo + i * y_step
+        y = y_of(v)
+        out.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}"/>'
+                   f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                   f"{_tick_label(v, y_step)}</text>")
+    out.append(f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
+               f'{_esc(_short(benchmark, 40))} score</text><text class="axis-label" x="14" y="{top + plot_h / 2:.1f}" '
+               f'text-anchor="middle" transform="rotate(-90 14 {top + plot_h / 2:.1f})">Rating</text>')
+    colour = METHOD_STYLE["bt"][0]
+    for model, score, rating, lo, hi, ours, theirs in points.select(
+            "model", "score", "rating", "ci_lower", "ci_upper", "our_rank", "benchmark_rank").iter_rows():
+        x = x_of(score)
+        tip = (f"{model}: {benchmark} {score:,.4g}, rating {_fmt(rating)} (95% CI [{_fmt(lo)}, {_fmt(hi)}]); "
+               f"rank {ours} here, {theirs} on {benchmark} among the matched models")
+        bar = (f'<line class="ci" x1="{x:.1f}" y1="{y_of(lo):.1f}" x2="{x:.1f}" y2="{y_of(hi):.1f}" stroke="{colour}"/>'
+               if is_num(lo) and is_num(hi) else "")
+        out.append(f'<g class="point" data-model="{_esc(model)}"><title>{_esc(tip)}</title>{bar}'
+                   f'<circle class="pt" cx="{x:.1f}" cy="{y_of(rating):.1f}" r="4" fill="{colour}"/></g>')
+    return "".join(out) + "</svg>"

@@ -16,6 +16,8 @@ import polars as pl
 
 from arena_pipeline.constants import (
     BATTLES_TABLE,
+    BENCHMARK_AGREEMENT_TABLE,
+    BENCHMARK_SCORES_TABLE,
     BOARD_STATUS_TABLE,
     DUMPS_TABLE,
     LEADERBOARD_TABLE,
@@ -25,7 +27,14 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
+from arena_pipeline.core.benchmarks import (
+    BENCHMARK_AGREEMENT_SCHEMA,
+    BENCHMARK_SCORES_SCHEMA,
+    PANEL_POINTS_SCHEMA,
+    matched_points,
+)
 from arena_pipeline.core.categories import category_order, ordered_categories
+from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     METHODS,
@@ -60,6 +69,34 @@ RANK_CHANGES_SCHEMA: dict[str, pl.DataType] = {
 
 
 @dataclass(frozen=True)
+class Benchmarks:
+    """The benchmark comparison of the live publication (``arena.benchmark_scores`` and
+    ``arena.benchmark_agreement``), or why there is none to show (``problem``: the benchmark file
+    failed its check)."""
+
+    scores: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BENCHMARK_SCORES_SCHEMA))
+    agreement: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA))
+    publication_id: int | None = None
+    problem: str | None = None
+
+    def names(self) -> list[str]:
+        """The benchmarks compared, in the order read."""
+        return self.agreement.get_column("benchmark").unique(maintain_order=True).to_list()
+
+    def sources(self) -> list[str]:
+        """The files (or Hub paths) the scores were read from."""
+        return self.scores.get_column("source").drop_nulls().unique(maintain_order=True).to_list()
+
+    def matched_models(self) -> int:
+        return self.scores.filter(pl.col("matched")).get_column("canonical").n_unique()
+
+    def reasons(self) -> pl.DataFrame:
+        """Rows read per matching outcome (``reason``, ``rows``), most frequent first."""
+        return (self.scores.group_by("reason").agg(rows=pl.len())
+                .sort("rows", "reason", descending=[True, False]))
+
+
+@dataclass(frozen=True)
 class Published:
     """The published frames, read from one warehouse snapshot (or built from a ranking run)."""
 
@@ -72,6 +109,8 @@ class Published:
     unrated_models: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=UNRATED_MODELS_SCHEMA))
     board_status: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BOARD_STATUS_SCHEMA))
     style_profile: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STYLE_PROFILE_SCHEMA))
+    #: The live publication's benchmark comparison; None: no panel (none configured, or stale).
+    benchmarks: Benchmarks | None = None
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -224,6 +263,27 @@ class Published:
         return sp.select((pl.col(f) * pl.col("answers")).sum() / pl.col("answers").sum()
                          for f in CONVERSATION_STYLE_COLUMNS).row(0)
 
+    @cached_property
+    def _benchmark_points(self) -> dict[tuple[str, str, str], pl.DataFrame]:
+        if self.benchmarks is None:
+            return {}
+        points = matched_points(self.leaderboard, self.benchmarks.scores)
+        return points.partition_by("category", "method", "benchmark", as_dict=True)
+
+    def benchmark_points(self, category: str, method: str, benchmark: str) -> pl.DataFrame:
+        """Each matched model's rating (with its interval) beside its benchmark score, by our rank
+        (:data:`~arena_pipeline.core.benchmarks.PANEL_POINTS_SCHEMA`; empty without a match)."""
+        return self._benchmark_points.get((category, method, benchmark), pl.DataFrame(schema=PANEL_POINTS_SCHEMA))
+
+    def benchmark_agreement(self, category: str | None = None, method: str | None = None) -> pl.DataFrame:
+        """``arena.benchmark_agreement`` rows (of one category and/or method), in table order."""
+        if self.benchmarks is None:
+            return pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA)
+        out = self.benchmarks.agreement
+        if category is not None:
+            out = out.filter(pl.col("category") == category)
+        return out if method is None else out.filter(pl.col("method") == method)
+
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table: how many ran, passed, failed by severity (:data:`QUALITY_SUMMARY_SCHEMA`)."""
         q = self.quality_results
@@ -287,12 +347,31 @@ def style_profile(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.Da
     return frame.select([pl.col(c).cast(t) for c, t in STYLE_PROFILE_SCHEMA.items()])
 
 
+def read_benchmarks(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> Benchmarks | None:
+    """``schema.benchmark_scores`` and ``schema.benchmark_agreement`` when both exist, are not empty and
+    every row of both names the live publication (the newest of ``schema.publications``); else None, so
+    that a report never shows the figures of a board that is no longer live. Call inside a transaction
+    for a consistent snapshot."""
+    live = live_publication(con, schema)
+    if live is None:
+        return None
+    frames = [_frame(con, schema, t, None) for t in (BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE)]
+    if any(f is None or f.is_empty() or "publication_id" not in f.columns for f in frames):
+        return None
+    ids = {i for f in frames for i in f.get_column("publication_id").unique().to_list()}
+    if ids != {live["publication_id"]}:
+        return None
+    return Benchmarks(*frames, publication_id=live["publication_id"])
+
+
 def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> Published:
     """Every published frame in one transaction (a consistent snapshot); ``style``: also the
     per-model :func:`style_profile` (an aggregate over ``schema.battles``; the report's panels).
 
     Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
-    row: None); ``quality_results`` keeps only the published revision's latest check run per table.
+    row: None; ``benchmarks``: None unless they describe the live publication, see
+    :func:`read_benchmarks`); ``quality_results`` keeps only the published revision's latest check
+    run per table.
 
     Raises
     ------
@@ -313,6 +392,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             _frame(con, schema, UNRATED_MODELS_TABLE, UNRATED_MODELS_SCHEMA),
             _frame(con, schema, BOARD_STATUS_TABLE, BOARD_STATUS_SCHEMA),
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
+            read_benchmarks(con, schema),
         )
     finally:
         con.execute("COMMIT")

@@ -18,8 +18,16 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
+from arena_pipeline.core.benchmarks import MIN_MODELS
 from arena_pipeline.core.categories import RULES_BY_NAME, category_label
-from arena_pipeline.presentation.charts import heatmap_svg, is_num, profile_chart_svg, rating_chart_svg, slug
+from arena_pipeline.presentation.charts import (
+    benchmark_scatter_svg,
+    heatmap_svg,
+    is_num,
+    profile_chart_svg,
+    rating_chart_svg,
+    slug,
+)
 from arena_pipeline.presentation.read import METHOD_LABELS, Published, first_present, when
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
@@ -94,6 +102,24 @@ def _opponent_rows(pub: Published, model_ids: dict[str, str]) -> dict[str, Marku
     return {m: Markup(html) for m, html in rows.iter_rows()}
 
 
+def _coef(value: Any) -> str:
+    return f"{value:.3f}" if is_num(value) else "–"
+
+
+def _interval(lower: Any, upper: Any) -> str:
+    return f"[{_coef(lower)}, {_coef(upper)}]" if is_num(lower) and is_num(upper) else "–"
+
+
+def _figures(r: Any) -> str:
+    """An agreement row in words (a scatter's caption and description)."""
+    head = f"{r.n_matched} matched model{'s' if r.n_matched != 1 else ''}"
+    if r.spearman is None:
+        return f"{head}; {r.note}" if r.note else head
+    return (f"{head}; Spearman {_coef(r.spearman)} {_interval(r.spearman_lower, r.spearman_upper)}, "
+            f"Kendall {_coef(r.kendall)} {_interval(r.kendall_lower, r.kendall_upper)}"
+            + (f"; {r.note}" if r.note else ""))
+
+
 def _svg(function):
     return lambda *args, **kwargs: Markup(function(*args, **kwargs))
 
@@ -104,12 +130,14 @@ def _environment() -> Environment:
     env.filters.update(
         num=lambda v, digits=1: f"{v:,.{digits}f}" if is_num(v) else "–",
         int_=_int, td=_td, rows=_rows, record=_record, model_cell=_model_cell,
-        pct=lambda v: f"{v:.1%}" if is_num(v) else "–",
+        pct=lambda v: f"{v:.1%}" if is_num(v) else "–", coef=_coef,
         isnum=is_num, ci=_ci, half_width=_half_width, when=when, slug=slug, label=category_label,
         method_label=lambda m: METHOD_LABELS.get(m, m),
     )
     env.globals.update(rating_chart=_svg(rating_chart_svg), heatmap=_svg(heatmap_svg),
                        profile_chart=_svg(profile_chart_svg), col=pl.col, rules=RULES_BY_NAME,
+                       benchmark_scatter=_svg(benchmark_scatter_svg), interval=_interval, figures=_figures,
+                       min_models=MIN_MODELS,
                        features=FEATURE_LABELS,
                        chart_methods=lambda methods, primary: [m for m in ("bt", "bt_style") if m in methods]
                        or [primary])
@@ -172,7 +200,9 @@ def render_report(pub: Published, out_path: str | os.PathLike[str] = DEFAULT_REP
     win-rate heatmap. Then the categories without a board and why (``arena.board_status``), the models
     with battles but no rating and why (``arena.unrated_models``), one panel per model (opened from
     its name on any board: rating per category, record against each opponent, style against the
-    field), the data-quality summary and the dump. ``options``: ``title``, ``heatmap_models``,
+    field), the benchmark comparison when it describes the live publication (per category: the
+    agreement with each benchmark and a scatter of rating against score; ``pub.benchmarks``), the
+    data-quality summary and the dump. ``options``: ``title``, ``heatmap_models``,
     ``generated_at`` of :func:`build_report_html`. Written atomically (temporary file, then rename).
 
     Raises

@@ -152,3 +152,31 @@ def synthetic_style_profile() -> pl.DataFrame:
     with duckdb.connect() as con:
         con.execute("CREATE SCHEMA arena; CREATE TABLE arena.battles AS SELECT * FROM battles")
         return style_profile(con)
+
+
+#: Benchmarks of :func:`synthetic_benchmarks`: a noisy copy of the true strengths, and one with
+#: three models only (a small set).
+BENCHMARK_NAMES = ("reasoning", "tiny")
+
+
+@lru_cache(maxsize=1)
+def synthetic_benchmarks(publication_id: int = 7):
+    """Made-up benchmark scores of the synthetic models (one unknown model, one small benchmark),
+    matched and compared with :func:`synthetic_outputs`' leaderboard by the core functions, as
+    ``benchmark_comparison`` stores them."""
+    from arena_pipeline.core.benchmarks import benchmark_agreement, match_scores
+    from arena_pipeline.presentation.read import Benchmarks
+
+    names = list(SYNTHETIC_MODELS)
+    noise = np.random.default_rng(1).normal(0, 0.25, len(names))
+    reasoning = [round(50 + 20 * (SYNTHETIC_MODELS[m][0] + e), 2) for m, e in zip(names, noise)]
+    rows = [*zip(names, ["reasoning"] * len(names), reasoning), ("unknown-model-7b", "reasoning", 12.5),
+            *zip(names[:3], ["tiny"] * 3, [3.0, 1.0, 2.0])]
+    read = pl.DataFrame(
+        {"model": [r[0] for r in rows], "canonical": [r[0] for r in rows], "benchmark": [r[1] for r in rows],
+         "score": [float(r[2]) for r in rows], "source": ["scores.csv"] * len(rows),
+         "line": list(range(2, len(rows) + 2))})
+    board = synthetic_outputs().leaderboard
+    scores = match_scores(read, board.get_column("model").unique(), publication_id)
+    return Benchmarks(scores, benchmark_agreement(board, scores, publication_id=publication_id, rounds=200),
+                      publication_id=publication_id)

@@ -3,14 +3,16 @@ computed here from the battles and the ranking frames."""
 
 from __future__ import annotations
 
+import duckdb
 import polars as pl
 import pytest
 
 from arena_pipeline.core.categories import CATEGORY_NAMES
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import Published, read_benchmarks, read_published
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
     synthetic_battles,
+    synthetic_benchmarks,
     synthetic_published,
     with_champion,
 )
@@ -80,3 +82,52 @@ def test_unrated_and_board_status_follow_the_category_rules(pub):
     assert overall["battles"] == 3024
     assert pub.no_board().get_column("category").to_list() == [c for c in CATEGORY_NAMES if c != "overall"]
     assert pub.models()[0] == "gemini-2.5-pro" and CHAMPION not in pub.models()
+
+
+def _warehouse_with_benchmarks(live: int, scores_id: int, agreement_id: int) -> duckdb.DuckDBPyConnection:
+    """An in-memory warehouse: the synthetic leaderboard, publications 1..``live``, and the benchmark
+    tables stamped with the given publication ids."""
+    bench = synthetic_benchmarks()
+    leaderboard = synthetic_published().leaderboard  # noqa: F841 - read by DuckDB
+    scores = bench.scores.with_columns(publication_id=pl.lit(scores_id, pl.Int64))  # noqa: F841
+    agreement = bench.agreement.with_columns(publication_id=pl.lit(agreement_id, pl.Int64))  # noqa: F841
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA arena; CREATE TABLE arena.leaderboard AS SELECT * FROM leaderboard; "
+                "CREATE TABLE arena.benchmark_scores AS SELECT * FROM scores; "
+                "CREATE TABLE arena.benchmark_agreement AS SELECT * FROM agreement; "
+                "CREATE TABLE arena.publications AS SELECT range + 1 AS publication_id, 'r' AS revision, "
+                "'{}' AS tables, '{}' AS settings FROM range(?)", [live])
+    return con
+
+
+def test_benchmarks_are_read_only_when_they_describe_the_live_publication():
+    with _warehouse_with_benchmarks(live=3, scores_id=3, agreement_id=3) as con:
+        pub = read_published(con, style=False)
+    assert pub.benchmarks is not None and pub.benchmarks.publication_id == 3
+    expected = synthetic_benchmarks().agreement
+    assert pub.benchmark_agreement().drop("publication_id").equals(expected.drop("publication_id"))
+    overall = pub.benchmark_agreement("overall", "bt")
+    assert overall.get_column("benchmark").to_list() == ["reasoning", "tiny"]
+    # the points: the matched models' own leaderboard rows beside the scores, read independently here
+    points = pub.benchmark_points("overall", "bt", "reasoning")
+    scores = synthetic_benchmarks().scores.filter(pl.col("benchmark") == "reasoning")
+    board = pub.board("overall", "bt").join(scores, left_on="model", right_on="canonical")
+    assert points.height == board.height == 9  # the unknown model is not a point
+    got = points.sort("model").select("model", "rating", "ci_lower", "ci_upper", "score")
+    assert got.equals(board.sort("model").select("model", "rating", "ci_lower", "ci_upper", "score"))
+    assert points.get_column("our_rank").to_list() == list(range(1, 10))  # by our rating
+    assert pub.benchmarks.matched_models() == 9 and pub.benchmarks.names() == ["reasoning", "tiny"]
+    # 9 + 3 matched rows (the odd name normalizes to another spelling, so "through the alias table")
+    assert dict(pub.benchmarks.reasons().rows()) == {"matched by name": 11, "matched through the alias table": 1,
+                                                     "not on our published leaderboard": 1}
+    assert pub.benchmark_points("overall", "bt", "none").height == 0
+
+    # tables of an earlier publication, or of two publications: no panel, never stale figures
+    for ids in ((2, 2), (3, 2), (2, 3)):
+        with _warehouse_with_benchmarks(3, *ids) as con:
+            assert read_benchmarks(con) is None
+            assert read_published(con, style=False).benchmarks is None
+    with duckdb.connect() as con:  # no publication at all
+        con.execute("CREATE SCHEMA arena")
+        assert read_benchmarks(con) is None
+    assert Published(pub.leaderboard).benchmark_agreement().height == 0

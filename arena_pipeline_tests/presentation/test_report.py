@@ -12,11 +12,17 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.ranking import RankingOutput
-from arena_pipeline.presentation.charts import heatmap_svg, rating_chart_svg, svg_data_uri
+from arena_pipeline.presentation.charts import (
+    benchmark_scatter_svg,
+    heatmap_svg,
+    rating_chart_svg,
+    svg_data_uri,
+)
 from arena_pipeline.presentation.markdown import board_previews, top_n_markdown
 from arena_pipeline.presentation.read import (
     QUALITY_SUMMARY_SCHEMA,
     RANK_CHANGES_SCHEMA,
+    Benchmarks,
     Published,
     latest_quality_results,
     read_published,
@@ -25,8 +31,10 @@ from arena_pipeline.presentation.report import build_report_html, render_report
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
     REVISION,
+    synthetic_benchmarks,
     synthetic_dump,
     synthetic_outputs,
+    synthetic_published,
     synthetic_quality,
 )
 
@@ -338,3 +346,39 @@ def test_top_n_markdown_rows_stay_narrow_beside_long_model_names(outputs):
     longest = max(len(m.replace("|", "\\|")) for m in board.get_column("model"))
     widths = [len(line) for line in text.splitlines()[2:]]
     assert max(widths) <= longest + 44
+
+
+def test_benchmark_scatter_places_each_model_by_score_and_rating():
+    pub = synthetic_published(benchmarks=synthetic_benchmarks())
+    points = pub.benchmark_points("overall", "bt", "reasoning")
+    svg = benchmark_scatter_svg(points, "reasoning", "overall", "s1", "figures in words")
+    root = ET.fromstring(svg)  # well-formed XML, the odd model name escaped
+    assert root.get("role") == "img" and root.get("aria-labelledby") == "s1-title s1-desc"
+    assert root.find(f"{SVG}desc").text.endswith("figures in words")
+    groups = root.findall(f".//{SVG}g[@class='point']")
+    assert sorted(g.get("data-model") for g in groups) == sorted(points.get_column("model"))
+    cx = {g.get("data-model"): float(g.find(f"{SVG}circle").get("cx")) for g in groups}
+    cy = {g.get("data-model"): float(g.find(f"{SVG}circle").get("cy")) for g in groups}
+    by_score = points.sort("score").get_column("model").to_list()
+    by_rating = points.sort("rating").get_column("model").to_list()
+    assert [cx[m] for m in by_score] == sorted(cx.values())
+    assert [cy[m] for m in by_rating] == sorted(cy.values(), reverse=True)  # SVG y grows downwards
+    for g in groups:  # the vertical 95% bar through the point
+        line, circle = g.find(f"{SVG}line"), g.find(f"{SVG}circle")
+        assert line.get("x1") == line.get("x2") == circle.get("cx")
+        assert float(line.get("y2")) <= float(circle.get("cy")) <= float(line.get("y1"))
+    # one model, no interval, a flat score range: still a valid chart
+    one = points.head(1).with_columns(ci_lower=None, ci_upper=None)
+    root = ET.fromstring(benchmark_scatter_svg(one, "x", "overall", "s2"))
+    assert len(root.findall(f".//{SVG}circle")) == 1 and not root.findall(f".//{SVG}line[@class='ci']")
+
+
+def test_report_benchmark_panel_only_with_the_live_comparison():
+    plain = build_report_html(synthetic_published())
+    assert 'id="benchmarks"' not in plain and 'class="chart benchmark-scatter"' not in plain
+    page = build_report_html(synthetic_published(benchmarks=synthetic_benchmarks()))
+    assert page.count('class="chart benchmark-scatter"') == 2 * 3  # two benchmarks, three categories
+    assert _parse(page).errors == []  # nests properly
+    failed = build_report_html(synthetic_published(benchmarks=Benchmarks(problem="scores.csv: line 3: bad")))
+    assert "failed its check" in failed and "scores.csv: line 3: bad" in failed
+    assert 'class="chart benchmark-scatter"' not in failed
