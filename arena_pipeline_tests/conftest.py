@@ -26,21 +26,19 @@ def _isolated_settings(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _no_dead_defs_state_storage():
-    """Clear a defs-state storage whose Dagster instance is gone before each test.
+def _no_stale_defs_state_storage():
+    """Start every test with no current defs-state storage.
 
     Dagster keeps the current instance's defs-state storage in a ContextVar, set when an
     instance is made and reset (by token) when it is disposed. Instances disposed out of order
-    leave an earlier one's storage there; once that instance is garbage-collected, the next
-    ``dg.materialize()`` without an instance fails with "Attempted to resolve undefined
-    DagsterInstance weakref". Whether it shows depends on when the cyclic GC runs, so it came and
-    went with the number of tests before ``test_ingest_assets.py``. Nothing is cleared while its
-    instance is alive.
+    (fixtures of different scopes) leave an earlier instance's storage there; once that instance
+    is garbage-collected, the next ``dg.materialize()`` without an instance fails with "Attempted
+    to resolve undefined DagsterInstance weakref" while loading the definitions, at a moment that
+    depends on the cyclic GC (a check of the weakref before the test is not enough: the GC can run
+    during the test). The pipeline has no state-backed definitions, so no storage is what every
+    test should see; an instance made inside a test sets its own, and resets by token still work.
     """
     from dagster._core.storage.defs_state.base import _current_storage
 
-    storage = _current_storage.get()
-    ref = getattr(storage, "_instance_weakref", None)
-    if ref is not None and ref() is None:
-        _current_storage.set(None)
+    _current_storage.set(None)
     yield
