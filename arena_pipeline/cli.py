@@ -172,9 +172,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     print()
     print(format_board(board) if board.height else "No model reaches the display threshold.")
     if provisional.height:
-        print(f"\nProvisional ({_models(provisional.height)}, not ranked among those above): "
-              f"{provisional.get_column('provisional_reason')[0]}")
-        print(format_board(provisional))
+        listed = provisional.head(args.top) if args.top > 0 else provisional
+        print(f"\nProvisional ({_models(provisional.height)}, not ranked among those above"
+              + (f", top {listed.height} shown" if listed.height < provisional.height else "")
+              + f"): {provisional.get_column('provisional_reason')[0]}")
+        print(format_board(listed))
     unrated = pub.unrated(args.category)
     if unrated.height:
         print(f"\nUnrated ({_models(unrated.height)} with battles here but no rating):")

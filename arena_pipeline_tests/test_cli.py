@@ -150,6 +150,17 @@ def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, cap
         assert line.split()[0] == str(row["rank"]) and f"{row['rating']:.1f}" in line
 
 
+def test_top_bounds_the_provisional_list_too(warehouse, capsys):
+    """--top N shows at most N provisional models (the best N) and says how many there are."""
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "math", "--top", "2"]) == EXIT_OK
+    provisional = capsys.readouterr().out.partition("\nProvisional (")[2].split("\n\n")[0].strip().splitlines()
+    board = synthetic_outputs().leaderboard.filter((pl.col("category") == "math") & (pl.col("method") == "bt"))
+    assert board.height > 2
+    assert provisional[0].startswith(f"{board.height} models, not ranked among those above, top 2 shown): ")
+    best = board.sort("rank", "model").head(2).get_column("model").to_list()
+    assert [line.split()[2] for line in provisional[3:]] == [m.split()[0] for m in best]
+
+
 def test_shown_board_lists_no_provisional_section_when_every_model_is_shown(warehouse, capsys):
     assert main(["leaderboard", "--warehouse", str(warehouse), "--top", "0"]) == EXIT_OK
     out = capsys.readouterr().out
