@@ -37,9 +37,10 @@ from arena_pipeline.core.warehouse import (
     connect,
     corruption_error,
     quoted,
+    relation_exists,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
-from arena_pipeline.presentation.read import METHOD_LABELS, Published, read_published, relation_exists
+from arena_pipeline.presentation.read import METHOD_LABELS, Published, read_published
 from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 
 PROG = "arena-pipeline"

@@ -26,8 +26,8 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.warehouse import quoted
-from arena_pipeline.presentation.read import published_dump_row, relation_exists
+from arena_pipeline.core.warehouse import quoted, relation_exists
+from arena_pipeline.presentation.read import published_dump_row
 
 #: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
 #: validation tables (comparisons with a published board and with benchmarks) come last.

@@ -3,7 +3,6 @@
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.models import _markdown
 from arena_pipeline.assets.publish import PUBLISHED_DUMP, write_live_report
 from arena_pipeline.constants import (
     BENCHMARK_AGREEMENT_TABLE,
@@ -16,6 +15,7 @@ from arena_pipeline.core.hub import HubError
 from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA
 from arena_pipeline.core.warehouse import quoted, read_frame, write_table
+from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.presentation.read import Benchmarks, read_published
 from arena_pipeline.resources import ModelCatalog, ReportSettings, Warehouse
 
@@ -144,7 +144,7 @@ def _agreement_result(agreement: pl.DataFrame, publication_id: int | None,
         metadata={
             "publication_id": publication_id,
             "dagster/row_count": agreement.height,
-            "bt_vs_benchmarks": dg.MetadataValue.md(_markdown(headline)),
+            "bt_vs_benchmarks": dg.MetadataValue.md(frame_markdown(headline)),
             **({"report": report["path"]} if "path" in report else {}),
         },
     )

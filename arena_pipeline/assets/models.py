@@ -20,6 +20,7 @@ from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.core.models import MODELS_SCHEMA, merged_names, models_table
 from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.core.warehouse import read_frame, write_table
+from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.resources import ModelCatalog, Warehouse
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
@@ -135,18 +136,7 @@ def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
             "board": model_catalog.board_path(),
             "dump_revision": revision,
             "dagster/row_count": summary.height,
-            "bt_vs_published": dg.MetadataValue.md(_markdown(headline)),
+            "bt_vs_published": dg.MetadataValue.md(frame_markdown(headline)),
             "comparison": dg.MetadataValue.json({m: r.to_metadata() for m, r in results.items()}),
         }
     )
-
-
-def _markdown(frame: pl.DataFrame) -> str:
-    if frame.is_empty():
-        return "no category in common"
-    header = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * frame.width + "\n"
-    rows = "\n".join(
-        "| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |"
-        for row in frame.iter_rows()
-    )
-    return header + rows

@@ -33,7 +33,7 @@ import polars as pl
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.ingest import DumpManifest, ShardFile
-from arena_pipeline.core.warehouse import quoted, read_frame, write_table
+from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists, write_table
 
 BUILDS = quoted(VERSIONS_SCHEMA, "builds")
 VERSIONS = quoted(VERSIONS_SCHEMA, "versions")
@@ -311,11 +311,7 @@ def record_checks(con: duckdb.DuckDBPyConnection, version: str, passed: bool, ch
 
 def live_publication(con: duckdb.DuckDBPyConnection, schema: str) -> dict | None:
     """The newest row of ``schema.publications`` (what the views show), or None."""
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
-        [schema, PUBLICATIONS_TABLE],
-    ).fetchone()[0]
-    if not exists:
+    if not relation_exists(con, schema, PUBLICATIONS_TABLE):
         return None
     frame = read_frame(con, f"SELECT * FROM {quoted(schema, PUBLICATIONS_TABLE)} "
                             "ORDER BY publication_id DESC LIMIT 1")

@@ -142,6 +142,12 @@ def write_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: 
     return frame.height
 
 
+def relation_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:
+    """Whether ``schema.name`` is a table or a view."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
+                            "AND table_name = ?", [schema, name]).fetchone()[0])
+
+
 def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
     """Run a query and return a Polars frame (DuckDB's own ``.pl()``)."""
     return con.execute(sql, params or []).pl()

@@ -1,6 +1,8 @@
-"""Markdown for Dagster metadata: a board's top rows and the overall ratings chart."""
+"""Markdown for Dagster metadata: a board's top rows, the overall ratings chart, and small tables."""
 
 from __future__ import annotations
+
+import polars as pl
 
 from arena_pipeline.core.categories import category_label
 from arena_pipeline.presentation.charts import is_num, rating_chart_svg, svg_data_uri
@@ -46,3 +48,15 @@ def board_previews(pub: Published, n: int = 10) -> dict[str, str]:
     out = {f"top{n}_{c}": top_n_markdown(pub, c, "bt", n) for c in pub.categories() if "bt" in pub.methods(c)}
     chart = overall_chart_markdown(pub)
     return out | ({"overall_ratings_chart": chart} if chart else {})
+
+
+def frame_markdown(frame: pl.DataFrame) -> str:
+    """A small frame as a Markdown table (floats to 3 decimals), or "no category in common" when empty."""
+    if frame.is_empty():
+        return "no category in common"
+    header = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * frame.width + "\n"
+    rows = "\n".join(
+        "| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |"
+        for row in frame.iter_rows()
+    )
+    return header + rows

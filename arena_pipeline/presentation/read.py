@@ -44,7 +44,7 @@ from arena_pipeline.core.ranking import (
     RankingOutput,
 )
 from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
-from arena_pipeline.core.warehouse import quoted
+from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists
 
 #: People-facing names of the ranking methods.
 METHOD_LABELS: dict[str, str] = {
@@ -305,16 +305,10 @@ def first_present(frame: pl.DataFrame, names: tuple[str, ...]) -> str | None:
     return next((n for n in names if n in frame.columns), None)
 
 
-def relation_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:
-    """Whether ``schema.name`` is a table or a view."""
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
-                            "AND table_name = ?", [schema, name]).fetchone()[0])
-
-
 def _frame(con: duckdb.DuckDBPyConnection, schema: str, table: str, empty: dict | None) -> pl.DataFrame | None:
     if not relation_exists(con, schema, table):
         return None if empty is None else pl.DataFrame(schema=empty)
-    return con.execute(f"SELECT * FROM {quoted(schema, table)}").pl()
+    return read_frame(con, f"SELECT * FROM {quoted(schema, table)}")
 
 
 def published_dump_row(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> dict[str, Any] | None:
