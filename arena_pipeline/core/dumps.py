@@ -10,6 +10,8 @@ nulls as false or as failures.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Iterable
 
 import polars as pl
@@ -61,6 +63,7 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config, com
 
     Returns the boards and the seconds each dump's fit took.
     """
+    # imported here: core.ranking imports core.categories, which imports this module
     from arena_pipeline.core.ranking import compute_rankings
     from arena_pipeline.core.ranking.style_control import style_columns
 
@@ -69,17 +72,19 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config, com
         return combined.with_columns(dump=pl.lit(None, pl.String)).head(0), {}
     if len(dumps) == 1:
         return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
-    import time
-
     gaps = unavailable_columns(battles, style_columns())
     boards, seconds = [], {}
     for dump in dumps:
         started = time.perf_counter()
         own = dump_battles(battles, dump)
         own_tags = tags.join(own.select(battle_id="id"), on="battle_id", how="semi")
-        board = compute_rankings(own, own_tags, config).leaderboard
-        if dump in gaps:
-            board = board.filter(pl.col("method") != "bt_style")
+        # a dump without style counts is not given the style fit at all (its board would be dropped)
+        methods = tuple(m for m in config.methods if m != "bt_style") if dump in gaps else config.methods
+        if not methods:
+            continue
+        board = compute_rankings(own, own_tags, dataclasses.replace(config, methods=methods)).leaderboard
         boards.append(board.with_columns(dump=pl.lit(dump)))
         seconds[dump] = time.perf_counter() - started
+    if not boards:
+        return combined.with_columns(dump=pl.lit(None, pl.String)).head(0), seconds
     return pl.concat(boards, how="vertical_relaxed"), seconds
