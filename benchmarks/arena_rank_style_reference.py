@@ -3,8 +3,8 @@
 Run with a Python that has ``arena-rank`` (0.1.1), pandas and pyarrow installed, NOT the project's
 environment (arena-rank pulls in JAX)::
 
-    python3 -m venv /tmp/venv-ar && /tmp/venv-ar/bin/pip install arena-rank pandas pyarrow
-    /tmp/venv-ar/bin/python benchmarks/arena_rank_style_reference.py
+    python3 -m venv .venv-ar && .venv-ar/bin/pip install arena-rank pandas pyarrow
+    .venv-ar/bin/python benchmarks/arena_rank_style_reference.py
 
 It reads the test fixture ``arena_pipeline_tests/data/ranking/synthetic_battles.parquet``, builds the
 style features exactly as arena-rank's ``examples/example_utils.add_style_feature_cols`` does (summed
