@@ -1,5 +1,7 @@
 """Test-wide safety net: no test writes into the working directory or reads the developer's settings."""
 
+import gc
+
 import pytest
 
 SETTINGS = ("ARENA_SOURCE", "ARENA_REVISION", "ARENA_WAREHOUSE", "ARENA_CACHE_DIR", "ARENA_REPORT",
@@ -27,18 +29,20 @@ def _isolated_settings(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _no_stale_defs_state_storage():
-    """Start every test with no current defs-state storage.
+    """Start every test with no current defs-state storage and no earlier instance left to finalize.
 
     Dagster keeps the current instance's defs-state storage in a ContextVar, set when an
-    instance is made and reset (by token) when it is disposed. Instances disposed out of order
-    (fixtures of different scopes) leave an earlier instance's storage there; once that instance
-    is garbage-collected, the next ``dg.materialize()`` without an instance fails with "Attempted
-    to resolve undefined DagsterInstance weakref" while loading the definitions, at a moment that
-    depends on the cyclic GC (a check of the weakref before the test is not enough: the GC can run
-    during the test). The pipeline has no state-backed definitions, so no storage is what every
-    test should see; an instance made inside a test sets its own, and resets by token still work.
+    instance is made and reset (by token) when it is disposed. An instance context left to the
+    garbage collector is disposed whenever the cyclic GC runs, and its reset then puts back the
+    storage of an instance that is already gone: the next ``dg.materialize()`` without an
+    instance fails with "Attempted to resolve undefined DagsterInstance weakref" while loading
+    the definitions. Clearing the variable alone is not enough (CI saw the GC run inside the
+    test, after the clearing), so the earlier tests' garbage is collected first, then the
+    variable is cleared. The pipeline has no state-backed definitions, so no storage is what
+    every test should see; an instance made inside a test sets its own.
     """
     from dagster._core.storage.defs_state.base import _current_storage
 
+    gc.collect()
     _current_storage.set(None)
     yield
