@@ -419,9 +419,9 @@ def new_fields(tmp_path_factory):
     root = tmp_path_factory.mktemp("new_fields")
     rows = make_rows(10, seed=8)
     bi.write_shards(root / "dump", [bi.with_new_optional_fields(rows)])
-    instance = dg.DagsterInstance.ephemeral()
-    result = materialize(root / "dump", root / "warehouse.duckdb", instance)
-    return rows, result, root / "warehouse.duckdb", instance
+    with dg.DagsterInstance.ephemeral() as instance:  # disposed here, not whenever the GC gets to it
+        result = materialize(root / "dump", root / "warehouse.duckdb", instance)
+        yield rows, result, root / "warehouse.duckdb", instance
 
 
 def test_new_category_version_and_column_are_not_fatal(new_fields):

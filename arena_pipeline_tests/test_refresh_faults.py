@@ -112,9 +112,9 @@ def _hermetic(workdir: Path):
 
 def _refresh_in_process(source: DumpSource, database: Path) -> dg.ExecuteInProcessResult:
     """Materialize every asset of refresh_job in this process (step retries as in production)."""
-    with _hermetic(database.parent):
+    with _hermetic(database.parent), dg.DagsterInstance.ephemeral() as instance:
         return defs.resolve_job_def("refresh_job").execute_in_process(
-            instance=dg.DagsterInstance.ephemeral(),
+            instance=instance,
             resources={"dump_source": source, "warehouse": Warehouse(database=str(database))},
             raise_on_error=False,
         )
@@ -122,8 +122,9 @@ def _refresh_in_process(source: DumpSource, database: Path) -> dg.ExecuteInProce
 
 def _execute_without_retries(run_config: dict, workdir: Path) -> tuple[bool, list]:
     """refresh_job in process with step retries off; (success, [(step, SerializableErrorInfo)])."""
-    with _hermetic(workdir), dg.execute_job(dg.reconstructable(refresh_job), dg.DagsterInstance.ephemeral(),
-                                            run_config=run_config, raise_on_error=False) as run:
+    with _hermetic(workdir), dg.DagsterInstance.ephemeral() as instance, \
+            dg.execute_job(dg.reconstructable(refresh_job), instance, run_config=run_config,
+                           raise_on_error=False) as run:
         failures = [(e.step_key, e.step_failure_data.error) for e in run.all_events if e.is_step_failure]
         return run.success, failures
 
