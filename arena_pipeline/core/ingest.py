@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core import warehouse
 from arena_pipeline.core.adapters import ARENA_140K, Adapter
+from arena_pipeline.core.atomic import write_text_atomic
 from arena_pipeline.core.flatten import (
     all_user_texts,
     flatten_battles,
@@ -99,10 +99,7 @@ class ContentHashes:
     def save(self) -> None:
         if self.path is None or not self._dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self._entries, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_text_atomic(self.path, json.dumps(self._entries, sort_keys=True))
         self._dirty = False
 
 

@@ -119,9 +119,6 @@ class Published:
                   if getattr(output, k) is not None}
         return cls(output.leaderboard, output.pairwise, output.style_coefficients, **frames, **extra)
 
-    def with_(self, **changes: Any) -> Published:
-        return replace(self, **changes)
-
     @property
     def revision(self) -> str | None:
         """The dump revision: the published dumps row's, else the leaderboard's."""
@@ -169,32 +166,18 @@ class Published:
         """``board_status`` rows of the categories without a shown board (why), in board order."""
         return self.board_status.filter(pl.col("status") != "board")
 
-    @cached_property
-    def _by_category(self) -> dict[str, dict[tuple[str], pl.DataFrame]]:
-        frames = {"unrated": self.unrated_models.sort(category_order(), "category", "model"),
-                  "style": self.style_coefficients, "changes": self.rank_changes()}
-        return {k: {**f.partition_by("category", as_dict=True), None: f.clear()} for k, f in frames.items()}
-
-    def _part(self, kind: str, category: str) -> pl.DataFrame:
-        parts = self._by_category[kind]
-        return parts.get((category,), parts[None])
-
     def unrated(self, category: str | None = None) -> pl.DataFrame:
         """Models with battles but no rating (all, or one category's), in board order."""
-        if category is None:
-            return self.unrated_models.sort(category_order(), "category", "model")
-        return self._part("unrated", category)
+        return _of(self.unrated_models, category).sort(category_order(), "category", "model")
 
     def style(self, category: str) -> pl.DataFrame:
         """The category's style coefficients."""
-        return self._part("style", category)
+        return _of(self.style_coefficients, category)
 
     def rank_changes(self, category: str | None = None) -> pl.DataFrame:
         """``bt`` against ``bt_style`` rank per (category, model) on both boards (positive: moves up
         once style is controlled for); :data:`RANK_CHANGES_SCHEMA`, in board order."""
-        if category is not None:
-            return self._part("changes", category)
-        lb = self.leaderboard
+        lb = _of(self.leaderboard, category)
 
         def side(method: str) -> pl.DataFrame:
             return lb.filter(pl.col("method") == method).select(
@@ -287,22 +270,18 @@ class Published:
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table: how many ran, passed, failed by severity (:data:`QUALITY_SUMMARY_SCHEMA`)."""
         q = self.quality_results
-        if q is None or q.height == 0 or "success" not in q.columns:
+        if q is None or q.is_empty():
             return pl.DataFrame(schema=QUALITY_SUMMARY_SCHEMA)
-        table = first_present(q, ("table_name", "table", "suite"))
-        severity = pl.col("severity").fill_null("error") if "severity" in q.columns else pl.lit("error")
-        failed = ~pl.col("success").fill_null(False)
-        return (
-            q.with_columns(table=pl.col(table).cast(pl.String) if table else pl.lit("all"), _sev=severity)
-            .group_by("table").agg(checks=pl.len(), passed=(~failed).sum(),
-                                   failed_errors=(failed & (pl.col("_sev") != "warning")).sum(),
-                                   failed_warnings=(failed & (pl.col("_sev") == "warning")).sum())
-            .sort("table").select([pl.col(c).cast(t) for c, t in QUALITY_SUMMARY_SCHEMA.items()])
-        )
+        failed, warning = ~pl.col("success").fill_null(False), pl.col("severity") == "warning"
+        return (q.group_by(table="table_name").agg(
+            checks=pl.len(), passed=(~failed).sum(), failed_errors=(failed & ~warning.fill_null(False)).sum(),
+            failed_warnings=(failed & warning.fill_null(False)).sum())
+            .sort("table").select([pl.col(c).cast(t) for c, t in QUALITY_SUMMARY_SCHEMA.items()]))
 
 
-def first_present(frame: pl.DataFrame, names: tuple[str, ...]) -> str | None:
-    return next((n for n in names if n in frame.columns), None)
+def _of(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
+    """The rows of one category (all rows for None)."""
+    return frame if category is None else frame.filter(pl.col("category") == category)
 
 
 def _frame(con: duckdb.DuckDBPyConnection, schema: str, table: str, empty: dict | None) -> pl.DataFrame | None:
@@ -394,20 +373,15 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
                  if "dump_revision" in leaderboard.columns else [])
     revision = revisions[0] if len(revisions) == 1 else (published.dump or {}).get("revision")
     if published.quality_results is not None:
-        published = published.with_(quality_results=latest_quality_results(published.quality_results, revision))
+        published = replace(published, quality_results=latest_quality_results(published.quality_results, revision))
     return published
 
 
 def latest_quality_results(quality_results: pl.DataFrame, revision: str | None) -> pl.DataFrame:
-    """The rows of ``revision`` (when given and the frame has ``dump_revision``), and of each
-    table only its latest check run: ``arena.quality_results`` accumulates every run of every dump."""
-    out = quality_results
-    if revision is not None and "dump_revision" in out.columns:
-        out = out.filter(pl.col("dump_revision") == revision)
-    table = first_present(out, ("table_name", "table", "suite"))
-    if "checked_at" in out.columns and table and out.height:
-        out = out.filter(pl.col("checked_at") == pl.col("checked_at").max().over(table))
-    return out
+    """The rows of ``revision`` (when given), and of each table only its latest check run:
+    ``arena.quality_results`` accumulates every run of every dump."""
+    out = quality_results if revision is None else quality_results.filter(pl.col("dump_revision") == revision)
+    return out.filter(pl.col("checked_at") == pl.col("checked_at").max().over("table_name"))
 
 
 def when(value: Any) -> str:

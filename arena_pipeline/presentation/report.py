@@ -6,7 +6,6 @@ import datetime as dt
 import functools
 import json
 import os
-import tempfile
 from collections import namedtuple
 from html import escape
 from importlib.resources import files
@@ -18,6 +17,7 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
+from arena_pipeline.core.atomic import write_text_atomic
 from arena_pipeline.core.benchmarks import MIN_MODELS
 from arena_pipeline.core.categories import RULES_BY_NAME, category_label
 from arena_pipeline.presentation.charts import (
@@ -28,7 +28,7 @@ from arena_pipeline.presentation.charts import (
     rating_chart_svg,
     slug,
 )
-from arena_pipeline.presentation.read import METHOD_LABELS, Published, first_present, when
+from arena_pipeline.presentation.read import METHOD_LABELS, Published, when
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
 FEATURE_LABELS = {"tokens": "Answer length (tokens)", "headers": "Markdown headers", "lists": "List items",
@@ -74,32 +74,6 @@ def _model_cell(name: str, model_ids: dict[str, str]) -> Markup:
     shown = escape(name)
     inner = f'<a class="model-link" href="#{model_ids[name]}">{shown}</a>' if name in model_ids else shown
     return Markup(f'<th scope="row" data-value="{shown}">{inner}</th>')
-
-
-def _esc_expr(expr: pl.Expr) -> pl.Expr:
-    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")):
-        expr = expr.str.replace_all(char, entity, literal=True)
-    return expr
-
-
-def _opponent_rows(pub: Published, model_ids: dict[str, str]) -> dict[str, Markup]:
-    """Each panel's opponents table body, built for every model at once with vectorised Polars
-    (2,600 rows on the full dump: a row per template loop cost more than the whole old report)."""
-    firsts = {m: first for m in model_ids if (first := pub.profile(m)["category"])}  # the panel's category
-    first = pl.DataFrame({"model": list(firsts), "category": list(firsts.values())},
-                         schema={"model": pl.String, "category": pl.String}).join(
-        pub.opponents(), on=["model", "category"], maintain_order="right")
-    name = _esc_expr(pl.col("opponent"))
-    pct = [pl.format("{}%", (pl.col(c) * 100).round(1)).fill_null("–") for c in ("win_rate", "predicted")]
-    link = pl.when(pl.col("opponent").is_in(list(model_ids))).then(pl.format(
-        '<a class="model-link" href="#{}">{}</a>', pl.col("opponent").replace_strict(model_ids, default=""), name)
-    ).otherwise(name)
-    row = pl.format('<tr><th scope="row" data-value="{}">{}</th><td class="num" data-value="{}">{}</td>'
-                    '<td>{} / {} / {}</td><td class="num" data-value="{}">{}</td><td class="num" data-value="{}">'
-                    "{}</td></tr>", name, link, "battles", "battles", "wins", "losses", "ties",
-                    pl.col("win_rate").fill_null(""), pct[0], pl.col("predicted").fill_null(""), pct[1])
-    rows = first.group_by("model", maintain_order=True).agg(row.str.join(""))
-    return {m: Markup(html) for m, html in rows.iter_rows()}
 
 
 def _coef(value: Any) -> str:
@@ -148,16 +122,6 @@ def _static(name: str) -> Markup:
     return Markup((files("arena_pipeline.presentation") / "templates" / name).read_text(encoding="utf-8"))
 
 
-def _failures(quality: pl.DataFrame | None) -> list[dict[str, Any]]:
-    if quality is None or "success" not in quality.columns:
-        return []
-    failed = quality.filter(~pl.col("success").fill_null(False))
-    names = {"table": ("table_name", "table", "suite"), "expectation": ("expectation", "expectation_id",
-             "expectation_type"), "column": ("column", "column_name")}
-    picked = {k: first_present(failed, v) for k, v in names.items()}
-    return [{**r, **{k: r.get(c) if c else None for k, c in picked.items()}} for r in failed.iter_rows(named=True)]
-
-
 def _dump_fields(dump: dict[str, Any]) -> list[tuple[str, Any]]:
     files_ = dump.get("files")
     if isinstance(files_, str):
@@ -184,8 +148,8 @@ def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", he
     return _environment().get_template("report.html.j2").render(
         pub=pub, title=title, heatmap_models=heatmap_models, categories=pub.categories(), dump=dump,
         dump_fields=_dump_fields({**dump, "revision": pub.revision}) if dump or pub.revision else [],
-        no_board=pub.no_board(), failures=_failures(pub.quality_results),
-        model_ids=model_ids, opponent_rows=_opponent_rows(pub, model_ids),
+        no_board=pub.no_board(),
+        model_ids=model_ids,
         generated=(generated_at or dt.datetime.now(dt.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
         css=_static("report.css"), js=_static("report.js"),
     )
@@ -210,16 +174,4 @@ def render_report(pub: Published, out_path: str | os.PathLike[str] = DEFAULT_REP
     ValueError
         The leaderboard is empty (nothing is written).
     """
-    page = build_report_html(pub, **options)
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(page)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+    return write_text_atomic(out_path, build_report_html(pub, **options))

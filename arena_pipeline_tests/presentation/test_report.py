@@ -220,8 +220,9 @@ def test_quality_summary_counts_by_table_and_severity(outputs):
         {"table": "battles", "checks": 2, "passed": 1, "failed_errors": 0, "failed_warnings": 1},
         {"table": "messages", "checks": 1, "passed": 1, "failed_errors": 0, "failed_warnings": 0},
     ]
-    suite_only = synthetic_quality().drop("table_name", "severity").with_columns(success=pl.lit(False))
-    assert Published(outputs.leaderboard, quality_results=suite_only).quality_summary().get_column("failed_errors").to_list() == [2, 1]
+    no_severity = synthetic_quality().with_columns(severity=pl.lit(None, pl.String), success=pl.lit(False))
+    # a failed check without a severity counts as an error
+    assert Published(outputs.leaderboard, quality_results=no_severity).quality_summary().get_column("failed_errors").to_list() == [2, 1]
     assert Published(outputs.leaderboard).quality_summary().height == 0
 
 
@@ -296,11 +297,13 @@ def test_report_refuses_an_empty_leaderboard(outputs, tmp_path):
     assert not (tmp_path / "x.html").exists()
 
 
-def test_quality_failures_table_accepts_the_approximate_shape(outputs):
-    approx = synthetic_quality().rename({"expectation_id": "expectation", "column_name": "column"})
-    page = build_report_html(pub_of(outputs.leaderboard, outputs, quality_results=approx))
+def test_quality_failures_table_lists_only_the_failed_checks(outputs):
+    page = build_report_html(pub_of(outputs.leaderboard, outputs, quality_results=synthetic_quality()))
     failures = page.split('class="quality-failures"')[1].split("</table>")[0]
     assert "<td>winner_in_set</td><td>winner</td><td>warning</td>" in failures
+    assert failures.count("<tr>") == 2 and "id_unique" not in failures  # the header row and the one failure
+    passed = synthetic_quality().with_columns(success=pl.lit(True))
+    assert 'class="quality-failures"' not in build_report_html(pub_of(outputs.leaderboard, outputs, quality_results=passed))
 
 
 def test_latest_quality_results_keeps_the_revision_and_each_tables_last_run():
