@@ -371,7 +371,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
-    warehouse.publish(con, schema, tables)
+    warehouse.swap_in_staged(con, schema, tables)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -117,7 +117,7 @@ def append(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.Da
     return frame.height
 
 
-def publish(con: duckdb.DuckDBPyConnection, schema: str, tables: Iterable[str]) -> None:
+def swap_in_staged(con: duckdb.DuckDBPyConnection, schema: str, tables: Iterable[str]) -> None:
     """Swap every staging table in for its published table in one transaction.
 
     Readers see either all the old tables or all the new ones; a crash before COMMIT leaves
@@ -138,7 +138,7 @@ def write_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: 
     """Replace ``schema.table`` by ``frame`` atomically (stage, then publish); return its row count."""
     create_stage(con, schema, table, dict(frame.schema))
     append(con, schema, table, frame)
-    publish(con, schema, [table])
+    swap_in_staged(con, schema, [table])
     return frame.height
 
 

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.ranking.api import RankingConfig as Config
+from arena_pipeline.core.ranking.types import RankingConfig as Config
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.bradley_terry import (
     aggregate_pairs,

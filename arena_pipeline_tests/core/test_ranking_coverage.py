@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena_pipeline.core.ranking.api import RankingConfig
+from arena_pipeline.core.ranking.types import RankingConfig
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.scale import ranks, to_ratings
 

@@ -1,6 +1,6 @@
 """Leaderboards from pairwise votes: Bradley-Terry, style control, Rank Centrality."""
 
-from arena_pipeline.core.ranking.api import (
+from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
     METHODS,
     REFERENCE_MODELS,

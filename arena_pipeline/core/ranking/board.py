@@ -11,7 +11,7 @@ import polars as pl
 from scipy.sparse import csr_matrix
 from scipy.stats import kendalltau
 
-from arena_pipeline.core.ranking.api import (
+from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     RankingConfig,

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.core.categories import category_order, ordered_categories
-from arena_pipeline.core.ranking.api import (
+from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
     METHODS,
     STYLE_COEFFICIENTS_SCHEMA,
