@@ -1,26 +1,17 @@
-"""Fetch a dataset revision's parquet shards with huggingface_hub's downloader, verified before use.
+"""Fetch a dataset revision's shards with huggingface_hub's downloader, verified before use.
 
-Files live in huggingface_hub's cache under ``cache_dir`` (``datasets--<org>--<name>/blobs``,
-``snapshots/<sha>/<path>``), fetched by ``hf_hub_download`` (HEAD, lock, temporary file, ``Range``
-resume, token kept off CDNs, Xet when offered, blobs shared across revisions). This module adds:
+``hf_hub_download`` fills its cache under ``cache_dir`` (HEAD, lock, ``Range`` resume, Xet, token
+kept off CDNs, blobs shared across revisions); ``endpoint``/``token`` None defer to huggingface_hub
+(``HF_ENDPOINT``, ``HF_TOKEN`` or the stored login); the token goes into headers only. Added here:
 
-* Verification before trust: a shard counts once its size and sha256 match the Hub's listing and
-  ``verify`` (parquet footer and schema) accepts it; a file failing a check is evicted. A revision
-  is a cache hit only if its record (``datasets--<org>--<name>/arena_verified/<sha>.json``) exists
-  and every file it lists is on disk with that size: a cached sha needs no request, a branch one.
-* One bounded retry policy (:class:`RetryPolicy`: ``DumpSource``'s ``attempts``, ``backoff_s``,
-  ``timeout_s``) for API calls and files. huggingface_hub itself resumes a dropped body (5 times,
-  1 s apart; ``HF_HUB_DOWNLOAD_TIMEOUT``) and retries a failing file HEAD (5 times, 1-8 s apart): a
-  HEAD it gave up on is not retried again. Files are listed by ``dataset_info(files_metadata=True)``
-  (one request), not ``snapshot_download``'s ``list_repo_tree`` (which retries 5xx for ~23 s by
-  itself), also because ``allow_patterns`` cannot express the fallback from
-  ``data/train-*.parquet`` to any ``*.parquet``.
-* Errors that say what to do: :class:`HubUnavailable` (``transient``) names the endpoint and ends
-  with :data:`OFFLINE_HINT`; :class:`ShardVerificationError` is a ``SourceError`` (no retry helps).
-  Library exceptions are not chained; the message carries the last one.
-
-``endpoint``/``token`` None defer to huggingface_hub (``HF_ENDPOINT`` read at its import,
-``HF_TOKEN`` or the stored login). The token goes into request headers only.
+* Verification: size and sha256 as the Hub lists them, then ``verify`` (parquet footer, schema); a
+  failing file is evicted. A verified revision gets a record (``arena_verified/<sha>.json`` in the
+  repository's cache folder): a cached sha needs no request, a branch one.
+* One bounded :class:`RetryPolicy` over huggingface_hub's own resume of a body and retries of a
+  file's HEAD (5 each; a HEAD it gave up on is not retried again), and errors that say what to do
+  (:data:`OFFLINE_HINT`) without the library's exception chain. One ``dataset_info`` lists the
+  files: ``snapshot_download`` retries 5xx for ~23 s by itself and its ``allow_patterns`` cannot
+  express the fallback of :data:`SHARD_PATTERNS`.
 """
 
 from __future__ import annotations
@@ -32,15 +23,15 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import httpx2
-from huggingface_hub import HfApi, constants, hf_hub_download, try_to_load_from_cache
+from huggingface_hub import HfApi, constants, hf_hub_download
 from huggingface_hub.errors import (FileMetadataError, GatedRepoError, HfHubHTTPError,
                                      LocalEntryNotFoundError, OfflineModeIsEnabled,
                                      RemoteEntryNotFoundError, RepositoryNotFoundError,
@@ -55,9 +46,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 REPO_TYPE = "dataset"
-TRAIN_SHARD_PATTERN = "data/train-*.parquet"
-FALLBACK_SHARD_PATTERN = "*.parquet"
-CSV_SHARD_PATTERN = "*.csv"  #: a dump published as CSV only (the 55k Kaggle train.csv)
+#: a revision's shards: the first pattern with a match (``*.csv``: the 55k Kaggle CSV-only dump)
+SHARD_PATTERNS = ("data/train-*.parquet", "*.parquet", "*.csv")
 RECORDS_DIR = "arena_verified"
 RECORD_FORMAT = 1
 OFFLINE_HINT = ("Offline? Set ARENA_SOURCE to a local copy (a folder of parquet shards, a .parquet "
@@ -95,11 +85,8 @@ class DownloadFailed(HubUnavailable):
 
 
 class ShardVerificationError(HubError, SourceError):
-    """A shard never matched the Hub's size and sha256, or ``verify`` rejected it (don't retry).
-
-    ``sha``: the commit whose shard ``verify`` rejected (the dump itself is bad: missing or retyped
-    columns, not parquet); None when the transfer was at fault.
-    """
+    """A shard never matched the Hub's size and sha256, or ``verify`` rejected it (don't retry);
+    ``sha``: the commit if ``verify`` did (the dump itself is bad), None for a bad transfer."""
 
     def __init__(self, message: str, *, path: str | None = None, sha: str | None = None) -> None:
         super().__init__(message, path=path)
@@ -107,18 +94,11 @@ class ShardVerificationError(HubError, SourceError):
 
 
 class NoShardsFound(HubError):
-    """The revision holds no ``data/train-*.parquet`` file and no other ``*.parquet`` file."""
+    """The revision holds no file matching any of :data:`SHARD_PATTERNS`."""
 
 
 class _CorruptTransfer(Exception):
     """Bytes on disk differ from what the Hub lists (size or sha256): worth another attempt."""
-
-
-class _RetriesExhausted(Exception):  # noqa: N818
-    def __init__(self, attempts: int, last: BaseException) -> None:
-        super().__init__(f"{attempts} attempt(s), last error: {_describe(last)}")
-        self.attempts = attempts
-        self.last = last
 
 
 @dataclass(frozen=True)
@@ -137,7 +117,7 @@ DEFAULT_RETRY = RetryPolicy()
 
 @dataclass(frozen=True)
 class ShardInfo:
-    """A parquet file of a revision, as the Hub lists it."""
+    """A shard of a revision, as the Hub lists it."""
 
     path: str  #: path in the repo, e.g. ``data/train-00000-of-00002.parquet``
     size: int  #: bytes
@@ -152,10 +132,8 @@ def resolve_revision(repo_id: str, revision: str = "main", *, endpoint: str | No
     :class:`HubUnavailable` (refused, timeouts or 5xx on every attempt) or :class:`HubError`.
     """
     _check_repo_id(repo_id)
-    what = f"resolving {repo_id}@{revision}"
-    with _hub_errors(what, repo_id=repo_id, revision=revision, endpoint=endpoint):
-        info = _with_retries(what, lambda: _api(endpoint, token).dataset_info(
-            repo_id, revision=revision, timeout=retry.timeout), retry)
+    info = _call(f"resolving {repo_id}@{revision}", lambda: _api(endpoint, token).dataset_info(
+        repo_id, revision=revision, timeout=retry.timeout), retry, endpoint, repo_id, revision)
     sha = getattr(info, "sha", None)
     if not isinstance(sha, str) or not _COMMIT_RE.fullmatch(sha):
         raise HubError(f"the Hub answered for {repo_id}@{revision} without a commit sha: {sha!r}")
@@ -166,66 +144,57 @@ def discover_datasets(pattern: str, *, endpoint: str | None = None, token: str |
                       retry: RetryPolicy = DEFAULT_RETRY) -> dict[str, str]:
     """The datasets whose id matches ``pattern`` (``org/name-glob``) and their main commit sha.
 
-    One listing, ``HfApi.list_datasets(author=org, search=<name up to the first wildcard>,
-    expand=["sha"])`` (``GET /api/datasets``, paginated by huggingface_hub), then
-    ``fnmatch`` on the ids; a dataset listed without a sha is resolved on its own. Errors as for
-    :func:`resolve_revision`.
+    One ``list_datasets(author=org, search=<name up to the first wildcard>, expand=["sha"])``
+    (paginated by huggingface_hub), then ``fnmatch`` on the ids; a dataset listed without a sha is
+    resolved on its own. Errors as for :func:`resolve_revision`.
     """
     org, _, name = pattern.partition("/")
     if not org or not name or any(c in org for c in "*?["):
-        raise ValueError(f"a discovery pattern is <org>/<name pattern>, e.g. lmarena-ai/arena-*: got {pattern!r}")
+        raise ValueError("a discovery pattern is <org>/<name pattern>, e.g. lmarena-ai/arena-*: "
+                         f"got {pattern!r}")
     search = re.split(r"[*?\[]", name, maxsplit=1)[0]
-    what = f"listing datasets of {org} matching {name}"
-    with _hub_errors(what, repo_id=pattern, revision="main", endpoint=endpoint):
-        found = _with_retries(what, lambda: [
-            (d.id, getattr(d, "sha", None)) for d in _api(endpoint, token).list_datasets(
-                author=org, search=search or None, expand=["sha"])], retry)
+    found = _call(f"listing datasets of {org} matching {name}", lambda: [
+        (d.id, getattr(d, "sha", None)) for d in _api(endpoint, token).list_datasets(
+            author=org, search=search or None, expand=["sha"])], retry, endpoint, pattern, "main")
     out = {}
     for repo_id, sha in sorted(found):
-        if not fnmatch.fnmatchcase(repo_id, pattern):
-            continue
-        out[repo_id] = sha if isinstance(sha, str) and _COMMIT_RE.fullmatch(sha) else resolve_revision(
-            repo_id, "main", endpoint=endpoint, token=token, retry=retry)
+        if fnmatch.fnmatchcase(repo_id, pattern):
+            listed = isinstance(sha, str) and _COMMIT_RE.fullmatch(sha)
+            out[repo_id] = sha if listed else resolve_revision(repo_id, endpoint=endpoint,
+                                                               token=token, retry=retry)
     return out
 
 
 def list_shards(repo_id: str, sha: str, *, endpoint: str | None = None,
                 token: str | bool | None = None,
                 retry: RetryPolicy = DEFAULT_RETRY) -> list[ShardInfo]:
-    """A revision's ``data/train-*.parquet`` files (if none, every ``*.parquet``) with size and
-    sha256, sorted: ``GET /api/datasets/{repo}/revision/{sha}?blobs=true``. Errors as for
+    """A revision's files matching the first of :data:`SHARD_PATTERNS` that matches any, with size
+    and sha256, sorted: ``GET /api/datasets/{repo}/revision/{sha}?blobs=true``. Errors as for
     :func:`resolve_revision`."""
     _check_repo_id(repo_id)
-    what = f"listing files of {repo_id}@{sha}"
-    with _hub_errors(what, repo_id=repo_id, revision=sha, endpoint=endpoint):
-        info = _with_retries(what, lambda: _api(endpoint, token).dataset_info(
-            repo_id, revision=sha, files_metadata=True, timeout=retry.timeout), retry)
-    siblings = list(getattr(info, "siblings", None) or [])
-    chosen = [s for s in siblings if fnmatch.fnmatchcase(s.rfilename, TRAIN_SHARD_PATTERN)] or [
-        s for s in siblings if fnmatch.fnmatchcase(s.rfilename, FALLBACK_SHARD_PATTERN)] or [
-        s for s in siblings if fnmatch.fnmatchcase(s.rfilename, CSV_SHARD_PATTERN)]
-    shards = []
-    for s in sorted(chosen, key=lambda s: s.rfilename):
-        if s.size is None:
-            raise HubError(f"the Hub listed {s.rfilename} of {repo_id}@{sha} without a size")
-        shards.append(ShardInfo(s.rfilename, int(s.size), s.lfs.sha256 if s.lfs else None))
-    return shards
+    info = _call(f"listing files of {repo_id}@{sha}", lambda: _api(endpoint, token).dataset_info(
+        repo_id, revision=sha, files_metadata=True, timeout=retry.timeout), retry, endpoint,
+        repo_id, sha)
+    siblings = sorted(getattr(info, "siblings", None) or [], key=lambda s: s.rfilename)
+    for pattern in SHARD_PATTERNS:
+        if chosen := [s for s in siblings if fnmatch.fnmatchcase(s.rfilename, pattern)]:
+            break
+    if unsized := [s.rfilename for s in chosen if s.size is None]:
+        raise HubError(f"the Hub listed {unsized[0]} of {repo_id}@{sha} without a size")
+    return [ShardInfo(s.rfilename, int(s.size), s.lfs.sha256 if s.lfs else None) for s in chosen]
 
 
 def download_dump(repo_id: str, revision: str, cache_dir: str | os.PathLike[str], *,
                   endpoint: str | None = None, token: str | bool | None = None,
                   verify: VerifyFn = verify_shard,
                   retry: RetryPolicy = DEFAULT_RETRY) -> DumpManifest:
-    """Every train shard of a revision in the cache and verified, fetching only what is missing.
+    """Every shard of a revision in the cache and verified, fetching only what is missing.
 
-    A cached full sha needs no request; else the revision is resolved and, on a miss, listed, and
-    each shard fetched with ``hf_hub_download`` (or linked to a blob the cache holds) and checked
-    before the record is written. Files are in path order (``path`` the snapshot entry, ``name``
-    the path in the repo). Raises :func:`resolve_revision`'s errors, :class:`DownloadFailed`,
+    A cached full sha needs no request; else the revision is resolved and, on a miss, listed, each
+    shard fetched (or linked to a blob the cache holds) and checked, then the record written.
+    Files are in path order. Raises :func:`resolve_revision`'s errors, :class:`DownloadFailed`,
     :class:`ShardVerificationError` and :class:`NoShardsFound`.
     """
-    _check_repo_id(repo_id)
-    cache_dir = Path(cache_dir).expanduser().resolve()  # as hf_hub_download resolves it
     if _COMMIT_RE.fullmatch(revision) and (hit := cached_dump(cache_dir, repo_id, revision)):
         logger.info("%s@%s: cache hit (no Hub request)", repo_id, revision[:12])
         return hit
@@ -235,7 +204,7 @@ def download_dump(repo_id: str, revision: str, cache_dir: str | os.PathLike[str]
         return hit
     shards = list_shards(repo_id, sha, endpoint=endpoint, token=token, retry=retry)
     if not shards:
-        raise NoShardsFound(f"{repo_id}@{sha} holds no {TRAIN_SHARD_PATTERN} nor other *.parquet")
+        raise NoShardsFound(f"{repo_id}@{sha} holds no {' nor '.join(SHARD_PATTERNS)}")
     logger.info("%s@%s is %s: fetching %d shard(s), %d bytes", repo_id, revision, sha[:12],
                 len(shards), sum(s.size for s in shards))
     _remove_stale_partials(_repo_dir(cache_dir, repo_id))
@@ -249,16 +218,14 @@ def cached_dump(cache_dir: str | os.PathLike[str], repo_id: str, sha: str, *,
                 revision: str | None = None) -> DumpManifest | None:
     """The verified revision ``sha`` from the cache, or None if it has no record or a file it lists
     is missing or has another size. No network, no hashing."""
-    _check_repo_id(repo_id)
-    cache_dir = Path(cache_dir).expanduser().resolve()
-    path = _record_path(cache_dir, repo_id, sha)
-    root = _repo_dir(cache_dir, repo_id) / "snapshots" / sha
+    repo_dir = _repo_dir(cache_dir, repo_id)
+    path = repo_dir / RECORDS_DIR / f"{sha}.json"
     try:
         record = json.loads(path.read_text())
         if [record.get(k) for k in ("format", "repo_id", "sha")] != [RECORD_FORMAT, repo_id, sha]:
             return None
-        files = tuple(ShardFile(str(root / e["path"]), e["path"], e["size"], e["rows"], e["sha256"])
-                      for e in record["files"])
+        files = tuple(ShardFile(str(repo_dir / "snapshots" / sha / e["path"]), e["path"], e["size"],
+                                e["rows"], e["sha256"]) for e in record["files"])
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -273,8 +240,7 @@ def cached_dump(cache_dir: str | os.PathLike[str], repo_id: str, sha: str, *,
 
 def verified_revisions(cache_dir: str | os.PathLike[str], repo_id: str) -> list[str]:
     """The shas of ``repo_id`` that :func:`cached_dump` would serve, sorted."""
-    records = _record_path(cache_dir, repo_id, "x").parent
-    shas = sorted(p.stem for p in records.glob("*.json")) if records.is_dir() else []
+    shas = sorted(p.stem for p in (_repo_dir(cache_dir, repo_id) / RECORDS_DIR).glob("*.json"))
     return [sha for sha in shas if cached_dump(cache_dir, repo_id, sha) is not None]
 
 
@@ -288,11 +254,10 @@ def _check_repo_id(repo_id: str) -> None:
 
 
 def _repo_dir(cache_dir: str | os.PathLike[str], repo_id: str) -> Path:
-    return Path(cache_dir) / repo_folder_name(repo_id=repo_id, repo_type=REPO_TYPE)
-
-
-def _record_path(cache_dir: str | os.PathLike[str], repo_id: str, sha: str) -> Path:
-    return _repo_dir(cache_dir, repo_id) / RECORDS_DIR / f"{sha}.json"
+    """The repository's folder in the cache, ``cache_dir`` resolved as ``hf_hub_download`` does."""
+    _check_repo_id(repo_id)
+    folder = repo_folder_name(repo_id=repo_id, repo_type=REPO_TYPE)
+    return Path(cache_dir).expanduser().resolve() / folder
 
 
 def _describe(exc: BaseException) -> str:
@@ -312,38 +277,34 @@ def _is_transient(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and str(exc).startswith("Consistency check failed")
 
 
-def _with_retries(what: str, fn: Callable[[], T], retry: RetryPolicy) -> T:
-    """Call ``fn``; on a transient error wait and call again, ``retry.attempts`` times in all."""
-    delay, attempts = retry.backoff, max(1, retry.attempts)
-    for attempt in range(1, attempts + 1):
-        try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - classified just below
-            if not _is_transient(exc):
-                raise
-            if attempt == attempts:
-                raise _RetriesExhausted(attempts, exc) from exc
-            logger.warning("%s failed (attempt %d/%d: %s); retrying in %.1fs", what, attempt,
-                           attempts, _describe(exc), delay)
-            time.sleep(delay)
-            delay = min(delay * 2, retry.max_backoff)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-@contextmanager
-def _hub_errors(what: str, *, repo_id: str, revision: str, endpoint: str | None,
-                path: str | None = None) -> Iterator[None]:
-    """Re-raise huggingface_hub's and httpx2's errors as this module's, without their chain."""
+def _call(what: str, fn: Callable[[], T], retry: RetryPolicy, endpoint: str | None, repo_id: str,
+          revision: str, path: str | None = None) -> T:
+    """``fn()`` under the one retry and error policy: a transient error (refused, timeouts,
+    408/429/5xx, a corrupt transfer) is retried, ``retry.attempts`` calls in all, the wait doubling
+    from ``retry.backoff`` up to ``retry.max_backoff``; then, or on any other huggingface_hub error,
+    this module's error is raised, naming ``what`` and the endpoint, without the library's chain."""
     where = f"{what} from {(endpoint or constants.ENDPOINT).rstrip('/')}"
     unavailable = DownloadFailed if path else HubUnavailable
+    delay, attempts = retry.backoff, max(1, retry.attempts)
     try:
-        yield
-    except _RetriesExhausted as exc:
-        if isinstance(exc.last, _CorruptTransfer):
-            raise ShardVerificationError(f"{where}: the bytes never matched the Hub's size and "
-                                         f"sha256 in {exc}", path=path) from None
-        raise unavailable(f"{where}: Hub unavailable after {exc}. {OFFLINE_HINT}",
-                          path=path) from None
+        for attempt in range(1, attempts + 1):
+            try:
+                return fn()
+            except Exception as exc:  # classified just below: re-raised unless transient
+                if not _is_transient(exc):
+                    raise
+                if attempt == attempts:
+                    tries = f"{attempts} attempt(s), last error: {_describe(exc)}"
+                    if isinstance(exc, _CorruptTransfer):
+                        raise ShardVerificationError(f"{where}: the bytes never matched the "
+                                                     f"Hub's size and sha256 in {tries}",
+                                                     path=path) from None
+                    raise unavailable(f"{where}: Hub unavailable after {tries}. {OFFLINE_HINT}",
+                                      path=path) from None
+                logger.warning("%s failed (attempt %d/%d: %s); retrying in %.1fs", what, attempt,
+                               attempts, _describe(exc), delay)
+                time.sleep(delay)
+                delay = min(delay * 2, retry.max_backoff)
     except GatedRepoError:
         raise HubNotFound(f"{where}: {repo_id} is gated and the token does not open it") from None
     except RepositoryNotFoundError:
@@ -367,29 +328,27 @@ def _hub_errors(what: str, *, repo_id: str, revision: str, endpoint: str | None,
 
 def _evict(local: str | os.PathLike[str]) -> None:
     """Remove a snapshot entry and the blob it points at."""
-    blob = os.path.realpath(local)
-    Path(local).unlink(missing_ok=True)
-    Path(blob).unlink(missing_ok=True)
+    for path in (os.path.realpath(local), local):
+        Path(path).unlink(missing_ok=True)
 
 
-def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: Path, *, endpoint: str | None,
-                 token: str | bool | None, verify: VerifyFn, retry: RetryPolicy) -> ShardFile:
+def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: str | os.PathLike[str], *,
+                 endpoint: str | None, token: str | bool | None, verify: VerifyFn,
+                 retry: RetryPolicy) -> ShardFile:
     """One shard in the cache, its size and sha256 as listed, accepted by ``verify``."""
     what = f"downloading {shard.path} of {repo_id}@{sha[:12]}"
-    expected = _repo_dir(cache_dir, repo_id) / "snapshots" / sha / shard.path
-    cached = try_to_load_from_cache(repo_id, shard.path, cache_dir=cache_dir, revision=sha,
-                                    repo_type=REPO_TYPE)
-    if isinstance(cached, str) and os.path.getsize(cached) != shard.size:
-        _evict(cached)  # damaged since: hf_hub_download would serve it as it is
+    repo_dir = _repo_dir(cache_dir, repo_id)
+    entry = repo_dir / "snapshots" / sha / shard.path  # where hf_hub_download puts the file
+    if entry.is_file() and entry.stat().st_size != shard.size:
+        _evict(entry)  # damaged since: hf_hub_download would serve it as it is
     # blobs are named by their ETag, the sha256 for LFS files: one another revision holds is linked
-    held = isinstance(cached, str) and os.path.isfile(cached) or bool(
-        shard.sha256 and (_repo_dir(cache_dir, repo_id) / "blobs" / shard.sha256).is_file())
+    held = entry.is_file() or bool(shard.sha256 and (repo_dir / "blobs" / shard.sha256).is_file())
 
     def once() -> tuple[str, str]:
         local = hf_hub_download(repo_id, shard.path, repo_type=REPO_TYPE, revision=sha,
-                                cache_dir=cache_dir, endpoint=endpoint, token=token,
+                                cache_dir=repo_dir.parent, endpoint=endpoint, token=token,
                                 etag_timeout=retry.timeout)
-        if Path(local) != expected:
+        if Path(local) != entry:
             raise HubError(f"{what}: the endpoint served {local}, not commit {sha}")
         size, digest = os.path.getsize(local), file_sha256(local)
         if size != shard.size or (shard.sha256 is not None and digest != shard.sha256):
@@ -398,13 +357,12 @@ def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: Path, *, e
                                    f"lists {shard.size} bytes with sha256 {shard.sha256}")
         return local, digest
 
-    with _hub_errors(what, repo_id=repo_id, revision=sha, endpoint=endpoint, path=shard.path):
-        local, digest = _with_retries(what, once, retry)
+    local, digest = _call(what, once, retry, endpoint, repo_id, sha, path=shard.path)
     try:
         rows = verify(Path(local))
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
             raise ValueError(f"verify returned {rows!r}, expected a row count")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever verify raises rejects the file
         _evict(local)
         raise ShardVerificationError(f"{shard.path} of {repo_id}@{sha[:12]} failed verification: "
                                      f"{_describe(exc)}", path=shard.path, sha=sha) from None
@@ -415,7 +373,7 @@ def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: Path, *, e
 def _write_record(cache_dir: str | os.PathLike[str], repo_id: str, sha: str,
                   files: tuple[ShardFile, ...]) -> None:
     """Write the revision's record atomically: from then on it is a cache hit."""
-    path = _record_path(cache_dir, repo_id, sha)
+    path = _repo_dir(cache_dir, repo_id) / RECORDS_DIR / f"{sha}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"format": RECORD_FORMAT, "repo_id": repo_id, "sha": sha,
               "verified_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -427,7 +385,9 @@ def _write_record(cache_dir: str | os.PathLike[str], repo_id: str, sha: str,
 
 
 def _remove_stale_partials(repo_dir: Path) -> None:
-    """Remove partial downloads (``blobs/*.incomplete``) that killed processes left a day ago."""
+    """Remove partial downloads (``blobs/*.incomplete``) that killed processes left a day ago:
+    huggingface_hub removes its process-unique ``<etag>.<8 hex>.incomplete`` when a download
+    raises, but never resumes nor removes one a killed process left (``hf cache prune`` does)."""
     cutoff = time.time() - _STALE_PARTIAL_SECONDS
     for partial in repo_dir.glob("blobs/*.incomplete"):
         with suppress(FileNotFoundError):
