@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import time
-import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from huggingface_hub.errors import (FileMetadataError, GatedRepoError, HfHubHTTP
                                      RevisionNotFoundError)
 from huggingface_hub.file_download import repo_folder_name
 
+from arena_pipeline.core.atomic import write_text_atomic
 from arena_pipeline.core.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.sources import SourceError, file_sha256, verify_shard
 
@@ -373,15 +373,11 @@ def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: str | os.P
 def _write_record(cache_dir: str | os.PathLike[str], repo_id: str, sha: str,
                   files: tuple[ShardFile, ...]) -> None:
     """Write the revision's record atomically: from then on it is a cache hit."""
-    path = _repo_dir(cache_dir, repo_id) / RECORDS_DIR / f"{sha}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     record = {"format": RECORD_FORMAT, "repo_id": repo_id, "sha": sha,
               "verified_at": datetime.now(UTC).isoformat(timespec="seconds"),
               "files": [{"path": f.name, "size": f.size, "sha256": f.sha256, "rows": f.rows}
                         for f in files]}
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, path)
+    write_text_atomic(_repo_dir(cache_dir, repo_id) / RECORDS_DIR / f"{sha}.json", json.dumps(record, indent=2))
 
 
 def _remove_stale_partials(repo_dir: Path) -> None:

@@ -260,11 +260,8 @@ class Published:
 
     def benchmark_agreement(self, category: str | None = None, method: str | None = None) -> pl.DataFrame:
         """``arena.benchmark_agreement`` rows (of one category and/or method), in table order."""
-        if self.benchmarks is None:
-            return pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA)
-        out = self.benchmarks.agreement
-        if category is not None:
-            out = out.filter(pl.col("category") == category)
+        out = _of(self.benchmarks.agreement if self.benchmarks else pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA),
+                  category)
         return out if method is None else out.filter(pl.col("method") == method)
 
     def quality_summary(self) -> pl.DataFrame:
