@@ -236,8 +236,28 @@ def test_usage_errors_return_2(capsys):
     assert main([]) == EXIT_USAGE
     assert main(["leaderboard", "--top", "-1"]) == EXIT_USAGE
     assert main(["export", "--format", "xlsx", "x"]) == EXIT_USAGE
+    assert main(["nosuchcommand"]) == EXIT_USAGE
     assert main(["--help"]) == EXIT_OK
-    assert "leaderboard" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "leaderboard" in out and "Exit codes: 0 ok; 1 no warehouse" in out
+    assert main(["leaderboard", "--help"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "--warehouse PATH" in out and "$ARENA_WAREHOUSE" in out and "--timeout SECONDS" in out
+
+
+def test_a_closed_pipe_ends_the_output_quietly(warehouse, monkeypatch, capsys):
+    """`arena-pipeline leaderboard | head -1`: the reader goes away, the command ends with 0, no traceback."""
+    import errno
+    import io
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["leaderboard", "--warehouse", str(warehouse)]) == EXIT_OK
+    assert not isinstance(sys.stdout, ClosedPipe)  # later writes (the flush at exit) go nowhere
+    assert capsys.readouterr().err == ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,11 +407,12 @@ def test_timeout_must_be_a_finite_number(value, capsys):
     assert "--timeout" in err and "seconds" in err and repr(value) in err
 
 
-def test_top_that_is_not_a_number_says_so_in_words(capsys):
-    assert main(["leaderboard", "--top", "abc"]) == EXIT_USAGE
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5", "²"])
+def test_top_that_is_not_a_number_says_so_in_words(value, capsys):
+    assert main(["leaderboard", "--top", value]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert "argument --top: expected a whole number (0 or more), got 'abc'" in err
-    assert "_count" not in err and "_positive_int" not in err
+    assert f"Invalid value for '--top': expected a whole number (0 or more), got {value!r}" in err
+    assert "_count" not in err and "Traceback" not in err
 
 
 def test_terminal_control_characters_in_names_are_escaped(evil_warehouse, capsys):
