@@ -50,8 +50,9 @@ class CliError(Exception):
 
 @contextlib.contextmanager
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short read-only connection with a published leaderboard, or a clear error when the file is
-    missing, locked or damaged (also when the damage shows only while reading) or has no leaderboard."""
+    """A short read-only connection to a warehouse with a published leaderboard. Every failure is a
+    one-line CliError: no file, locked (exit 3), damaged (also when found while reading: the advice
+    to rebuild), unreadable, or no leaderboard published yet."""
     if not path.is_file():
         raise CliError(f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}")
     try:
@@ -64,33 +65,17 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
     except duckdb.Error as exc:
         raise CliError(f"cannot open {path} as a DuckDB warehouse: {exc}") from exc
     try:
-        _require_leaderboard(con, path)
+        if not relation_exists(con, SCHEMA, LEADERBOARD_TABLE):
+            raise CliError(f"{path} has no published leaderboard ({SCHEMA}.leaderboard); {MATERIALIZE_HINT}")
+        if not con.execute(f"SELECT count(*) FROM {quoted(SCHEMA, LEADERBOARD_TABLE)}").fetchone()[0]:
+            raise CliError(f"{SCHEMA}.leaderboard in {path} is empty; {MATERIALIZE_HINT}")
         yield con
-    except duckdb.Error as exc:  # a damaged block found after opening: the same one-line advice
-        if (damaged := corruption_error(str(path), exc)) is None:
-            raise
-        raise CliError(damaged) from exc
+    except duckdb.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CliError(str(corruption_error(str(path), exc) or
+                           f"cannot read the published tables of {path}: {reason}")) from exc
     finally:
         con.close()
-
-
-def _require_leaderboard(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    if not relation_exists(con, SCHEMA, LEADERBOARD_TABLE):
-        raise CliError(f"{path} has no published leaderboard ({SCHEMA}.leaderboard); {MATERIALIZE_HINT}")
-    try:
-        rows = con.execute(f"SELECT count(*) FROM {quoted(SCHEMA, LEADERBOARD_TABLE)}").fetchone()[0]
-    except duckdb.Error as exc:
-        raise CliError(f"{SCHEMA}.leaderboard in {path} cannot be read: {exc}") from exc
-    if rows == 0:
-        raise CliError(f"{SCHEMA}.leaderboard in {path} is empty; {MATERIALIZE_HINT}")
-
-
-def _read(path: Path, timeout_s: float, *, style: bool = False) -> Published:
-    with open_warehouse(path, timeout_s) as con:
-        try:
-            return read_published(con, SCHEMA, style=style)
-        except duckdb.Error as exc:
-            raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
 
 
 #: Characters a terminal would act on instead of showing: C0 controls (ESC, BEL, CR, ...), DEL,
@@ -187,7 +172,8 @@ def cli() -> None:
 def leaderboard(category: str, method: str, top: int, warehouse: Path, timeout: float) -> int:
     """Print one published leaderboard (rank, rank upper bound, model, rating, 95% CI, battles), its
     provisional and unrated models, and the categories without a board."""
-    pub = _read(warehouse, timeout)
+    with open_warehouse(warehouse, timeout) as con:
+        pub = read_published(con, SCHEMA, style=False)
     _check_board(pub, category, method)
     board = pub.board(category, method)
     provisional, board = board.filter("provisional"), board.filter(~pl.col("provisional"))
@@ -254,7 +240,8 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
     if out.is_dir():
         raise CliError(f"{out} is a folder; give the report's file path, e.g. {out / 'leaderboards.html'}")
-    pub = _read(warehouse, timeout, style=True)
+    with open_warehouse(warehouse, timeout) as con:
+        pub = read_published(con, SCHEMA, style=True)
     try:
         written = render_report(pub, out, title=title, heatmap_models=heatmap_models)
     except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
