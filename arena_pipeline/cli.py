@@ -1,32 +1,19 @@
-"""``arena-pipeline``: read the published leaderboards from the warehouse.
-
-Subcommands::
-
-    arena-pipeline leaderboard [--category C] [--method bt|bt_style|spectral] [--top N]
-    arena-pipeline export [--format parquet|csv] OUT_DIR
-    arena-pipeline report [OUT]
-
-Every subcommand takes ``--warehouse PATH`` (else ``$ARENA_WAREHOUSE``, read when the command
-runs, else ``data/warehouse.duckdb``) and ``--timeout SECONDS`` (how long to wait while a
-pipeline run holds the file's lock). The warehouse is opened read-only, once, for the duration
-of the command. Exit codes: 0 success; 1 no warehouse, no published leaderboard, no board for a known category,
-or an unreadable file; 2 bad usage, including an unknown category or method (the valid ones are
-listed); 3 the warehouse stayed locked by a running pipeline.
-"""
+"""``arena-pipeline``: read the published leaderboards from the warehouse (``--help`` lists the commands)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import click
 import duckdb
 import polars as pl
+from tabulate import tabulate
 
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_label
@@ -45,9 +32,9 @@ from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_repor
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
-EXIT_NO_DATA = 1
-EXIT_USAGE = 2
-EXIT_LOCKED = 3
+EXIT_NO_DATA = 1  # no warehouse, no published leaderboard, no board for a known category, an unreadable file
+EXIT_USAGE = 2  # bad usage, including an unknown category or method (the valid ones are listed)
+EXIT_LOCKED = 3  # the warehouse stayed locked by a running pipeline for --timeout seconds
 
 MATERIALIZE_HINT = ("materialize the pipeline first, e.g. "
                     "`dagster asset materialize -m arena_pipeline.definitions --select '*'`")
@@ -61,14 +48,11 @@ class CliError(Exception):
         self.code = code
 
 
-def warehouse_path(cli_value: str | None) -> Path:
-    """``--warehouse``, else ``$ARENA_WAREHOUSE``, else ``constants.DEFAULT_WAREHOUSE``."""
-    return Path(cli_value or os.environ.get("ARENA_WAREHOUSE") or DEFAULT_WAREHOUSE)
-
-
 @contextlib.contextmanager
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short read-only connection, with a clear error when the file is missing or locked."""
+    """A short read-only connection to a warehouse with a published leaderboard. Every failure is a
+    one-line CliError: no file, locked (exit 3), damaged (also when found while reading: the advice
+    to rebuild), unreadable, or no leaderboard published yet."""
     if not path.is_file():
         raise CliError(f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}")
     try:
@@ -81,20 +65,17 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
     except duckdb.Error as exc:
         raise CliError(f"cannot open {path} as a DuckDB warehouse: {exc}") from exc
     try:
+        if not relation_exists(con, SCHEMA, LEADERBOARD_TABLE):
+            raise CliError(f"{path} has no published leaderboard ({SCHEMA}.leaderboard); {MATERIALIZE_HINT}")
+        if not con.execute(f"SELECT count(*) FROM {quoted(SCHEMA, LEADERBOARD_TABLE)}").fetchone()[0]:
+            raise CliError(f"{SCHEMA}.leaderboard in {path} is empty; {MATERIALIZE_HINT}")
         yield con
+    except duckdb.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CliError(str(corruption_error(str(path), exc) or
+                           f"cannot read the published tables of {path}: {reason}")) from exc
     finally:
         con.close()
-
-
-def _require_leaderboard(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    if not relation_exists(con, SCHEMA, LEADERBOARD_TABLE):
-        raise CliError(f"{path} has no published leaderboard ({SCHEMA}.leaderboard); {MATERIALIZE_HINT}")
-    try:
-        rows = con.execute(f"SELECT count(*) FROM {quoted(SCHEMA, LEADERBOARD_TABLE)}").fetchone()[0]
-    except duckdb.Error as exc:
-        raise CliError(f"{SCHEMA}.leaderboard in {path} cannot be read: {exc}") from exc
-    if rows == 0:
-        raise CliError(f"{SCHEMA}.leaderboard in {path} is empty; {MATERIALIZE_HINT}")
 
 
 #: Characters a terminal would act on instead of showing: C0 controls (ESC, BEL, CR, ...), DEL,
@@ -107,106 +88,139 @@ def terminal_safe(text: object) -> str:
     return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], str(text))
 
 
-def _read(con: duckdb.DuckDBPyConnection, path: Path, *, style: bool = False) -> Published:
-    try:
-        return read_published(con, SCHEMA, style=style)
-    except duckdb.Error as exc:
-        raise CliError(f"cannot read the published tables of {path}: {exc}") from exc
+def text_table(frame: pl.DataFrame, **formats: object) -> str:
+    """``frame`` as a plain-text table: the column names, a rule of dashes, the rows. Numbers are
+    right-aligned and formatted by tabulate (``formats``: its ``floatfmt``, ``intfmt``); text is
+    escaped by :func:`terminal_safe` before it is measured and never read as a number; missing: ``-``."""
+    text = [i for i, dtype in enumerate(frame.dtypes) if not dtype.is_numeric()]
+    rows = [[terminal_safe(v) if i in text and v is not None else v for i, v in enumerate(row)]
+            for row in frame.iter_rows()]
+    return tabulate(rows, frame.columns, tablefmt="simple", numalign="right", missingval="-",
+                    disable_numparse=text, **formats)
 
 
-def _columns(header: Sequence[str], rows: list[tuple[str, ...]], right: set[int]) -> str:
-    """A plain-text table (``right``: right-aligned columns), control characters escaped."""
-    rows = [tuple(terminal_safe(c) for c in row) for row in rows]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+def format_board(board: pl.DataFrame) -> str:
+    """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
+    ci = [None if lo is None or hi is None else f"[{lo:.1f}, {hi:.1f}]"
+          for lo, hi in board.select("ci_lower", "ci_upper").iter_rows()]
+    table = board.select(Rank="rank", UB="rank_ub", Model="model", Rating="rating",
+                         **{"95% CI": pl.Series(ci, dtype=pl.String)}, Battles="n_battles")
+    return text_table(table, floatfmt=".1f", intfmt=("", "", "", "", "", ","))
 
-    def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *(fmt(row) for row in rows)])
+def _check_board(pub: Published, category: str, method: str) -> None:
+    """A CliError naming the valid choices: exit 2 for a typo, 1 for a known category without a board."""
+    categories = pub.categories()
+    if category not in categories:
+        status = pub.board_status.filter(pl.col("category") == category)
+        if category in CATEGORY_NAMES or status.height:
+            reason = status.get_column("reason")[0] if status.height else None
+            raise CliError(f"category {category!r} has no leaderboard in the published dump "
+                           f"({reason or 'too few battles?'}); categories with a leaderboard: "
+                           + ", ".join(categories))
+        raise CliError(f"unknown category {category!r}; valid categories: {', '.join(categories)}",
+                       EXIT_USAGE)
+    if method not in (methods := pub.methods(category)):
+        raise CliError(f"unknown method {method!r} for category {category!r}; valid methods: "
+                       f"{', '.join(methods)}", EXIT_USAGE)
 
 
 def _models(n: int) -> str:
     return f"{n} model{'' if n == 1 else 's'}"
 
 
-def format_board(board: pl.DataFrame) -> str:
-    """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
-    def dash(value: object, spec: str = "") -> str:
-        return "-" if value is None else format(value, spec)
+def _seconds(ctx: click.Context, param: click.Parameter, text: str) -> float:
+    """``--timeout``: a finite number of seconds, 0 or more (``nan`` and ``inf`` would wait forever)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise click.BadParameter(f"expected a finite number of seconds (0 or more), got {text!r}")
+    return value
 
-    rows = [(str(r["rank"]), dash(r.get("rank_ub")), r["model"], dash(r.get("rating"), ".1f"),
-             f"[{r['ci_lower']:.1f}, {r['ci_upper']:.1f}]" if r.get("ci_lower") is not None
-             and r.get("ci_upper") is not None else "-", dash(r.get("n_battles"), ","))
-            for r in board.iter_rows(named=True)]
-    return _columns(("Rank", "UB", "Model", "Rating", "95% CI", "Battles"), rows, {0, 1, 3, 5})
+
+def _count(ctx: click.Context, param: click.Parameter, text: str | int) -> int:
+    """``--top``, ``--heatmap-models``: a whole number, 0 or more."""
+    if not str(text).strip().isdecimal():
+        raise click.BadParameter(f"expected a whole number (0 or more), got {text!r}")
+    return int(text)
 
 
-def cmd_leaderboard(args: argparse.Namespace) -> int:
-    path = warehouse_path(args.warehouse)
-    with open_warehouse(path, args.timeout) as con:
-        _require_leaderboard(con, path)
-        pub = _read(con, path)
-    categories = pub.categories()
-    if args.category not in categories:
-        status = pub.board_status.filter(pl.col("category") == args.category)
-        if args.category in CATEGORY_NAMES or status.height:
-            why = f" ({status.get_column('reason')[0]})" if status.height and status.get_column("reason")[0] else \
-                " (too few battles?)"
-            raise CliError(f"category {args.category!r} has no leaderboard in the published dump{why}; "
-                           f"categories with a leaderboard: {', '.join(categories)}")
-        raise CliError(f"unknown category {args.category!r}; valid categories: {', '.join(categories)}",
-                       EXIT_USAGE)
-    if args.method not in (methods := pub.methods(args.category)):
-        raise CliError(f"unknown method {args.method!r} for category {args.category!r}; valid methods: "
-                       f"{', '.join(methods)}", EXIT_USAGE)
-    board = pub.board(args.category, args.method)
+def reads_warehouse(command: Callable[..., int]) -> Callable[..., int]:
+    """The options every subcommand shares: which warehouse (``$ARENA_WAREHOUSE`` is read when the
+    command runs), and how long to wait for its lock. The warehouse is only ever opened read-only."""
+    command = click.option("--timeout", default="10", callback=_seconds, metavar="SECONDS", help=(
+        "how long to wait while a pipeline run holds the warehouse lock (default: 10)"))(command)
+    return click.option("--warehouse", envvar="ARENA_WAREHOUSE", default=DEFAULT_WAREHOUSE, metavar="PATH",
+                        type=click.Path(path_type=Path),
+                        help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")(command)
+
+
+@click.group(name=PROG, epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard; "
+             "2 bad usage (unknown category or method); 3 warehouse locked.")
+def cli() -> None:
+    """Read the LMArena leaderboards published by arena_pipeline."""
+
+
+@cli.command(short_help="print one leaderboard as a table")
+@click.option("--category", default="overall", show_default=True, help="category name")
+@click.option("--method", default="bt", show_default=True, help=f"ranking method: {', '.join(METHODS)}")
+@click.option("--top", type=str, callback=_count, default=20, show_default=True, metavar="N",
+              help="rows shown, 0 for all")
+@reads_warehouse
+def leaderboard(category: str, method: str, top: int, warehouse: Path, timeout: float) -> int:
+    """Print one published leaderboard (rank, rank upper bound, model, rating, 95% CI, battles), its
+    provisional and unrated models, and the categories without a board."""
+    with open_warehouse(warehouse, timeout) as con:
+        pub = read_published(con, SCHEMA, style=False)
+    _check_board(pub, category, method)
+    board = pub.board(category, method)
     provisional, board = board.filter("provisional"), board.filter(~pl.col("provisional"))
-    total, shown = board.height + provisional.height, board.height
-    board = board.head(args.top) if args.top > 0 else board
-    label = METHOD_LABELS.get(args.method, args.method)
-    if f"({args.method})" not in label and label != args.method:  # "Rank Centrality (spectral)"
-        label = f"{label} ({args.method})"
-    print(terminal_safe(f"{category_label(args.category)} - {label}; {total} models"
-                        + (f", top {board.height} shown" if board.height < shown else "")
+    shown = board.head(top or board.height)  # --top 0: all
+    label = METHOD_LABELS.get(method, method)
+    if f"({method})" not in label and label != method:  # named once: "Rank Centrality (spectral)"
+        label = f"{label} ({method})"
+    print(terminal_safe(f"{category_label(category)} - {label}; {board.height + provisional.height} models"
+                        + (f", top {shown.height} shown" if shown.height < board.height else "")
                         + (f"; dump {pub.revision}" if pub.revision else "")))
     print()
-    print(format_board(board) if board.height else "No model reaches the display threshold.")
+    print(format_board(shown) if shown.height else "No model reaches the display threshold.")
     if provisional.height:
-        listed = provisional.head(args.top) if args.top > 0 else provisional
+        listed = provisional.head(top or provisional.height)
         print(f"\nProvisional ({_models(provisional.height)}, not ranked among those above"
               + (f", top {listed.height} shown" if listed.height < provisional.height else "")
               + f"): {provisional.get_column('provisional_reason')[0]}")
         print(format_board(listed))
-    unrated = pub.unrated(args.category)
-    if unrated.height:
+    if (unrated := pub.unrated(category)).height:
         print(f"\nUnrated ({_models(unrated.height)} with battles here but no rating):")
-        print(_columns(("Model", "Battles", "W/L/T", "Reason"), [
-            (r["model"], f"{r['battles']:,}", f"{r['wins']}/{r['losses']}/{r['ties']}", r["reason"])
-            for r in unrated.iter_rows(named=True)], {1}))
-    if "ci_method" in board.columns and board.height:
-        print(f"\n95% CI: {board.get_column('ci_method')[0]} interval. UB: best rank the interval allows.")
-    missing = pub.no_board()
-    if missing.height:
+        print(text_table(unrated.select(Model="model", Battles="battles", **{
+            "W/L/T": pl.format("{}/{}/{}", "wins", "losses", "ties")}, Reason="reason"), intfmt=","))
+    if shown.height and "ci_method" in shown.columns:
+        print(f"\n95% CI: {shown.get_column('ci_method')[0]} interval. UB: best rank the interval allows.")
+    if (missing := pub.no_board()).height:
         print(f"\nCategories without a board ({missing.height}):")
-        print(_columns(("Category", "Status", "Reason"), [
-            (r["category"], r["status"], r["reason"] or "") for r in missing.iter_rows(named=True)], set()))
+        print(text_table(missing.select(Category="category", Status="status",
+                                        Reason=pl.col("reason").fill_null(""))))
     return EXIT_OK
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    path, out_dir = warehouse_path(args.warehouse), Path(args.out_dir)
-    problem = export_folder_problem(out_dir)
-    if problem:
+@cli.command(short_help="write the leaderboard tables to files", help=(
+    f"Write the published leaderboard tables ({', '.join(EXPORT_TABLES)}, when present) to OUT_DIR as "
+    "<table>.parquet or <table>.csv, plus manifest.json: from one snapshot, all or nothing."))
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
+@click.argument("out_dir", metavar="OUT_DIR", type=click.Path(path_type=Path))
+@reads_warehouse
+def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
+    if problem := export_folder_problem(out_dir):
         raise CliError(problem)
-    with open_warehouse(path, args.timeout) as con:
-        _require_leaderboard(con, path)
+    with open_warehouse(warehouse, timeout) as con:
         try:
-            written, skipped, revision = export_tables(con, out_dir, args.format, str(path))
+            written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse))
         except (OSError, duckdb.Error) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
             raise CliError(f"cannot write the export to {out_dir}: {reason}; {out_dir} is unchanged") from exc
-    for table, info in written.items():
+    for info in written.values():
         print(f"{out_dir / str(info['file'])}: {info['rows']:,} rows")
     if skipped:
         print(f"not in the warehouse (skipped): {', '.join(skipped)}")
@@ -214,101 +228,42 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    path = warehouse_path(args.warehouse)
-    if Path(args.out).is_dir():
-        raise CliError(f"{args.out} is a folder; give the report's file path, e.g. "
-                       f"{Path(args.out) / 'leaderboards.html'}")
-    with open_warehouse(path, args.timeout) as con:
-        _require_leaderboard(con, path)
-        pub = _read(con, path, style=True)
+@cli.command(short_help="render the static HTML report", help=(
+    f"Render the published leaderboards as one self-contained HTML file, OUT (default: "
+    f"{DEFAULT_REPORT_PATH})."))
+@click.argument("out", metavar="[OUT]", required=False, default=DEFAULT_REPORT_PATH,
+                type=click.Path(path_type=Path))
+@click.option("--title", default="LMArena leaderboards", show_default=True, help="page title")
+@click.option("--heatmap-models", type=str, callback=_count, default=20, show_default=True, metavar="N",
+              help="models in each pairwise heatmap")
+@reads_warehouse
+def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
+    if out.is_dir():
+        raise CliError(f"{out} is a folder; give the report's file path, e.g. {out / 'leaderboards.html'}")
+    with open_warehouse(warehouse, timeout) as con:
+        pub = read_published(con, SCHEMA, style=True)
     try:
-        out = render_report(pub, args.out, title=args.title, heatmap_models=args.heatmap_models)
+        written = render_report(pub, out, title=title, heatmap_models=heatmap_models)
     except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
-        raise CliError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from exc
+        raise CliError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
     n = len(pub.categories())
-    print(f"wrote {out} ({n} {'category' if n == 1 else 'categories'}; dump {pub.revision or 'unknown'})")
+    print(f"wrote {written} ({n} {'category' if n == 1 else 'categories'}; dump {pub.revision or 'unknown'})")
     return EXIT_OK
 
 
-def _count(text: str) -> int:
-    """A whole number, 0 or more (argparse shows the message, not this function's name)."""
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}")
-    return int(text)
-
-
-def _seconds(text: str) -> float:
-    """A finite number of seconds, 0 or more (``nan`` and ``inf`` would wait forever)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds (0 or more), got {text!r}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for documentation and tests)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--warehouse", metavar="PATH",
-                        help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")
-    common.add_argument("--timeout", type=_seconds, default=10.0, metavar="SECONDS",
-                        help="how long to wait while a pipeline run holds the warehouse lock (default: 10)")
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Read the LMArena leaderboards published by arena_pipeline.",
-        epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard; "
-        "2 bad usage (unknown category or method); 3 warehouse locked.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("leaderboard", parents=[common], help="print one leaderboard as a table",
-                       description="Print one published leaderboard (rank, rank upper bound, model, rating, "
-                       "95% CI, battles), its provisional and unrated models, and the categories without a board.")
-    p.add_argument("--category", default="overall", help="category (default: overall)")
-    p.add_argument("--method", default="bt", help=f"ranking method: {', '.join(METHODS)} (default: bt)")
-    p.add_argument("--top", type=_count, default=20, metavar="N", help="rows shown, 0 for all (default: 20)")
-    p.set_defaults(func=cmd_leaderboard)
-
-    p = sub.add_parser("export", parents=[common], help="write the leaderboard tables to files",
-                       description="Write the published leaderboard tables (" + ", ".join(EXPORT_TABLES)
-                       + ", when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json.")
-    p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="default: parquet")
-    p.add_argument("out_dir", metavar="OUT_DIR")
-    p.set_defaults(func=cmd_export)
-
-    p = sub.add_parser("report", parents=[common], help="render the static HTML report",
-                       description="Render the published leaderboards as one self-contained HTML file.")
-    p.add_argument("out", nargs="?", default=str(DEFAULT_REPORT_PATH), metavar="OUT",
-                   help=f"output file (default: {DEFAULT_REPORT_PATH})")
-    p.add_argument("--title", default="LMArena leaderboards", help="page title")
-    p.add_argument("--heatmap-models", type=_count, default=20, metavar="N",
-                   help="models in each pairwise heatmap (default: 20)")
-    p.set_defaults(func=cmd_report)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit code (argparse's own exits are returned, not raised)."""
-    parser = build_parser()
+    """Run the CLI and return its exit code (``--help`` and usage errors are returned, not raised)."""
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already printed by argparse
-        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    try:
-        return args.func(args)
+        with cli.make_context(PROG, list(sys.argv[1:] if argv is None else argv)) as ctx:
+            return cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help
+        return exc.exit_code
+    except click.ClickException as exc:  # a usage error: click prints the usage line and the message
+        exc.show()
+        return exc.exit_code
     except CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.code
-    except duckdb.Error as exc:  # a damaged block found after opening: same one-line advice
-        damaged = corruption_error(str(warehouse_path(args.warehouse)), exc)
-        if damaged is None:
-            raise
-        print(f"{PROG}: error: {damaged}", file=sys.stderr)
-        return EXIT_NO_DATA
     except BrokenPipeError:  # e.g. `arena-pipeline leaderboard | head`
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit

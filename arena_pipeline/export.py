@@ -39,15 +39,12 @@ EXPORT_TABLES: tuple[str, ...] = (
 )
 #: Files an export folder may hold.
 EXPORT_FILES = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}
+#: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
-
-
-#: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_START = "^[=+@\\-\t\r]"
 
 
 def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
@@ -56,15 +53,10 @@ def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
     Spreadsheets then show the text as typed instead of evaluating it; numbers (a negative rating)
     are numeric columns and stay as they are. Parquet exports are written raw.
     """
-    columns = con.execute(f"DESCRIBE {source}").fetchall()
-    select = []
-    for name, dtype, *_ in columns:
-        ident = '"' + name.replace('"', '""') + '"'
-        if dtype == "VARCHAR":
-            select.append(f"CASE WHEN regexp_matches({ident}, {_sql_string(_FORMULA_START)}) "
-                          f"THEN {_sql_string(chr(39))} || {ident} ELSE {ident} END AS {ident}")
-        else:
-            select.append(ident)
+    relation, prefixes = con.sql(source), ", ".join(map(_sql_string, FORMULA_PREFIXES))
+    idents = ['"' + name.replace('"', '""') + '"' for name in relation.columns]
+    select = [f"CASE WHEN left({i}, 1) IN ({prefixes}) THEN '''' || {i} ELSE {i} END AS {i}"
+              if str(dtype) == "VARCHAR" else i for i, dtype in zip(idents, relation.types)]
     return f"SELECT {', '.join(select)} FROM ({source})"
 
 
@@ -100,13 +92,11 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
                 if not relation_exists(con, SCHEMA, table):
                     skipped.append(table)
                     continue
-                target = staging / f"{table}{suffix}"
-                source = f"SELECT * FROM {quoted(SCHEMA, table)}"
-                rows = con.execute(f"SELECT count(*) FROM ({source})").fetchone()[0]
+                target, source = staging / f"{table}{suffix}", f"SELECT * FROM {quoted(SCHEMA, table)}"
                 if fmt == "csv":
                     source = csv_safe_select(con, source)
-                con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})")
-                written[table] = {"file": target.name, "rows": int(rows)}
+                rows = con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})").fetchone()[0]
+                written[table] = {"file": target.name, "rows": int(rows)}  # COPY returns the rows written
         finally:
             con.execute("COMMIT")
         manifest = {"revision": revision, "format": fmt, "warehouse": warehouse,

@@ -232,12 +232,48 @@ def test_empty_leaderboard_and_not_a_database(tmp_path, capsys):
     assert "cannot open" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", [["leaderboard"], ["export", "OUT"], ["report", "OUT"]])
+def test_a_published_view_that_cannot_be_read_is_one_line(tmp_path, capsys, command):
+    """A view over a version table that is gone: exit 1 and one line naming the file, no traceback."""
+    path = build_warehouse(tmp_path / "broken.duckdb", extras=False)
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE arena.lb_version AS SELECT * FROM arena.leaderboard")
+        con.execute("DROP TABLE arena.leaderboard")
+        con.execute("CREATE VIEW arena.leaderboard AS SELECT * FROM arena.lb_version")
+        con.execute("DROP TABLE arena.lb_version")
+    argv = [c if c != "OUT" else str(tmp_path / "r.html") for c in command]
+    assert main([*argv, "--warehouse", str(path)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"arena-pipeline: error: cannot read the published tables of {path}: ")
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_usage_errors_return_2(capsys):
     assert main([]) == EXIT_USAGE
     assert main(["leaderboard", "--top", "-1"]) == EXIT_USAGE
     assert main(["export", "--format", "xlsx", "x"]) == EXIT_USAGE
+    assert main(["nosuchcommand"]) == EXIT_USAGE
     assert main(["--help"]) == EXIT_OK
-    assert "leaderboard" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "leaderboard" in out and "Exit codes: 0 ok; 1 no warehouse" in out
+    assert main(["leaderboard", "--help"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "--warehouse PATH" in out and "$ARENA_WAREHOUSE" in out and "--timeout SECONDS" in out
+
+
+def test_a_closed_pipe_ends_the_output_quietly(warehouse, monkeypatch, capsys):
+    """`arena-pipeline leaderboard | head -1`: the reader goes away, the command ends with 0, no traceback."""
+    import errno
+    import io
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["leaderboard", "--warehouse", str(warehouse)]) == EXIT_OK
+    assert not isinstance(sys.stdout, ClosedPipe)  # later writes (the flush at exit) go nowhere
+    assert capsys.readouterr().err == ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,11 +423,12 @@ def test_timeout_must_be_a_finite_number(value, capsys):
     assert "--timeout" in err and "seconds" in err and repr(value) in err
 
 
-def test_top_that_is_not_a_number_says_so_in_words(capsys):
-    assert main(["leaderboard", "--top", "abc"]) == EXIT_USAGE
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5", "²"])
+def test_top_that_is_not_a_number_says_so_in_words(value, capsys):
+    assert main(["leaderboard", "--top", value]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert "argument --top: expected a whole number (0 or more), got 'abc'" in err
-    assert "_count" not in err and "_positive_int" not in err
+    assert f"Invalid value for '--top': expected a whole number (0 or more), got {value!r}" in err
+    assert "_count" not in err and "Traceback" not in err
 
 
 def test_terminal_control_characters_in_names_are_escaped(evil_warehouse, capsys):
@@ -478,6 +515,10 @@ def test_export_and_report_targets_of_the_wrong_kind_are_one_line_errors(warehou
     err = capsys.readouterr().err
     assert err.strip() == (f"arena-pipeline: error: {tmp_path} is a folder; give the report's file path, "
                            f"e.g. {tmp_path / 'leaderboards.html'}")
+    # a file where the report's folder should be: the write fails, one line, exit 1
+    assert main(["report", str(a_file / "index.html"), "--warehouse", str(warehouse)]) == EXIT_NO_DATA
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"arena-pipeline: error: cannot write the report to {a_file}")
 
 
 def test_damaged_warehouse_is_one_line_with_the_way_to_rebuild(warehouse, tmp_path, capsys):

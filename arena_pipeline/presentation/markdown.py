@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import polars as pl
+from tabulate import tabulate
 
 from arena_pipeline.core.categories import category_label
-from arena_pipeline.presentation.charts import is_num, rating_chart_svg, svg_data_uri
+from arena_pipeline.presentation.charts import rating_chart_svg, svg_data_uri
 from arena_pipeline.presentation.read import METHOD_LABELS, Published
 
 
 def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt", n: int = 10) -> str:
     """The first ``n`` rows of one board (shown models, then provisional ones) as a Markdown table.
 
-    Columns ``Rank``, ``UB`` (best rank the interval allows), ``Model``, ``Rating``, ``95% CI``
-    (``−below/+above`` the rating, whole points, so a row fits the UI's metadata panel on a
-    1400 px screen), ``Battles``.
+    Columns ``Rank``, ``UB`` (best rank the interval allows), ``Model`` (``|`` escaped), ``Rating``,
+    ``95% CI`` (``−below/+above`` the rating, whole points, so a row fits the UI's metadata panel on
+    a 1400 px screen), ``Battles``; numbers right-aligned, ``–`` for a missing or NaN value.
 
     Raises
     ------
@@ -23,16 +24,17 @@ def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt"
     """
     pub.check_board(category, method)
     board = pub.board(category, method).head(n)
-    lines = [f"**{category_label(category)}: {METHOD_LABELS.get(method, method)}** (top {board.height})", "",
-             "| Rank | UB | Model | Rating | 95% CI | Battles |", "| ---: | ---: | --- | ---: | --- | ---: |"]
-    for r in board.iter_rows(named=True):
-        lo, hi, rating = r.get("ci_lower"), r.get("ci_upper"), r.get("rating")
-        ci = f"−{rating - lo:.0f}/+{hi - rating:.0f}" if all(map(is_num, (lo, hi, rating))) else "–"
-        battles = f"{r['n_battles']:,}" if isinstance(r.get("n_battles"), int) else "–"
-        lines.append(f"| {r['rank']} | {r['rank_ub'] if r.get('rank_ub') is not None else '–'} | "
-                     f"{str(r['model']).replace('|', chr(92) + '|')} | "
-                     f"{f'{rating:,.1f}' if is_num(rating) else '–'} | {ci} | {battles} |")
-    return "\n".join(lines)
+    rating, lower, upper = (pl.col(c).fill_nan(None) for c in ("rating", "ci_lower", "ci_upper"))
+    below, above = (d.round(0).cast(pl.Int64, strict=False) for d in (rating - lower, upper - rating))
+    rows = board.select(  # a NaN or null bound leaves the interval's cell empty
+        "rank", "rank_ub", pl.col("model").str.replace_all("|", "\\|", literal=True), rating,
+        pl.format("−{}/+{}", below, above).alias("ci"), "n_battles",
+    ).rows()
+    table = tabulate(rows, ("Rank", "UB", "Model", "Rating", "95% CI", "Battles"), tablefmt="pipe",
+                     numalign="right", floatfmt=",.1f", intfmt=("", "", "", "", "", ","), missingval="–",
+                     disable_numparse=[2, 4])  # model names and intervals stay text
+    title = f"**{category_label(category)}: {METHOD_LABELS.get(method, method)}** (top {board.height})"
+    return f"{title}\n\n{table}"
 
 
 def overall_chart_markdown(pub: Published, max_models: int = 25) -> str | None:
@@ -51,12 +53,11 @@ def board_previews(pub: Published, n: int = 10) -> dict[str, str]:
 
 
 def frame_markdown(frame: pl.DataFrame) -> str:
-    """A small frame as a Markdown table (floats to 3 decimals), or "no category in common" when empty."""
+    """A small frame as a Markdown table (floats to 3 decimals; text never read as a number, ``|``
+    escaped), or "no category in common" when empty."""
     if frame.is_empty():
         return "no category in common"
-    header = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * frame.width + "\n"
-    rows = "\n".join(
-        "| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |"
-        for row in frame.iter_rows()
-    )
-    return header + rows
+    text = [i for i, dtype in enumerate(frame.dtypes) if not dtype.is_numeric()]
+    rows = frame.with_columns(pl.col(pl.String).str.replace_all("|", "\\|", literal=True)).rows()
+    return tabulate(rows, frame.columns, tablefmt="pipe", numalign="right", floatfmt=".3f",
+                    disable_numparse=text)

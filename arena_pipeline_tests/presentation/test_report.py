@@ -18,7 +18,7 @@ from arena_pipeline.presentation.charts import (
     rating_chart_svg,
     svg_data_uri,
 )
-from arena_pipeline.presentation.markdown import board_previews, top_n_markdown
+from arena_pipeline.presentation.markdown import board_previews, frame_markdown, top_n_markdown
 from arena_pipeline.presentation.read import (
     QUALITY_SUMMARY_SCHEMA,
     RANK_CHANGES_SCHEMA,
@@ -92,18 +92,34 @@ def _parse(page: str) -> _Collector:
 # ---------------------------------------------------------------------------------------------
 
 
+def md_cells(line: str) -> list[str]:
+    """A Markdown table line's cells without their padding (an escaped ``\\|`` is not a separator)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
 def test_top_n_markdown_lists_the_top_rows_in_rank_order(outputs):
     text = top_n_markdown(pub_of(outputs.leaderboard), "overall", "bt", n=3)
     lines = text.splitlines()
-    assert lines[2] == "| Rank | UB | Model | Rating | 95% CI | Battles |"
-    rows = lines[4:]
+    assert md_cells(lines[2]) == ["Rank", "UB", "Model", "Rating", "95% CI", "Battles"]
+    # numbers right-aligned (``---:``), text left
+    assert [c.endswith(":") for c in md_cells(lines[3])] == [True, True, False, True, False, True]
+    rows = [md_cells(line) for line in lines[4:]]
     assert len(rows) == 3
     board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt")).sort("rank")
     first = board.row(0, named=True)
-    assert rows[0].startswith(f"| 1 | {first['rank_ub']} | {first['model']} | ")
     below, above = first["rating"] - first["ci_lower"], first["ci_upper"] - first["rating"]
-    assert f"| −{below:.0f}/+{above:.0f} |" in rows[0]
-    assert rows[0].endswith(f"| {first['n_battles']:,} |")
+    assert rows[0] == ["1", str(first["rank_ub"]), first["model"], f"{first['rating']:,.1f}",
+                       f"−{below:.0f}/+{above:.0f}", f"{first['n_battles']:,}"]
+
+
+def test_frame_markdown_rounds_floats_and_keeps_text_as_typed():
+    frame = pl.DataFrame({"category": ["overall", "1e3"], "n_matched": [12, 7],
+                          "spearman": [0.12345, None], "note": [None, "a|b"]})
+    lines = frame_markdown(frame).splitlines()
+    assert md_cells(lines[0]) == ["category", "n_matched", "spearman", "note"]
+    assert [c.endswith(":") for c in md_cells(lines[1])] == [False, True, True, False]
+    assert [md_cells(line) for line in lines[2:]] == [["overall", "12", "0.123", ""], ["1e3", "7", "", "a\\|b"]]
+    assert frame_markdown(frame.clear()) == "no category in common"
 
 
 def test_top_n_markdown_escapes_pipes_and_rejects_unknown_boards(outputs):
@@ -341,13 +357,15 @@ def test_read_published_reads_one_snapshot(outputs, tmp_path):
 
 
 def test_top_n_markdown_rows_stay_narrow_beside_long_model_names(outputs):
-    """The UI's metadata panel on a 1400 px screen: besides the model name, a line takes at most 44
-    characters (the header; a row with two-digit ranks and 5-digit battles takes 43, and took 52
-    with the '[lower, upper]' interval and the 'Rank (UB)' header)."""
+    """The UI's metadata panel on a 1400 px screen: besides the model name, a rendered line takes at
+    most 44 characters (the header; a row with two-digit ranks and 5-digit battles takes 43, and took
+    52 with the '[lower, upper]' interval and the 'Rank (UB)' header). Measured on the cells without
+    the padding tabulate adds to the source text, which a Markdown renderer does not show."""
     text = top_n_markdown(pub_of(outputs.leaderboard), "overall", "bt", n=10)
     board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt"))
     longest = max(len(m.replace("|", "\\|")) for m in board.get_column("model"))
-    widths = [len(line) for line in text.splitlines()[2:]]
+    lines = text.splitlines()
+    widths = [len("| " + " | ".join(md_cells(line)) + " |") for line in [lines[2], *lines[4:]]]
     assert max(widths) <= longest + 44
 
 
