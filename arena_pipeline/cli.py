@@ -16,7 +16,7 @@ import polars as pl
 from tabulate import tabulate
 
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
-from arena_pipeline.core.categories import CATEGORY_NAMES, category_label
+from arena_pipeline.core.categories import category_label
 from arena_pipeline.core.ranking import METHODS
 from arena_pipeline.core.warehouse import (
     WarehouseCorruptError,
@@ -27,7 +27,7 @@ from arena_pipeline.core.warehouse import (
     relation_exists,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
-from arena_pipeline.presentation.read import METHOD_LABELS, Published, read_published
+from arena_pipeline.presentation.read import METHOD_LABELS, NoBoard, read_published
 from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 
 PROG = "arena-pipeline"
@@ -108,23 +108,6 @@ def format_board(board: pl.DataFrame) -> str:
     return text_table(table, floatfmt=".1f", intfmt=("", "", "", "", "", ","))
 
 
-def _check_board(pub: Published, category: str, method: str) -> None:
-    """A CliError naming the valid choices: exit 2 for a typo, 1 for a known category without a board."""
-    categories = pub.categories()
-    if category not in categories:
-        status = pub.board_status.filter(pl.col("category") == category)
-        if category in CATEGORY_NAMES or status.height:
-            reason = status.get_column("reason")[0] if status.height else None
-            raise CliError(f"category {category!r} has no leaderboard in the published dump "
-                           f"({reason or 'too few battles?'}); categories with a leaderboard: "
-                           + ", ".join(categories))
-        raise CliError(f"unknown category {category!r}; valid categories: {', '.join(categories)}",
-                       EXIT_USAGE)
-    if method not in (methods := pub.methods(category)):
-        raise CliError(f"unknown method {method!r} for category {category!r}; valid methods: "
-                       f"{', '.join(methods)}", EXIT_USAGE)
-
-
 def _models(n: int) -> str:
     return f"{n} model{'' if n == 1 else 's'}"
 
@@ -174,7 +157,12 @@ def leaderboard(category: str, method: str, top: int, warehouse: Path, timeout: 
     provisional and unrated models, and the categories without a board."""
     with open_warehouse(warehouse, timeout) as con:
         pub = read_published(con, SCHEMA, style=False)
-    _check_board(pub, category, method)
+    try:
+        pub.check_board(category, method)
+    except NoBoard as exc:
+        raise CliError(str(exc)) from None
+    except ValueError as exc:  # a typo: usage
+        raise CliError(str(exc), EXIT_USAGE) from None
     board = pub.board(category, method)
     provisional, board = board.filter("provisional"), board.filter(~pl.col("provisional"))
     shown = board.head(top or board.height)  # --top 0: all

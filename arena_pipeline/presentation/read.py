@@ -33,7 +33,7 @@ from arena_pipeline.core.benchmarks import (
     PANEL_POINTS_SCHEMA,
     matched_points,
 )
-from arena_pipeline.core.categories import category_order, ordered_categories
+from arena_pipeline.core.categories import CATEGORY_NAMES, category_order, ordered_categories
 from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
@@ -66,6 +66,10 @@ RANK_CHANGES_SCHEMA: dict[str, pl.DataType] = {
     "category": pl.String(), "model": pl.String(), "rank_bt": pl.Int64(), "rank_bt_style": pl.Int64(),
     "rank_change": pl.Int64(), "rating_bt": pl.Float64(), "rating_bt_style": pl.Float64(),
 }
+
+
+class NoBoard(ValueError):
+    """A known category has no board in the published dump."""
 
 
 @dataclass(frozen=True)
@@ -149,14 +153,19 @@ class Published:
         return self._boards.get((category, method), empty)
 
     def check_board(self, category: str, method: str) -> None:
-        """Raise ValueError naming the valid categories or methods when the board does not exist."""
-        categories = self.categories()
-        if category not in categories:
-            raise ValueError(f"unknown category {category!r}; the leaderboard has: "
-                             f"{', '.join(categories) or 'none'}")
+        """Raise :class:`NoBoard` for a known category without a board (why, from ``board_status``),
+        ValueError for an unknown category or method; both name the valid choices."""
+        categories = ", ".join(self.categories()) or "none"
+        if category not in self.categories():
+            status = self.board_status.filter(pl.col("category") == category)
+            if category not in CATEGORY_NAMES and not status.height:
+                raise ValueError(f"unknown category {category!r}; valid categories: {categories}")
+            reason = status.get_column("reason")[0] if status.height else None
+            raise NoBoard(f"category {category!r} has no leaderboard in the published dump "
+                          f"({reason or 'too few battles?'}); categories with a leaderboard: {categories}")
         if method not in (methods := self.methods(category)):
-            raise ValueError(f"no {method!r} board for {category!r}; methods present: "
-                             f"{', '.join(methods) or 'none'}")
+            raise ValueError(f"unknown method {method!r} for category {category!r}; valid methods: "
+                             f"{', '.join(methods)}")
 
     def primary_method(self, category: str) -> str:
         methods = self.methods(category)

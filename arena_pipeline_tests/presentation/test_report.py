@@ -128,7 +128,7 @@ def test_top_n_markdown_escapes_pipes_and_rejects_unknown_boards(outputs):
     with pytest.raises(ValueError, match="unknown category 'nope'.*overall, math, coding"):
         top_n_markdown(pub_of(outputs.leaderboard), "nope")
     only_bt = outputs.leaderboard.filter(pl.col("method") == "bt")
-    with pytest.raises(ValueError, match="no 'spectral' board.*methods present: bt"):
+    with pytest.raises(ValueError, match="unknown method 'spectral' for category 'overall'; valid methods: bt$"):
         top_n_markdown(pub_of(only_bt), "overall", "spectral")
 
 
@@ -177,7 +177,7 @@ def test_rating_chart_draws_points_without_intervals_and_rejects_unknown(outputs
     assert root.findall(f".//{SVG}line[@class='ci']") == [] and root.findall(f".//{SVG}circle")
     with pytest.raises(ValueError, match="unknown category"):
         rating_chart_svg(pub_of(outputs.leaderboard), "nope")
-    with pytest.raises(ValueError, match="no 'xx' board"):
+    with pytest.raises(ValueError, match="unknown method 'xx'"):
         rating_chart_svg(pub_of(outputs.leaderboard), "overall", ("xx",))
 
 
