@@ -145,7 +145,7 @@ def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, c
     point per matched model (``Published.benchmark_points``); the model, both values and both ranks
     in each point's title. ``figures``: the agreement in words, appended to the description."""
     plot = (58, 12, width - 72, height - 56)  # left, top, width, height of the plotting area
-    rows = points.select("model", "score", *_CI, "our_rank", "benchmark_rank").rows()
+    rows = list(zip(*(points.get_column(c).to_list() for c in ("model", "score", *_CI, "our_rank", "benchmark_rank"))))
     x, x_ticks = _axis([r[1] for r in rows], 5, plot[0], plot[2])
     y, y_ticks = _axis([v for r in rows for v in r[2:5] if is_num(v)], 5, plot[1] + plot[3], -plot[3])
     drawn = [(*r, x(r[1]), y(r[2]), y(r[3]), y(r[4])) for r in rows]
