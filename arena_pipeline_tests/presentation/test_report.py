@@ -15,6 +15,7 @@ from arena_pipeline.core.ranking import RankingOutput
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,
     heatmap_svg,
+    profile_chart_svg,
     rating_chart_svg,
     svg_data_uri,
 )
@@ -210,6 +211,25 @@ def test_heatmap_marks_pairs_that_never_met(outputs):
     assert len(empty) == 2 * 3
     assert all(e.find(f"{SVG}title").text.endswith("no battles") for e in empty)
 
+
+
+def test_every_chart_keeps_a_name_with_markup_as_text(outputs):
+    """The template escapes text by hand where autoescaping every number would be slow: a model name
+    with markup stays one text in every chart (titles, labels, tooltips, data attributes), never markup."""
+    odd = "<b>odd|model</b> & co"
+    pub = pub_of(outputs.leaderboard, outputs, benchmarks=synthetic_benchmarks())
+    scatter = synthetic_published(benchmarks=synthetic_benchmarks()).benchmark_points("overall", "bt", "reasoning")
+    svgs = {"rating": rating_chart_svg(pub, "overall", ("bt", "bt_style")), "heatmap": heatmap_svg(pub, "overall"),
+            "profile": profile_chart_svg(pub.profile(odd)["ratings"], odd, "p1"),
+            "scatter": benchmark_scatter_svg(scatter, odd, "overall", "s3")}
+    for kind, svg in svgs.items():
+        root = ET.fromstring(svg)  # well-formed: no raw '<b>' anywhere
+        assert not root.findall(f".//{SVG}b") and "<b>" not in svg, kind
+        texts = [e.text or "" for e in root.iter()] + [v for e in root.iter() for v in e.attrib.values()]
+        assert any(odd in t for t in texts), kind
+    heat = ET.fromstring(svgs["heatmap"])
+    assert any(t.text.startswith(f"{odd} vs ") for t in heat.iter(f"{SVG}title") if t.text)
+    assert ET.fromstring(svgs["scatter"]).get("data-benchmark") == odd
 
 # ---------------------------------------------------------------------------------------------
 # rank changes, quality summary
