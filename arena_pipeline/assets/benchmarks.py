@@ -1,5 +1,7 @@
 """Validation after publication: the published boards against benchmark scores (ARENA_BENCHMARKS)."""
 
+import dataclasses
+
 import dagster as dg
 import polars as pl
 
@@ -113,7 +115,7 @@ def _rerender_report(context: dg.AssetExecutionContext, con, report_settings: Re
     except LookupError:
         return {}
     if problem is not None:
-        pub = pub.with_(benchmarks=Benchmarks(problem=problem))
+        pub = dataclasses.replace(pub, benchmarks=Benchmarks(problem=problem))
     metadata = write_live_report(context, pub, report_settings)
     context.log.info(f"report re-rendered: {metadata.get('path', metadata.get('status'))}")
     return metadata
