@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 import duckdb
 import polars as pl
-from tabulate import tabulate
 
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
 from arena_pipeline.core.categories import category_label
@@ -29,6 +28,7 @@ from arena_pipeline.core.warehouse import (
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
 from arena_pipeline.presentation.read import METHOD_LABELS, NoBoard, read_published
 from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
+from arena_pipeline.presentation.tables import frame_table
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
@@ -89,14 +89,9 @@ def terminal_safe(text: object) -> str:
 
 
 def text_table(frame: pl.DataFrame, **formats: object) -> str:
-    """``frame`` as a plain-text table: the column names, a rule of dashes, the rows. Numbers are
-    right-aligned and formatted by tabulate (``formats``: its ``floatfmt``, ``intfmt``); text is
-    escaped by :func:`terminal_safe` before it is measured and never read as a number; missing: ``-``."""
-    text = [i for i, dtype in enumerate(frame.dtypes) if not dtype.is_numeric()]
-    rows = [[terminal_safe(v) if i in text and v is not None else v for i, v in enumerate(row)]
-            for row in frame.iter_rows()]
-    return tabulate(rows, frame.columns, tablefmt="simple", numalign="right", missingval="-",
-                    disable_numparse=text, **formats)
+    """``frame`` as a plain-text table (the column names, a rule of dashes, the rows; missing: ``-``),
+    text escaped by :func:`terminal_safe`; ``formats``: tabulate's ``floatfmt``, ``intfmt``."""
+    return frame_table(frame, "simple", terminal_safe, missingval="-", **formats)
 
 
 def format_board(board: pl.DataFrame) -> str:

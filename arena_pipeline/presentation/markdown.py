@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import polars as pl
-from tabulate import tabulate
 
 from arena_pipeline.core.categories import category_label
 from arena_pipeline.presentation.charts import rating_chart_svg, svg_data_uri
 from arena_pipeline.presentation.read import METHOD_LABELS, Published
+from arena_pipeline.presentation.tables import frame_table, markdown_escape
 
 
 def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt", n: int = 10) -> str:
@@ -27,12 +27,10 @@ def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt"
     rating, lower, upper = (pl.col(c).fill_nan(None) for c in ("rating", "ci_lower", "ci_upper"))
     below, above = (d.round(0).cast(pl.Int64, strict=False) for d in (rating - lower, upper - rating))
     rows = board.select(  # a NaN or null bound leaves the interval's cell empty
-        "rank", "rank_ub", pl.col("model").str.replace_all("|", "\\|", literal=True), rating,
-        pl.format("−{}/+{}", below, above).alias("ci"), "n_battles",
-    ).rows()
-    table = tabulate(rows, ("Rank", "UB", "Model", "Rating", "95% CI", "Battles"), tablefmt="pipe",
-                     numalign="right", floatfmt=",.1f", intfmt=("", "", "", "", "", ","), missingval="–",
-                     disable_numparse=[2, 4])  # model names and intervals stay text
+        Rank="rank", UB="rank_ub", Model="model", Rating=rating,
+        **{"95% CI": pl.format("−{}/+{}", below, above)}, Battles="n_battles")
+    table = frame_table(rows, "pipe", markdown_escape, floatfmt=",.1f", intfmt=("", "", "", "", "", ","),
+                        missingval="–")
     title = f"**{category_label(category)}: {METHOD_LABELS.get(method, method)}** (top {board.height})"
     return f"{title}\n\n{table}"
 
@@ -57,7 +55,4 @@ def frame_markdown(frame: pl.DataFrame) -> str:
     escaped), or "no category in common" when empty."""
     if frame.is_empty():
         return "no category in common"
-    text = [i for i, dtype in enumerate(frame.dtypes) if not dtype.is_numeric()]
-    rows = frame.with_columns(pl.col(pl.String).str.replace_all("|", "\\|", literal=True)).rows()
-    return tabulate(rows, frame.columns, tablefmt="pipe", numalign="right", floatfmt=".3f",
-                    disable_numparse=text)
+    return frame_table(frame, "pipe", markdown_escape, floatfmt=".3f")
