@@ -155,8 +155,9 @@ class Published:
     def check_board(self, category: str, method: str) -> None:
         """Raise :class:`NoBoard` for a known category without a board (why, from ``board_status``),
         ValueError for an unknown category or method; both name the valid choices."""
-        categories = ", ".join(self.categories()) or "none"
-        if category not in self.categories():
+        present = self.categories()
+        categories = ", ".join(present) or "none"
+        if category not in present:
             status = self.board_status.filter(pl.col("category") == category)
             if category not in CATEGORY_NAMES and not status.height:
                 raise ValueError(f"unknown category {category!r}; valid categories: {categories}")
@@ -278,11 +279,20 @@ class Published:
         q = self.quality_results
         if q is None or q.is_empty():
             return pl.DataFrame(schema=QUALITY_SUMMARY_SCHEMA)
-        failed, warning = ~pl.col("success").fill_null(False), pl.col("severity") == "warning"
+        failed, warning = _FAILED, pl.col("severity") == "warning"
         return (q.group_by(table="table_name").agg(
             checks=pl.len(), passed=(~failed).sum(), failed_errors=(failed & ~warning.fill_null(False)).sum(),
             failed_warnings=(failed & warning.fill_null(False)).sum())
             .sort("table").select([pl.col(c).cast(t) for c, t in QUALITY_SUMMARY_SCHEMA.items()]))
+
+    def failed_checks(self) -> pl.DataFrame:
+        """The ``quality_results`` rows of the checks that failed (a null outcome counts as failed)."""
+        q = self.quality_results
+        return q.filter(_FAILED) if q is not None else pl.DataFrame()
+
+
+#: A check failed: its outcome is false or missing.
+_FAILED = ~pl.col("success").fill_null(False)
 
 
 def _of(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
