@@ -26,6 +26,7 @@ from arena_pipeline.constants import (
     QUALITY_RESULTS_TABLE,
     SCHEMA,
 )
+from arena_pipeline.core.dumps import unavailable_columns
 from arena_pipeline.core.models import confusable_pairs
 from arena_pipeline.core.publication import (
     finish_build,
@@ -35,7 +36,6 @@ from arena_pipeline.core.publication import (
     record_dump,
     versioned,
 )
-from arena_pipeline.core.dumps import unavailable_columns
 from arena_pipeline.core.quality import QualityReport, suite_columns, suite_path, validate_dumps
 from arena_pipeline.core.warehouse import quoted, read_frame
 from arena_pipeline.resources import Warehouse
@@ -62,7 +62,7 @@ def store_results(con, revision: str, table: str, report: QualityReport, version
     con.execute(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"')
     con.execute(QUALITY_RESULTS_DDL.format(table=name))
     con.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS table_version VARCHAR")
-    rows = report.results.select(
+    rows = report.results.select(  # noqa: F841 - DuckDB reads `rows` by name below
         pl.lit(revision).alias("dump_revision"),
         pl.lit(table).alias("table_name"),
         "suite",
@@ -75,9 +75,9 @@ def store_results(con, revision: str, table: str, report: QualityReport, version
         "unexpected_count",
         "unexpected_percent",
         "sample_ids",
-        pl.lit(dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)).alias("checked_at"),
+        pl.lit(dt.datetime.now(dt.UTC).replace(tzinfo=None)).alias("checked_at"),
         pl.lit(version, dtype=pl.String).alias("table_version"),
-    ).to_arrow()  # noqa: F841 - read by DuckDB below
+    ).to_arrow()
     con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM rows")
     return report.results.height
 

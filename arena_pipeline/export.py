@@ -100,7 +100,7 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
         finally:
             con.execute("COMMIT")
         manifest = {"revision": revision, "format": fmt, "warehouse": warehouse,
-                    "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                    "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     "tables": written, "missing_tables": skipped}
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         _swap_in(staging, out_dir)

@@ -10,9 +10,9 @@ settings. Nothing here reads the environment at import time.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
 
 import dagster as dg
 import duckdb
@@ -43,7 +43,7 @@ from arena_pipeline.core.sources import (
 )
 
 
-def _setting(value: Optional[str], env: str, default: Optional[str]) -> Optional[str]:
+def _setting(value: str | None, env: str, default: str | None) -> str | None:
     if value not in (None, ""):
         return value
     found = os.environ.get(env)
@@ -65,36 +65,36 @@ def _hub_not_found_note(spec: SourceSpec) -> Iterator[None]:
 class DumpSource(dg.ConfigurableResource):
     """The dump to ingest: a Hub dataset pinned to a revision, a local folder, parquet file or CSV export."""
 
-    source: Optional[str] = Field(
+    source: str | None = Field(
         default=None,
         description=f"ARENA_SOURCE: local path, Hub dataset id or hf://datasets/<org>/<name>[@revision] "
         f"(default {DATASET_ID}).",
     )
-    revision: Optional[str] = Field(
+    revision: str | None = Field(
         default=None, description="ARENA_REVISION: Hub branch, tag or commit (default main)."
     )
-    cache_dir: Optional[str] = Field(
+    cache_dir: str | None = Field(
         default=None, description=f"ARENA_CACHE_DIR: download cache (default {DEFAULT_CACHE_DIR})."
     )
-    hf_endpoint: Optional[str] = Field(
+    hf_endpoint: str | None = Field(
         default=None, description="HF_ENDPOINT: Hub base URL (default https://huggingface.co)."
     )
-    hf_token: Optional[str] = Field(default=None, description="HF_TOKEN: Hub token (never logged).")
+    hf_token: str | None = Field(default=None, description="HF_TOKEN: Hub token (never logged).")
     timeout_s: float = Field(default=30.0, description="Per-request Hub timeout in seconds.")
     attempts: int = Field(default=3, description="Tries per Hub request or file before failing.")
     backoff_s: float = Field(default=1.0, description="First wait after a failed try; doubled after each.")
-    csv_max_cell_bytes: Optional[int] = Field(
+    csv_max_cell_bytes: int | None = Field(
         default=None,
         description="ARENA_CSV_MAX_CELL_BYTES: a CSV export's cells larger than this are quarantined "
         "unparsed (default 16 MiB).",
     )
-    datasets: Optional[str] = Field(
+    datasets: str | None = Field(
         default=None,
         description="ARENA_DATASETS: several dumps loaded together, comma-separated (Hub ids, "
         "hf://datasets/<org>/<name>@<revision> or local paths), in the order a vote two dumps share is "
         "kept in. Unset: the single ARENA_SOURCE.",
     )
-    discover: Optional[str] = Field(
+    discover: str | None = Field(
         default=None,
         description="ARENA_DISCOVER: also load every Hub dataset whose id matches this pattern, e.g. "
         "lmarena-ai/arena-human-preference-* (huggingface_hub's dataset listing; after ARENA_DATASETS).",
@@ -116,10 +116,10 @@ class DumpSource(dg.ConfigurableResource):
                               "set only one of them")
         return pinned or configured or DEFAULT_REVISION
 
-    def endpoint(self) -> Optional[str]:
+    def endpoint(self) -> str | None:
         return _setting(self.hf_endpoint, "HF_ENDPOINT", None)
 
-    def _token(self) -> Optional[str]:
+    def _token(self) -> str | None:
         return _setting(self.hf_token, "HF_TOKEN", None)
 
     def max_cell_bytes(self) -> int:
@@ -149,7 +149,7 @@ class DumpSource(dg.ConfigurableResource):
         value = _setting(self.datasets, "ARENA_DATASETS", None) or ""
         return list(dict.fromkeys(d.strip() for d in value.split(",") if d.strip()))
 
-    def discovery_pattern(self) -> Optional[str]:
+    def discovery_pattern(self) -> str | None:
         return _setting(self.discover, "ARENA_DISCOVER", None)
 
     def is_multi(self) -> bool:
@@ -194,7 +194,7 @@ class DumpSource(dg.ConfigurableResource):
                               "matched nothing")
         return out
 
-    def _fetch_many(self, revisions: Optional[dict[str, str]]) -> DumpManifest:
+    def _fetch_many(self, revisions: dict[str, str] | None) -> DumpManifest:
         """Fetch every dump (pinned to ``revisions`` where given) and combine them in load order."""
         pinned = dict(revisions or {})
         wanted = list(pinned) if pinned else list(self.latest_revisions())
@@ -230,7 +230,7 @@ class DumpSource(dg.ConfigurableResource):
                 )
         return local_revision(spec, self.content_hashes())
 
-    def fetch(self, revision: Optional[str] = None, revisions: Optional[dict[str, str]] = None) -> DumpManifest:
+    def fetch(self, revision: str | None = None, revisions: dict[str, str] | None = None) -> DumpManifest:
         """Download (Hub, cached by commit sha) or describe in place (local) the dump's files.
 
         ``revision`` overrides ARENA_REVISION for this call (Hub sources only). With several dumps
@@ -263,11 +263,11 @@ class Warehouse(DuckDBResource):
     retries ten times and then raises the raw IOException), and DuckDB's buffer-pool cap.
     """
 
-    database: Optional[str] = Field(  # type: ignore[assignment] - optional here, resolved at run time
+    database: str | None = Field(  # type: ignore[assignment] - optional here, resolved at run time
         default=None, description=f"ARENA_WAREHOUSE: DuckDB file (default {DEFAULT_WAREHOUSE})."
     )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
-    memory_limit: Optional[str] = Field(
+    memory_limit: str | None = Field(
         default="4GB", description="DuckDB buffer-pool cap per connection (DuckDB's own default: 80% of RAM)."
     )
     retention: int = Field(
@@ -301,17 +301,17 @@ class Warehouse(DuckDBResource):
 class ModelCatalog(dg.ConfigurableResource):
     """Model identity: the alias table used to normalize names, and the boards and benchmarks to compare with."""
 
-    aliases_path: Optional[str] = Field(
+    aliases_path: str | None = Field(
         default=None,
         description="ARENA_MODEL_ALIASES: a CSV (alias,canonical[,provider]) merged over the packaged "
         "arena_pipeline/data/model_aliases.csv.",
     )
-    published_board: Optional[str] = Field(
+    published_board: str | None = Field(
         default=None,
         description="ARENA_PUBLISHED_BOARD: a published leaderboard file (LMArena JSON or CSV) to compare with.",
     )
 
-    benchmarks: Optional[str] = Field(
+    benchmarks: str | None = Field(
         default=None,
         description="ARENA_BENCHMARKS: benchmark scores to compare with: a CSV or parquet file (long "
         "'model,benchmark,score', wide 'model,<benchmark>...', or the Open LLM Leaderboard's layout) or a "
@@ -322,18 +322,18 @@ class ModelCatalog(dg.ConfigurableResource):
         """The merged alias table."""
         return load_aliases(_setting(self.aliases_path, "ARENA_MODEL_ALIASES", None))
 
-    def board_path(self) -> Optional[str]:
+    def board_path(self) -> str | None:
         return _setting(self.published_board, "ARENA_PUBLISHED_BOARD", None)
 
-    def read_board(self, aliases: pl.DataFrame) -> Optional[pl.DataFrame]:
+    def read_board(self, aliases: pl.DataFrame) -> pl.DataFrame | None:
         """The published board, or None when none is configured (BoardFormatError if malformed)."""
         path = self.board_path()
         return None if path is None else read_published_board(path, aliases=aliases, category_map=load_category_map())
 
-    def benchmarks_location(self) -> Optional[str]:
+    def benchmarks_location(self) -> str | None:
         return _setting(self.benchmarks, "ARENA_BENCHMARKS", None)
 
-    def read_benchmarks(self, aliases: pl.DataFrame) -> Optional[pl.DataFrame]:
+    def read_benchmarks(self, aliases: pl.DataFrame) -> pl.DataFrame | None:
         """The benchmark scores (``core.benchmarks.READ_SCHEMA``), or None when none are configured.
 
         A Hub id is fetched with HF_ENDPOINT / HF_TOKEN / ARENA_CACHE_DIR as read now (at run time).
@@ -350,7 +350,7 @@ class ModelCatalog(dg.ConfigurableResource):
 class ReportSettings(dg.ConfigurableResource):
     """Where the static HTML report is written."""
 
-    report_path: Optional[str] = Field(
+    report_path: str | None = Field(
         default=None, description=f"ARENA_REPORT: the report's HTML file (default {DEFAULT_REPORT_PATH})."
     )
 

@@ -41,7 +41,7 @@ LEADERBOARD_VIEW = "leaderboard"
 _VERSIONED = re.compile(rf'"?{VERSIONS_SCHEMA}"?\s*\.\s*"?([A-Za-z0-9_]+)"?')
 
 
-def refresh_job() -> "dg.JobDefinition":
+def refresh_job() -> dg.JobDefinition:
     """The production refresh job (a module-level function, so ``dg.reconstructable`` accepts it)."""
     from arena_pipeline.definitions import defs
 

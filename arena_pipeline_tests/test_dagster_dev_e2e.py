@@ -28,10 +28,11 @@ from arena_pipeline.constants import REVISION_TAG, SCHEMA
 from arena_pipeline.core import warehouse as core_warehouse
 from arena_pipeline.resources import DumpSource
 from arena_pipeline.sensors import new_dump_sensor
-from arena_pipeline_tests.waiting import wait_for
-from arena_pipeline_tests.e2e_definitions import E2E_SENSOR_INTERVAL_SECONDS, defs as e2e_defs
+from arena_pipeline_tests.e2e_definitions import E2E_SENSOR_INTERVAL_SECONDS
+from arena_pipeline_tests.e2e_definitions import defs as e2e_defs
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = REPO_ROOT / "dagster_home" / "dagster.yaml"

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -178,10 +177,10 @@ def test_concurrent_runs_of_two_revisions_both_publish_and_drop_nothing_of_each_
             [sys.executable, "-m", "arena_pipeline_tests.refresh_worker", "refresh"], cwd=tmp_path, env=env,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)))
     try:
-        for name, log, proc in procs:
+        for _, _, proc in procs:
             proc.wait(timeout=600)
     finally:
-        for name, log, proc in procs:
+        for _, log, proc in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, 9)
             log.close()

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -107,7 +106,7 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
                 proc = subprocess.Popen(WORKER + ["refresh", "--pause-at", point, "--paused-file", str(paused)],
                                         env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.STDOUT, start_new_session=True)
-                reached = _wait(lambda: paused.exists() or proc.poll() is not None, 180)
+                reached = _wait(lambda paused=paused, proc=proc: paused.exists() or proc.poll() is not None, 180)
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=30)
                 detail = f"kill -9 at {point} (reached: {reached and paused.exists()})"

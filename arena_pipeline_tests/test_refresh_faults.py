@@ -29,10 +29,10 @@ from arena_pipeline.core.publication import revision_key
 from arena_pipeline.core.warehouse import WarehouseLockedError
 from arena_pipeline.definitions import defs
 from arena_pipeline.resources import DumpSource, Warehouse
-from arena_pipeline_tests.waiting import wait_for
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
 from arena_pipeline_tests.refresh_worker import no_retries_config, refresh_job, versioned_keys
+from arena_pipeline_tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # subprocesses killed mid-refresh, a fake Hub server, lock holders
 

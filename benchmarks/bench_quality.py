@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from real_votes import REAL_COLUMNS, REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
 from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
-from real_votes import REAL_COLUMNS, REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
 SEED = 20250529
 

@@ -23,6 +23,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import polars as pl
+from bench_ranking import synthesize_missing_columns  # noqa: E402  (benchmarks/ is on sys.path)
+from real_votes import load_real_votes  # noqa: E402
 
 from arena_pipeline.core.benchmarks import benchmark_agreement, match_scores, read_benchmarks
 from arena_pipeline.core.categories import tag_categories
@@ -30,8 +32,6 @@ from arena_pipeline.core.models import load_aliases
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.presentation.read import read_published
 from arena_pipeline.presentation.report import render_report
-from bench_ranking import synthesize_missing_columns  # noqa: E402  (benchmarks/ is on sys.path)
-from real_votes import load_real_votes  # noqa: E402
 
 
 def build_warehouse(path: Path, bootstrap: int) -> None:
@@ -96,7 +96,7 @@ def main() -> None:
     total = np.add(reads, renders)
     print(f"{pub.leaderboard.height:,} leaderboard rows, {pub.pairwise.height:,} pairs, "
           f"{len(pub.categories())} categories, {len(pub.models())} model panels, "
-          f"benchmark panel: {'publication %s' % pub.benchmarks.publication_id if pub.benchmarks else 'none'}; "
+          f"benchmark panel: {f'publication {pub.benchmarks.publication_id}' if pub.benchmarks else 'none'}; "
           f"page {page.stat().st_size / 1e6:.2f} MB")
     print(f"read  : best {min(reads):.3f} s, median {np.median(reads):.3f} s")
     print(f"render: best {min(renders):.3f} s, median {np.median(renders):.3f} s")

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.external import (
@@ -48,7 +49,6 @@ from arena_pipeline.core.external import (
 )
 from arena_pipeline.core.models import add_canonical_columns, load_aliases, merged_names
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
 SEED = 20250529
 #: ``--display-names``: how other publications spell some of the votes' names (all resolved

@@ -24,6 +24,8 @@ from pathlib import Path
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from real_votes import REAL_VOTES, load_real_votes  # noqa: E402
+
 from arena_pipeline.core.categories import tag_categories  # noqa: E402
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings  # noqa: E402
 from arena_pipeline_tests.fastchat_reference import (  # noqa: E402
@@ -32,7 +34,6 @@ from arena_pipeline_tests.fastchat_reference import (  # noqa: E402
     fastchat_battles,
     fastchat_fit,
 )
-from real_votes import REAL_VOTES, load_real_votes  # noqa: E402
 
 CATEGORIES = ("overall", "creative_writing", "math", "instruction_following", "hard_prompt")
 

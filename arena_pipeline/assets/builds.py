@@ -46,7 +46,7 @@ def finished_check(instance: dg.DagsterInstance, stale_hours: float):
             return True
         if started_at is None:
             return True
-        age = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - started_at
+        age = dt.datetime.now(dt.UTC).replace(tzinfo=None) - started_at
         return age > dt.timedelta(hours=stale_hours)
 
     return is_finished

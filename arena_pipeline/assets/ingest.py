@@ -3,11 +3,10 @@
 from pathlib import Path
 
 import dagster as dg
-
-from typing import Optional
-
 from pydantic import Field
 
+from arena_pipeline.assets.builds import package_version, run_build, table_sha256
+from arena_pipeline.assets.metadata import table_spec
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
@@ -16,13 +15,11 @@ from arena_pipeline.constants import (
     SCHEMA,
     VERSIONS_SCHEMA,
 )
-from arena_pipeline.assets.metadata import table_spec
-from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.core.ingest import DumpManifest, load_dump, local_revision
+from arena_pipeline.core.publication import finish_build, record_dump, register_version, start_build, version_name
+from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.sources import SourceError, new_fields
 from arena_pipeline.core.warehouse import WarehouseCorruptError, WarehouseLockedError
-from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
-from arena_pipeline.core.publication import finish_build, record_dump, register_version, start_build, version_name
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
@@ -35,11 +32,11 @@ TABLE_KEYS = {
 class FetchConfig(dg.Config):
     """Run configuration of ``raw_dump``."""
 
-    revision: Optional[str] = Field(
+    revision: str | None = Field(
         default=None,
         description="Fetch this Hub revision instead of ARENA_REVISION (the new-dump sensor pins the sha it saw).",
     )
-    revisions: Optional[dict[str, str]] = Field(
+    revisions: dict[str, str] | None = Field(
         default=None,
         description="With several dumps (ARENA_DATASETS / ARENA_DISCOVER): the dumps to load and each one's "
         "revision, in load order (the sensor pins what it saw).",
@@ -54,7 +51,7 @@ def _files(manifest: DumpManifest) -> list[dict]:
 
 
 def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError,
-                     requested: Optional[str] = None) -> None:
+                     requested: str | None = None) -> None:
     """Record a rejected dump in arena.dumps as failed, with the reason.
 
     A local dump is recorded under its content revision (known without reading it); a Hub dump

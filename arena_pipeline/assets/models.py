@@ -5,6 +5,7 @@ import polars as pl
 
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.assets.ingest import TABLE_KEYS
+from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.publish import PUBLISHED_DUMP
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
 from arena_pipeline.constants import (
@@ -16,7 +17,6 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.external import BoardFormatError, compare_boards
-from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.core.models import MODELS_SCHEMA, merged_names, models_table
 from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.core.warehouse import read_frame, write_table

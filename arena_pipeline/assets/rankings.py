@@ -1,7 +1,7 @@
 """Ranking assets: category tags and the per-category leaderboards, pairwise and style tables."""
 
 import dataclasses
-from typing import Literal, Optional
+from typing import Literal
 
 import dagster as dg
 import polars as pl
@@ -9,6 +9,7 @@ from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
+from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
@@ -23,7 +24,6 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.dumps import per_dump_leaderboards
 from arena_pipeline.core.publication import read_input, write_version
-from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
@@ -94,14 +94,14 @@ class RankingRunConfig(dg.Config):
     seed: int = Field(default=42, ge=0, description="Bootstrap seed: the same seed gives identical output.")
     min_battles: int = Field(default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category are left out of its fit (1: fit every battle, as LMArena).")
     display_min_battles: int = Field(default=301, ge=0, description="Models with fewer battles on a board are marked provisional and ranked apart (301: LMArena shows more than 300).")
-    anchor_models: Optional[list[str]] = Field(
+    anchor_models: list[str] | None = Field(
         default=None, description="Reference models in order of preference: the first on a board is pinned at anchor_rating "
         "(None: the packaged list, ranking.REFERENCE_MODELS; []: centre every board on its mean).")
-    anchor_model: Optional[str] = Field(default=None, description="Pin this one model instead of the reference list.")
+    anchor_model: str | None = Field(default=None, description="Pin this one model instead of the reference list.")
     anchor_rating: float = Field(default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False, description="The reference model's rating (or the mean rating of a board without one).")
     style_method: Literal["lmarena", "unweighted"] = Field(
         default="lmarena", description="'lmarena': arena-rank's style control (pair reweighting, reg=1 on the mean loss); 'unweighted': the earlier variant (style_l2 on the summed loss).")
-    style_l2: Optional[float] = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients of the 'unweighted' variant (None: library default).")
+    style_l2: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients of the 'unweighted' variant (None: library default).")
 
     def ranking_config(self) -> RankingConfig:
         extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}

@@ -263,8 +263,10 @@ def _decode_lists(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame
 def _one_hot_winner() -> pl.Expr:
     flags = {c: pl.col(c).cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
              for c in ("winner_model_a", "winner_model_b", "winner_tie")}
-    exactly = lambda name: pl.all_horizontal(
-        [(v == 1) if c == name else (v == 0) for c, v in flags.items()])
+
+    def exactly(name: str) -> pl.Expr:
+        return pl.all_horizontal([(v == 1) if c == name else (v == 0) for c, v in flags.items()])
+
     spelled = pl.format("winner_model_a={}, winner_model_b={}, winner_tie={}",
                         *[v.cast(pl.String).fill_null("null") for v in flags.values()])
     return (pl.when(exactly("winner_model_a")).then(pl.lit("model_a"))

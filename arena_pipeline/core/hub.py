@@ -31,10 +31,16 @@ from typing import TypeVar
 
 import httpx2
 from huggingface_hub import HfApi, constants, hf_hub_download
-from huggingface_hub.errors import (FileMetadataError, GatedRepoError, HfHubHTTPError,
-                                     LocalEntryNotFoundError, OfflineModeIsEnabled,
-                                     RemoteEntryNotFoundError, RepositoryNotFoundError,
-                                     RevisionNotFoundError)
+from huggingface_hub.errors import (
+    FileMetadataError,
+    GatedRepoError,
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    OfflineModeIsEnabled,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 from huggingface_hub.file_download import repo_folder_name
 
 from arena_pipeline.core.atomic import write_text_atomic

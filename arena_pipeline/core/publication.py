@@ -112,7 +112,7 @@ def build_key(build_id: str) -> str:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 # --------------------------------------------------------------------------- manifests

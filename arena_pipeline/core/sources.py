@@ -14,8 +14,14 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.core.adapters import (ARENA_140K, Adapter, UnknownFormatError, choose_adapter, csv_schema,
-                                          nearest_adapter)
+from arena_pipeline.core.adapters import (
+    ARENA_140K,
+    Adapter,
+    UnknownFormatError,
+    choose_adapter,
+    csv_schema,
+    nearest_adapter,
+)
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA, NESTED_COLUMNS, QUARANTINE_SCHEMA
 
 

@@ -150,7 +150,7 @@ def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", he
         dump_fields=_dump_fields({**dump, "revision": pub.revision}) if dump or pub.revision else [],
         no_board=pub.no_board(),
         model_ids=model_ids,
-        generated=(generated_at or dt.datetime.now(dt.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=(generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         css=_static("report.css"), js=_static("report.js"),
     )
 

@@ -13,10 +13,9 @@ import pytest
 from arena_pipeline.core.flatten import flatten_table
 from arena_pipeline.core.schema import (
     BATTLES_NESTED_PATHS,
-    BATTLES_SCHEMA,
-    FLAT_BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
     DATASET_ARROW_SCHEMA,
+    FLAT_BATTLES_SCHEMA,
     MESSAGES_SCHEMA,
 )
 from arena_pipeline.core.sources import read_csv_export

@@ -15,12 +15,12 @@ from arena_pipeline.core.models import (
     MODELS_SCHEMA,
     AliasTableError,
     add_canonical_columns,
+    confusable_pairs,
     load_aliases,
     merged_names,
     models_table,
     normalize_name_expr,
     normalize_names,
-    confusable_pairs,
     skeleton_expr,
 )
 

@@ -11,8 +11,8 @@ import pytest
 import statsmodels.api as sm
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt, mle_support
 from arena_pipeline.core.ranking.board import NOT_CONNECTED, ONLY_LOSSES, ONLY_WINS
+from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt, mle_support
 
 FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
 PPL = 400.0 / math.log(10.0)  # rating points per natural log-odds
@@ -90,7 +90,7 @@ def test_choix_published_testcases():
     cycle = [(0, 1), (1, 2), (2, 0)]
     cases = [(cycle, [1.0, 1.0, 1.0]), ([(0, 1)] + cycle, [1.43586088, 0.62035049, 0.94378863])]
     for data, ml_est in cases:
-        board, _ = bt_board(frame_from([(f"i{w}", f"i{l}", "model_a") for w, l in data]))
+        board, _ = bt_board(frame_from([(f"i{w}", f"i{lo}", "model_a") for w, lo in data]))
         r = ratings(board)
         for i in range(3):
             expected = 400.0 * math.log10(ml_est[i] / ml_est[0])

@@ -7,7 +7,6 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.ranking.types import RankingConfig as Config
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.bradley_terry import (
     aggregate_pairs,
@@ -17,6 +16,7 @@ from arena_pipeline.core.ranking.bradley_terry import (
     fit_bt,
 )
 from arena_pipeline.core.ranking.scale import to_ratings
+from arena_pipeline.core.ranking.types import RankingConfig as Config
 
 MODELS = 16
 REPLICATES = 200
@@ -76,7 +76,7 @@ def simulated():
     truth = to_ratings(theta, None, config.anchor_rating)
     hits = {k: [] for k in ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")}
     widths = {k: [] for k in hits}
-    for r in range(REPLICATES):
+    for _ in range(REPLICATES):
         fresh = (rng.random(a.size) < p).astype(int)
         repeat = rng.random(a.size) < 0.6
         # a repeated vote copies the session's latest fresh draw: forward-fill of fresh positions

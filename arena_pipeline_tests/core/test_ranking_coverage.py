@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena_pipeline.core.ranking.types import RankingConfig
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.scale import ranks, to_ratings
+from arena_pipeline.core.ranking.types import RankingConfig
 
 #: 300 tournaments of 30 models: 9,000 (model, replicate) indicators. Their correlation within a
 #: replicate makes the standard error of the coverage about 0.3 points, so 94-96% is a +-3 sigma band.
@@ -36,7 +36,7 @@ def simulated():
     config = RankingConfig(methods=("bt",), bootstrap_rounds=0, display_min_battles=0)
     truth = to_ratings(theta, None, config.anchor_rating)
     covered, rank_ok = [], []
-    for r in range(REPLICATES):
+    for _ in range(REPLICATES):
         o = np.where(rng.random(a.size) < p, 0, 1)
         board = Board("sim", config, [f"m{i}" for i in range(MODELS)], a, b, o, None, None)
         frame = fit_bt_board(board).frame

@@ -74,7 +74,7 @@ def test_frames_have_their_schemas_and_order(output):
 
 
 def test_rank_and_rank_ub_follow_their_definitions(output):
-    for (category, method), board in output.leaderboard.group_by(
+    for _, board in output.leaderboard.group_by(
         "category", "method", maintain_order=True
     ):
         rating = board.get_column("rating").to_numpy()

@@ -81,7 +81,7 @@ def test_fractions_not_counts_drive_the_walk():
     # a 3-cycle: each pair's winner takes all its battles, with 2, 1 and 1 battles. Rank
     # Centrality depends only on the fractions: equal ratings. A walk on raw counts (one
     # LSR step, choix.lsr_pairwise) gives [1.2, 0.6, 1.2] instead.
-    rows = [(f"i{w}", f"i{l}", "model_a") for w, l in [(0, 1), (0, 1), (1, 2), (2, 0)]]
+    rows = [(f"i{w}", f"i{lo}", "model_a") for w, lo in [(0, 1), (0, 1), (1, 2), (2, 0)]]
     r = boards(frame_from(rows))[0]["spectral"]
     assert r["i0"] == pytest.approx(r["i1"], abs=1e-9)
     assert r["i0"] == pytest.approx(r["i2"], abs=1e-9)

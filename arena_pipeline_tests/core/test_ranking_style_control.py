@@ -134,7 +134,7 @@ def test_unpenalised_sandwich_matches_statsmodels_hc0():
     """With style_l2=0, sandwich intervals == statsmodels GLM HC0 (relative tol 1e-6)."""
     frame = load_fixture()
     models, x, f, y = reference_design(frame)
-    m, k = len(models), f.shape[1]
+    m = len(models)
     fit = sm.GLM(y, np.hstack([x[:, 1:], f]), family=sm.families.Binomial()).fit(
         tol=1e-13, maxiter=200, cov_type="HC0"
     )

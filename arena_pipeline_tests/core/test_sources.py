@@ -17,11 +17,11 @@ from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
     MAX_CELL_SYNTAX_CHARS,
-    csv_row_count,
-    iso_timestamp_expr,
     SourceError,
     compare_schema,
+    csv_row_count,
     hub_not_found_note,
+    iso_timestamp_expr,
     local_shards,
     parse_source,
     read_csv_export,

@@ -19,7 +19,7 @@ from arena_pipeline.presentation.charts import (
     rating_chart_svg,
     svg_data_uri,
 )
-from arena_pipeline.presentation.markdown import board_previews, frame_markdown, top_n_markdown
+from arena_pipeline.presentation.markdown import frame_markdown, top_n_markdown
 from arena_pipeline.presentation.read import (
     QUALITY_SUMMARY_SCHEMA,
     RANK_CHANGES_SCHEMA,
@@ -30,7 +30,6 @@ from arena_pipeline.presentation.read import (
 )
 from arena_pipeline.presentation.report import build_report_html, render_report
 from arena_pipeline_tests.presentation.synthetic import (
-    CHAMPION,
     REVISION,
     synthetic_benchmarks,
     synthetic_dump,
@@ -270,7 +269,7 @@ def test_quality_summary_counts_by_table_and_severity(outputs):
 def test_report_page_has_every_section_per_category(outputs, tmp_path):
     out = render_report(
         Published.from_output(outputs, quality_results=synthetic_quality(), dump=synthetic_dump()),
-        tmp_path / "site" / "index.html", generated_at=dt.datetime(2025, 7, 2, 12, 0, tzinfo=dt.timezone.utc),
+        tmp_path / "site" / "index.html", generated_at=dt.datetime(2025, 7, 2, 12, 0, tzinfo=dt.UTC),
     )
     assert out == tmp_path / "site" / "index.html"
     assert [p.name for p in out.parent.iterdir()] == ["index.html"]  # no temporary file left

@@ -1,5 +1,8 @@
 """Leaderboards from pairwise votes: Bradley-Terry, style control, Rank Centrality."""
 
+from arena_pipeline.core.ranking.leaderboard import compute_rankings
+from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
+from arena_pipeline.core.ranking.status import BOARD_STATUS_SCHEMA, UNRATED_MODELS_SCHEMA
 from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
     METHODS,
@@ -8,9 +11,6 @@ from arena_pipeline.core.ranking.types import (
     RankingConfig,
     RankingOutput,
 )
-from arena_pipeline.core.ranking.leaderboard import compute_rankings
-from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
-from arena_pipeline.core.ranking.status import BOARD_STATUS_SCHEMA, UNRATED_MODELS_SCHEMA
 
 __all__ = [
     "BOARD_STATUS_SCHEMA",

@@ -11,11 +11,6 @@ import polars as pl
 from scipy.sparse import csr_matrix
 from scipy.stats import kendalltau
 
-from arena_pipeline.core.ranking.types import (
-    LEADERBOARD_SCHEMA,
-    STYLE_COEFFICIENTS_SCHEMA,
-    RankingConfig,
-)
 from arena_pipeline.core.ranking.bradley_terry import (
     BOOTSTRAP_RIDGE,
     PairCounts,
@@ -46,6 +41,11 @@ from arena_pipeline.core.ranking.style_control import (
     fit_bt_style,
     pair_weights,
     standardize,
+)
+from arena_pipeline.core.ranking.types import (
+    LEADERBOARD_SCHEMA,
+    STYLE_COEFFICIENTS_SCHEMA,
+    RankingConfig,
 )
 
 Interval = tuple[np.ndarray, np.ndarray]

@@ -10,13 +10,6 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.core.categories import category_order, ordered_categories
-from arena_pipeline.core.ranking.types import (
-    LEADERBOARD_SCHEMA,
-    METHODS,
-    STYLE_COEFFICIENTS_SCHEMA,
-    RankingConfig,
-    RankingOutput,
-)
 from arena_pipeline.core.ranking.board import (
     Board,
     fit_bt_board,
@@ -36,6 +29,13 @@ from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
     style_columns,
     style_feature_exprs,
+)
+from arena_pipeline.core.ranking.types import (
+    LEADERBOARD_SCHEMA,
+    METHODS,
+    STYLE_COEFFICIENTS_SCHEMA,
+    RankingConfig,
+    RankingOutput,
 )
 
 __all__ = [
