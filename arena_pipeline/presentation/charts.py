@@ -14,6 +14,7 @@ import polars as pl
 
 from arena_pipeline.core.categories import category_label
 from arena_pipeline.presentation.read import METHOD_LABELS, Published
+from arena_pipeline.presentation.templating import environment, is_num, slug
 
 #: Marker colour and shape of each method (colour-blind safe; the template draws the shapes).
 METHOD_STYLE: dict[str, tuple[str, str]] = {
@@ -22,26 +23,14 @@ METHOD_STYLE: dict[str, tuple[str, str]] = {
 _CI = ("rating", "ci_lower", "ci_upper")
 
 
-def is_num(value: Any) -> bool:
-    """True for an int or a float that is not NaN."""
-    return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
-
-
-def slug(text: str) -> str:
-    """``text`` as an id fragment: lower-case letters and digits, the rest '-'."""
-    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-") or "x"
-
-
 def svg_data_uri(svg: str) -> str:
     """``data:image/svg+xml;base64,...`` for an SVG string (for Markdown metadata)."""
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
-@functools.cache
 def _macros() -> Any:
-    from arena_pipeline.presentation.report import _environment  # report.py imports this module
-
-    return _environment().get_template("charts.svg.j2").module
+    """The chart macros of ``templates/charts.svg.j2``."""
+    return environment().get_template("charts.svg.j2").module
 
 
 def _axis(values: list[float], ticks: int, start: float, length: float) -> tuple[Callable, list[tuple]]:

@@ -3,85 +3,31 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
-from collections import namedtuple
-from html import escape
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
 from arena_pipeline.core.atomic import write_text_atomic
 from arena_pipeline.core.benchmarks import MIN_MODELS
-from arena_pipeline.core.categories import RULES_BY_NAME, category_label
+from arena_pipeline.core.categories import RULES_BY_NAME
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,
     heatmap_svg,
-    is_num,
     profile_chart_svg,
     rating_chart_svg,
-    slug,
 )
-from arena_pipeline.presentation.read import METHOD_LABELS, Published, when
+from arena_pipeline.presentation.read import Published, when
+from arena_pipeline.presentation.templating import coef, environment, interval
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
 FEATURE_LABELS = {"tokens": "Answer length (tokens)", "headers": "Markdown headers", "lists": "List items",
                   "bold": "Bold spans"}
-
-
-def _rows(frame: pl.DataFrame):
-    """A frame's rows as named tuples (attribute access in templates, no dict look-up fallback)."""
-    return map(_row_type(tuple(frame.columns))._make, frame.iter_rows())
-
-
-@functools.cache
-def _row_type(columns: tuple[str, ...]) -> type:
-    return namedtuple("Row", columns, rename=True)
-
-
-def _ci(r: Any) -> str:
-    lo, hi, rating = r.ci_lower, r.ci_upper, r.rating
-    return f"+{hi - rating:.1f} / −{rating - lo:.1f}" if all(map(is_num, (lo, hi, rating))) else "–"
-
-
-def _half_width(r: Any) -> float | None:
-    lo, hi = r.ci_lower, r.ci_upper
-    return (hi - lo) / 2 if is_num(lo) and is_num(hi) else None
-
-
-def _td(shown: Any, value: Any = None) -> Markup:
-    """A numeric cell; ``value`` (sort key) in ``data-value``."""
-    data = "" if value is None else f' data-value="{escape(str(value))}"'
-    return Markup(f'<td class="num"{data}>{escape(str(shown))}</td>')
-
-
-def _int(value: Any) -> str:
-    return f"{value:,d}" if isinstance(value, int) else "–"
-
-
-def _record(r: Any) -> str:
-    return f"{_int(r.wins)} / {_int(r.losses)} / {_int(r.ties)}"
-
-
-def _model_cell(name: str, model_ids: dict[str, str]) -> Markup:
-    """A row header with the model's name, linked to its panel when it has one."""
-    shown = escape(name)
-    inner = f'<a class="model-link" href="#{model_ids[name]}">{shown}</a>' if name in model_ids else shown
-    return Markup(f'<th scope="row" data-value="{shown}">{inner}</th>')
-
-
-def _coef(value: Any) -> str:
-    return f"{value:.3f}" if is_num(value) else "–"
-
-
-def _interval(lower: Any, upper: Any) -> str:
-    return f"[{_coef(lower)}, {_coef(upper)}]" if is_num(lower) and is_num(upper) else "–"
 
 
 def _figures(r: Any) -> str:
@@ -89,8 +35,8 @@ def _figures(r: Any) -> str:
     head = f"{r.n_matched} matched model{'s' if r.n_matched != 1 else ''}"
     if r.spearman is None:
         return f"{head}; {r.note}" if r.note else head
-    return (f"{head}; Spearman {_coef(r.spearman)} {_interval(r.spearman_lower, r.spearman_upper)}, "
-            f"Kendall {_coef(r.kendall)} {_interval(r.kendall_lower, r.kendall_upper)}"
+    return (f"{head}; Spearman {coef(r.spearman)} {interval(r.spearman_lower, r.spearman_upper)}, "
+            f"Kendall {coef(r.kendall)} {interval(r.kendall_lower, r.kendall_upper)}"
             + (f"; {r.note}" if r.note else ""))
 
 
@@ -98,24 +44,13 @@ def _svg(function):
     return lambda *args, **kwargs: Markup(function(*args, **kwargs))
 
 
-@functools.cache
-def _environment() -> Environment:
-    env = Environment(loader=PackageLoader("arena_pipeline.presentation", "templates"), autoescape=True)
-    env.filters.update(
-        num=lambda v, digits=1: f"{v:,.{digits}f}" if is_num(v) else "–",
-        int_=_int, td=_td, rows=_rows, record=_record, model_cell=_model_cell,
-        pct=lambda v: f"{v:.1%}" if is_num(v) else "–", coef=_coef,
-        isnum=is_num, ci=_ci, half_width=_half_width, when=when, slug=slug, label=category_label,
-        method_label=lambda m: METHOD_LABELS.get(m, m),
-    )
-    env.globals.update(rating_chart=_svg(rating_chart_svg), heatmap=_svg(heatmap_svg),
-                       profile_chart=_svg(profile_chart_svg), col=pl.col, rules=RULES_BY_NAME,
-                       benchmark_scatter=_svg(benchmark_scatter_svg), interval=_interval, figures=_figures,
-                       min_models=MIN_MODELS,
-                       features=FEATURE_LABELS,
-                       chart_methods=lambda methods, primary: [m for m in ("bt", "bt_style") if m in methods]
-                       or [primary])
-    return env
+#: What the report's template calls besides its filters: the charts and a few helpers.
+_GLOBALS = dict(
+    rating_chart=_svg(rating_chart_svg), heatmap=_svg(heatmap_svg), profile_chart=_svg(profile_chart_svg),
+    benchmark_scatter=_svg(benchmark_scatter_svg), col=pl.col, rules=RULES_BY_NAME, interval=interval,
+    figures=_figures, min_models=MIN_MODELS, features=FEATURE_LABELS,
+    chart_methods=lambda methods, primary: [m for m in ("bt", "bt_style") if m in methods] or [primary],
+)
 
 
 def _static(name: str) -> Markup:
@@ -145,8 +80,8 @@ def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", he
         raise ValueError("the leaderboard is empty: nothing to report")
     dump = dict(pub.dump or {})
     model_ids = {m: f"model-{i}" for i, m in enumerate(pub.models())}
-    return _environment().get_template("report.html.j2").render(
-        pub=pub, title=title, heatmap_models=heatmap_models, categories=pub.categories(), dump=dump,
+    return environment().get_template("report.html.j2").render(
+        **_GLOBALS, pub=pub, title=title, heatmap_models=heatmap_models, categories=pub.categories(), dump=dump,
         dump_fields=_dump_fields({**dump, "revision": pub.revision}) if dump or pub.revision else [],
         no_board=pub.no_board(),
         model_ids=model_ids,
