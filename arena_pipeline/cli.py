@@ -26,7 +26,7 @@ from arena_pipeline.core.warehouse import (
     relation_exists,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
-from arena_pipeline.presentation.read import METHOD_LABELS, NoBoard, read_published
+from arena_pipeline.presentation.read import METHOD_LABELS, NoBoard, read_dump_boards, read_published
 from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 from arena_pipeline.presentation.tables import frame_table
 
@@ -146,15 +146,16 @@ def cli() -> None:
 @click.option("--method", default="bt", show_default=True, help=f"ranking method: {', '.join(METHODS)}")
 @click.option("--top", type=str, callback=_count, default=20, show_default=True, metavar="N",
               help="rows shown, 0 for all")
+@click.option("--dump", metavar="NAME", help="one loaded dump's own board (arena.dump_leaderboard), not the combined one")
 @reads_warehouse
-def leaderboard(category: str, method: str, top: int, warehouse: Path, timeout: float) -> int:
+def leaderboard(category: str, method: str, top: int, dump: str | None, warehouse: Path, timeout: float) -> int:
     """Print one published leaderboard (rank, rank upper bound, model, rating, 95% CI, battles), its
     provisional and unrated models, and the categories without a board."""
-    with open_warehouse(warehouse, timeout) as con:
-        pub = read_published(con, SCHEMA, style=False)
     try:
+        with open_warehouse(warehouse, timeout) as con:
+            pub = read_published(con, SCHEMA, style=False) if dump is None else read_dump_boards(con, dump)
         pub.check_board(category, method)
-    except NoBoard as exc:
+    except (NoBoard, LookupError) as exc:
         raise CliError(str(exc)) from None
     except ValueError as exc:  # a typo: usage
         raise CliError(str(exc), EXIT_USAGE) from None
@@ -166,7 +167,7 @@ def leaderboard(category: str, method: str, top: int, warehouse: Path, timeout: 
         label = f"{label} ({method})"
     print(terminal_safe(f"{category_label(category)} - {label}; {board.height + provisional.height} models"
                         + (f", top {shown.height} shown" if shown.height < board.height else "")
-                        + (f"; dump {pub.revision}" if pub.revision else "")))
+                        + (f"; dump {dump or pub.revision}" if dump or pub.revision else "")))
     print()
     print(format_board(shown) if shown.height else "No model reaches the display threshold.")
     if provisional.height:

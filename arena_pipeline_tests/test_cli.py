@@ -131,6 +131,38 @@ def test_unknown_category_and_method_list_the_valid_ones(warehouse, capsys):
     assert "Traceback" not in err
 
 
+def test_dump_option_prints_one_dumps_own_board(warehouse, tmp_path, capsys):
+    """``--dump``: a loaded dump's rows of arena.dump_leaderboard (here: the 33k has only an overall
+    board, the 140k also math); a dump or category it lacks is an error naming the valid ones."""
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--dump", "a/33k"]) == EXIT_NO_DATA
+    assert "arena.dump_leaderboard does not exist: no per-dump boards" in capsys.readouterr().err
+    path = tmp_path / "family.duckdb"
+    path.write_bytes(warehouse.read_bytes())
+    with duckdb.connect(str(path)) as con:  # the 33k's board: the overall bt rows, its ratings 100 lower
+        con.execute("CREATE TABLE arena.dump_leaderboard AS "
+                    "SELECT 'a/33k' AS dump, * REPLACE (rating - 100 AS rating) FROM arena.leaderboard "
+                    "WHERE category = 'overall' AND method = 'bt' "
+                    "UNION ALL SELECT 'b/140k', * FROM arena.leaderboard WHERE category IN ('overall', 'math')")
+    assert main(["leaderboard", "--warehouse", str(path), "--dump", "a/33k", "--top", "0"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("Overall - Bradley-Terry (bt); 9 models; dump a/33k\n")
+    board = synthetic_outputs().leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt"))
+    champion = board.filter(pl.col("rank") == 1).row(0, named=True)
+    assert f"{champion['rating'] - 100:.1f}" in out and f" {champion['rating']:.1f} " not in out
+    assert "Categories without a board" not in out  # the combined boards' tables are not this dump's
+    assert main(["leaderboard", "--warehouse", str(path), "--dump", "b/140k", "--category", "math"]) == EXIT_OK
+    assert capsys.readouterr().out.startswith("Math - Bradley-Terry (bt); 9 models; dump b/140k")
+    assert main(["leaderboard", "--warehouse", str(path), "--dump", "a/33k", "--category", "math"]) == EXIT_NO_DATA
+    assert "category 'math' has no leaderboard" in capsys.readouterr().err
+    assert main(["leaderboard", "--warehouse", str(path), "--dump", "c/55k"]) == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        "arena-pipeline: error: no boards for dump 'c/55k'; dumps with boards: a/33k, b/140k")
+    assert main(["export", "--warehouse", str(path), str(tmp_path / "out")]) == EXIT_OK
+    exported = pl.read_parquet(tmp_path / "out" / "dump_leaderboard.parquet")
+    both = synthetic_outputs().leaderboard.filter(pl.col("category").is_in(["overall", "math"])).height
+    assert exported.group_by("dump").len().sort("dump").rows() == [("a/33k", board.height), ("b/140k", both)]
+
+
 def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, capsys):
     """Math: every model has fewer than 301 battles, so none is ranked; all are listed as provisional
     below the (empty) ranked table, each once, with the reason."""
@@ -290,7 +322,8 @@ def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, c
                      "unrated_models.parquet"]
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["revision"] == REVISION and manifest["format"] == "parquet"
-    assert manifest["missing_tables"] == ["style_coefficients_history", "models", *VALIDATION_TABLES]
+    assert manifest["missing_tables"] == ["style_coefficients_history", "models", "dump_leaderboard",
+                                          *VALIDATION_TABLES]
     assert manifest["tables"]["leaderboard_history"]["rows"] == manifest["tables"]["leaderboard"]["rows"]
     lb = pl.read_parquet(out_dir / "leaderboard.parquet")
     expected = synthetic_outputs().leaderboard

@@ -9,6 +9,7 @@ import dagster as dg
 import duckdb
 import pytest
 
+from arena_pipeline.cli import main
 from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core import hub as hub_client
 from arena_pipeline.core.manifest import combined_revision
@@ -99,7 +100,7 @@ def _table_counts(warehouse) -> dict[str, dict[str, int]]:
 
 
 @pytest.mark.slow
-def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_path):
+def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_path, capsys):
     warehouse = tmp_path / "warehouse.duckdb"
     with dg.instance_for_test() as instance:
         first, _ = _tick(hub, tmp_path, instance, None)
@@ -155,6 +156,15 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
         coding = {r[0] for r in con.execute("SELECT DISTINCT dump FROM arena.dump_leaderboard "
                                             "WHERE category = 'coding'").fetchall()}
         assert coding <= {fx.DUMP_100K, fx.DUMP_140K}  # the 33k and 55k have no is_code
+        own = dict(con.execute("SELECT model, rating FROM arena.dump_leaderboard WHERE dump = ? "
+                               "AND category = 'overall' AND method = 'bt'", [fx.DUMP_33K]).fetchall())
+    capsys.readouterr()
+    # the CLI shows one dump's own board: its models (shown and provisional) with its ratings
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--dump", fx.DUMP_33K, "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(f"; dump {fx.DUMP_33K}")
+    printed = {r[2]: float(r[3]) for r in map(str.split, out.splitlines()) if len(r) > 3 and r[0].isdigit()}
+    assert len(own) >= 3 and printed == pytest.approx(own, abs=0.05)
 
 
 def test_local_datasets_combine_in_the_configured_order(tmp_path, monkeypatch):

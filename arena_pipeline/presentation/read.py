@@ -19,6 +19,7 @@ from arena_pipeline.constants import (
     BENCHMARK_AGREEMENT_TABLE,
     BENCHMARK_SCORES_TABLE,
     BOARD_STATUS_TABLE,
+    DUMP_LEADERBOARD_TABLE,
     DUMPS_TABLE,
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
@@ -391,6 +392,27 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(published.quality_results, revision))
     return published
+
+
+def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SCHEMA) -> Published:
+    """One loaded dump's own boards (its rows of ``schema.dump_leaderboard``, without the ``dump`` column) as
+    the leaderboard of a :class:`Published` (the other frames empty: they describe the combined boards).
+
+    Raises
+    ------
+    LookupError
+        No per-dump boards are published (one dump loaded, or a warehouse from before them).
+    ValueError
+        ``dump`` has no boards; the message lists the dumps that have.
+    """
+    if not relation_exists(con, schema, DUMP_LEADERBOARD_TABLE):
+        raise LookupError(f"{schema}.{DUMP_LEADERBOARD_TABLE} does not exist: no per-dump boards are published")
+    table = quoted(schema, DUMP_LEADERBOARD_TABLE)
+    board = read_frame(con, f"SELECT * EXCLUDE (dump) FROM {table} WHERE dump = ?", [dump])
+    if board.is_empty():
+        dumps = [r[0] for r in con.execute(f"SELECT DISTINCT dump FROM {table} ORDER BY dump").fetchall()]
+        raise ValueError(f"no boards for dump {dump!r}; dumps with boards: {', '.join(dumps) or 'none'}")
+    return Published(board, dump=published_dump_row(con, schema))
 
 
 def latest_quality_results(quality_results: pl.DataFrame, revision: str | None) -> pl.DataFrame:
