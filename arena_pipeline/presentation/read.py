@@ -124,13 +124,13 @@ class Published:
                   if getattr(output, k) is not None}
         return cls(output.leaderboard, output.pairwise, output.style_coefficients, **frames, **extra)
 
-    @property
+    @cached_property
     def revision(self) -> str | None:
-        """The dump revision: the published dumps row's, else the leaderboard's."""
-        if self.dump and self.dump.get("revision"):
-            return self.dump["revision"]
+        """The boards' dump revision: the leaderboard's when it names exactly one, else the published
+        dumps row's."""
         lb = self.leaderboard
-        return lb.get_column("dump_revision")[0] if "dump_revision" in lb.columns and lb.height else None
+        named = lb.get_column("dump_revision").drop_nulls().unique().to_list() if "dump_revision" in lb.columns else []
+        return named[0] if len(named) == 1 else (self.dump or {}).get("revision")
 
     def categories(self) -> list[str]:
         """Categories with a board, in board order."""
@@ -386,11 +386,9 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
         )
     finally:
         con.execute("COMMIT")
-    revisions = (leaderboard.get_column("dump_revision").drop_nulls().unique().to_list()
-                 if "dump_revision" in leaderboard.columns else [])
-    revision = revisions[0] if len(revisions) == 1 else (published.dump or {}).get("revision")
     if published.quality_results is not None:
-        published = replace(published, quality_results=latest_quality_results(published.quality_results, revision))
+        published = replace(published, quality_results=latest_quality_results(published.quality_results,
+                                                                               published.revision))
     return published
 
 
