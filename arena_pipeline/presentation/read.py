@@ -406,11 +406,17 @@ def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SC
     if not relation_exists(con, schema, DUMP_LEADERBOARD_TABLE):
         raise LookupError(f"{schema}.{DUMP_LEADERBOARD_TABLE} does not exist: no per-dump boards are published")
     table = quoted(schema, DUMP_LEADERBOARD_TABLE)
-    board = read_frame(con, f"SELECT * EXCLUDE (dump) FROM {table} WHERE dump = ?", [dump])
+    con.execute("BEGIN TRANSACTION")  # the board and the dumps row of one publication
+    try:
+        board = read_frame(con, f"SELECT * EXCLUDE (dump) FROM {table} WHERE dump = ?", [dump])
+        dumps = [] if board.height else [
+            r[0] for r in con.execute(f"SELECT DISTINCT dump FROM {table} ORDER BY dump").fetchall()]
+        row = published_dump_row(con, schema)
+    finally:
+        con.execute("COMMIT")
     if board.is_empty():
-        dumps = [r[0] for r in con.execute(f"SELECT DISTINCT dump FROM {table} ORDER BY dump").fetchall()]
         raise ValueError(f"no boards for dump {dump!r}; dumps with boards: {', '.join(dumps) or 'none'}")
-    return Published(board, dump=published_dump_row(con, schema))
+    return Published(board, dump=row)
 
 
 def latest_quality_results(quality_results: pl.DataFrame, revision: str | None) -> pl.DataFrame:
