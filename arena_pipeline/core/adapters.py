@@ -28,7 +28,7 @@ Sources: the dataset cards, see ``docs/dump_formats.md``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import polars as pl
 import pyarrow as pa
@@ -110,9 +110,7 @@ class Adapter:
     convert: Callable[[pa.Table], pa.Table]
     optional: tuple[str, ...] = ()
     unavailable: tuple[str, ...] = ()
-    file_kinds: tuple[str, ...] = ("parquet",)
     notes: str = ""
-    winners: dict[str, str] = field(default_factory=lambda: dict(WINNER_MAP))
     exclude: Callable[[pa.Table], pl.Series] | None = None
     exclude_rule: str = ""
     exclude_detail: str = ""
@@ -229,7 +227,7 @@ def _from_conversations(table: pa.Table) -> pa.Table:
         conversation_b=_openai_messages("conversation_b", with_tokens=True),
         full_conversation=_null(DATASET_ARROW_SCHEMA.field("full_conversation").type),
         conv_metadata=_conv_metadata(table, pl.col("turn")),
-        category_tag=_conform(pl.col("category_tag"), tags, CATEGORY_TAG_TYPE) if tags else _null(CATEGORY_TAG_TYPE),
+        category_tag=_conform(pl.col("category_tag"), tags, CATEGORY_TAG_TYPE),
         language=_language(),
         is_code=pl.col("is_code").cast(pl.Boolean) if "is_code" in table.schema.names else pl.lit(None, pl.Boolean),
         timestamp=_epoch_seconds("tstamp"),
@@ -396,7 +394,6 @@ KAGGLE_55K = Adapter(
         "winner_tie": ("integer", "string"),
     },
     convert=_from_kaggle,
-    file_kinds=("csv", "parquet"),
     unavailable=_SESSION + ("is_code", "language", "timestamp") + _METADATA_COLUMNS + _TAG_COLUMNS,
     notes="one-hot winners: a tie there includes 'both bad' (no both_bad); no timestamps",
 )

@@ -68,8 +68,9 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config, com
     from arena_pipeline.core.ranking.style_control import style_columns
 
     dumps = dumps_of(battles)
+    none = combined.with_columns(dump=pl.lit(None, pl.String)).head(0)
     if not dumps:
-        return combined.with_columns(dump=pl.lit(None, pl.String)).head(0), {}
+        return none, {}
     if len(dumps) == 1:
         return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
     gaps = unavailable_columns(battles, style_columns())
@@ -86,5 +87,5 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config, com
         boards.append(board.with_columns(dump=pl.lit(dump)))
         seconds[dump] = time.perf_counter() - started
     if not boards:
-        return combined.with_columns(dump=pl.lit(None, pl.String)).head(0), seconds
+        return none, seconds
     return pl.concat(boards, how="vertical_relaxed"), seconds

@@ -21,7 +21,7 @@ from arena_pipeline.constants import (
     QUARANTINE_TABLE,
 )
 from arena_pipeline.core import warehouse
-from arena_pipeline.core.adapters import ARENA_140K, Adapter
+from arena_pipeline.core.adapters import ARENA_140K, Adapter, csv_schema
 from arena_pipeline.core.atomic import write_text_atomic
 from arena_pipeline.core.flatten import (
     all_user_texts,
@@ -46,7 +46,6 @@ from arena_pipeline.core.schema import (
 )
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
-    SourceError,
     SourceSpec,
     check_utf8,
     csv_adapter,
@@ -54,6 +53,7 @@ from arena_pipeline.core.sources import (
     file_sha256,
     local_shards,
     read_csv_export,
+    read_csv_text,
     schema_adapter,
     verify_shard,
 )
@@ -214,15 +214,8 @@ def _excluded(table: pa.Table, battles: pl.DataFrame, excluded: pl.Series | None
 def _read_adapted_csv(path: Path, adapter: Adapter) -> pa.Table:
     """A CSV of another format (the 55k Kaggle file) in the canonical schema."""
     check_utf8(path)
-    try:
-        frame = pl.read_csv(path, infer_schema=False)
-    except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
-        raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
-    return adapter.convert(frame.select(adapter.read_columns(csv_schema_of(frame))).to_arrow())
-
-
-def csv_schema_of(frame: pl.DataFrame) -> pa.Schema:
-    return pa.schema([(c, pa.string()) for c in frame.columns])
+    frame = read_csv_text(path)
+    return adapter.convert(frame.select(adapter.read_columns(csv_schema(frame.columns))).to_arrow())
 
 
 def _without_conversation_defects(table: pa.Table, battles: pl.DataFrame, unparsed: pl.DataFrame
@@ -376,25 +369,31 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     return report
 
 
+#: (id, dump): a kept vote and a dump that repeats it (for ``also_in_dumps``).
+_PAIRS_SCHEMA = {"id": pl.String, "dump": pl.String}
+
+
+def _move_repeats(battles: pl.DataFrame, hit: pl.DataFrame, detail: pl.Expr, pairs: pl.DataFrame
+                  ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(``battles`` without the ``hit`` rows, those rows as :data:`CROSS_DUMP_RULE` quarantine rows
+    with ``detail``, ``pairs``); nothing moves when ``hit`` is empty."""
+    if hit.is_empty():
+        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema=_PAIRS_SCHEMA)
+    moved = quarantine_rows(hit.select(battles.columns), CROSS_DUMP_RULE, hit.select(detail).to_series())
+    return battles.join(hit.select("id"), on="id", how="anti"), moved, pairs
+
+
 def _same_id_elsewhere(battles: pl.DataFrame, seen: list[pl.DataFrame], dump: str
                       ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Split off the rows whose id another dump's kept rows have: (rest, quarantine rows, pairs).
-
-    ``pairs`` is (id, dump): the kept vote and the dump that repeats it (for ``also_in_dumps``).
-    """
-    others = [part.filter(pl.col("dump") != dump) for part in seen]
-    others = [part for part in others if part.height]
-    if not others:
-        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "dump": pl.String})
-    kept = pl.concat(others).select("id", kept_dump="dump", kept_file="source_file", kept_row="source_row")
-    hit = battles.join(kept, on="id", how="inner")
-    if hit.is_empty():
-        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "dump": pl.String})
+    """Split off the rows whose id another dump's kept rows have: (rest, quarantine rows, pairs)."""
+    others = [part for part in (part.filter(pl.col("dump") != dump) for part in seen) if part.height]
+    hit = battles.clear()
+    if others:
+        kept = pl.concat(others).select("id", kept_dump="dump", kept_file="source_file", kept_row="source_row")
+        hit = battles.join(kept, on="id", how="inner")
     detail = pl.format("the same vote (id {}) is kept from dump {} ({} row {})",
                        "id", "kept_dump", "kept_file", "kept_row")
-    moved = quarantine_rows(hit.select(battles.columns), CROSS_DUMP_RULE, hit.select(detail).to_series())
-    rest = battles.join(hit.select("id"), on="id", how="anti")
-    return rest, moved, hit.select("id", dump=pl.lit(dump, pl.String))
+    return _move_repeats(battles, hit, detail, hit.select("id", dump=pl.lit(dump, pl.String)))
 
 
 def _content_duplicates(keys: pl.DataFrame) -> pl.DataFrame:
@@ -470,17 +469,14 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
         if by_content.height:
             cross.append(by_content)
             pairs.append(content_pairs)
-            gone = by_content.select(battle_id="id")
-            for table_name in (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE):
-                con.register("_gone_battles", gone.to_arrow())
-                removed = con.execute(
-                    f'DELETE FROM {schema}."{warehouse.STAGE_PREFIX}{table_name}{suffix}" WHERE battle_id IN '
-                    "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
-                con.unregister("_gone_battles")
-                if table_name == MESSAGES_TABLE:
-                    report.messages -= removed
-                else:
-                    report.context_messages -= removed
+            con.register("_gone_battles", by_content.select(battle_id="id").to_arrow())
+            removed = {table_name: con.execute(
+                f'DELETE FROM {schema}."{warehouse.STAGE_PREFIX}{table_name}{suffix}" WHERE battle_id IN '
+                "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
+                for table_name in (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE)}
+            con.unregister("_gone_battles")
+            report.messages -= removed[MESSAGES_TABLE]
+            report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
     all_battles = _mark_also_in(all_battles, pairs)
     all_quarantine = pl.concat([all_quarantine, *cross]) if cross else all_quarantine
     if all_battles.height + all_quarantine.height != report.rows_read:
@@ -496,15 +492,11 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
 def _drop_content_duplicates(battles: pl.DataFrame, keys: pl.DataFrame
                              ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Move the votes an earlier dump holds by content to quarantine: (battles, quarantine, pairs)."""
-    dups = _content_duplicates(keys)
-    if dups.is_empty():
-        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "dump": pl.String})
-    hit = battles.join(dups.select("id", "kept_id", "kept_dump", "kept_file", "kept_row"), on="id", how="inner")
+    dups = _content_duplicates(keys).select("id", "kept_id", "kept_dump", "kept_file", "kept_row")
+    hit = battles.join(dups, on="id", how="inner")
     detail = pl.format("the same vote (models, winner and prompt text) is kept from dump {} ({} row {}, id {})",
                        "kept_dump", "kept_file", "kept_row", "kept_id")
-    moved = quarantine_rows(hit.select(battles.columns), CROSS_DUMP_RULE, hit.select(detail).to_series())
-    return (battles.join(hit.select("id"), on="id", how="anti"), moved,
-            hit.select(id="kept_id", dump="dump"))
+    return _move_repeats(battles, hit, detail, hit.select(id="kept_id", dump="dump"))
 
 
 def _mark_also_in(battles: pl.DataFrame, pairs: list[pl.DataFrame]) -> pl.DataFrame:
@@ -520,10 +512,9 @@ def _mark_also_in(battles: pl.DataFrame, pairs: list[pl.DataFrame]) -> pl.DataFr
 
 def _per_dump(battles: pl.DataFrame, quarantine: pl.DataFrame, formats: dict[str, str]) -> dict[str, dict]:
     """Rows per dump: battles kept, quarantined (and of those, votes another dump holds)."""
-    kept = dict(battles.group_by("dump").len().iter_rows()) if battles.height else {}
-    rejected = dict(quarantine.group_by("dump").len().iter_rows()) if quarantine.height else {}
-    across = dict(quarantine.filter(pl.col("rule") == CROSS_DUMP_RULE).group_by("dump").len().iter_rows()) \
-        if quarantine.height else {}
+    kept = dict(battles.group_by("dump").len().iter_rows())
+    rejected = dict(quarantine.group_by("dump").len().iter_rows())
+    across = dict(quarantine.filter(pl.col("rule") == CROSS_DUMP_RULE).group_by("dump").len().iter_rows())
     return {dump: {"format": fmt, "battles": kept.get(dump, 0), "quarantined": rejected.get(dump, 0),
                    "kept_in_another_dump": across.get(dump, 0),
                    "rows_read": kept.get(dump, 0) + rejected.get(dump, 0)}

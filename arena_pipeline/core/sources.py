@@ -239,12 +239,23 @@ def verify_shard(path: Path) -> int:
     return rows
 
 
-def csv_header(path: Path) -> list[str]:
-    """The column names of a CSV file (its header row)."""
+def read_csv_text(path: Path, n_rows: int | None = None) -> pl.DataFrame:
+    """A CSV file's cells as strings (``n_rows``: only the first rows; 0: the header alone).
+
+    Raises
+    ------
+    SourceError
+        The file is not parseable as CSV (the message names Polars' reason).
+    """
     try:
-        return pl.read_csv(path, n_rows=0, infer_schema=False).columns
+        return pl.read_csv(path, n_rows=n_rows, infer_schema=False)
     except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
         raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
+
+
+def csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file (its header row)."""
+    return read_csv_text(path, n_rows=0).columns
 
 
 def csv_adapter(path: Path) -> Adapter | None:
@@ -276,7 +287,7 @@ def new_fields(path: Path) -> list[str]:
     """Columns or struct fields of a file that the dataset card does not document (reported, not fatal)."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        header = pl.read_csv(path, n_rows=0, infer_schema=False).columns
+        header = csv_header(path)
         adapter = csv_adapter(path)
         known = DATASET_ARROW_SCHEMA.names if adapter is None else [*adapter.columns, *adapter.optional]
         return [f"{name} (csv column)" for name in header if name not in known]
@@ -410,10 +421,7 @@ def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BY
     """
     path = Path(path)
     check_utf8(path)
-    try:
-        frame = pl.read_csv(path, infer_schema=False)
-    except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
-        raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
+    frame = read_csv_text(path)
     missing = [n for n in DATASET_ARROW_SCHEMA.names if n not in frame.columns]
     if missing:
         raise SourceError(f"{path}: missing column(s) {', '.join(missing)} required by the dataset card")
