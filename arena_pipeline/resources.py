@@ -37,6 +37,7 @@ from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
     SourceError,
     SourceSpec,
+    dump_name,
     hub_not_found_note,
     parse_source,
     verify_file,
@@ -163,9 +164,21 @@ class DumpSource(dg.ConfigurableResource):
                               spec.explicit)
         return spec
 
-    @staticmethod
-    def _label(spec: SourceSpec) -> str:
-        return spec.location if spec.kind == "hub" else Path(spec.location).name
+    def _revision_of(self, spec: SourceSpec, revision: str | None) -> str:
+        """One dump's current revision: the Hub's commit sha of ``revision``, or a local fingerprint."""
+        if spec.kind != "hub":
+            return local_revision(spec, self.content_hashes())
+        with _hub_not_found_note(spec):
+            return hub.resolve_revision(spec.location, revision, endpoint=self.endpoint(), token=self._token(),
+                                        retry=self.retry_policy())
+
+    def _manifest_of(self, spec: SourceSpec, revision: str | None) -> DumpManifest:
+        """One dump's files: downloaded at ``revision`` (Hub, cached by commit sha), or described in place."""
+        if spec.kind != "hub":
+            return local_manifest(spec, self.content_hashes(), self.max_cell_bytes() if spec.kind == "csv" else None)
+        with _hub_not_found_note(spec):
+            return hub.download_dump(spec.location, revision, self.cache_root(), endpoint=self.endpoint(),
+                                     token=self._token(), verify=verify_file, retry=self.retry_policy())
 
     def latest_revisions(self) -> dict[str, str]:
         """Each dump's current revision, by dump (dataset id, or a local file's name), in load order.
@@ -176,13 +189,7 @@ class DumpSource(dg.ConfigurableResource):
         out: dict[str, str] = {}
         for dataset in self.configured_datasets():
             spec = self._dataset_spec(dataset)
-            if spec.kind == "hub":
-                with _hub_not_found_note(spec):
-                    out[spec.location] = hub.resolve_revision(
-                        spec.location, spec.revision, endpoint=self.endpoint(), token=self._token(),
-                        retry=self.retry_policy())
-            else:
-                out[self._label(spec)] = local_revision(spec, self.content_hashes())
+            out[dump_name(spec.kind, spec.location)] = self._revision_of(spec, spec.revision)
         pattern = self.discovery_pattern()
         if pattern:
             found = hub.discover_datasets(pattern, endpoint=self.endpoint(), token=self._token(),
@@ -198,20 +205,12 @@ class DumpSource(dg.ConfigurableResource):
         """Fetch every dump (pinned to ``revisions`` where given) and combine them in load order."""
         pinned = dict(revisions or {})
         wanted = list(pinned) if pinned else list(self.latest_revisions())
-        configured = {self._label(self._dataset_spec(d)): d for d in self.configured_datasets()}
+        specs = [self._dataset_spec(d) for d in self.configured_datasets()]
+        configured = {dump_name(s.kind, s.location): s for s in specs}
         parts = []
         for label in wanted:
-            spec = self._dataset_spec(configured.get(label, label))
-            if spec.kind == "hub":
-                with _hub_not_found_note(spec):
-                    manifest = hub.download_dump(
-                        spec.location, pinned.get(label) or spec.revision, self.cache_root(),
-                        endpoint=self.endpoint(), token=self._token(), verify=verify_file,
-                        retry=self.retry_policy())
-            else:
-                manifest = local_manifest(spec, self.content_hashes(),
-                                          self.max_cell_bytes() if spec.kind == "csv" else None)
-            parts.append((label, manifest))
+            spec = configured.get(label) or self._dataset_spec(label)
+            parts.append((label, self._manifest_of(spec, pinned.get(label) or spec.revision)))
         return combine(parts)
 
     def latest_revision(self) -> str:
@@ -222,13 +221,7 @@ class DumpSource(dg.ConfigurableResource):
         if self.is_multi():
             return combined_revision(self.latest_revisions())
         spec = self.spec()
-        if spec.kind == "hub":
-            with _hub_not_found_note(spec):
-                return hub.resolve_revision(
-                    spec.location, self.requested_revision(), endpoint=self.endpoint(), token=self._token(),
-                    retry=self.retry_policy(),
-                )
-        return local_revision(spec, self.content_hashes())
+        return self._revision_of(spec, self.requested_revision() if spec.kind == "hub" else None)
 
     def fetch(self, revision: str | None = None, revisions: dict[str, str] | None = None) -> DumpManifest:
         """Download (Hub, cached by commit sha) or describe in place (local) the dump's files.
@@ -239,19 +232,7 @@ class DumpSource(dg.ConfigurableResource):
         if self.is_multi():
             return self._fetch_many(revisions)
         spec = self.spec()
-        if spec.kind != "hub":
-            return local_manifest(spec, self.content_hashes(),
-                                  self.max_cell_bytes() if spec.kind == "csv" else None)
-        with _hub_not_found_note(spec):
-            return hub.download_dump(
-                spec.location,
-                revision or self.requested_revision(),
-                self.cache_root(),
-                endpoint=self.endpoint(),
-                token=self._token(),
-                verify=verify_file,
-                retry=self.retry_policy(),
-            )
+        return self._manifest_of(spec, (revision or self.requested_revision()) if spec.kind == "hub" else None)
 
 
 class Warehouse(DuckDBResource):

@@ -50,6 +50,7 @@ from arena_pipeline.core.sources import (
     check_utf8,
     csv_adapter,
     csv_row_count,
+    dump_name,
     file_sha256,
     local_shards,
     read_csv_export,
@@ -178,7 +179,7 @@ def dump_label(manifest: DumpManifest, shard: ShardFile) -> str:
     """The ``dump`` a file's rows carry: its dataset id (Hub), or the local file or folder's name."""
     if getattr(shard, "dump", None):
         return shard.dump
-    return manifest.source if manifest.source_kind == "hub" else Path(manifest.source).name
+    return dump_name(manifest.source_kind, manifest.source)
 
 
 def file_adapter(path: Path) -> Adapter:

@@ -51,6 +51,11 @@ DATA_SUFFIXES = frozenset({".parquet", ".csv", ".json", ".jsonl", ".arrow", ".ts
                            ".zip", ".zst"})
 
 
+def dump_name(kind: str, location: str) -> str:
+    """The name a dump's rows carry in ``dump``: a Hub dataset's id, a local file or folder's name."""
+    return location if kind == "hub" else Path(location).name
+
+
 def parse_source(source: str) -> SourceSpec:
     """Classify ``ARENA_SOURCE``: an existing path (dir, .parquet, .csv), or a Hub dataset id.
 
