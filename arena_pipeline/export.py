@@ -27,7 +27,7 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.warehouse import quoted, relation_exists
+from arena_pipeline.core.warehouse import quoted, read_snapshot, relation_exists
 from arena_pipeline.presentation.read import published_dump_row
 
 #: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
@@ -86,8 +86,7 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-tmp", dir=out_dir.parent))
     try:
-        con.execute("BEGIN TRANSACTION")  # one snapshot for every table
-        try:
+        with read_snapshot(con):  # one snapshot for every table
             revision = (published_dump_row(con, SCHEMA) or {}).get("revision")
             for table in EXPORT_TABLES:
                 if not relation_exists(con, SCHEMA, table):
@@ -98,8 +97,6 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
                     source = csv_safe_select(con, source)
                 rows = con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})").fetchone()[0]
                 written[table] = {"file": target.name, "rows": int(rows)}  # COPY returns the rows written
-        finally:
-            con.execute("COMMIT")
         manifest = {"revision": revision, "format": fmt, "warehouse": warehouse,
                     "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     "tables": written, "missing_tables": skipped}

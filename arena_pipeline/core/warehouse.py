@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import duckdb
 import polars as pl
@@ -146,6 +147,17 @@ def relation_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> b
     """Whether ``schema.name`` is a table or a view."""
     return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
                             "AND table_name = ?", [schema, name]).fetchone()[0])
+
+
+@contextlib.contextmanager
+def read_snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Reads inside one transaction: all of them see the same committed state (a publication swapped
+    in meanwhile is seen entirely or not at all)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    finally:
+        con.execute("COMMIT")
 
 
 def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:

@@ -45,7 +45,7 @@ from arena_pipeline.core.ranking import (
     RankingOutput,
 )
 from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
-from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists
+from arena_pipeline.core.warehouse import quoted, read_frame, read_snapshot, relation_exists
 
 #: People-facing names of the ranking methods.
 METHOD_LABELS: dict[str, str] = {
@@ -368,8 +368,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
     LookupError
         ``schema.leaderboard`` does not exist.
     """
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with read_snapshot(con):
         leaderboard = _frame(con, schema, LEADERBOARD_TABLE, None)
         if leaderboard is None:
             raise LookupError(f"{schema}.leaderboard does not exist")
@@ -384,8 +383,6 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
             read_benchmarks(con, schema),
         )
-    finally:
-        con.execute("COMMIT")
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(published.quality_results,
                                                                                published.revision))
@@ -406,14 +403,11 @@ def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SC
     if not relation_exists(con, schema, DUMP_LEADERBOARD_TABLE):
         raise LookupError(f"{schema}.{DUMP_LEADERBOARD_TABLE} does not exist: no per-dump boards are published")
     table = quoted(schema, DUMP_LEADERBOARD_TABLE)
-    con.execute("BEGIN TRANSACTION")  # the board and the dumps row of one publication
-    try:
+    with read_snapshot(con):  # the board and the dumps row of one publication
         board = read_frame(con, f"SELECT * EXCLUDE (dump) FROM {table} WHERE dump = ?", [dump])
         dumps = [] if board.height else [
             r[0] for r in con.execute(f"SELECT DISTINCT dump FROM {table} ORDER BY dump").fetchall()]
         row = published_dump_row(con, schema)
-    finally:
-        con.execute("COMMIT")
     if board.is_empty():
         raise ValueError(f"no boards for dump {dump!r}; dumps with boards: {', '.join(dumps) or 'none'}")
     return Published(board, dump=row)
