@@ -57,7 +57,7 @@ def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
     relation, prefixes = con.sql(source), ", ".join(map(_sql_string, FORMULA_PREFIXES))
     idents = ['"' + name.replace('"', '""') + '"' for name in relation.columns]
     select = [f"CASE WHEN left({i}, 1) IN ({prefixes}) THEN '''' || {i} ELSE {i} END AS {i}"
-              if str(dtype) == "VARCHAR" else i for i, dtype in zip(idents, relation.types)]
+              if str(dtype) == "VARCHAR" else i for i, dtype in zip(idents, relation.types, strict=True)]
     return f"SELECT {', '.join(select)} FROM ({source})"
 
 

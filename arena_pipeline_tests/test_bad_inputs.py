@@ -292,7 +292,7 @@ class RowLevelRun:
     def quarantine(self) -> dict[tuple[str, int], dict]:
         columns = ("id", "source_file", "source_row", "rule", "detail", "raw")
         rows = query(self.warehouse, f"select {', '.join(columns)} from arena.quarantine")
-        return {(r[1], r[2]): dict(zip(columns, r)) for r in rows}
+        return {(r[1], r[2]): dict(zip(columns, r, strict=True)) for r in rows}
 
 
 @pytest.fixture(scope="module")
@@ -432,7 +432,7 @@ def test_new_category_version_and_column_are_not_fatal(new_fields):
     tags = [r["category_tag"] for r in rows]
     assert sorted(got) == sorted(
         (r["id"], t["criteria_v0.1"]["complexity"], t["criteria_v0.1"]["creativity"],
-         t["math_v0.1"]["math"]) for r, t in zip(rows, tags))
+         t["math_v0.1"]["math"]) for r, t in zip(rows, tags, strict=True))
     assert query(warehouse, "select count(*) from arena.quarantine") == [(0,)]
 
 

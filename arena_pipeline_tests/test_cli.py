@@ -97,7 +97,7 @@ def test_leaderboard_prints_a_table_in_rank_order(warehouse, capsys):
     board = synthetic_outputs().leaderboard.filter(
         (pl.col("category") == "overall") & (pl.col("method") == "bt")
     ).sort("rank")
-    for line, row in zip(lines[4:7], board.head(3).iter_rows(named=True)):
+    for line, row in zip(lines[4:7], board.head(3).iter_rows(named=True), strict=True):
         cells = line.split()
         assert cells[0] == str(row["rank"]) and cells[1] == str(row["rank_ub"]) and cells[2] == row["model"]
         assert cells[3] == f"{row['rating']:.1f}"
@@ -178,7 +178,7 @@ def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, cap
     listed = [line.split()[2] for line in rows[2:]]  # after the header and the rule
     first_words = [m.split()[0] for m in board.sort("rank", "model").get_column("model")]
     assert listed == first_words
-    for line, row in zip(rows[2:], board.sort("rank", "model").iter_rows(named=True)):
+    for line, row in zip(rows[2:], board.sort("rank", "model").iter_rows(named=True), strict=True):
         assert line.split()[0] == str(row["rank"]) and f"{row['rating']:.1f}" in line
 
 

@@ -304,7 +304,7 @@ def test_model_panel_opens_from_any_board_with_the_models_numbers(page, report_f
     assert shown["count"] == 1 and shown["fixed"] == "fixed" and shown["title"] == model and shown["focused"]
     lb = synthetic_outputs().leaderboard.filter((pl.col("model") == model) & (pl.col("method") == "bt"))
     assert [r[0] for r in shown["ratings"]] == ["Overall", "Math", "Coding"]
-    for cells, row in zip(shown["ratings"], lb.iter_rows(named=True)):
+    for cells, row in zip(shown["ratings"], lb.iter_rows(named=True), strict=True):
         assert cells[1] == str(row["rank"]) and cells[2] == f"{row['rating']:,.1f}"
         assert cells[3] == f"+{row['ci_upper'] - row['rating']:.1f} / −{row['rating'] - row['ci_lower']:.1f}"
         assert cells[4] == f"{row['n_battles']:,}"
@@ -382,7 +382,7 @@ def test_benchmark_panel_scatter_and_agreement_figures(page, benchmark_report, t
                        ".map(r => [...r.cells].map(c => c.textContent))")
         expected = bench.agreement.filter((pl.col("category") == category) & (pl.col("method") == "bt"))
         assert [r[0] for r in rows] == expected.get_column("benchmark").to_list() == ["reasoning", "tiny"]
-        for cells, row in zip(rows, expected.iter_rows(named=True)):
+        for cells, row in zip(rows, expected.iter_rows(named=True), strict=True):
             assert cells[1] == str(row["n_matched"])
             assert cells[2] == _coef(row["spearman"]) and cells[4] == _coef(row["kendall"])
             if row["spearman"] is not None:
@@ -403,7 +403,7 @@ def test_benchmark_panel_scatter_and_agreement_figures(page, benchmark_report, t
         assert [s["benchmark"] for s in shown] == ["reasoning", "tiny"]
         board = synthetic_outputs().leaderboard.filter(
             (pl.col("category") == category) & (pl.col("method") == "bt"))
-        for svg, row in zip(shown, expected.iter_rows(named=True)):
+        for svg, row in zip(shown, expected.iter_rows(named=True), strict=True):
             assert svg["width"] > 300
             assert svg["label"][0] == f"Rating against {svg['benchmark']}, {category.title()}"
             matched = bench.scores.filter(pl.col("matched") & (pl.col("benchmark") == svg["benchmark"])).join(

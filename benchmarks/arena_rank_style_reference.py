@@ -58,7 +58,7 @@ def fit(df: pd.DataFrame) -> dict:
         "rating": np.asarray(res["ratings"]).tolist(),
         "rating_lower": np.asarray(res["rating_lower"]).tolist(),
         "rating_upper": np.asarray(res["rating_upper"]).tolist(),
-        "coefficients": dict(zip(GROUPS, np.asarray(res["coeffs"]).tolist())),
+        "coefficients": dict(zip(GROUPS, np.asarray(res["coeffs"]).tolist(), strict=True)),
         "battles": len(df),
     }
 
@@ -75,7 +75,8 @@ def main() -> None:
     }
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     for key in ("all", "skewed"):
-        print(key, result[key]["battles"], "battles", dict(zip(result[key]["models"], np.round(result[key]["rating"], 2))))
+        print(key, result[key]["battles"], "battles",
+              dict(zip(result[key]["models"], np.round(result[key]["rating"], 2), strict=True)))
 
 
 if __name__ == "__main__":

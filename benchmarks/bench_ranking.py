@@ -47,8 +47,8 @@ def synthesize_missing_columns(votes: pl.DataFrame, seed: int = SYNTHETIC_SEED) 
     rng = np.random.default_rng(seed)
     n = votes.height
     models = sorted(set(votes.get_column("model_a")) | set(votes.get_column("model_b")))
-    verbosity = dict(zip(models, rng.normal(6.3, 0.5, len(models))))
-    formatting = dict(zip(models, rng.uniform(0.2, 2.0, len(models))))
+    verbosity = dict(zip(models, rng.normal(6.3, 0.5, len(models)), strict=True))
+    formatting = dict(zip(models, rng.uniform(0.2, 2.0, len(models)), strict=True))
     cols: dict[str, np.ndarray] = {}
     for side in ("a", "b"):
         names = votes.get_column(f"model_{side}").to_list()
@@ -174,7 +174,7 @@ def arena_rank_comparison(
     fit_s = time.perf_counter() - t0
     theirs = np.asarray(model.params["ratings"]) * model.alpha
     theirs = 1000.0 + theirs - theirs.mean()  # centre both on mean 1000 over the same models
-    mine = dict(zip(ours.get_column("model"), ours.get_column("rating")))
+    mine = dict(zip(ours.get_column("model"), ours.get_column("rating"), strict=True))
     mine_vec = np.array([mine[c] for c in dataset.competitors])
     mine_vec = 1000.0 + mine_vec - mine_vec.mean()
     diff = np.abs(mine_vec - theirs)
@@ -208,6 +208,7 @@ def arena_rank_comparison(
         zip(
             ours.get_column("model"),
             ours.get_column("bootstrap_upper") - ours.get_column("bootstrap_lower"),
+            strict=True,
         )
     )
     width_gap = np.abs(np.array([ours_w[c] for c in dataset.competitors]) - (upper - lower))
@@ -321,7 +322,7 @@ def main() -> None:
     }
     print(
         f"\n[4] SYNTHETIC sessions shaped like the real sample's evaluation_order (sizes "
-        f"{dict(zip(sizes.tolist(), np.round(prob, 3).tolist()))}, mean {mean_n:.2f} votes): "
+        f"{dict(zip(sizes.tolist(), np.round(prob, 3).tolist(), strict=True))}, mean {mean_n:.2f} votes): "
         f"{sessions} sessions over the overall board's votes (real outcomes, so no session "
         f"effect in them). bt + sandwich + bootstrap + both clustered intervals: "
         f"{fmt_times(walls, cpus)}"

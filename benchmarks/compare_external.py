@@ -76,7 +76,7 @@ def online_elo(
     100k votes).
     """
     rating = [1000.0] * n_models
-    for i, j, s in zip(a.tolist(), b.tolist(), score_a.tolist()):
+    for i, j, s in zip(a.tolist(), b.tolist(), score_a.tolist(), strict=True):
         expected = 1.0 / (1.0 + 10.0 ** ((rating[j] - rating[i]) / 400.0))
         delta = k * (s - expected)
         rating[i] += delta

@@ -57,7 +57,7 @@ def main() -> None:
     for category in CATEGORIES:
         ours = board.filter(pl.col("category") == category)
         models = ours.get_column("model").to_list()
-        mine = centred(dict(zip(models, ours.get_column("rating"))))
+        mine = centred(dict(zip(models, ours.get_column("rating"), strict=True)))
         ids = tags.filter(pl.col("category") == category).get_column("battle_id").implode()
         same = fastchat_battles(votes.filter(pl.col("id").is_in(ids)), models)
         row = []

@@ -242,7 +242,7 @@ def load_aliases(extra_path: str | Path | None = None) -> pl.DataFrame:
     )
     label = " + ".join(reversed([t.get_column("source")[0] for t in tables if t.height]))
     resolved = _resolve_chains(
-        dict(zip(merged.get_column("alias"), merged.get_column("canonical"))), label
+        dict(zip(merged.get_column("alias"), merged.get_column("canonical"), strict=True)), label
     )
     merged = merged.with_columns(
         pl.col("alias").replace_strict(resolved, return_dtype=pl.String).alias("canonical")

@@ -57,14 +57,17 @@ def _forest(series: dict[str, tuple[pl.DataFrame, list[str], list[str]]], labels
     k, left = len(series), 12 + 6.8 * max((min(len(s), 40) for s in labels), default=4)
     row_h, top = (18, 12) if k == 1 else (24, 34)
     ys = {label: top + row_h * (i + 0.5) for i, label in enumerate(labels)}
-    rows = {m: [r for r in zip(shown, names, *(board.get_column(c).to_list() for c in (*_CI, "rank"))) if r[0] in ys]
+    rows = {m: [r for r in zip(shown, names, *(board.get_column(c).to_list() for c in (*_CI, "rank")), strict=True)
+                if r[0] in ys]
             for m, (board, shown, names) in series.items()}
     x, ticks = _axis([v for r in itertools.chain(*rows.values()) for v in r[2:5] if is_num(v)], 6, left,
                      width - left - 24)
-    legend = itertools.accumulate((26 + 7 * len(METHOD_LABELS.get(m, m)) for m in rows), initial=left)
+    # each legend entry starts where the previous one's label ends (the last end is not used)
+    legend = [*itertools.accumulate((26 + 7 * len(METHOD_LABELS.get(m, m)) for m in rows), initial=left)][:-1]
     drawn = [(m, *METHOD_STYLE.get(m, ("#444", "circle")), legend_x, [
         (name, rating, lo, hi, rank, x(rating), x(lo), x(hi), ys[label] + (j - (k - 1) / 2) * 7)
-        for label, name, rating, lo, hi, rank in rows[m]]) for j, (m, legend_x) in enumerate(zip(rows, legend))]
+        for label, name, rating, lo, hi, rank in rows[m]]) for j, (m, legend_x)
+             in enumerate(zip(rows, legend, strict=True))]
     return str(_macros().forest(chart_id, css_class, width, title, desc, list(ys.items()), ticks, drawn, left, top,
                                  row_h))
 
@@ -80,7 +83,7 @@ def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequenc
     models = (board if max_models is None else board.head(max_models)).get_column("model").to_list()
     names = [METHOD_LABELS.get(m, m) for m in present]
     series = {}
-    for m, name in zip(present, names):
+    for m, name in zip(present, names, strict=True):
         shown = pub.board(category, m).get_column("model").to_list()
         series[m] = (pub.board(category, m), shown, [f"{s} ({name})" for s in shown])
     return _forest(series, models, chart_id or f"rating-{slug(category)}",
@@ -134,7 +137,8 @@ def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, c
     point per matched model (``Published.benchmark_points``); the model, both values and both ranks
     in each point's title. ``figures``: the agreement in words, appended to the description."""
     plot = (58, 12, width - 72, height - 56)  # left, top, width, height of the plotting area
-    rows = list(zip(*(points.get_column(c).to_list() for c in ("model", "score", *_CI, "our_rank", "benchmark_rank"))))
+    columns = ("model", "score", *_CI, "our_rank", "benchmark_rank")
+    rows = list(zip(*(points.get_column(c).to_list() for c in columns), strict=True))
     x, x_ticks = _axis([r[1] for r in rows], 5, plot[0], plot[2])
     y, y_ticks = _axis([v for r in rows for v in r[2:5] if is_num(v)], 5, plot[1] + plot[3], -plot[3])
     drawn = [(*r, x(r[1]), y(r[2]), y(r[3]), y(r[4])) for r in rows]

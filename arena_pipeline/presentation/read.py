@@ -328,7 +328,7 @@ def style_profile(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.Da
         sums = [" + ".join(f'coalesce(CAST("{t.format(side=s)}" AS DOUBLE), 0)' for t in templates
                            if t.format(side=s) in columns) or "NULL"
                 for templates in CONVERSATION_STYLE_COLUMNS.values()]
-        feats = ", ".join(f"{expr} AS {f}" for expr, f in zip(sums, CONVERSATION_STYLE_COLUMNS))
+        feats = ", ".join(f"{expr} AS {f}" for expr, f in zip(sums, CONVERSATION_STYLE_COLUMNS, strict=True))
         return f'SELECT "{name}" AS model, {feats} FROM {quoted(schema, BATTLES_TABLE)}'
 
     means = ", ".join(f"avg({f}) AS {f}" for f in CONVERSATION_STYLE_COLUMNS)

@@ -88,7 +88,7 @@ def test_conversations_format_to_canonical(tables):
     first = dt.datetime.fromtimestamp(raw["tstamp"][0], dt.UTC).replace(tzinfo=None)
     assert abs(frame["timestamp"][0] - first) < dt.timedelta(microseconds=1)
     # language names -> the 140k codes; unknown names are kept
-    assert dict(zip(raw["language"], frame["language"])) == {
+    assert dict(zip(raw["language"], frame["language"], strict=True)) == {
         "English": "en", "Chinese": "zh", "German": "de", "Spanish": "es", "unknown": "unknown"}
     # OpenAI-format messages -> one text part each, roles and order kept
     msg = frame["conversation_a"][0].to_list()

@@ -91,7 +91,7 @@ def test_position_bias_equals_the_closed_form_within_1e_12():
     out = position_bias(battles, tags, confidence=0.95).sort(pl.col("category").cast(pl.Int64))
     k = out["a_wins"].to_numpy().astype(float)
     n = out["decisive"].to_numpy().astype(float)
-    assert list(zip(k.astype(int), n.astype(int))) == cases
+    assert list(zip(k.astype(int), n.astype(int), strict=True)) == cases
     lower = np.where(k > 0, beta.ppf(0.025, k, n - k + 1), 0.0)
     upper = np.where(k < n, beta.ppf(0.975, k + 1, n - k), 1.0)
     p_value = np.minimum(1.0, 2.0 * np.minimum(binom.cdf(k, n, 0.5), binom.sf(k - 1, n, 0.5)))

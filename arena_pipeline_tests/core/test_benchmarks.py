@@ -144,7 +144,7 @@ def test_open_llm_leaderboard_repo_names_match_the_packaged_aliases(board, alias
                           board.get_column("model"))
     ifeval = scores.filter(pl.col("benchmark") == "IFEval")
     assert ifeval.filter(pl.col("matched")).height == 8
-    assert dict(zip(ifeval.get_column("model"), ifeval.get_column("canonical")))[
+    assert dict(zip(ifeval.get_column("model"), ifeval.get_column("canonical"), strict=True))[
         "moonshotai/Kimi-K2-Instruct"] == "kimi-k2-0711-preview"
 
 

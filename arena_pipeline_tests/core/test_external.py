@@ -395,11 +395,11 @@ def test_compare_rejects_bad_ours() -> None:
 def test_our_board_round_trips_through_lmarena_json(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
     models = ["gemini-2.5-pro", "o3-2025-04-16", "claude-opus-4-20250514", "qwq-32b"]
-    strength = dict(zip(models, (0.6, 0.3, 0.0, -0.8)))
+    strength = dict(zip(models, (0.6, 0.3, 0.0, -0.8), strict=True))
     n = 2000
     a = rng.integers(0, 4, n)
     b = (a + rng.integers(1, 4, n)) % 4
-    p = 1 / (1 + np.exp([strength[models[j]] - strength[models[i]] for i, j in zip(a, b)]))
+    p = 1 / (1 + np.exp([strength[models[j]] - strength[models[i]] for i, j in zip(a, b, strict=True)]))
     battles = pl.DataFrame(
         {
             "id": [str(i) for i in range(n)],

@@ -45,7 +45,7 @@ def bt_board(frame: pl.DataFrame, **config) -> tuple[pl.DataFrame, dict]:
 
 
 def ratings(board: pl.DataFrame) -> dict[str, float]:
-    return dict(zip(board.get_column("model"), board.get_column("rating")))
+    return dict(zip(board.get_column("model"), board.get_column("rating"), strict=True))
 
 
 def design(frame: pl.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -125,7 +125,7 @@ def test_matches_statsmodels_logistic_regression_with_half_weight_ties():
     expected = centred(np.concatenate([[0.0], fit.params]))
     board, meta = bt_board(frame)
     got = ratings(board)
-    assert max(abs(got[m] - e) for m, e in zip(models, expected)) < 0.01
+    assert max(abs(got[m] - e) for m, e in zip(models, expected, strict=True)) < 0.01
     assert meta["categories"]["overall"]["bt"]["grad_norm"] < 1e-8
 
 
@@ -140,7 +140,7 @@ def test_sandwich_interval_matches_statsmodels_hc0():
     embed = np.vstack([np.zeros(m - 1), np.eye(m - 1)])  # beta -> theta with theta_0 = 0
     contrast = (np.eye(m) - 1.0 / m) @ embed
     cov = PPL**2 * contrast @ fit.cov_params() @ contrast.T
-    expected = dict(zip(models, Z95 * np.sqrt(np.diag(cov))))
+    expected = dict(zip(models, Z95 * np.sqrt(np.diag(cov)), strict=True))
     board, _ = bt_board(frame)
     for row in board.iter_rows(named=True):
         assert row["ci_method"] == "sandwich"

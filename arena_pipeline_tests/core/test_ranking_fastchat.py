@@ -51,7 +51,7 @@ def max_difference(battles: pl.DataFrame, tags: pl.DataFrame, board: pl.DataFram
     same = fastchat_battles(battles.filter(pl.col("id").is_in(ids)), models)
     with converged():
         theirs = centred(fastchat_fit()(same))
-    mine = centred(dict(zip(models, ours.get_column("rating"))))
+    mine = centred(dict(zip(models, ours.get_column("rating"), strict=True)))
     assert set(theirs) == set(mine)
     return max(abs(mine[m] - theirs[m]) for m in models), len(models)
 

@@ -84,11 +84,11 @@ def test_rank_and_rank_ub_follow_their_definitions(output):
         shown = ~np.array(provisional)
         expected_rank = [
             1 + int((rating[np.ones_like(shown) if p else shown] > r).sum())
-            for r, p in zip(rating, provisional)
+            for r, p in zip(rating, provisional, strict=True)
         ]
         expected_ub = [
             1 + int((lower[np.ones_like(shown) if p else shown] > u).sum())
-            for u, p in zip(upper, provisional)
+            for u, p in zip(upper, provisional, strict=True)
         ]
         assert board.get_column("rank").to_list() == expected_rank
         assert board.get_column("rank_ub").to_list() == expected_ub
@@ -138,7 +138,7 @@ def test_pairwise_counts_and_predictions(output, battles):
     parts = pairs.select(pl.col("wins_1") + pl.col("wins_2") + pl.col("ties") + pl.col("both_bad"))
     assert parts.to_series().equals(pairs.get_column("battles"), check_names=False)
     bt = output.leaderboard.filter(pl.col("category") == "overall", pl.col("method") == "bt")
-    rating = dict(zip(bt.get_column("model"), bt.get_column("rating")))
+    rating = dict(zip(bt.get_column("model"), bt.get_column("rating"), strict=True))
     row = pairs.row(0, named=True)
     diff = rating[row["model_2"]] - rating[row["model_1"]]
     assert row["predicted_win_rate_1"] == pytest.approx(1.0 / (1.0 + 10.0 ** (diff / 400.0)))

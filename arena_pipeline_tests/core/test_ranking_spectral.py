@@ -35,7 +35,7 @@ def boards(frame: pl.DataFrame, **config) -> tuple[dict[str, dict[str, float]], 
     result = {}
     for method in ("bt", "spectral"):
         board = out.leaderboard.filter(pl.col("method") == method)
-        result[method] = dict(zip(board.get_column("model"), board.get_column("rating")))
+        result[method] = dict(zip(board.get_column("model"), board.get_column("rating"), strict=True))
     return result, out.metadata
 
 

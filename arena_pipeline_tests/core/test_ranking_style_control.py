@@ -119,10 +119,10 @@ def test_matches_independent_penalised_logistic_fit(l2):
     # trust-exact stops on rounding near 1e-7; parameter error is then ~1e-9 log-odds
     assert np.linalg.norm(gradient(ref.x)) < 1e-6
     theta = np.concatenate([[0.0], ref.x[: len(models) - 1]])
-    expected = dict(zip(models, 1000.0 + PPL * (theta - theta.mean())))
+    expected = dict(zip(models, 1000.0 + PPL * (theta - theta.mean()), strict=True))
     out = run(frame, style_method="unweighted", style_l2=l2)
     board = out.leaderboard
-    got = dict(zip(board.get_column("model"), board.get_column("rating")))
+    got = dict(zip(board.get_column("model"), board.get_column("rating"), strict=True))
     assert max(abs(got[m] - expected[m]) for m in models) < 0.01
     coefs = out.style_coefficients
     assert coefs.get_column("feature").to_list() == list(STYLE_FEATURES)
@@ -229,21 +229,21 @@ def test_default_style_control_matches_arena_rank(subset):
     assert frame.height == reference["battles"]
     out = run(frame)
     board = out.leaderboard
-    got = dict(zip(board.get_column("model"), board.get_column("rating")))
-    expected = dict(zip(reference["models"], reference["rating"]))
+    got = dict(zip(board.get_column("model"), board.get_column("rating"), strict=True))
+    expected = dict(zip(reference["models"], reference["rating"], strict=True))
     assert max(abs(got[m] - expected[m]) for m in expected) < 0.5
-    half = dict(zip(board.get_column("model"), board.get_column("ci_upper") - board.get_column("rating")))
-    ref_half = dict(zip(reference["models"], np.subtract(reference["rating_upper"], reference["rating"])))
+    half = dict(zip(board.get_column("model"), board.get_column("ci_upper") - board.get_column("rating"), strict=True))
+    ref_half = dict(zip(reference["models"], np.subtract(reference["rating_upper"], reference["rating"]), strict=True))
     for m in expected:
         assert 0.8 < half[m] / ref_half[m] < 1.2
     names = {"tokens": "sum_assistant_tokens", "headers": "header_count",
              "lists": "list_count", "bold": "bold_count"}
     coefs = dict(zip(out.style_coefficients.get_column("feature"),
-                     out.style_coefficients.get_column("coefficient")))
+                     out.style_coefficients.get_column("coefficient"), strict=True))
     for ours, theirs in names.items():
         assert coefs[ours] == pytest.approx(reference["coefficients"][theirs], rel=0.02, abs=1e-4)
     # the earlier unweighted variant does not meet this bar on the skewed set
     if subset == "skewed":
         old = run(frame, style_method="unweighted").leaderboard
-        old_rating = dict(zip(old.get_column("model"), old.get_column("rating")))
+        old_rating = dict(zip(old.get_column("model"), old.get_column("rating"), strict=True))
         assert max(abs(old_rating[m] - expected[m]) for m in expected) > 0.5

@@ -169,9 +169,9 @@ def synthetic_benchmarks(publication_id: int = 7):
 
     names = list(SYNTHETIC_MODELS)
     noise = np.random.default_rng(1).normal(0, 0.25, len(names))
-    reasoning = [round(50 + 20 * (SYNTHETIC_MODELS[m][0] + e), 2) for m, e in zip(names, noise)]
-    rows = [*zip(names, ["reasoning"] * len(names), reasoning), ("unknown-model-7b", "reasoning", 12.5),
-            *zip(names[:3], ["tiny"] * 3, [3.0, 1.0, 2.0])]
+    reasoning = [round(50 + 20 * (SYNTHETIC_MODELS[m][0] + e), 2) for m, e in zip(names, noise, strict=True)]
+    rows = [*zip(names, ["reasoning"] * len(names), reasoning, strict=True), ("unknown-model-7b", "reasoning", 12.5),
+            *zip(names[:3], ["tiny"] * 3, [3.0, 1.0, 2.0], strict=True)]
     read = pl.DataFrame(
         {"model": [r[0] for r in rows], "canonical": [r[0] for r in rows], "benchmark": [r[1] for r in rows],
          "score": [float(r[2]) for r in rows], "source": ["scores.csv"] * len(rows),

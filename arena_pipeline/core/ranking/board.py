@@ -375,8 +375,8 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
     info: dict[str, Any] = {
         "iterations": fit.iterations,
         "grad_norm": float(fit.grad_norm[0]),
-        "feature_mean": dict(zip(STYLE_FEATURES, mean.tolist())),
-        "feature_std": dict(zip(STYLE_FEATURES, std.tolist())),
+        "feature_mean": dict(zip(STYLE_FEATURES, mean.tolist(), strict=True)),
+        "feature_std": dict(zip(STYLE_FEATURES, std.tolist(), strict=True)),
         "style_method": c.style_method,
         "l2_on_summed_loss": l2,
     }
