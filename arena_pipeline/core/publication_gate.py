@@ -25,9 +25,20 @@ class GatePolicy:
                 raise ValueError(f"{name} must be a share between 0 and 1, got {value!r}")
 
 
-def _shown(board: pl.DataFrame) -> pl.DataFrame:
-    """The rated models of the gate's method; provisional ones count (they are on the board, apart)."""
+def _rated(board: pl.DataFrame) -> pl.DataFrame:
+    """The rated models of the gate's method, provisional ones included."""
     return board.filter(pl.col("method") == GATE_METHOD)
+
+
+def _shown(board: pl.DataFrame) -> pl.DataFrame:
+    """The rated models of the gate's method that a board shows: not provisional (a board from
+    before the display threshold has no ``provisional`` column: all of them)."""
+    rated = _rated(board)
+    return rated.filter(~pl.col("provisional").fill_null(False)) if "provisional" in rated.columns else rated
+
+
+def _overall(board: pl.DataFrame) -> set[str]:
+    return set(board.filter(pl.col("category") == "overall").get_column("model").to_list())
 
 
 def _names(values: list[str], limit: int = 8) -> str:
@@ -35,36 +46,50 @@ def _names(values: list[str], limit: int = 8) -> str:
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 
+def _dropped(lost: list[str], whole: set[str], now_provisional: set[str], what: str, setting: str,
+             limit: float) -> str | None:
+    """The problem when more than ``limit`` of ``whole`` is ``lost`` (``what`` says of what), else None."""
+    if not whole or len(lost) / len(whole) <= limit:
+        return None
+    provisional = len(now_provisional.intersection(lost))
+    hint = (f", {provisional} of them only provisional now: was the live board ranked with a lower "
+            "display_min_battles?" if provisional else "")
+    return f"{len(lost)} of the {len(whole)} {what} ({len(lost) / len(whole):.0%} > {setting} {limit:.0%}{hint}): " \
+        f"{_names(lost)}"
+
+
 def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: GatePolicy) -> list[str]:
     """Why ``candidate`` (a leaderboard frame) must not replace ``live``; empty when it may.
 
-    Rules: the overall board must not be empty; against the live board, the share of its overall
-    models missing from the new one must not exceed ``max_model_drop``, nor the share of its
-    categories ``max_category_drop``. ``allow_degenerate`` lifts every rule.
+    Rules: the overall board must rate at least one model (provisional ones count: a small dump's
+    first board may be all provisional). Against the live board, what users see must not shrink
+    too far: of the models *shown* on its overall board (not provisional), the share the new one no
+    longer shows (unrated, or now provisional) must not exceed ``max_model_drop``; of its categories
+    showing a model, the share showing none in the new one must not exceed ``max_category_drop``.
+    So a re-run that forgets the live run's ``display_min_battles`` cannot hide the boards.
+    ``allow_degenerate`` lifts every rule.
     """
     if policy.allow_degenerate:
         return []
+    rated = _rated(candidate)
     problems = []
-    new = _shown(candidate)
-    new_overall = set(new.filter(pl.col("category") == "overall").get_column("model").to_list())
-    if not new_overall:
+    if not _overall(rated):
         problems.append("the new overall leaderboard is empty (no model has a rating; lower the rankings "
                         "config min_battles if the dump is small)")
-    if live is not None and not live.is_empty():
-        old = _shown(live)
-        old_overall = set(old.filter(pl.col("category") == "overall").get_column("model").to_list())
-        lost = sorted(old_overall - new_overall)
-        if old_overall and new_overall and len(lost) / len(old_overall) > policy.max_model_drop:
-            problems.append(f"{len(lost)} of the {len(old_overall)} models on the live overall board would "
-                            f"disappear ({len(lost) / len(old_overall):.0%} > max_model_drop "
-                            f"{policy.max_model_drop:.0%}): {_names(lost)}")
-        old_categories = set(old.get_column("category").to_list())
-        lost_categories = sorted(old_categories - set(new.get_column("category").to_list()))
-        if old_categories and len(lost_categories) / len(old_categories) > policy.max_category_drop:
-            problems.append(f"{len(lost_categories)} of the {len(old_categories)} live categories would lose "
-                            f"their board ({len(lost_categories) / len(old_categories):.0%} > max_category_drop "
-                            f"{policy.max_category_drop:.0%}): {_names(lost_categories)}")
-    return problems
+    if live is None or live.is_empty():
+        return problems
+    new, old = _shown(candidate), _shown(live)
+    old_overall = _overall(old)
+    if _overall(rated):  # an empty board is refused above already
+        problems.append(_dropped(sorted(old_overall - _overall(new)), old_overall, _overall(rated),
+                                 "models shown on the live overall board would no longer be shown",
+                                 "max_model_drop", policy.max_model_drop))
+    old_categories = set(old.get_column("category").to_list())
+    problems.append(_dropped(sorted(old_categories - set(new.get_column("category").to_list())), old_categories,
+                             set(rated.get_column("category").to_list()),
+                             "live categories would lose their board or show only provisional models",
+                             "max_category_drop", policy.max_category_drop))
+    return [p for p in problems if p]
 
 
 RELAX_HINT = ("to publish it anyway, set the published_dump run config allow_degenerate=true, or raise "

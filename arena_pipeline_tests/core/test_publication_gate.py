@@ -43,6 +43,35 @@ def test_model_and_category_losses_beyond_the_shares_are_refused():
     assert board_problems(few, LIVE, GatePolicy(max_model_drop=0.8, max_category_drop=0.8)) == []
 
 
+def test_a_board_that_hides_the_live_models_as_provisional_is_refused():
+    """A re-run with a higher display threshold than the live run's keeps every model rated but
+    shows none: users would see empty boards, so it counts as losing them (and says why)."""
+    hidden = _board([f"m{i}" for i in range(10)], ("overall", "math", "coding", "creative_writing"),
+                    provisional=[f"m{i}" for i in range(10)])
+    problems = board_problems(hidden, LIVE, GatePolicy())
+    assert len(problems) == 2
+    assert "10 of the 10 models shown on the live overall board would no longer be shown" in problems[0]
+    assert "4 of the 4 live categories would lose their board or show only provisional models" in problems[1]
+    assert all("10 of them only provisional now" in problems[0] and "display_min_battles" in p for p in problems)
+    # a share within the setting passes: 4 of 10 overall models provisional now, every category still shows one
+    some = hidden.with_columns(provisional=pl.col("model").is_in(["m0", "m1", "m2", "m3"]))
+    assert board_problems(some, LIVE, GatePolicy()) == []
+    # models without a rating and models now provisional add up
+    mixed = _board([f"m{i}" for i in range(3, 10)], ("overall", "math", "coding", "creative_writing"),
+                   provisional=["m3", "m4", "m5"])
+    problems = board_problems(mixed, LIVE, GatePolicy())
+    assert len(problems) == 1 and "6 of the 10 models" in problems[0] and "3 of them only provisional" in problems[0]
+
+
+def test_a_live_board_without_shown_models_does_not_hold_the_next_one_back():
+    """The first board of a small dump may be all provisional; the next all-provisional board, and a
+    live board from before the display threshold (no ``provisional`` column: every model shown), compare fairly."""
+    small = _board(["a", "b", "c"], ("overall", "math"), provisional=["a", "b", "c"])
+    assert board_problems(small, small, GatePolicy()) == []
+    assert board_problems(LIVE.with_columns(provisional=False), LIVE, GatePolicy()) == []
+    assert len(board_problems(LIVE.with_columns(provisional=True), LIVE, GatePolicy())) == 2
+
+
 def test_allow_degenerate_lifts_every_rule():
     assert board_problems(_board([]), LIVE, GatePolicy(allow_degenerate=True)) == []
 
