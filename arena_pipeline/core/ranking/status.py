@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -95,9 +96,13 @@ def category_status(
     provisional = 0 if board is None else int(board.get_column("provisional").sum())
     shown = rated - provisional
     if board is None:
-        low = [e for e in info["excluded_models"] if e["reason"].startswith("fewer than min_battles")]
-        reason = (f"no model passes min_battles={config.min_battles}" if low and info["models"] == 0
-                  else "fewer than 2 models have a finite Bradley-Terry rating")
+        # a reason's head: "only wins", "not connected to the rest of the comparison graph", ...
+        excluded = Counter(e["reason"].split(":")[0].split(" (")[0] for e in info["excluded_models"])
+        if excluded and info["models"] == 0 and all(r.startswith("fewer than min_battles") for r in excluded):
+            reason = f"no model passes min_battles={config.min_battles}"
+        else:
+            reason = "fewer than 2 models have a finite Bradley-Terry rating" + (
+                " (left out: " + ", ".join(f"{n} {r}" for r, n in excluded.items()) + ")" if excluded else "")
     elif shown == 0:
         reason = (f"no model has display_min_battles={config.display_min_battles} battles or more; "
                   f"{provisional} provisional models")
