@@ -172,7 +172,8 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     print(format_board(shown) if shown.height else "No model reaches the display threshold.")
     if provisional.height:
         listed = provisional.head(top or provisional.height)
-        print(f"\nProvisional ({_models(provisional.height)}, not ranked among those above"
+        print(f"\nProvisional ({_models(provisional.height)}, "
+              + ("not ranked among those above" if board.height else "ranked among themselves")
               + (f", top {listed.height} shown" if listed.height < provisional.height else "")
               + f"): {provisional.get_column('provisional_reason')[0]}")
         print(format_board(listed))

@@ -173,7 +173,7 @@ def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, cap
     board = synthetic_outputs().leaderboard.filter((pl.col("category") == "math") & (pl.col("method") == "bt"))
     assert board.get_column("provisional").all()
     head, *rows = provisional.split("\n\n")[0].strip().splitlines()
-    assert head == (f"{board.height} models, not ranked among those above): "
+    assert head == (f"{board.height} models, ranked among themselves): "
                     "fewer than display_min_battles=301 battles")
     listed = [line.split()[2] for line in rows[2:]]  # after the header and the rule
     first_words = [m.split()[0] for m in board.sort("rank", "model").get_column("model")]
@@ -188,7 +188,7 @@ def test_top_bounds_the_provisional_list_too(warehouse, capsys):
     provisional = capsys.readouterr().out.partition("\nProvisional (")[2].split("\n\n")[0].strip().splitlines()
     board = synthetic_outputs().leaderboard.filter((pl.col("category") == "math") & (pl.col("method") == "bt"))
     assert board.height > 2
-    assert provisional[0].startswith(f"{board.height} models, not ranked among those above, top 2 shown): ")
+    assert provisional[0].startswith(f"{board.height} models, ranked among themselves, top 2 shown): ")
     best = board.sort("rank", "model").head(2).get_column("model").to_list()
     assert [line.split()[2] for line in provisional[3:]] == [m.split()[0] for m in best]
 

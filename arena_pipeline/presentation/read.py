@@ -136,6 +136,10 @@ class Published:
         """Categories with a board, in board order."""
         return ordered_categories(self.leaderboard.get_column("category").to_list())
 
+    def shown_categories(self) -> list[str]:
+        """Categories whose primary board shows a model (not all provisional), in board order."""
+        return [c for c in self.categories() if not self.board(c, self.primary_method(c)).get_column("provisional").all()]
+
     @cached_property
     def _boards(self) -> dict[tuple[str, str], pl.DataFrame]:
         lb = self.leaderboard
