@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -84,7 +85,7 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
     written: dict[str, dict[str, object]] = {}
     skipped: list[str] = []
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-tmp", dir=out_dir.parent))
+    staging = _new_folder(out_dir.parent, prefix=f".{out_dir.name}.", suffix=".export-tmp")
     try:
         with read_snapshot(con):  # one snapshot for every table
             revision = (published_dump_row(con, SCHEMA) or {}).get("revision")
@@ -106,6 +107,23 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return written, skipped, revision
+
+
+def _new_folder(parent: Path, prefix: str, suffix: str) -> Path:
+    """A new folder in ``parent`` under a unique name, with the mode ``mkdir`` gives (0o777 less the umask).
+
+    The staging folder becomes ``OUT_DIR`` by a rename, so it must have a new folder's mode;
+    ``tempfile.mkdtemp`` would make it 0o700 whatever the umask. The files written into it get
+    0o666 less the umask (DuckDB's COPY, ``Path.write_text``) without help.
+    """
+    for _ in range(100):  # a 64-bit random name is taken only by accident: retry then
+        path = parent / f"{prefix}{secrets.token_hex(8)}{suffix}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no unused temporary folder name in {parent}")
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:

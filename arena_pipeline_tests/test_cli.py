@@ -364,6 +364,21 @@ def test_export_csv(warehouse, tmp_path):
     assert not [p for p in out_dir.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o027], ids=oct)
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_folder_and_files_get_the_modes_of_the_umask(warehouse, tmp_path, umask, fmt):
+    """OUT_DIR gets 0o777 less the umask, as ``mkdir`` gives (not mkdtemp's 0o700), its files 0o666 less it."""
+    out_dir = tmp_path / "export"
+    previous = os.umask(umask)
+    try:
+        assert main(["export", "--warehouse", str(warehouse), "--format", fmt, str(out_dir)]) == EXIT_OK
+    finally:
+        os.umask(previous)
+    assert oct(out_dir.stat().st_mode & 0o777) == oct(0o777 & ~umask)
+    for name in (f"leaderboard.{fmt}", "manifest.json"):
+        assert oct((out_dir / name).stat().st_mode & 0o777) == oct(0o666 & ~umask)
+
+
 # ---------------------------------------------------------------------------------------------
 # report
 # ---------------------------------------------------------------------------------------------
