@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -42,22 +43,39 @@ EXPORT_TABLES: tuple[str, ...] = (
 EXPORT_FILES = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}
 #: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+#: DuckDB type ids that CSV exports write as JSON (``to_json``): lists and fixed-size arrays as
+#: arrays, structs and maps as objects.
+NESTED_TYPE_IDS = frozenset({"list", "array", "struct", "map"})
 
 
 def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
-    """``source`` with every text cell starting with a formula character prefixed by ``'``.
+def _csv_cell(ident: str, dtype: duckdb.DuckDBPyType) -> str:
+    """The select item that writes column ``ident`` (of type ``dtype``) as CSV cells."""
+    if dtype.id in NESTED_TYPE_IDS:
+        return f"to_json({ident}) AS {ident}"
+    if str(dtype) == "VARCHAR":
+        prefixes = ", ".join(map(_sql_string, FORMULA_PREFIXES))
+        return f"CASE WHEN left({ident}, 1) IN ({prefixes}) THEN '''' || {ident} ELSE {ident} END AS {ident}"
+    return ident
 
-    Spreadsheets then show the text as typed instead of evaluating it; numbers (a negative rating)
-    are numeric columns and stay as they are. Parquet exports are written raw.
+
+def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
+    """``source`` as written to CSV: text cells safe from formulas, nested cells as JSON.
+
+    A text cell starting with a formula character is prefixed by ``'``: spreadsheets then show the
+    text as typed instead of evaluating it; numbers (a negative rating) are numeric columns and stay
+    as they are. A list cell is a JSON array (``["a","b"]``; a list of structs, an array of
+    objects), a struct or map cell a JSON object, a null an empty cell: DuckDB's own text form
+    quotes an element only when it holds special characters (``[a, 'b:0']``), which no reader can
+    split reliably. A JSON cell starts with ``[`` or ``{``, never a formula character. Parquet
+    exports are written raw, lists as lists.
     """
-    relation, prefixes = con.sql(source), ", ".join(map(_sql_string, FORMULA_PREFIXES))
+    relation = con.sql(source)
     idents = ['"' + name.replace('"', '""') + '"' for name in relation.columns]
-    select = [f"CASE WHEN left({i}, 1) IN ({prefixes}) THEN '''' || {i} ELSE {i} END AS {i}"
-              if str(dtype) == "VARCHAR" else i for i, dtype in zip(idents, relation.types, strict=True)]
+    select = [_csv_cell(i, dtype) for i, dtype in zip(idents, relation.types, strict=True)]
     return f"SELECT {', '.join(select)} FROM ({source})"
 
 
@@ -84,7 +102,7 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
     written: dict[str, dict[str, object]] = {}
     skipped: list[str] = []
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".export-tmp", dir=out_dir.parent))
+    staging = _new_folder(out_dir.parent, prefix=f".{out_dir.name}.", suffix=".export-tmp")
     try:
         with read_snapshot(con):  # one snapshot for every table
             revision = (published_dump_row(con, SCHEMA) or {}).get("revision")
@@ -106,6 +124,23 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return written, skipped, revision
+
+
+def _new_folder(parent: Path, prefix: str, suffix: str) -> Path:
+    """A new folder in ``parent`` under a unique name, with the mode ``mkdir`` gives (0o777 less the umask).
+
+    The staging folder becomes ``OUT_DIR`` by a rename, so it must have a new folder's mode;
+    ``tempfile.mkdtemp`` would make it 0o700 whatever the umask. The files written into it get
+    0o666 less the umask (DuckDB's COPY, ``Path.write_text``) without help.
+    """
+    for _ in range(100):  # a 64-bit random name is taken only by accident: retry then
+        path = parent / f"{prefix}{secrets.token_hex(8)}{suffix}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no unused temporary folder name in {parent}")
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:

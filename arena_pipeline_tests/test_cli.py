@@ -350,7 +350,7 @@ def test_export_includes_the_validation_tables_when_present(tmp_path):
     assert agreement.get_column("spearman").to_list() == pytest.approx(
         bench.agreement.get_column("spearman").to_list(), nan_ok=True)
     first = bench.agreement.get_column("disagreements")[0][0]["model"]
-    assert first in agreement.get_column("disagreements")[0]  # the list of structs, as text
+    assert first in agreement.get_column("disagreements")[0]  # the list of structs, as JSON text
 
 
 def test_export_csv(warehouse, tmp_path):
@@ -362,6 +362,48 @@ def test_export_csv(warehouse, tmp_path):
     dumps = pl.read_csv(out_dir / "dumps.csv")
     assert dumps.get_column("revision").to_list() == [REVISION]
     assert not [p for p in out_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+#: Aliases that DuckDB's own list text quotes for some elements only ([a, 'b:0']); one is a formula.
+LIST_ALIASES = [["amazon-nova-experimental-chat-05-14"], ["amazon.nova-pro-v1:0", "a, b", 'say "hi"', "=1+1"], [],
+                None]
+
+
+def test_csv_export_writes_every_list_column_as_a_json_array(tmp_path):
+    """A list cell is a JSON array (of objects for a list of structs) that json.loads gives back; a null
+    list is an empty cell; parquet keeps the lists."""
+    path = build_warehouse(tmp_path / "lists.duckdb", validation=True)
+    models = pl.DataFrame({"model": ["m1", "m2", "m3", "m4"], "aliases": LIST_ALIASES},  # noqa: F841
+                          schema={"model": pl.String, "aliases": pl.List(pl.String)})
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE arena.models AS SELECT * FROM models")
+    assert main(["export", "--warehouse", str(path), "--format", "csv", str(tmp_path / "c")]) == EXIT_OK
+
+    def cells(table: str, column: str) -> list:
+        frame = pl.read_csv(tmp_path / "c" / f"{table}.csv", infer_schema=False)
+        return [None if cell is None else json.loads(cell) for cell in frame.get_column(column)]
+
+    assert cells("models", "aliases") == LIST_ALIASES  # the formula stays inside a JSON string: "[" first
+    assert cells("quality_results", "sample_ids") == synthetic_quality().get_column("sample_ids").to_list()
+    assert cells("benchmark_agreement", "disagreements") == (
+        synthetic_benchmarks().agreement.get_column("disagreements").to_list())
+    assert main(["export", "--warehouse", str(path), "--format", "parquet", str(tmp_path / "p")]) == EXIT_OK
+    assert pl.read_parquet(tmp_path / "p" / "models.parquet").get_column("aliases").to_list() == LIST_ALIASES
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o027], ids=oct)
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_folder_and_files_get_the_modes_of_the_umask(warehouse, tmp_path, umask, fmt):
+    """OUT_DIR gets 0o777 less the umask, as ``mkdir`` gives (not mkdtemp's 0o700), its files 0o666 less it."""
+    out_dir = tmp_path / "export"
+    previous = os.umask(umask)
+    try:
+        assert main(["export", "--warehouse", str(warehouse), "--format", fmt, str(out_dir)]) == EXIT_OK
+    finally:
+        os.umask(previous)
+    assert oct(out_dir.stat().st_mode & 0o777) == oct(0o777 & ~umask)
+    for name in (f"leaderboard.{fmt}", "manifest.json"):
+        assert oct((out_dir / name).stat().st_mode & 0o777) == oct(0o666 & ~umask)
 
 
 # ---------------------------------------------------------------------------------------------

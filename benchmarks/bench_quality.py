@@ -9,9 +9,11 @@ The battles frame has the real dump's 135,634 rows: ``id``, ``model_a``, ``model
 (``../shared/data/real/arena_hp140k_votes_with_category_tag.parquet`` from the repository root); the columns that file
 lacks (session, order, language, is_code, timestamp, every conv_metadata count, the message
 counts and provenance) are SYNTHETIC, drawn from a seeded generator with plausible
-distributions (90% one-turn votes, 7% two, 3% three: close to the real 100-row sample). The
-messages frame is synthetic too: per battle and side, one user and one assistant message per
-turn (~4.5 rows per battle).
+distributions (90% one-turn votes, 7% two, 3% three: close to the real 100-row sample). Every
+row's ``dump`` is the real dump's id (``constants.DATASET_ID``) and ``also_in_dumps`` is null,
+as the loader writes a vote of one dump. The messages frame is synthetic too: per battle and
+side, one user and one assistant message per turn (~4.5 rows per battle), with its battle's
+``dump``.
 
 It prints the time to import GX and create its context (paid once per process), then the
 validation wall time of each suite (pandas conversion included) and of ``split_quarantine``.
@@ -27,6 +29,7 @@ import numpy as np
 import polars as pl
 from real_votes import REAL_COLUMNS, REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
+from arena_pipeline.constants import DATASET_ID
 from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
 
 SEED = 20250529
@@ -66,14 +69,15 @@ def real_battles(path: Path = REAL_VOTES, seed: int = SEED) -> pl.DataFrame:
             synthetic[f"list_count_{side}_{kind}"] = rng.poisson(3, n)
         synthetic[f"bold_count_{side}_asterisk"] = rng.poisson(6, n)
         synthetic[f"bold_count_{side}_underscore"] = rng.poisson(0.1, n)
-    frame = frame.with_columns(pl.DataFrame(synthetic))
+    frame = frame.with_columns(pl.DataFrame(synthetic), dump=pl.lit(DATASET_ID),
+                               also_in_dumps=pl.lit(None, pl.String))
     return frame.select([pl.col(name).cast(dtype) for name, dtype in BATTLES_SCHEMA.items()])
 
 
 def synthetic_messages(battles: pl.DataFrame) -> pl.DataFrame:
     """Per battle and side, (user, assistant) x turns messages with short synthetic texts."""
     frame = (
-        battles.select(pl.col("id").alias("battle_id"), "turns", pl.lit(["a", "b"]).alias("side"))
+        battles.select(pl.col("id").alias("battle_id"), "turns", "dump", pl.lit(["a", "b"]).alias("side"))
         .explode("side")
         .with_columns(pl.int_ranges(0, 2 * pl.col("turns")).alias("position"))
         .explode("position")
@@ -90,6 +94,7 @@ def synthetic_messages(battles: pl.DataFrame) -> pl.DataFrame:
         pl.lit(1).alias("n_parts"),
         pl.lit([], dtype=pl.List(pl.String)).alias("images"),
         pl.when(pl.col("side") == "b").then(pl.col("position") * 7 + 3).alias("num_tokens"),
+        "dump",
     ).select([pl.col(name).cast(dtype) for name, dtype in MESSAGES_SCHEMA.items()])
 
 
