@@ -220,7 +220,7 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
                 type=click.Path(path_type=Path))
 @click.option("--title", default="LMArena leaderboards", show_default=True, help="page title")
 @click.option("--heatmap-models", type=str, callback=_count, default=20, show_default=True, metavar="N",
-              help="models in each pairwise heatmap")
+              help="models in each pairwise heatmap, 0 for all")
 @reads_warehouse
 def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
     if out.is_dir():

@@ -110,11 +110,12 @@ def _ramp() -> list[str]:
 
 def heatmap_svg(pub: Published, category: str = "overall", max_models: int = 20,
                 chart_id: str | None = None) -> str:
-    """Observed win rate of the row model against the column model, for the top ``max_models`` of
+    """Observed win rate of the row model against the column model, for the top ``max_models`` (0: all) of
     the category's primary board; never-met pairs hatched; '' when the category has no board."""
     if category not in pub.categories():
         return ""
-    models = pub.board(category, pub.primary_method(category)).head(max_models).get_column("model").to_list()
+    board = pub.board(category, pub.primary_method(category))
+    models = board.head(max_models or board.height).get_column("model").to_list()  # 0: every model
     pairs = pub.pairwise.filter((pl.col("category") == category) & pl.col("model_1").is_in(models)
                                 & pl.col("model_2").is_in(models) & pl.col("win_rate_1").is_not_null())
     cells, ramp = {}, _ramp()

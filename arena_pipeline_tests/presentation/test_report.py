@@ -199,6 +199,13 @@ def test_heatmap_cells_are_the_row_models_win_rates(outputs):
     assert any(t.startswith(forward) for t in tips)
     assert any(t.startswith(backward) for t in tips)
     assert heatmap_svg(pub_of(outputs.leaderboard, outputs), "nope") == ""
+    # 0 models: all of them, as --top 0 means in the CLI (it drew an empty grid)
+    every = ET.fromstring(heatmap_svg(pub_of(outputs.leaderboard, outputs), "overall", max_models=0))
+    n = board.height
+    assert n > 5 and len(every.findall(f".//{SVG}g[@class='cell']")) + len(
+        every.findall(f".//{SVG}rect[@class='cell empty']")) == n * (n - 1)
+    page = build_report_html(pub_of(outputs.leaderboard, outputs), heatmap_models=0)
+    assert f"Pairwise win rates (all {n} models)" in page
 
 
 def test_heatmap_marks_pairs_that_never_met(outputs):
