@@ -28,6 +28,7 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
+from arena_pipeline.core.atomic import make_folder
 from arena_pipeline.core.warehouse import quoted, read_snapshot, relation_exists
 from arena_pipeline.presentation.read import published_dump_row
 
@@ -101,7 +102,7 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
     suffix, options = (".parquet", "FORMAT parquet") if fmt == "parquet" else (".csv", "FORMAT csv, HEADER true")
     written: dict[str, dict[str, object]] = {}
     skipped: list[str] = []
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir.parent)
     staging = _new_folder(out_dir.parent, prefix=f".{out_dir.name}.", suffix=".export-tmp")
     try:
         with read_snapshot(con):  # one snapshot for every table

@@ -593,7 +593,14 @@ def test_export_and_report_targets_of_the_wrong_kind_are_one_line_errors(warehou
     # a file where the report's folder should be: the write fails, one line, exit 1
     assert main(["report", str(a_file / "index.html"), "--warehouse", str(warehouse)]) == EXIT_NO_DATA
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"arena-pipeline: error: cannot write the report to {a_file}")
+    assert err == [f"arena-pipeline: error: cannot write the report to {a_file / 'index.html'}: "
+                   f"{a_file} is a file, not a folder"]  # not mkdir's "File exists"
+    # deeper, and for an export: the file in the way is named
+    assert main(["report", str(a_file / "sub" / "index.html"), "--warehouse", str(warehouse)]) == EXIT_NO_DATA
+    assert capsys.readouterr().err.strip().endswith(f": {a_file} is a file, not a folder")
+    assert main(["export", "--warehouse", str(warehouse), str(a_file / "out")]) == EXIT_NO_DATA
+    assert capsys.readouterr().err.strip() == (f"arena-pipeline: error: cannot write the export to {a_file / 'out'}: "
+                                               f"{a_file} is a file, not a folder; {a_file / 'out'} is unchanged")
 
 
 def test_damaged_warehouse_is_one_line_with_the_way_to_rebuild(warehouse, tmp_path, capsys):
