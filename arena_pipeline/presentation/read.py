@@ -364,8 +364,8 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
 
     Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
     row: None; ``benchmarks``: None unless they describe the live publication, see
-    :func:`read_benchmarks`); ``quality_results`` keeps only the published revision's latest check
-    run per table.
+    :func:`read_benchmarks`); ``quality_results`` keeps the checks of the live publication's table
+    versions (see :func:`latest_quality_results`).
 
     Raises
     ------
@@ -387,9 +387,10 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
             read_benchmarks(con, schema),
         )
+        live = live_publication(con, schema)
     if published.quality_results is not None:
-        published = replace(published, quality_results=latest_quality_results(published.quality_results,
-                                                                               published.revision))
+        published = replace(published, quality_results=latest_quality_results(
+            published.quality_results, published.revision, (live or {}).get("tables")))
     return published
 
 
@@ -417,10 +418,18 @@ def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SC
     return Published(board, dump=row)
 
 
-def latest_quality_results(quality_results: pl.DataFrame, revision: str | None) -> pl.DataFrame:
-    """The rows of ``revision`` (when given), and of each table only its latest check run:
-    ``arena.quality_results`` accumulates every run of every dump."""
+def latest_quality_results(quality_results: pl.DataFrame, revision: str | None,
+                           versions: dict[str, str] | None = None) -> pl.DataFrame:
+    """The check results of the published tables, of each table only its latest check run:
+    ``arena.quality_results`` accumulates every run of every dump, published or refused.
+
+    With ``versions`` (table -> the live publication's version of it), the rows checking those exact
+    versions: a later run of the same revision that the gate refused does not replace them. Else (a
+    warehouse whose results name no version) the rows of ``revision``, when given."""
     out = quality_results if revision is None else quality_results.filter(pl.col("dump_revision") == revision)
+    if versions and "table_version" in out.columns:
+        published = pl.col("table_version") == pl.col("table_name").replace_strict(versions, default=None)
+        out = out.filter(published) if out.select(published.any()).item() else out
     return out.filter(pl.col("checked_at") == pl.col("checked_at").max().over("table_name"))
 
 

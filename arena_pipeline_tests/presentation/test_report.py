@@ -361,6 +361,21 @@ def test_latest_quality_results_keeps_the_revision_and_each_tables_last_run():
     assert latest_quality_results(first, None).height == 3
 
 
+def test_quality_results_are_those_of_the_published_versions():
+    """A later run of the same revision that the gate refused adds its check results; the boards'
+    quality summary still describes the versions the live publication shows."""
+    published = synthetic_quality().with_columns(table_version=pl.col("table_name") + "__v1")
+    refused = published.with_columns(table_version=pl.col("table_name") + "__v2", success=pl.lit(True),
+                                     checked_at=pl.lit(dt.datetime(2025, 7, 2, 4, 0)))
+    both = pl.concat([published, refused])
+    versions = {"battles": "battles__v1", "messages": "messages__v1"}
+    assert latest_quality_results(both, REVISION, versions).equals(published)
+    assert not latest_quality_results(both, REVISION).get_column("success").is_in([False]).any()  # without: v2 wins
+    # results that name no version (an older warehouse): the revision's latest run, as before
+    unnamed = both.with_columns(table_version=pl.lit(None, pl.String))
+    assert latest_quality_results(unnamed, REVISION, versions).height == refused.height
+
+
 def test_read_published_reads_one_snapshot(outputs, tmp_path):
     path = tmp_path / "w.duckdb"
     con = duckdb.connect(str(path))
