@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import dagster as dg
+import duckdb
 
-from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG
+from arena_pipeline.assets.rankings import RankingRunConfig
+from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
+from arena_pipeline.core import warehouse as core_warehouse
 from arena_pipeline.core.hub import HubError
 from arena_pipeline.core.manifest import combined_revision
+from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.sources import SourceError
-from arena_pipeline.resources import DumpSource
+from arena_pipeline.resources import DumpSource, Warehouse
+
+#: How long a tick waits for the warehouse while a run writes it, before ranking with the defaults.
+SETTINGS_WAIT_S = 5.0
+#: The tag naming the publication whose ranking settings a refresh run was given.
+SETTINGS_TAG = "arena/ranking_settings_of"
 
 ACTIVE_OR_DONE = [
     dg.DagsterRunStatus.QUEUED,
@@ -102,14 +113,42 @@ def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | 
     return Decision(revision, None)
 
 
-def run_request(revision: str, revisions: dict[str, str] | None = None) -> dg.RunRequest:
+def live_ranking_settings(warehouse: Warehouse) -> tuple[int | None, dict[str, Any]]:
+    """The live publication's id and the ranking run configuration it was made with (the fields of
+    ``RankingRunConfig`` in its settings); (None, {}) without a warehouse or a publication, or when
+    the file cannot be read within :data:`SETTINGS_WAIT_S` (a run holds it, or it is damaged)."""
+    path = warehouse.database_path()
+    if not Path(path).is_file():
+        return None, {}
+    try:
+        con = core_warehouse.connect(path, read_only=True, timeout_s=SETTINGS_WAIT_S,
+                                     memory_limit=warehouse.memory_limit)
+        try:
+            live = live_publication(con, SCHEMA)
+        finally:
+            con.close()
+    except (duckdb.Error, RuntimeError, ValueError):  # locked, damaged, unreadable settings
+        return None, {}
+    if live is None:
+        return None, {}
+    ranking = live["settings"].get("tables", {}).get("leaderboard", {}).get("ranking") or {}
+    return live["publication_id"], {k: ranking[k] for k in RankingRunConfig.model_fields if k in ranking}
+
+
+def run_request(revision: str, revisions: dict[str, str] | None = None,
+                warehouse: Warehouse | None = None) -> dg.RunRequest:
     """A refresh run pinned to ``revision`` (with several dumps: to each dump's ``revisions``); the
-    revision is also its run key (idempotent)."""
+    revision is also its run key (idempotent). With ``warehouse``, the run ranks with the live
+    publication's ranking settings (:func:`live_ranking_settings`, named in a tag): a refresh must
+    not rank new votes under other settings than the boards it replaces (say, the default
+    display threshold after a ``display_min_battles: 0`` publication, which the gate would refuse)."""
     config: dict = {"revision": revision}
     if revisions:
         config = {"revisions": dict(revisions)}
-    return dg.RunRequest(
-        run_key=revision,
-        run_config={"ops": {"raw_dump": {"config": config}}},
-        tags={REVISION_TAG: revision},
-    )
+    run_config: dict = {"ops": {"raw_dump": {"config": config}}}
+    tags = {REVISION_TAG: revision}
+    publication, ranking = live_ranking_settings(warehouse) if warehouse is not None else (None, {})
+    if ranking:
+        run_config["ops"]["rankings"] = {"config": ranking}
+        tags[SETTINGS_TAG] = f"publication {publication}"
+    return dg.RunRequest(run_key=revision, run_config=run_config, tags=tags)

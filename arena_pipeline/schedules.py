@@ -5,7 +5,7 @@ import dagster as dg
 from arena_pipeline.constants import NIGHTLY_CRON
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.refresh import decide, run_request
-from arena_pipeline.resources import DumpSource
+from arena_pipeline.resources import DumpSource, Warehouse
 
 
 def make_nightly_schedule(cron: str = NIGHTLY_CRON) -> dg.ScheduleDefinition:
@@ -17,13 +17,14 @@ def make_nightly_schedule(cron: str = NIGHTLY_CRON) -> dg.ScheduleDefinition:
         cron_schedule=cron,
         execution_timezone="UTC",
         default_status=dg.DefaultScheduleStatus.STOPPED,
-        description="Nightly refresh; skips (no download, no recomputation) when the revision is already done.",
+        description="Nightly refresh; skips (no download, no recomputation) when the revision is already done; "
+        "the run ranks with the live publication's ranking settings.",
     )
-    def nightly_refresh(context: dg.ScheduleEvaluationContext, dump_source: DumpSource):
+    def nightly_refresh(context: dg.ScheduleEvaluationContext, dump_source: DumpSource, warehouse: Warehouse):
         decision = decide(context.instance, dump_source, cursor=None)
         if decision.skip_reason:
             return dg.SkipReason(decision.skip_reason)
-        return run_request(decision.revision, decision.revisions)
+        return run_request(decision.revision, decision.revisions, warehouse)
 
     return nightly_refresh
 

@@ -26,7 +26,7 @@ import pytest
 
 from arena_pipeline.constants import REVISION_TAG, SCHEMA
 from arena_pipeline.core import warehouse as core_warehouse
-from arena_pipeline.resources import DumpSource
+from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests.e2e_definitions import E2E_SENSOR_INTERVAL_SECONDS
 from arena_pipeline_tests.e2e_definitions import defs as e2e_defs
@@ -214,7 +214,8 @@ def test_noop_sensor_tick_time(tmp_path):
                             hf_endpoint=hub.url, attempts=1, timeout_s=5)
         times = []
         for _ in range(10):
-            context = dg.build_sensor_context(cursor=sha, instance=instance, resources={"dump_source": source})
+            context = dg.build_sensor_context(cursor=sha, instance=instance, resources={"dump_source": source,
+                                              "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))})
             started = time.perf_counter()
             result = new_dump_sensor.evaluate_tick(context)
             times.append(time.perf_counter() - started)

@@ -44,7 +44,8 @@ def _source(hub, tmp_path) -> DumpSource:
 
 def _tick(hub, tmp_path, instance, cursor):
     context = dg.build_sensor_context(cursor=cursor, instance=instance,
-                                      resources={"dump_source": _source(hub, tmp_path)})
+                                      resources={"dump_source": _source(hub, tmp_path),
+                                                 "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))})
     started = time.perf_counter()
     result = new_dump_sensor.evaluate_tick(context)
     return result, time.perf_counter() - started
@@ -190,7 +191,8 @@ def test_schedule_pins_every_dump_and_an_unreachable_hub_skips(hub, shas, tmp_pa
     from arena_pipeline.schedules import nightly_refresh
 
     with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(instance=instance, resources={"dump_source": _source(hub, tmp_path)})
+        context = dg.build_schedule_context(instance=instance, resources={"dump_source": _source(hub, tmp_path),
+                                                 "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))})
         [request] = nightly_refresh.evaluate_tick(context).run_requests
         assert request.run_config["ops"]["raw_dump"]["config"]["revisions"] == {
             d: shas[d] for d in (fx.DUMP_33K, fx.DUMP_100K, fx.DUMP_140K, fx.DUMP_55K)}

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import dagster as dg
 import pytest
 
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG
+from arena_pipeline.core.publication import ensure_catalog
+from arena_pipeline.core.warehouse import connect, quoted
 from arena_pipeline.definitions import defs
-from arena_pipeline.resources import DumpSource
+from arena_pipeline.refresh import SETTINGS_TAG
+from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.schedules import make_nightly_schedule, nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests.fixtures import write_dump
@@ -41,9 +45,18 @@ def _source(hub, tmp_path) -> DumpSource:
                       hf_endpoint=hub.url, attempts=1, backoff_s=0.1, timeout_s=2)
 
 
+def _warehouse(tmp_path) -> Warehouse:
+    """A warehouse resource on a file no run has written yet (no live publication)."""
+    return Warehouse(database=str(tmp_path / "warehouse.duckdb"))
+
+
+def _resources(source: DumpSource, tmp_path) -> dict:
+    return {"dump_source": source, "warehouse": _warehouse(tmp_path)}
+
+
 def _evaluate(sensor_cursor, hub, tmp_path, instance):
     context = dg.build_sensor_context(cursor=sensor_cursor, instance=instance,
-                                      resources={"dump_source": _source(hub, tmp_path)})
+                                      resources=_resources(_source(hub, tmp_path), tmp_path))
     return new_dump_sensor.evaluate_tick(context)
 
 
@@ -87,7 +100,7 @@ def test_sensor_skips_when_hub_is_down(hub, tmp_path):
 def test_sensor_skips_unreachable_endpoint(tmp_path):
     source = DumpSource(source=REPO, hf_endpoint="http://127.0.0.1:9", attempts=1, backoff_s=0.1, timeout_s=1)
     with dg.instance_for_test() as instance:
-        context = dg.build_sensor_context(instance=instance, resources={"dump_source": source})
+        context = dg.build_sensor_context(instance=instance, resources=_resources(source, tmp_path))
         result = new_dump_sensor.evaluate_tick(context)
     assert not result.run_requests and "could not look up" in result.skip_message
 
@@ -97,7 +110,7 @@ def test_schedule_runs_once_per_revision(hub, tmp_path):
     shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
     sha = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
     with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(instance=instance, resources={"dump_source": _source(hub, tmp_path)})
+        context = dg.build_schedule_context(instance=instance, resources=_resources(_source(hub, tmp_path), tmp_path))
         first = nightly_refresh.evaluate_tick(context)
         assert [r.run_key for r in first.run_requests] == [sha]
         # once a run published this revision, the next night skips
@@ -115,10 +128,51 @@ def test_sensor_local_source_fingerprint(tmp_path):
     write_dump(tmp_path / "dump", 6, 1)
     source = DumpSource(source=str(tmp_path / "dump"))
     with dg.instance_for_test() as instance:
-        context = dg.build_sensor_context(instance=instance, resources={"dump_source": source})
+        context = dg.build_sensor_context(instance=instance, resources=_resources(source, tmp_path))
         first = new_dump_sensor.evaluate_tick(context)
         (request,) = first.run_requests
         assert request.run_key.startswith("local-")
         context = dg.build_sensor_context(cursor=request.run_key, instance=instance,
-                                          resources={"dump_source": source})
+                                          resources=_resources(source, tmp_path))
         assert not new_dump_sensor.evaluate_tick(context).run_requests
+
+
+def _publish_settings(path, publication_id: int, ranking: dict, gate: dict) -> None:
+    """A live publication row as the gate writes it: its ranking and gate settings."""
+    con = connect(str(path))
+    try:
+        ensure_catalog(con, "arena")
+        con.execute(f"INSERT INTO {quoted('arena', 'publications')} (publication_id, revision, tables, settings) "
+                    "VALUES (?, 'local-0', '{}', ?)",
+                    [publication_id, json.dumps({"gate": gate, "tables": {"leaderboard": {"ranking": ranking}}})])
+    finally:
+        con.close()
+
+
+def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
+    """A refresh after a display_min_battles=0 publication ranks the new dump the same way (the
+    default display threshold would hide every model and the gate would refuse the run). The gate's
+    own settings are not carried over: allow_degenerate stays a decision of each run."""
+    write_dump(tmp_path / "dump", 6, 1)
+    source, warehouse = DumpSource(source=str(tmp_path / "dump")), _warehouse(tmp_path)
+    ranking = {"display_min_battles": 0, "bootstrap_rounds": 7, "anchor_models": ["a", "b"], "tol": 1e-8,
+               "scale": 400.0}
+    _publish_settings(tmp_path / "warehouse.duckdb", 3, ranking, {"allow_degenerate": True})
+    job = defs.resolve_job_def("refresh_job")
+    with dg.instance_for_test() as instance:
+        for tick in (new_dump_sensor.evaluate_tick(dg.build_sensor_context(
+                instance=instance, resources={"dump_source": source, "warehouse": warehouse})),
+                nightly_refresh.evaluate_tick(dg.build_schedule_context(
+                    instance=instance, resources={"dump_source": source, "warehouse": warehouse}))):
+            (request,) = tick.run_requests
+            assert request.run_config["ops"]["rankings"] == {"config": {
+                "display_min_battles": 0, "bootstrap_rounds": 7, "anchor_models": ["a", "b"]}}  # run-config fields only
+            assert "published_dump" not in request.run_config["ops"]
+            assert request.tags[SETTINGS_TAG] == "publication 3"
+            dg.validate_run_config(job, request.run_config)  # the job accepts it as it stands
+    # no warehouse, or one the tick cannot open in time: the defaults, said by the missing tag
+    other = Warehouse(database=str(tmp_path / "none.duckdb"))
+    with dg.instance_for_test() as instance:
+        (request,) = new_dump_sensor.evaluate_tick(dg.build_sensor_context(
+            instance=instance, resources={"dump_source": source, "warehouse": other})).run_requests
+        assert "rankings" not in request.run_config["ops"] and SETTINGS_TAG not in request.tags
