@@ -164,6 +164,23 @@ class DumpSource(dg.ConfigurableResource):
                               spec.explicit)
         return spec
 
+    def _named_specs(self) -> dict[str, SourceSpec]:
+        """The configured dumps by the name their rows carry (:func:`dump_name`), in load order.
+
+        Raises SourceError when two would carry one name (two local files both called
+        ``votes.csv``, or one Hub dataset twice): one would silently replace the other.
+        """
+        named: dict[str, SourceSpec] = {}
+        for dataset in self.configured_datasets():
+            spec = self._dataset_spec(dataset)
+            name = dump_name(spec.kind, spec.location)
+            if name in named:
+                raise SourceError(f"ARENA_DATASETS: {named[name].location} and {spec.location} would both be "
+                                  f"the dump {name!r} (a local dump is named by its file or folder name, a Hub "
+                                  "dump by its id); rename one, or list a Hub dataset once")
+            named[name] = spec
+        return named
+
     def _revision_of(self, spec: SourceSpec, revision: str | None) -> str:
         """One dump's current revision: the Hub's commit sha of ``revision``, or a local fingerprint."""
         if spec.kind != "hub":
@@ -186,10 +203,7 @@ class DumpSource(dg.ConfigurableResource):
         One Hub call per configured Hub dataset (or a local fingerprint) and one listing for
         ARENA_DISCOVER, whose answer carries the discovered datasets' shas.
         """
-        out: dict[str, str] = {}
-        for dataset in self.configured_datasets():
-            spec = self._dataset_spec(dataset)
-            out[dump_name(spec.kind, spec.location)] = self._revision_of(spec, spec.revision)
+        out = {name: self._revision_of(spec, spec.revision) for name, spec in self._named_specs().items()}
         pattern = self.discovery_pattern()
         if pattern:
             found = hub.discover_datasets(pattern, endpoint=self.endpoint(), token=self._token(),
@@ -205,8 +219,7 @@ class DumpSource(dg.ConfigurableResource):
         """Fetch every dump (pinned to ``revisions`` where given) and combine them in load order."""
         pinned = dict(revisions or {})
         wanted = list(pinned) if pinned else list(self.latest_revisions())
-        specs = [self._dataset_spec(d) for d in self.configured_datasets()]
-        configured = {dump_name(s.kind, s.location): s for s in specs}
+        configured = self._named_specs()
         parts = []
         for label in wanted:
             spec = configured.get(label) or self._dataset_spec(label)

@@ -8,6 +8,7 @@ import dagster as dg
 import duckdb
 import pytest
 
+from arena_pipeline.core.sources import SourceError
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import make_rows, write_dump
@@ -216,3 +217,43 @@ def test_csv_cell_limit_comes_from_the_resource_or_its_environment_variable(tmp_
     monkeypatch.setenv("ARENA_CSV_MAX_CELL_BYTES", "lots")
     with pytest.raises(ValueError, match="ARENA_CSV_MAX_CELL_BYTES must be a positive number"):
         DumpSource(source=str(csv_path)).fetch()
+
+
+def _split_sample(tmp_path: Path, parts: dict[str, slice]) -> dict[str, Path]:
+    """The real sample's rows cut into local CSV dumps (header kept), by path relative to ``tmp_path``.
+
+    A row spans several lines (quoted newlines), so rows are cut with a CSV reader, not by line."""
+    import polars as pl
+
+    rows = pl.read_csv(REAL_CSV, infer_schema=False)
+    out = {}
+    for name, part in parts.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows[part].write_csv(path)
+        out[name] = path
+    return out
+
+
+def test_two_local_dumps_with_one_name_fail_clearly(tmp_path):
+    """x/votes.csv and y/votes.csv would both be the dump 'votes.csv': one used to replace the other
+    without a word (40 votes lost); the look-up and the fetch both refuse, naming both paths."""
+    paths = _split_sample(tmp_path, {"x/votes.csv": slice(0, 60), "y/votes.csv": slice(40, 100)})
+    source = DumpSource(datasets=",".join(str(p) for p in paths.values()))
+    message = rf"{paths['x/votes.csv']} and {paths['y/votes.csv']} would both be the dump 'votes\.csv'"
+    with pytest.raises(SourceError, match=message):
+        source.latest_revisions()
+    with pytest.raises(SourceError, match=message):
+        source.fetch()
+
+
+def test_the_order_of_the_dumps_is_part_of_the_revision(tmp_path):
+    """The order decides which copy of a shared vote is kept: a.csv,b.csv and b.csv,a.csv are two
+    different tables, so two revisions (the sensor saw no change when the list was reordered)."""
+    paths = _split_sample(tmp_path, {"a.csv": slice(0, 60), "b.csv": slice(40, 100)})
+    forward = DumpSource(datasets=f"{paths['a.csv']},{paths['b.csv']}")
+    backward = DumpSource(datasets=f"{paths['b.csv']},{paths['a.csv']}")
+    assert forward.latest_revision() != backward.latest_revision()
+    assert list(forward.latest_revisions()) == ["a.csv", "b.csv"]
+    for source in (forward, backward):
+        assert source.fetch().revision == source.latest_revision()  # the run's build and the sensor agree

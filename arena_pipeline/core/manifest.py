@@ -55,12 +55,14 @@ class DumpManifest:
 
 
 def combined_revision(revisions: Mapping[str, str]) -> str:
-    """The revision of a set of dumps: ``dumps-`` + 16 hex of sha256 over every ``dataset@revision``.
+    """The revision of a list of dumps: ``dumps-`` + 16 hex of sha256 over every ``dataset@revision``
+    in load order.
 
-    It changes when any one dataset's revision changes, or a dataset joins or leaves the set;
-    the order the datasets are listed in does not matter.
+    It changes when any one dataset's revision changes, a dataset joins or leaves the list, or the
+    order changes: the order decides which copy of a vote two dumps hold is kept, so two orders are
+    two different tables.
     """
-    digest = hashlib.sha256("\n".join(f"{d}@{r}" for d, r in sorted(revisions.items())).encode())
+    digest = hashlib.sha256("\n".join(f"{d}@{r}" for d, r in revisions.items()).encode())
     return "dumps-" + digest.hexdigest()[:16]
 
 

@@ -260,7 +260,8 @@ def test_a_null_in_a_field_the_format_has_is_still_quarantined(tmp_path):
 
 def test_combined_revision_tracks_each_dump():
     base = {"a/x": "1" * 40, "b/y": "2" * 40}
-    assert combined_revision(base) == combined_revision(dict(reversed(list(base.items()))))
+    # the load order is part of it: it decides which copy of a shared vote is kept
+    assert combined_revision(base) != combined_revision(dict(reversed(list(base.items()))))
     assert combined_revision({**base, "b/y": "3" * 40}) != combined_revision(base)
     assert combined_revision({**base, "c/z": "4" * 40}) != combined_revision(base)
     assert combined_revision(base).startswith("dumps-")
