@@ -24,13 +24,48 @@ SETTINGS_WAIT_S = 5.0
 #: The tag naming the publication whose ranking settings a refresh run was given.
 SETTINGS_TAG = "arena/ranking_settings_of"
 
-ACTIVE_OR_DONE = [
+ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
     dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED,
-    dg.DagsterRunStatus.SUCCESS,
 ]
+
+
+@dataclass(frozen=True)
+class Live:
+    """What the warehouse shows, as far as a tick can tell."""
+
+    #: False: the file could not be read within SETTINGS_WAIT_S (a run holds it, or it is damaged)
+    known: bool = False
+    publication_id: int | None = None
+    revision: str | None = None
+    #: the live boards' ranking run configuration (``RankingRunConfig``'s fields of their settings)
+    ranking: dict[str, Any] = field(default_factory=dict)
+
+
+def read_live(warehouse: Warehouse | None) -> Live:
+    """The live publication's id, revision and ranking settings, in one short read-only look;
+    ``Live(known=True)`` when there is no warehouse file or no publication yet."""
+    if warehouse is None:
+        return Live()
+    path = warehouse.database_path()
+    if not Path(path).is_file():
+        return Live(known=True)
+    try:
+        con = core_warehouse.connect(path, read_only=True, timeout_s=SETTINGS_WAIT_S,
+                                     memory_limit=warehouse.memory_limit)
+        try:
+            live = live_publication(con, SCHEMA)
+        finally:
+            con.close()
+    except (duckdb.Error, RuntimeError, ValueError):  # locked, damaged, unreadable settings
+        return Live()
+    if live is None:
+        return Live(known=True)
+    ranking = live["settings"].get("tables", {}).get("leaderboard", {}).get("ranking") or {}
+    return Live(True, live["publication_id"], live["revision"],
+                {k: ranking[k] for k in RankingRunConfig.model_fields if k in ranking})
 
 
 @dataclass(frozen=True)
@@ -43,6 +78,9 @@ class Decision:
     revisions: dict[str, str] = field(default_factory=dict)
     #: with several dumps: what changed since the cursor (new dumps, moved revisions)
     changes: dict[str, list[str]] = field(default_factory=dict)
+    live: Live = field(default_factory=Live)
+    #: an earlier run already refreshed this revision (it is no longer, or not, what is live)
+    again: bool = False
 
     def cursor(self) -> str | None:
         """What the sensor stores: the revision, or with several dumps a JSON of each one's."""
@@ -51,17 +89,33 @@ class Decision:
         return json.dumps({"revision": self.revision, "dumps": self.revisions}, sort_keys=True)
 
 
-def already_handled_reason(instance: dg.DagsterInstance, revision: str) -> str | None:
-    """Why ``revision`` needs no new run (a run for it is queued, running or done), or None."""
-    published = instance.get_runs(
-        dg.RunsFilter(tags={PUBLISHED_TAG: revision}, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1
-    )
-    if published:
+def _runs(instance: dg.DagsterInstance, tag: str, revision: str, statuses: list) -> list:
+    return instance.get_runs(dg.RunsFilter(tags={tag: revision}, statuses=statuses), limit=1)
+
+
+def already_handled_reason(instance: dg.DagsterInstance, revision: str, live: Live | None = None) -> str | None:
+    """Why ``revision`` needs no new run, or None. A run for it is queued or running; or an earlier
+    run refreshed it and it is still what the warehouse shows (or the warehouse cannot be read to
+    tell). A revision refreshed before that is no longer live (the source was put back to earlier
+    content, or the warehouse was rebuilt or moved away) is refreshed again."""
+    live = live or Live()
+    if active := _runs(instance, REVISION_TAG, revision, ACTIVE):
+        return f"dump revision {revision} already has run {active[0].run_id} ({active[0].status.value})"
+    if live.known and live.revision == revision:
+        return f"dump revision {revision} is live (publication {live.publication_id})"
+    if live.known:
+        return None
+    if published := _runs(instance, PUBLISHED_TAG, revision, [dg.DagsterRunStatus.SUCCESS]):
         return f"dump revision {revision} is already published (run {published[0].run_id})"
-    runs = instance.get_runs(dg.RunsFilter(tags={REVISION_TAG: revision}, statuses=ACTIVE_OR_DONE), limit=1)
-    if runs:
-        return f"dump revision {revision} already has run {runs[0].run_id} ({runs[0].status.value})"
+    if done := _runs(instance, REVISION_TAG, revision, [dg.DagsterRunStatus.SUCCESS]):
+        return f"dump revision {revision} already has run {done[0].run_id} ({done[0].status.value})"
     return None
+
+
+def _decision(instance: dg.DagsterInstance, revision: str, live: Live, **extra: Any) -> Decision:
+    reason = already_handled_reason(instance, revision, live)
+    again = reason is None and bool(_runs(instance, REVISION_TAG, revision, [dg.DagsterRunStatus.SUCCESS]))
+    return Decision(revision, reason, live=live, again=again, **extra)
 
 
 def cursor_revisions(cursor: str | None) -> tuple[str | None, dict[str, str]]:
@@ -81,7 +135,8 @@ def _changes(before: dict[str, str], now: dict[str, str]) -> dict[str, list[str]
             "gone": [d for d in before if d not in now]}
 
 
-def decide_many(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | None) -> Decision:
+def decide_many(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | None,
+                warehouse: Warehouse | None = None) -> Decision:
     """:func:`decide` for several dumps: one look-up per configured dump plus one Hub listing."""
     try:
         revisions = dump_source.latest_revisions()
@@ -93,62 +148,38 @@ def decide_many(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: s
     if previous == revision:
         return Decision(None, f"dump revisions unchanged since the last tick ({len(revisions)} dumps, {revision})",
                         revisions, changes)
-    reason = already_handled_reason(instance, revision)
-    return Decision(revision, reason, revisions, changes)
+    return _decision(instance, revision, read_live(warehouse), revisions=revisions, changes=changes)
 
 
-def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | None) -> Decision:
-    """Look up the current revision (one cheap call) and decide; never raises for an unreachable Hub."""
+def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | None,
+           warehouse: Warehouse | None = None) -> Decision:
+    """Look up the current revision (one cheap call) and decide; never raises for an unreachable Hub.
+    With ``warehouse``, what is live counts (:func:`already_handled_reason`) and the run is given
+    the live ranking settings (:func:`run_request`)."""
     if dump_source.is_multi():
-        return decide_many(instance, dump_source, cursor)
+        return decide_many(instance, dump_source, cursor, warehouse)
     try:
         revision = dump_source.latest_revision()
     except (HubError, SourceError, OSError) as exc:
         return Decision(None, f"could not look up the dump revision: {type(exc).__name__}: {exc}")
     if cursor == revision:
         return Decision(None, f"dump revision {revision} unchanged since the last tick")
-    reason = already_handled_reason(instance, revision)
-    if reason:
-        return Decision(revision, reason)
-    return Decision(revision, None)
+    return _decision(instance, revision, read_live(warehouse))
 
 
-def live_ranking_settings(warehouse: Warehouse) -> tuple[int | None, dict[str, Any]]:
-    """The live publication's id and the ranking run configuration it was made with (the fields of
-    ``RankingRunConfig`` in its settings); (None, {}) without a warehouse or a publication, or when
-    the file cannot be read within :data:`SETTINGS_WAIT_S` (a run holds it, or it is damaged)."""
-    path = warehouse.database_path()
-    if not Path(path).is_file():
-        return None, {}
-    try:
-        con = core_warehouse.connect(path, read_only=True, timeout_s=SETTINGS_WAIT_S,
-                                     memory_limit=warehouse.memory_limit)
-        try:
-            live = live_publication(con, SCHEMA)
-        finally:
-            con.close()
-    except (duckdb.Error, RuntimeError, ValueError):  # locked, damaged, unreadable settings
-        return None, {}
-    if live is None:
-        return None, {}
-    ranking = live["settings"].get("tables", {}).get("leaderboard", {}).get("ranking") or {}
-    return live["publication_id"], {k: ranking[k] for k in RankingRunConfig.model_fields if k in ranking}
-
-
-def run_request(revision: str, revisions: dict[str, str] | None = None,
-                warehouse: Warehouse | None = None) -> dg.RunRequest:
-    """A refresh run pinned to ``revision`` (with several dumps: to each dump's ``revisions``); the
-    revision is also its run key (idempotent). With ``warehouse``, the run ranks with the live
-    publication's ranking settings (:func:`live_ranking_settings`, named in a tag): a refresh must
-    not rank new votes under other settings than the boards it replaces (say, the default
-    display threshold after a ``display_min_battles: 0`` publication, which the gate would refuse)."""
-    config: dict = {"revision": revision}
-    if revisions:
-        config = {"revisions": dict(revisions)}
+def run_request(decision: Decision) -> dg.RunRequest:
+    """A refresh run pinned to the decision's revision (with several dumps: to each dump's
+    revisions), keyed by it (idempotent; a revision refreshed again gets the live publication's id
+    in its key, since Dagster drops a sensor request whose key it has seen). It ranks with the live
+    publication's ranking settings, named in a tag: a refresh must not rank new votes under other
+    settings than the boards it replaces (say, the default display threshold after a
+    ``display_min_battles: 0`` publication, which the gate would refuse)."""
+    revision, live = decision.revision, decision.live
+    config: dict = {"revisions": dict(decision.revisions)} if decision.revisions else {"revision": revision}
     run_config: dict = {"ops": {"raw_dump": {"config": config}}}
     tags = {REVISION_TAG: revision}
-    publication, ranking = live_ranking_settings(warehouse) if warehouse is not None else (None, {})
-    if ranking:
-        run_config["ops"]["rankings"] = {"config": ranking}
-        tags[SETTINGS_TAG] = f"publication {publication}"
-    return dg.RunRequest(run_key=revision, run_config=run_config, tags=tags)
+    if live.ranking:
+        run_config["ops"]["rankings"] = {"config": live.ranking}
+        tags[SETTINGS_TAG] = f"publication {live.publication_id}"
+    run_key = f"{revision} after publication {live.publication_id}" if decision.again else revision
+    return dg.RunRequest(run_key=run_key, run_config=run_config, tags=tags)

@@ -21,10 +21,10 @@ def make_nightly_schedule(cron: str = NIGHTLY_CRON) -> dg.ScheduleDefinition:
         "the run ranks with the live publication's ranking settings.",
     )
     def nightly_refresh(context: dg.ScheduleEvaluationContext, dump_source: DumpSource, warehouse: Warehouse):
-        decision = decide(context.instance, dump_source, cursor=None)
+        decision = decide(context.instance, dump_source, cursor=None, warehouse=warehouse)
         if decision.skip_reason:
             return dg.SkipReason(decision.skip_reason)
-        return run_request(decision.revision, decision.revisions, warehouse)
+        return run_request(decision)
 
     return nightly_refresh
 

@@ -27,14 +27,14 @@ def make_new_dump_sensor(interval_seconds: int = SENSOR_INTERVAL_SECONDS) -> dg.
         ones); a new dataset or a moved revision changes the combined revision, so one run loads
         and publishes them all.
         """
-        decision = decide(context.instance, dump_source, context.cursor)
+        decision = decide(context.instance, dump_source, context.cursor, warehouse)
         if decision.revision is not None and decision.cursor() != context.cursor:
             context.update_cursor(decision.cursor())
         if decision.skip_reason:
             return dg.SkipReason(decision.skip_reason)
         if decision.changes:
             context.log.info(f"dumps new/changed since the last tick: {decision.changes}")
-        return run_request(decision.revision, decision.revisions, warehouse)
+        return run_request(decision)
 
     return new_dump_sensor
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
 import time
 
 import dagster as dg
@@ -113,15 +116,45 @@ def test_schedule_runs_once_per_revision(hub, tmp_path):
         context = dg.build_schedule_context(instance=instance, resources=_resources(_source(hub, tmp_path), tmp_path))
         first = nightly_refresh.evaluate_tick(context)
         assert [r.run_key for r in first.run_requests] == [sha]
-        # once a run published this revision, the next night skips
+        # once a run published this revision and the warehouse shows it, the next night skips
         run = instance.add_run(
             dg.DagsterRun(job_name="refresh_job", run_id="r" * 8 + "-0000-0000-0000-000000000000",
-                          tags={PUBLISHED_TAG: sha}, status=dg.DagsterRunStatus.SUCCESS)
+                          tags={PUBLISHED_TAG: sha, REVISION_TAG: sha}, status=dg.DagsterRunStatus.SUCCESS)
         )
         assert run
+        _publish_settings(tmp_path / "warehouse.duckdb", 1, {}, {}, revision=sha)
         again = nightly_refresh.evaluate_tick(context)
         assert not again.run_requests
-        assert again.skip_message.startswith(f"dump revision {sha} is already published")
+        assert again.skip_message == f"dump revision {sha} is live (publication 1)"
+        # a warehouse the tick cannot read in time (a run writes it): the run records decide
+        with _held(tmp_path / "warehouse.duckdb"):
+            busy = nightly_refresh.evaluate_tick(context)
+        assert not busy.run_requests and busy.skip_message.startswith(f"dump revision {sha} is already published")
+
+
+def test_a_revision_refreshed_before_but_no_longer_live_is_refreshed_again(tmp_path):
+    """The source put back to earlier content: its revision was published once (a run says so), but
+    the warehouse now shows a later one, so the tick refreshes it again, under a new run key (Dagster
+    drops a sensor request whose key it has seen). A warehouse moved away: the same."""
+    write_dump(tmp_path / "dump", 6, 1)
+    source = DumpSource(source=str(tmp_path / "dump"))
+    revision = source.latest_revision()
+    with dg.instance_for_test() as instance:
+        instance.add_run(dg.DagsterRun(job_name="refresh_job", run_id="a" * 8 + "-0000-0000-0000-000000000000",
+                                       tags={PUBLISHED_TAG: revision, REVISION_TAG: revision},
+                                       status=dg.DagsterRunStatus.SUCCESS))
+        _publish_settings(tmp_path / "warehouse.duckdb", 4, {"display_min_battles": 0}, {}, revision="local-later")
+        for evaluate in (lambda: new_dump_sensor.evaluate_tick(dg.build_sensor_context(
+                             cursor="local-later", instance=instance, resources=_resources(source, tmp_path))),
+                         lambda: nightly_refresh.evaluate_tick(dg.build_schedule_context(
+                             instance=instance, resources=_resources(source, tmp_path)))):
+            (request,) = evaluate().run_requests
+            assert request.run_key == f"{revision} after publication 4" and request.tags[REVISION_TAG] == revision
+            assert request.run_config["ops"]["rankings"] == {"config": {"display_min_battles": 0}}
+        (tmp_path / "warehouse.duckdb").rename(tmp_path / "moved.duckdb")
+        (request,) = nightly_refresh.evaluate_tick(dg.build_schedule_context(
+            instance=instance, resources=_resources(source, tmp_path))).run_requests
+        assert request.run_key == f"{revision} after publication None"
 
 
 def test_sensor_local_source_fingerprint(tmp_path):
@@ -137,16 +170,29 @@ def test_sensor_local_source_fingerprint(tmp_path):
         assert not new_dump_sensor.evaluate_tick(context).run_requests
 
 
-def _publish_settings(path, publication_id: int, ranking: dict, gate: dict) -> None:
-    """A live publication row as the gate writes it: its ranking and gate settings."""
+def _publish_settings(path, publication_id: int, ranking: dict, gate: dict, revision: str = "local-0") -> None:
+    """A live publication row as the gate writes it: its revision, ranking and gate settings."""
     con = connect(str(path))
     try:
         ensure_catalog(con, "arena")
+        settings = json.dumps({"gate": gate, "tables": {"leaderboard": {"ranking": ranking}}})
         con.execute(f"INSERT INTO {quoted('arena', 'publications')} (publication_id, revision, tables, settings) "
-                    "VALUES (?, 'local-0', '{}', ?)",
-                    [publication_id, json.dumps({"gate": gate, "tables": {"leaderboard": {"ranking": ranking}}})])
+                    "VALUES (?, ?, '{}', ?)", [publication_id, revision, settings])
     finally:
         con.close()
+
+
+@contextlib.contextmanager
+def _held(path):
+    """The warehouse held by a writer in another process (a run), as DuckDB's file lock works per process."""
+    code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(120)"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
