@@ -152,6 +152,10 @@ def test_empty_board_is_refused_by_the_gate_unless_allowed(setup):
     text = " ".join(e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure)
     assert "overall leaderboard is empty" in text and "allow_degenerate" in text
     assert fingerprint(setup.warehouse) == before
+    # the refused run's build says how it ended (it stayed 'running', unfinished, before)
+    (status, detail), = query(setup.warehouse, "SELECT status, status_detail FROM arena_versions.builds "
+                                               "WHERE build_id = ?", [result.run_id])
+    assert status == "refused" and detail.startswith("publication refused, nothing changed: the new overall")
     assert len(publications(setup.warehouse)) == 2 and report.is_file()
 
     allowed = setup.run(selection=RERANK_SELECTION, rank={"min_battles": 100000},

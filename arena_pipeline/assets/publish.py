@@ -21,6 +21,7 @@ from arena_pipeline.core.publication import (
     plan_tables,
     publication_settings,
     publish,
+    refuse_build,
     versioned,
 )
 from arena_pipeline.core.publication_gate import GatePolicy, board_problems, refusal_message
@@ -81,6 +82,7 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
         except NothingBuiltError:
             chosen = None
         except PublicationError as exc:
+            refuse_build(con, SCHEMA, build, str(exc))
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         if chosen is not None:
             live = live_publication(con, SCHEMA)
@@ -89,6 +91,7 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
                        if live and LEADERBOARD_TABLE in live["tables"] else None)
             problems = board_problems(candidate, current, config.policy())
             if problems:
+                refuse_build(con, SCHEMA, build, refusal_message(problems))
                 raise dg.Failure(description=refusal_message(problems), allow_retries=False)
             settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                         "tables": publication_settings(con, chosen)}

@@ -77,6 +77,8 @@ CREATE TABLE IF NOT EXISTS {table} (
 """
 
 STATUSES = ("fetched", "loaded", "failed", "published", "superseded")
+#: how a build ends (``arena_versions.builds.status``; 'running' until then)
+FINISHED = ("published", "failed", "refused")
 #: statuses a dump keeps whatever a later run of it does (a failed re-run does not un-publish it)
 SETTLED = ("published", "superseded")
 
@@ -263,8 +265,15 @@ def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str) ->
     return Build(build_id, live["revision"], manifest_from_json(manifest))
 
 
+def refuse_build(con: duckdb.DuckDBPyConnection, schema: str, build: Build, message: str) -> None:
+    """Record the gate's refusal: the build ends 'refused' with the message, and its dump's row says so
+    (a dump already published or superseded keeps its status and detail, see :func:`record_dump`)."""
+    finish_build(con, build.build_id, "refused", message[:2000])
+    record_dump(con, schema, revision=build.revision, status="loaded", detail=f"not published: {message}"[:2000])
+
+
 def finish_build(con: duckdb.DuckDBPyConnection, build_id: str, status: str, detail: str | None = None) -> None:
-    """Record how a build ended ('published', 'failed')."""
+    """Record how a build ended ('published', 'failed', 'refused' by the gate)."""
     con.execute(f"UPDATE {BUILDS} SET status = ?, status_detail = ?, finished_at = ? WHERE build_id = ?",
                 [status, detail, _now(), build_id])
 
@@ -473,8 +482,8 @@ def publish(
 
     ``history_tables`` get a ``schema.<table>_history`` view: the union of that table over the
     ``retention`` newest publications, each row with its ``publication_id`` and ``published_at``.
-    A version is dropped only when no kept publication uses it and its build is finished: published
-    or failed, run by a process of this host that has exited (killed), or ``is_finished(build_id,
+    A version is dropped only when no kept publication uses it and its build is finished: published,
+    failed or refused, run by a process of this host that has exited (killed), or ``is_finished(build_id,
     started_at)`` (the Dagster instance knows the run is over, or it is older than a stale limit).
     """
     ensure_catalog(con, schema)
@@ -552,7 +561,7 @@ def _drop_unused(con: duckdb.DuckDBPyConnection, kept: pl.DataFrame, history_tab
         needed |= {v for t, v in json.loads(tables).items() if t in history_tables}
     builds = read_frame(con, f"SELECT build_id, build_key, started_at, status, host, pid FROM {BUILDS}")
     finished = {r["build_key"]: r["build_id"] for r in builds.iter_rows(named=True)
-                if r["build_id"] == own_build or r["status"] in ("published", "failed")
+                if r["build_id"] == own_build or r["status"] in FINISHED
                 or _process_gone(r["host"], r["pid"]) or is_finished(r["build_id"], r["started_at"])}
     names = [r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall()]

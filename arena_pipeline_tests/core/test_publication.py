@@ -25,6 +25,7 @@ from arena_pipeline.core.publication import (
     read_input,
     record_checks,
     record_dump,
+    refuse_build,
     revision_key,
     start_build,
     version_name,
@@ -185,6 +186,27 @@ def test_failed_rerun_of_a_published_dump_keeps_it_published(con):
     assert con.execute("SELECT status, status_detail FROM arena.dumps").fetchall() == [("published", None)]
     record_dump(con, "arena", revision=SHA2, status="failed", detail="bad")
     assert con.execute("SELECT status FROM arena.dumps WHERE revision = ?", [SHA2]).fetchall() == [("failed",)]
+
+
+def test_a_refused_build_is_finished_and_its_new_dump_says_why(con):
+    """The gate's refusal ends the build ('refused', not 'running' for good, so retention may drop
+    its versions) and the refused revision's dump row says it was not published and why; a published
+    dump refused on a re-run stays published."""
+    _publish(con, _full_build(con, "run-one", SHA1, 4))
+    refused = _full_build(con, "run-two", SHA2, 4)
+    refuse_build(con, "arena", refused, "publication refused, nothing changed: too few models")
+    assert con.execute("SELECT status, status_detail FROM arena_versions.builds WHERE build_id = 'run-two'"
+                       ).fetchall() == [("refused", "publication refused, nothing changed: too few models")]
+    assert con.execute("SELECT status, status_detail FROM arena.dumps WHERE revision = ?", [SHA2]).fetchall() == [
+        ("loaded", "not published: publication refused, nothing changed: too few models")]
+    refuse_build(con, "arena", _full_build(con, "run-three", SHA1, 4), "publication refused: x")
+    assert con.execute("SELECT status, status_detail FROM arena.dumps WHERE revision = ?", [SHA1]).fetchall() == [
+        ("published", None)]
+    # retention: the refused build is finished, so a later publication drops its unused versions
+    _publish(con, _full_build(con, "run-four", SHA1, 4))
+    left = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'arena_versions'"
+                                      ).fetchall()}
+    assert not {version_name(t, refused) for t in TABLES} & left
 
 
 def test_retention_drops_only_finished_unused_versions(con):
