@@ -260,7 +260,8 @@ CSV_CASES = ("code-calling literal", "unclosed literal", "bad timestamp",
 def csv_row_level(path: Path, marker: Path) -> tuple[Path, list[BadRow]]:
     """The real export with five broken records; one holds a literal that would run a shell command.
 
-    Records 5, 7, 9 and 30 do not parse (rule ``unparseable_nested_field``); record 20 parses but
+    Records 5, 7 and 30 do not parse (rule ``unparseable_nested_field``), nor does record 9's
+    timestamp (rule ``unparseable_field``); record 20 parses but
     has an unknown winner, so its ``source_row`` must still be its CSV position. ``detail`` is
     the start of the expected detail for unparseable records, a fragment otherwise.
     """
@@ -278,8 +279,8 @@ def csv_row_level(path: Path, marker: Path) -> tuple[Path, list[BadRow]]:
            unparseable, "conv_metadata: ValueError: malformed node or string")
     broken(CSV_CASES[1], 7, "conversation_a", "[{'role': 'user', 'content': [", unparseable,
            "conversation_a: SyntaxError")
-    broken(CSV_CASES[2], 9, "timestamp", "yesterday", unparseable,
-           "evaluation_order or timestamp: not parseable")
+    broken(CSV_CASES[2], 9, "timestamp", "yesterday", "unparseable_field",
+           "timestamp: not an ISO 8601 time: 'yesterday'")
     broken(CSV_CASES[3], 20, "winner", "model_c", "unknown_winner", "winner=model_c is not one of")
     broken(CSV_CASES[4], 30, "category_tag", "{'criteria_v0.1': 'yes'}", unparseable,
            "category_tag: ArrowTypeError")

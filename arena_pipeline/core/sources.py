@@ -387,7 +387,7 @@ def iso_timestamp_expr(col: str | pl.Expr) -> pl.Expr:
     """ISO 8601 strings to naive UTC ``Datetime("ns")``, each value parsed on its own.
 
     Accepted: ``T`` or a space between date and time; seconds and a fraction (up to ns) optional;
-    an offset ``+05:30``, ``+0530``, ``-02:00`` or ``Z`` converted to UTC; no offset read as UTC
+    an offset ``+05:30``, ``+0530``, ``+05``, ``-02:00`` or ``Z`` converted to UTC; no offset read as UTC
     already (the dump's own timestamps); a date alone as midnight. Anything else gives null.
     Mixed layouts in one column are fine: the first value does not decide the format.
     """
@@ -397,6 +397,7 @@ def iso_timestamp_expr(col: str | pl.Expr) -> pl.Expr:
         .str.strip_chars()
         .str.replace(r"^(\d{4}-\d{2}-\d{2})[ tT]", "${1}T")
         .str.replace(r"[zZ]$", "+00:00")
+        .str.replace(r"(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?[+-]\d{2})$", "${1}:00")  # +05: hours only
     )
     candidates = [
         text.str.to_datetime(fmt, time_unit="ns", strict=False, exact=True)
@@ -411,7 +412,9 @@ def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BY
     """Parse a CSV export whose nested fields are Python-literal strings.
 
     Rows whose nested field does not parse as a literal, or does not fit the dataset card's type,
-    become quarantine rows (rule ``unparseable_nested_field``); a row with a cell (any column)
+    become quarantine rows (rule ``unparseable_nested_field``), and rows whose ``evaluation_order``,
+    ``is_code`` or ``timestamp`` cell is not an integer, true/false or an ISO 8601 time (rule
+    ``unparseable_field``, the detail naming the column and the cell); a row with a cell (any column)
     larger than ``max_cell_bytes`` becomes a quarantine row (rule ``oversized_cell``) without its
     cells being parsed, and its ``raw`` holds the cell's size instead of the cell. The file as a
     whole fails with :class:`SourceError` when it is not UTF-8, not parseable CSV, or lacks a
@@ -434,6 +437,7 @@ def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BY
 
     errors: dict[int, str] = {}
     oversized_rule: dict[int, str] = {}
+    scalar_rule: dict[int, str] = {}
     if max_cell_bytes is not None:
         too_big = {c: pl.col(c).str.len_bytes() > max_cell_bytes for c in frame.columns}
         too_deep = {c: pl.col(c).str.count_matches(_SYNTAX) > MAX_CELL_SYNTAX_CHARS for c in NESTED_COLUMNS}
@@ -484,12 +488,17 @@ def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BY
             {"true": True, "false": False}, default=None, return_dtype=pl.Boolean),
         iso_timestamp_expr("timestamp").alias("timestamp"),
     )
-    bad_scalar = scalars.select(
-        (pl.col("evaluation_order").is_null() & frame.get_column("evaluation_order").is_not_null())
-        | (pl.col("timestamp").is_null() & frame.get_column("timestamp").is_not_null())
-    ).to_series()
-    for row in bad_scalar.arg_true().to_list():
-        errors.setdefault(row, "evaluation_order or timestamp: not parseable")
+    # a scalar cell given but not read: the column, what it should be and the cell (cut to 100 characters)
+    expected = {"evaluation_order": "not an integer", "is_code": "not true or false",
+                "timestamp": "not an ISO 8601 time"}
+    scalar_detail = pl.concat_str(
+        [pl.when(scalars.get_column(c).is_null() & frame.get_column(c).is_not_null())
+         .then(pl.format(f"{c}: {what}: '{{}}'", frame.get_column(c).str.slice(0, 100)))
+         for c, what in expected.items()], separator="; ", ignore_nulls=True)
+    for row, detail in enumerate(frame.select(scalar_detail).to_series().to_list()):
+        if detail and row not in errors:  # concat_str gives "" when no part applies
+            errors[row] = detail
+            scalar_rule[row] = "unparseable_field"
 
     good = [i for i in range(frame.height) if i not in errors]
     columns = {}
@@ -503,14 +512,14 @@ def read_csv_export(path: Path, max_cell_bytes: int | None = DEFAULT_MAX_CELL_BY
     table = pa.table(columns, schema=DATASET_ARROW_SCHEMA)
 
     bad = sorted(errors)
-    raw = [json.dumps({k: v for k, v in r.items() if k not in NESTED_COLUMNS}, default=str)
-           for r in frame.select(pl.all()).gather(bad).iter_rows(named=True)] if bad else []
+    # every cell as read (an oversized one as its size): the malformed cell is the evidence
+    raw = [json.dumps(r, default=str) for r in frame.gather(bad).iter_rows(named=True)] if bad else []
     quarantine = pl.DataFrame(
         {
             "id": frame.get_column("id").gather(bad).to_list() if bad else [],
             "source_file": [str(path)] * len(bad),
             "source_row": bad,
-            "rule": [oversized_rule.get(i, "unparseable_nested_field") for i in bad],
+            "rule": [oversized_rule.get(i) or scalar_rule.get(i, "unparseable_nested_field") for i in bad],
             "detail": [errors[i] for i in bad],
             "raw": raw,
             "dump": [None] * len(bad),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import time
 from pathlib import Path
 
@@ -202,6 +203,8 @@ def _csv_with(tmp_path: Path, column: str, values: dict[int, str], name: str = "
         ("2025-05-29T14:48:41.5-02:00", dt.datetime(2025, 5, 29, 16, 48, 41, 500000)),
         ("2025-05-29 14:48:41Z", dt.datetime(2025, 5, 29, 14, 48, 41)),
         ("2025-05-29T14:48:41+0530", dt.datetime(2025, 5, 29, 9, 18, 41)),
+        ("2025-07-01T23:30:00+05", dt.datetime(2025, 7, 1, 18, 30)),  # ISO 8601's hours-only offset
+        ("2025-07-01T23:30-03", dt.datetime(2025, 7, 2, 2, 30)),
         ("2025-05-29T14:48:41", dt.datetime(2025, 5, 29, 14, 48, 41)),
         ("2025-05-29T14:48:41.602925", dt.datetime(2025, 5, 29, 14, 48, 41, 602925)),
         ("2025-05-29", dt.datetime(2025, 5, 29)),
@@ -229,6 +232,24 @@ def test_csv_mixed_timestamp_formats_are_parsed_per_value(tmp_path):
     assert times[2] == dt.datetime.fromisoformat(rows[4][index])  # untouched rows keep their value
 
 
+def test_unreadable_scalar_cells_are_quarantined_naming_column_and_cell(tmp_path):
+    """evaluation_order, is_code and timestamp cells that do not read as what they are: rule
+    unparseable_field (not a nested field), the column and the cell in the detail, every cell in raw."""
+    path, rows = _csv_with(tmp_path, "timestamp", {3: "yesterday"})  # rows[0] is the header: data row i is rows[i + 1]
+    header = rows[0]
+    rows[5][header.index("is_code")] = "yes"
+    rows[7][header.index("evaluation_order")] = "first"
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    quarantine = read_csv_export(path).quarantine.sort("source_row")
+    assert quarantine.select("source_row", "rule", "detail").rows() == [
+        (3, "unparseable_field", "timestamp: not an ISO 8601 time: 'yesterday'"),
+        (4, "unparseable_field", "is_code: not true or false: 'yes'"),
+        (6, "unparseable_field", "evaluation_order: not an integer: 'first'")]
+    raw = json.loads(quarantine.get_column("raw")[0])
+    assert raw["timestamp"] == "yesterday" and raw["conversation_a"] == rows[4][header.index("conversation_a")]
+
+
 def test_oversized_cell_is_quarantined_without_parsing(tmp_path):
     # 24 MB of one literal with millions of elements: parsing it took minutes and gigabytes
     huge = "[" + "0," * 12_000_000 + "]"
@@ -241,7 +262,8 @@ def test_oversized_cell_is_quarantined_without_parsing(tmp_path):
     assert (q["rule"], q["source_row"]) == ("oversized_cell", 5)
     assert q["detail"] == (f"conversation_a: cell of {len(huge)} bytes is over the limit of "
                            f"{DEFAULT_MAX_CELL_BYTES} bytes (ARENA_CSV_MAX_CELL_BYTES); not parsed")
-    assert len(q["raw"]) < 10_000
+    # raw keeps every other cell (the row's other conversations: about 14 kB) and the oversized one's size only
+    assert json.loads(q["raw"])["conversation_a"] == f"<{len(huge)} bytes>" and len(q["raw"]) < 50_000
 
 
 def test_cell_limit_applies_to_every_column_and_is_configurable(tmp_path):
