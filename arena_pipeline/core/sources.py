@@ -255,7 +255,19 @@ def read_csv_text(path: Path, n_rows: int | None = None) -> pl.DataFrame:
     try:
         return pl.read_csv(path, n_rows=n_rows, infer_schema=False)
     except Exception as exc:  # polars raises ComputeError / NoDataError for broken quoting
-        raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {exc})") from exc
+        # Polars quotes the whole offending cell (a conversation: thousands of characters, newlines
+        # included), then gives advice on schema inference: keep the cell's start and the column
+        text = str(exc).strip()
+        found = re.search(r"could not parse `(.*?)` (as dtype `\w+` at column '[^']*' \(column number \d+\))",
+                          text, re.S)
+        if found:
+            cell = found.group(1)
+            start = cell[:80].replace("\n", "\\n") + ("…" if len(cell) > 80 else "")
+            reason = f"could not parse `{start}` ({len(cell):,} characters) {found.group(2)}"
+        else:
+            reason = text.splitlines()[0][:300] if text else ""
+        hint = "; a quoted cell never ends: is the file cut short?" if "not properly escaped" in text else ""
+        raise SourceError(f"{path}: not parseable as CSV ({type(exc).__name__}: {reason}){hint}") from exc
 
 
 def csv_header(path: Path) -> list[str]:
