@@ -260,9 +260,14 @@ def load_aliases(extra_path: str | Path | None = None) -> pl.DataFrame:
     )
     if conflicts.height:
         row = conflicts.sort("source", "target").row(0, named=True)
+        user = tables[0] if extra_path is not None else None
+        through = (f"; {user.get_column('source')[0]} maps their names to {row['target']!r}: names of models "
+                   "from two providers cannot become one model"
+                   if user is not None and row["source"] == PACKAGE_SOURCE
+                   and row["target"] in set(user.get_column("canonical")) else "")
         raise AliasTableError(
             f"{row['source']}: canonical {row['target']!r} is given providers "
-            f"{row['provider']} (lines {row['line']})"
+            f"{row['provider']} (lines {row['line']}){through}"
         )
     providers = (
         given.sort("priority", "line")

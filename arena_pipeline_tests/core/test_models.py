@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import polars as pl
@@ -216,6 +217,17 @@ def test_bad_user_alias_file(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(AliasTableError, match=message) as err:
         load_aliases(path)
     assert str(path) in str(err.value)
+
+
+def test_a_user_merge_across_providers_names_the_users_file(tmp_path: Path) -> None:
+    """Mapping an Amazon and an OpenAI model to one name makes the packaged rows conflict: the error
+    names the packaged lines and the user file that mapped them together (it named the package only)."""
+    path = _write(tmp_path / "user.csv", "alias,canonical\namazon.nova-pro-v1:0,one-model\n"
+                                         "chatgpt-4o-latest-20250326,one-model\n")
+    with pytest.raises(AliasTableError, match=rf"^package: canonical 'one-model' is given providers \['Amazon', "
+                                              rf"'OpenAI'\] \(lines \[[\d, ]+\]\); {re.escape(str(path))} maps their "
+                                              "names to 'one-model'"):
+        load_aliases(path)
 
 
 def test_missing_user_alias_file(tmp_path: Path) -> None:
