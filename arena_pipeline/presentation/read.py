@@ -24,6 +24,7 @@ from arena_pipeline.constants import (
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
     QUALITY_RESULTS_TABLE,
+    QUARANTINE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
@@ -63,6 +64,8 @@ QUALITY_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "table": pl.String(), "checks": pl.Int64(), "passed": pl.Int64(),
     "failed_errors": pl.Int64(), "failed_warnings": pl.Int64(),
 }
+#: Columns of :func:`loaded_rows`: per input outcome (``battles``, or a quarantine rule), its rows.
+LOADED_ROWS_SCHEMA: dict[str, pl.DataType] = {"outcome": pl.String(), "rows": pl.Int64()}
 RANK_CHANGES_SCHEMA: dict[str, pl.DataType] = {
     "category": pl.String(), "model": pl.String(), "rank_bt": pl.Int64(), "rank_bt_style": pl.Int64(),
     "rank_change": pl.Int64(), "rating_bt": pl.Float64(), "rating_bt_style": pl.Float64(),
@@ -116,6 +119,8 @@ class Published:
     style_profile: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STYLE_PROFILE_SCHEMA))
     #: The live publication's benchmark comparison; None: no panel (none configured, or stale).
     benchmarks: Benchmarks | None = None
+    #: Where the input rows went (:func:`loaded_rows`): the battles, then each quarantine rule.
+    loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -138,7 +143,8 @@ class Published:
 
     def shown_categories(self) -> list[str]:
         """Categories whose primary board shows a model (not all provisional), in board order."""
-        return [c for c in self.categories() if not self.board(c, self.primary_method(c)).get_column("provisional").all()]
+        return [c for c in self.categories()
+                if not self.board(c, self.primary_method(c)).get_column("provisional").all()]
 
     @cached_property
     def _boards(self) -> dict[tuple[str, str], pl.DataFrame]:
@@ -341,6 +347,17 @@ def style_profile(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.Da
     return frame.select([pl.col(c).cast(t) for c, t in STYLE_PROFILE_SCHEMA.items()])
 
 
+def loaded_rows(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.DataFrame:
+    """The published dump's input rows by outcome: ``battles``, then each quarantine rule by rows
+    (:data:`LOADED_ROWS_SCHEMA`; input rows = their sum; empty without the tables)."""
+    if not all(relation_exists(con, schema, t) for t in (BATTLES_TABLE, QUARANTINE_TABLE)):
+        return pl.DataFrame(schema=LOADED_ROWS_SCHEMA)
+    return con.execute(
+        f"SELECT 'battles' AS outcome, count(*) AS rows FROM {quoted(schema, BATTLES_TABLE)} UNION ALL "
+        f"(SELECT rule, count(*) FROM {quoted(schema, QUARANTINE_TABLE)} GROUP BY rule ORDER BY 2 DESC, 1)"
+    ).pl().cast(LOADED_ROWS_SCHEMA)
+
+
 def read_benchmarks(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> Benchmarks | None:
     """``schema.benchmark_scores`` and ``schema.benchmark_agreement`` when both exist, are not empty and
     every row of both names the live publication (the newest of ``schema.publications``); else None, so
@@ -386,6 +403,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             _frame(con, schema, BOARD_STATUS_TABLE, BOARD_STATUS_SCHEMA),
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
             read_benchmarks(con, schema),
+            loaded_rows(con, schema),
         )
         live = live_publication(con, schema)
     if published.quality_results is not None:

@@ -57,7 +57,17 @@ def _static(name: str) -> Markup:
     return Markup((files("arena_pipeline.presentation") / "templates" / name).read_text(encoding="utf-8"))
 
 
-def _dump_fields(dump: dict[str, Any]) -> list[tuple[str, Any]]:
+def _quarantined(loaded: pl.DataFrame) -> str | None:
+    """The quarantined input rows in words ('3: same_model 2, null_required 1', or 'none'); None unknown."""
+    if loaded.is_empty():
+        return None
+    rules = loaded.filter(pl.col("outcome") != "battles")
+    if rules.is_empty():
+        return "none"
+    return f"{rules['rows'].sum():,}: " + ", ".join(f"{rule} {n:,}" for rule, n in rules.iter_rows())
+
+
+def _dump_fields(dump: dict[str, Any], loaded: pl.DataFrame) -> list[tuple[str, Any]]:
     files_ = dump.get("files")
     if isinstance(files_, str):
         try:
@@ -69,6 +79,8 @@ def _dump_fields(dump: dict[str, Any]) -> list[tuple[str, Any]]:
             ("Source", dump.get("source")), ("Source kind", dump.get("source_kind")),
             ("Requested revision", dump.get("requested_revision")),
             ("Rows", f"{rows:,d}" if isinstance(rows, int) else None),
+            ("Battles", next((f"{n:,}" for o, n in loaded.iter_rows() if o == "battles"), None)),
+            ("Quarantined", _quarantined(loaded)),
             ("Files", len(files_) if isinstance(files_, list) else None), ("Status", dump.get("status")),
             ("First seen", when(dump.get("first_seen"))), ("Published at", when(dump.get("published_at")))]
 
@@ -82,7 +94,7 @@ def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", he
     model_ids = {m: f"model-{i}" for i, m in enumerate(pub.models())}
     return environment().get_template("report.html.j2").render(
         **_GLOBALS, pub=pub, title=title, heatmap_models=heatmap_models, categories=pub.categories(), dump=dump,
-        dump_fields=_dump_fields({**dump, "revision": pub.revision}) if dump or pub.revision else [],
+        dump_fields=_dump_fields({**dump, "revision": pub.revision}, pub.loaded) if dump or pub.revision else [],
         no_board=pub.no_board(),
         model_ids=model_ids,
         generated=(generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC"),

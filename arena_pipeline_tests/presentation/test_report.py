@@ -395,6 +395,31 @@ def test_read_published_reads_one_snapshot(outputs, tmp_path):
     assert pub.unrated_models.height == 0 and pub.board_status.height == 0 and pub.style_profile.height == 0
     assert pub.quality_results.height == 3  # only the leaderboard's revision
     assert pub.dump is None and pub.revision == REVISION
+    assert pub.loaded.is_empty()  # no battles or quarantine table: nothing to say
+
+
+def test_the_dump_section_says_where_the_input_rows_went(outputs, tmp_path):
+    """Rows = battles + quarantined: the report's dump section gives both, the quarantine by rule
+    (most rows first), so a reader of the boards sees what was kept out of them."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    lb = outputs.leaderboard.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841 - read by DuckDB
+    con.execute("CREATE SCHEMA arena")
+    con.execute("CREATE TABLE arena.leaderboard AS SELECT * FROM lb")
+    con.execute("CREATE TABLE arena.battles AS SELECT range AS id, 'm1' AS model_a, 'm2' AS model_b FROM range(101)")
+    con.execute("CREATE TABLE arena.quarantine AS SELECT * FROM (VALUES ('a', 'null_required'), "
+                "('b', 'same_model'), ('c', 'same_model')) t(id, rule)")
+    con.execute("CREATE TABLE arena.dumps AS SELECT 'r1' AS revision, 104 AS rows, 'published' AS status, "
+                "now()::TIMESTAMP AS published_at")
+    pub = read_published(con)
+    con.close()
+    assert pub.loaded.rows() == [("battles", 101), ("same_model", 2), ("null_required", 1)]
+    page = build_report_html(pub)
+    assert "<dt>Rows</dt><dd>104</dd><dt>Battles</dt><dd>101</dd>" in page
+    assert "<dt>Quarantined</dt><dd>3: same_model 2, null_required 1</dd>" in page
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    con.execute("DELETE FROM arena.quarantine")
+    assert "<dt>Quarantined</dt><dd>none</dd>" in build_report_html(read_published(con))
+    con.close()
 
 
 def test_top_n_markdown_rows_stay_narrow_beside_long_model_names(outputs):
