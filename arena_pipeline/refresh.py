@@ -114,7 +114,9 @@ def already_handled_reason(instance: dg.DagsterInstance, revision: str, live: Li
 
 def _decision(instance: dg.DagsterInstance, revision: str, live: Live, **extra: Any) -> Decision:
     reason = already_handled_reason(instance, revision, live)
-    again = reason is None and bool(_runs(instance, REVISION_TAG, revision, [dg.DagsterRunStatus.SUCCESS]))
+    # unknown live state: a successful run would have been the reason to skip, so none exists
+    again = reason is None and live.known and bool(_runs(instance, REVISION_TAG, revision,
+                                                          [dg.DagsterRunStatus.SUCCESS]))
     return Decision(revision, reason, live=live, again=again, **extra)
 
 

@@ -91,8 +91,9 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
                        if live and LEADERBOARD_TABLE in live["tables"] else None)
             problems = board_problems(candidate, current, config.policy())
             if problems:
-                refuse_build(con, SCHEMA, build, refusal_message(problems))
-                raise dg.Failure(description=refusal_message(problems), allow_retries=False)
+                refusal = refusal_message(problems)
+                refuse_build(con, SCHEMA, build, refusal)
+                raise dg.Failure(description=refusal, allow_retries=False)
             settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                         "tables": publication_settings(con, chosen)}
             report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,

@@ -72,16 +72,17 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     if policy.allow_degenerate:
         return []
     rated = _rated(candidate)
+    rated_overall = _overall(rated)
     problems = []
-    if not _overall(rated):
+    if not rated_overall:
         problems.append("the new overall leaderboard is empty (no model has a rating; lower the rankings "
                         "config min_battles if the dump is small)")
     if live is None or live.is_empty():
         return problems
     new, old = _shown(candidate), _shown(live)
     old_overall = _overall(old)
-    if _overall(rated):  # an empty board is refused above already
-        problems.append(_dropped(sorted(old_overall - _overall(new)), old_overall, _overall(rated),
+    if rated_overall:  # an empty board is refused above already
+        problems.append(_dropped(sorted(old_overall - _overall(new)), old_overall, rated_overall,
                                  "models shown on the live overall board would no longer be shown",
                                  "max_model_drop", policy.max_model_drop))
     old_categories = set(old.get_column("category").to_list())

@@ -358,12 +358,13 @@ def loaded_rows(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.Data
     ).pl().cast(LOADED_ROWS_SCHEMA)
 
 
-def read_benchmarks(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> Benchmarks | None:
+def read_benchmarks(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA,
+                    live: dict[str, Any] | None = None) -> Benchmarks | None:
     """``schema.benchmark_scores`` and ``schema.benchmark_agreement`` when both exist, are not empty and
-    every row of both names the live publication (the newest of ``schema.publications``); else None, so
-    that a report never shows the figures of a board that is no longer live. Call inside a transaction
-    for a consistent snapshot."""
-    live = live_publication(con, schema)
+    every row of both names the live publication (the newest of ``schema.publications``; ``live``: its
+    row when the caller has read it); else None, so that a report never shows the figures of a board
+    that is no longer live. Call inside a transaction for a consistent snapshot."""
+    live = live or live_publication(con, schema)
     if live is None:
         return None
     frames = [_frame(con, schema, t, None) for t in (BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE)]
@@ -393,6 +394,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
         leaderboard = _frame(con, schema, LEADERBOARD_TABLE, None)
         if leaderboard is None:
             raise LookupError(f"{schema}.leaderboard does not exist")
+        live = live_publication(con, schema)
         published = Published(
             leaderboard,
             _frame(con, schema, PAIRWISE_TABLE, PAIRWISE_SCHEMA),
@@ -402,10 +404,9 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             _frame(con, schema, UNRATED_MODELS_TABLE, UNRATED_MODELS_SCHEMA),
             _frame(con, schema, BOARD_STATUS_TABLE, BOARD_STATUS_SCHEMA),
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
-            read_benchmarks(con, schema),
+            read_benchmarks(con, schema, live),
             loaded_rows(con, schema),
         )
-        live = live_publication(con, schema)
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(
             published.quality_results, published.revision, (live or {}).get("tables")))
