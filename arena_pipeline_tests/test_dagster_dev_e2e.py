@@ -214,11 +214,12 @@ def test_noop_sensor_tick_time(tmp_path):
                             hf_endpoint=hub.url, attempts=1, timeout_s=5)
         times = []
         for _ in range(10):
-            context = dg.build_sensor_context(cursor=sha, instance=instance, resources={"dump_source": source,
-                                              "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))})
-            started = time.perf_counter()
-            result = new_dump_sensor.evaluate_tick(context)
-            times.append(time.perf_counter() - started)
+            with dg.build_sensor_context(cursor=sha, instance=instance,  # closed: see ticks.py
+                                         resources={"dump_source": source, "warehouse": Warehouse(
+                                             database=str(tmp_path / "none.duckdb"))}) as context:
+                started = time.perf_counter()
+                result = new_dump_sensor.evaluate_tick(context)
+                times.append(time.perf_counter() - started)
             assert not result.run_requests and "unchanged" in result.skip_message
         assert not hub.file_gets()
         api_calls = [p for m, p in hub.requests() if p.startswith("/api/")]

@@ -18,6 +18,7 @@ from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests import dump_fixtures as fx
 from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.ticks import tick
 
 PATTERN = "lmarena-ai/arena-human-preference-*"
 NEW_DUMP = "lmarena-ai/arena-human-preference-200k"  # a fifth dataset: a renamed copy of the 140k format
@@ -43,11 +44,11 @@ def _source(hub, tmp_path) -> DumpSource:
 
 
 def _tick(hub, tmp_path, instance, cursor):
-    context = dg.build_sensor_context(cursor=cursor, instance=instance,
-                                      resources={"dump_source": _source(hub, tmp_path),
-                                                 "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))})
-    started = time.perf_counter()
-    result = new_dump_sensor.evaluate_tick(context)
+    with dg.build_sensor_context(cursor=cursor, instance=instance,  # closed: see ticks.py
+                                 resources={"dump_source": _source(hub, tmp_path),
+                                            "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))}) as context:
+        started = time.perf_counter()
+        result = new_dump_sensor.evaluate_tick(context)
     return result, time.perf_counter() - started
 
 
@@ -191,9 +192,9 @@ def test_schedule_pins_every_dump_and_an_unreachable_hub_skips(hub, shas, tmp_pa
     from arena_pipeline.schedules import nightly_refresh
 
     with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(instance=instance, resources={"dump_source": _source(hub, tmp_path),
-                                                 "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))})
-        [request] = nightly_refresh.evaluate_tick(context).run_requests
+        [request] = tick(nightly_refresh, instance, {"dump_source": _source(hub, tmp_path),
+                                                     "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))}
+                         ).run_requests
         assert request.run_config["ops"]["raw_dump"]["config"]["revisions"] == {
             d: shas[d] for d in (fx.DUMP_33K, fx.DUMP_100K, fx.DUMP_140K, fx.DUMP_55K)}
         hub.set_faults(down=True)

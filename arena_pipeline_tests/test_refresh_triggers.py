@@ -21,6 +21,7 @@ from arena_pipeline.schedules import make_nightly_schedule, nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.ticks import tick
 
 REPO = "lmarena-ai/arena-human-preference-140k"
 
@@ -58,9 +59,7 @@ def _resources(source: DumpSource, tmp_path) -> dict:
 
 
 def _evaluate(sensor_cursor, hub, tmp_path, instance):
-    context = dg.build_sensor_context(cursor=sensor_cursor, instance=instance,
-                                      resources=_resources(_source(hub, tmp_path), tmp_path))
-    return new_dump_sensor.evaluate_tick(context)
+    return tick(new_dump_sensor, instance, _resources(_source(hub, tmp_path), tmp_path), sensor_cursor)
 
 
 @pytest.mark.slow
@@ -103,8 +102,7 @@ def test_sensor_skips_when_hub_is_down(hub, tmp_path):
 def test_sensor_skips_unreachable_endpoint(tmp_path):
     source = DumpSource(source=REPO, hf_endpoint="http://127.0.0.1:9", attempts=1, backoff_s=0.1, timeout_s=1)
     with dg.instance_for_test() as instance:
-        context = dg.build_sensor_context(instance=instance, resources=_resources(source, tmp_path))
-        result = new_dump_sensor.evaluate_tick(context)
+        result = tick(new_dump_sensor, instance, _resources(source, tmp_path))
     assert not result.run_requests and "could not look up" in result.skip_message
 
 
@@ -113,8 +111,8 @@ def test_schedule_runs_once_per_revision(hub, tmp_path):
     shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
     sha = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
     with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(instance=instance, resources=_resources(_source(hub, tmp_path), tmp_path))
-        first = nightly_refresh.evaluate_tick(context)
+        resources = _resources(_source(hub, tmp_path), tmp_path)
+        first = tick(nightly_refresh, instance, resources)
         assert [r.run_key for r in first.run_requests] == [sha]
         # once a run published this revision and the warehouse shows it, the next night skips
         run = instance.add_run(
@@ -123,12 +121,12 @@ def test_schedule_runs_once_per_revision(hub, tmp_path):
         )
         assert run
         _publish_settings(tmp_path / "warehouse.duckdb", 1, {}, {}, revision=sha)
-        again = nightly_refresh.evaluate_tick(context)
+        again = tick(nightly_refresh, instance, resources)
         assert not again.run_requests
         assert again.skip_message == f"dump revision {sha} is live (publication 1)"
         # a warehouse the tick cannot read in time (a run writes it): the run records decide
         with _held(tmp_path / "warehouse.duckdb"):
-            busy = nightly_refresh.evaluate_tick(context)
+            busy = tick(nightly_refresh, instance, resources)
         assert not busy.run_requests and busy.skip_message.startswith(f"dump revision {sha} is already published")
 
 
@@ -144,16 +142,12 @@ def test_a_revision_refreshed_before_but_no_longer_live_is_refreshed_again(tmp_p
                                        tags={PUBLISHED_TAG: revision, REVISION_TAG: revision},
                                        status=dg.DagsterRunStatus.SUCCESS))
         _publish_settings(tmp_path / "warehouse.duckdb", 4, {"display_min_battles": 0}, {}, revision="local-later")
-        for evaluate in (lambda: new_dump_sensor.evaluate_tick(dg.build_sensor_context(
-                             cursor="local-later", instance=instance, resources=_resources(source, tmp_path))),
-                         lambda: nightly_refresh.evaluate_tick(dg.build_schedule_context(
-                             instance=instance, resources=_resources(source, tmp_path)))):
-            (request,) = evaluate().run_requests
+        for definition in (new_dump_sensor, nightly_refresh):
+            (request,) = tick(definition, instance, _resources(source, tmp_path), "local-later").run_requests
             assert request.run_key == f"{revision} after publication 4" and request.tags[REVISION_TAG] == revision
             assert request.run_config["ops"]["rankings"] == {"config": {"display_min_battles": 0}}
         (tmp_path / "warehouse.duckdb").rename(tmp_path / "moved.duckdb")
-        (request,) = nightly_refresh.evaluate_tick(dg.build_schedule_context(
-            instance=instance, resources=_resources(source, tmp_path))).run_requests
+        (request,) = tick(nightly_refresh, instance, _resources(source, tmp_path)).run_requests
         assert request.run_key == f"{revision} after publication None"
 
 
@@ -161,13 +155,10 @@ def test_sensor_local_source_fingerprint(tmp_path):
     write_dump(tmp_path / "dump", 6, 1)
     source = DumpSource(source=str(tmp_path / "dump"))
     with dg.instance_for_test() as instance:
-        context = dg.build_sensor_context(instance=instance, resources=_resources(source, tmp_path))
-        first = new_dump_sensor.evaluate_tick(context)
+        first = tick(new_dump_sensor, instance, _resources(source, tmp_path))
         (request,) = first.run_requests
         assert request.run_key.startswith("local-")
-        context = dg.build_sensor_context(cursor=request.run_key, instance=instance,
-                                          resources=_resources(source, tmp_path))
-        assert not new_dump_sensor.evaluate_tick(context).run_requests
+        assert not tick(new_dump_sensor, instance, _resources(source, tmp_path), request.run_key).run_requests
 
 
 def _publish_settings(path, publication_id: int, ranking: dict, gate: dict, revision: str = "local-0") -> None:
@@ -206,11 +197,8 @@ def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
     _publish_settings(tmp_path / "warehouse.duckdb", 3, ranking, {"allow_degenerate": True})
     job = defs.resolve_job_def("refresh_job")
     with dg.instance_for_test() as instance:
-        for tick in (new_dump_sensor.evaluate_tick(dg.build_sensor_context(
-                instance=instance, resources={"dump_source": source, "warehouse": warehouse})),
-                nightly_refresh.evaluate_tick(dg.build_schedule_context(
-                    instance=instance, resources={"dump_source": source, "warehouse": warehouse}))):
-            (request,) = tick.run_requests
+        for definition in (new_dump_sensor, nightly_refresh):
+            (request,) = tick(definition, instance, {"dump_source": source, "warehouse": warehouse}).run_requests
             assert request.run_config["ops"]["rankings"] == {"config": {
                 "display_min_battles": 0, "bootstrap_rounds": 7, "anchor_models": ["a", "b"]}}  # run-config fields only
             assert "published_dump" not in request.run_config["ops"]
@@ -219,6 +207,5 @@ def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
     # no warehouse, or one the tick cannot open in time: the defaults, said by the missing tag
     other = Warehouse(database=str(tmp_path / "none.duckdb"))
     with dg.instance_for_test() as instance:
-        (request,) = new_dump_sensor.evaluate_tick(dg.build_sensor_context(
-            instance=instance, resources={"dump_source": source, "warehouse": other})).run_requests
+        (request,) = tick(new_dump_sensor, instance, {"dump_source": source, "warehouse": other}).run_requests
         assert "rankings" not in request.run_config["ops"] and SETTINGS_TAG not in request.tags
