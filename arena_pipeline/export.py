@@ -29,8 +29,8 @@ from arena_pipeline.constants import (
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.atomic import make_folder
+from arena_pipeline.core.published import published_dump_row
 from arena_pipeline.core.warehouse import quoted, read_snapshot, relation_exists
-from arena_pipeline.presentation.read import published_dump_row
 
 #: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
 #: validation tables (comparisons with a published board and with benchmarks) come last.

@@ -15,10 +15,11 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.benchmarks import BenchmarkFormatError, benchmark_agreement, match_scores
 from arena_pipeline.core.hub import HubError
 from arena_pipeline.core.publication import live_publication
+from arena_pipeline.core.published import Benchmarks
 from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA
 from arena_pipeline.core.warehouse import quoted, read_frame, write_table
 from arena_pipeline.presentation.markdown import frame_markdown
-from arena_pipeline.presentation.read import Benchmarks, read_published
+from arena_pipeline.presentation.read import read_published
 from arena_pipeline.resources import ModelCatalog, ReportSettings, Warehouse
 
 BENCHMARK_SCORES = dg.AssetKey([SCHEMA, BENCHMARK_SCORES_TABLE])

@@ -15,28 +15,34 @@ import duckdb
 import polars as pl
 
 from arena_pipeline.constants import (
-    BATTLES_TABLE,
-    BENCHMARK_AGREEMENT_TABLE,
-    BENCHMARK_SCORES_TABLE,
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
-    DUMPS_TABLE,
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
     QUALITY_RESULTS_TABLE,
-    QUARANTINE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.benchmarks import (
-    BENCHMARK_AGREEMENT_SCHEMA,
-    BENCHMARK_SCORES_SCHEMA,
-    PANEL_POINTS_SCHEMA,
-    matched_points,
-)
+from arena_pipeline.core.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_order, ordered_categories
 from arena_pipeline.core.publication import live_publication
+from arena_pipeline.core.published import (
+    FAILED,
+    LOADED_ROWS_SCHEMA,
+    STYLE_PROFILE_SCHEMA,
+    Benchmarks,
+    latest_quality_results,
+    live_benchmarks,
+    loaded_rows,
+    of_category,
+    opponents,
+    published_dump_row,
+    quality_summary,
+    rank_changes,
+    style_profile,
+    table_frame,
+)
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     METHODS,
@@ -55,53 +61,9 @@ METHOD_LABELS: dict[str, str] = {
     "spectral": "Rank Centrality (spectral)",
 }
 
-#: Columns of :func:`style_profile`: mean per answer of each style feature, per model.
-STYLE_PROFILE_SCHEMA: dict[str, pl.DataType] = {
-    "model": pl.String(), "answers": pl.Int64(),
-    **{feature: pl.Float64() for feature in CONVERSATION_STYLE_COLUMNS},
-}
-QUALITY_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
-    "table": pl.String(), "checks": pl.Int64(), "passed": pl.Int64(),
-    "failed_errors": pl.Int64(), "failed_warnings": pl.Int64(),
-}
-#: Columns of :func:`loaded_rows`: per input outcome (``battles``, or a quarantine rule), its rows.
-LOADED_ROWS_SCHEMA: dict[str, pl.DataType] = {"outcome": pl.String(), "rows": pl.Int64()}
-RANK_CHANGES_SCHEMA: dict[str, pl.DataType] = {
-    "category": pl.String(), "model": pl.String(), "rank_bt": pl.Int64(), "rank_bt_style": pl.Int64(),
-    "rank_change": pl.Int64(), "rating_bt": pl.Float64(), "rating_bt_style": pl.Float64(),
-}
-
 
 class NoBoard(ValueError):
     """A known category has no board in the published dump."""
-
-
-@dataclass(frozen=True)
-class Benchmarks:
-    """The benchmark comparison of the live publication (``arena.benchmark_scores`` and
-    ``arena.benchmark_agreement``), or why there is none to show (``problem``: the benchmark file
-    failed its check)."""
-
-    scores: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BENCHMARK_SCORES_SCHEMA))
-    agreement: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA))
-    publication_id: int | None = None
-    problem: str | None = None
-
-    def names(self) -> list[str]:
-        """The benchmarks compared, in the order read."""
-        return self.agreement.get_column("benchmark").unique(maintain_order=True).to_list()
-
-    def sources(self) -> list[str]:
-        """The files (or Hub paths) the scores were read from."""
-        return self.scores.get_column("source").drop_nulls().unique(maintain_order=True).to_list()
-
-    def matched_models(self) -> int:
-        return self.scores.filter(pl.col("matched")).get_column("canonical").n_unique()
-
-    def reasons(self) -> pl.DataFrame:
-        """Rows read per matching outcome (``reason``, ``rows``), most frequent first."""
-        return (self.scores.group_by("reason").agg(rows=pl.len())
-                .sort("rows", "reason", descending=[True, False]))
 
 
 @dataclass(frozen=True)
@@ -189,26 +151,15 @@ class Published:
 
     def unrated(self, category: str | None = None) -> pl.DataFrame:
         """Models with battles but no rating (all, or one category's), in board order."""
-        return _of(self.unrated_models, category).sort(category_order(), "category", "model")
+        return of_category(self.unrated_models, category).sort(category_order(), "category", "model")
 
     def style(self, category: str) -> pl.DataFrame:
         """The category's style coefficients."""
-        return _of(self.style_coefficients, category)
+        return of_category(self.style_coefficients, category)
 
     def rank_changes(self, category: str | None = None) -> pl.DataFrame:
-        """``bt`` against ``bt_style`` rank per (category, model) on both boards (positive: moves up
-        once style is controlled for); :data:`RANK_CHANGES_SCHEMA`, in board order."""
-        lb = _of(self.leaderboard, category)
-
-        def side(method: str) -> pl.DataFrame:
-            return lb.filter(pl.col("method") == method).select(
-                "category", "model", pl.col("rank").alias(f"rank_{method}"),
-                pl.col("rating").alias(f"rating_{method}"))
-
-        out = side("bt").join(side("bt_style"), on=["category", "model"])
-        out = out.with_columns(rank_change=pl.col("rank_bt") - pl.col("rank_bt_style"))
-        return out.sort(category_order(), "category", "rank_bt_style", "model").select(
-            [pl.col(c).cast(t) for c, t in RANK_CHANGES_SCHEMA.items()])
+        """:func:`~arena_pipeline.core.published.rank_changes` of the leaderboard."""
+        return rank_changes(self.leaderboard, category)
 
     def models(self) -> list[str]:
         """Every model on a board, by best overall (then any) rank, then name."""
@@ -220,21 +171,7 @@ class Published:
     @cached_property
     def _opponents(self) -> dict[tuple[str, str], pl.DataFrame]:
         """Every pair from both sides: (category, model) -> its opponents, by battles."""
-        return self.opponents().partition_by("category", "model", as_dict=True, include_key=False)
-
-    def opponents(self) -> pl.DataFrame:
-        """Every pair from both sides (``category``, ``model``, ``opponent``, ``battles``, ``wins``,
-        ``losses``, ``ties``, ``win_rate``, ``predicted``), by battles."""
-        pw = self.pairwise
-        sides = [pw.select("category", pl.col(m).alias("model"), pl.col(o).alias("opponent"), "battles",
-                           pl.col(w).alias("wins"), pl.col(lo).alias("losses"),
-                           (pl.col("ties") + pl.col("both_bad")).alias("ties"), rate.alias("win_rate"),
-                           pred.alias("predicted"))
-                 for m, o, w, lo, rate, pred in (
-                     ("model_1", "model_2", "wins_1", "wins_2", pl.col("win_rate_1"), pl.col("predicted_win_rate_1")),
-                     ("model_2", "model_1", "wins_2", "wins_1", 1 - pl.col("win_rate_1"),
-                      1 - pl.col("predicted_win_rate_1")))]
-        return pl.concat(sides).sort("battles", "opponent", descending=[True, False])
+        return opponents(self.pairwise).partition_by("category", "model", as_dict=True, include_key=False)
 
     def profile(self, model: str) -> dict[str, Any]:
         """A model's panel: ``ratings`` (its primary rating per category, board order),
@@ -243,11 +180,11 @@ class Published:
         without battles)."""
         ratings = self._primary_rows.get((model,), self.leaderboard.clear())
         first = ratings.get_column("category")[0] if ratings.height else None
-        opponents = self._opponents.get((first, model), pl.DataFrame(schema={"opponent": pl.String}))
+        against = self._opponents.get((first, model), pl.DataFrame(schema={"opponent": pl.String}))
         own = self._style_rows.get(model)
         style = pl.DataFrame({"feature": list(CONVERSATION_STYLE_COLUMNS), "model": own, "field": self._field_style}
                              if own else None, schema={"feature": pl.String, "model": pl.Float64, "field": pl.Float64})
-        return {"ratings": ratings, "category": first, "opponents": opponents, "style": style}
+        return {"ratings": ratings, "category": first, "opponents": against, "style": style}
 
     @cached_property
     def _style_rows(self) -> dict[str, tuple[float, ...]]:
@@ -281,99 +218,18 @@ class Published:
 
     def benchmark_agreement(self, category: str | None = None, method: str | None = None) -> pl.DataFrame:
         """``arena.benchmark_agreement`` rows (of one category and/or method), in table order."""
-        out = _of(self.benchmarks.agreement if self.benchmarks else pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA),
+        out = of_category(self.benchmarks.agreement if self.benchmarks else pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA),
                   category)
         return out if method is None else out.filter(pl.col("method") == method)
 
     def quality_summary(self) -> pl.DataFrame:
-        """Checks per table: how many ran, passed, failed by severity (:data:`QUALITY_SUMMARY_SCHEMA`)."""
-        q = self.quality_results
-        if q is None or q.is_empty():
-            return pl.DataFrame(schema=QUALITY_SUMMARY_SCHEMA)
-        failed, warning = _FAILED, pl.col("severity") == "warning"
-        return (q.group_by(table="table_name").agg(
-            checks=pl.len(), passed=(~failed).sum(), failed_errors=(failed & ~warning.fill_null(False)).sum(),
-            failed_warnings=(failed & warning.fill_null(False)).sum())
-            .sort("table").select([pl.col(c).cast(t) for c, t in QUALITY_SUMMARY_SCHEMA.items()]))
+        """Checks per table (:func:`~arena_pipeline.core.published.quality_summary`)."""
+        return quality_summary(self.quality_results)
 
     def failed_checks(self) -> pl.DataFrame:
         """The ``quality_results`` rows of the checks that failed (a null outcome counts as failed)."""
         q = self.quality_results
-        return q.filter(_FAILED) if q is not None else pl.DataFrame()
-
-
-#: A check failed: its outcome is false or missing.
-_FAILED = ~pl.col("success").fill_null(False)
-
-
-def _of(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
-    """The rows of one category (all rows for None)."""
-    return frame if category is None else frame.filter(pl.col("category") == category)
-
-
-def _frame(con: duckdb.DuckDBPyConnection, schema: str, table: str, empty: dict | None) -> pl.DataFrame | None:
-    if not relation_exists(con, schema, table):
-        return None if empty is None else pl.DataFrame(schema=empty)
-    return read_frame(con, f"SELECT * FROM {quoted(schema, table)}")
-
-
-def published_dump_row(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> dict[str, Any] | None:
-    """The latest ``status = 'published'`` row of ``schema.dumps``, or None."""
-    if not relation_exists(con, schema, DUMPS_TABLE):
-        return None
-    frame = con.execute(f"SELECT * FROM {quoted(schema, DUMPS_TABLE)} WHERE status = 'published' "
-                        "ORDER BY published_at DESC NULLS LAST LIMIT 1").pl()
-    return frame.row(0, named=True) if frame.height else None
-
-
-def style_profile(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.DataFrame:
-    """Per model (canonical name), answers and the mean per answer of each style feature over
-    every battle of ``schema.battles`` (:data:`STYLE_PROFILE_SCHEMA`; empty without the table)."""
-    if not relation_exists(con, schema, BATTLES_TABLE):
-        return pl.DataFrame(schema=STYLE_PROFILE_SCHEMA)
-    columns = {r[0] for r in con.execute(f"DESCRIBE {quoted(schema, BATTLES_TABLE)}").fetchall()}
-
-    def side(s: str) -> str:
-        name = f"model_{s}_canonical" if f"model_{s}_canonical" in columns else f"model_{s}"
-        sums = [" + ".join(f'coalesce(CAST("{t.format(side=s)}" AS DOUBLE), 0)' for t in templates
-                           if t.format(side=s) in columns) or "NULL"
-                for templates in CONVERSATION_STYLE_COLUMNS.values()]
-        feats = ", ".join(f"{expr} AS {f}" for expr, f in zip(sums, CONVERSATION_STYLE_COLUMNS, strict=True))
-        return f'SELECT "{name}" AS model, {feats} FROM {quoted(schema, BATTLES_TABLE)}'
-
-    means = ", ".join(f"avg({f}) AS {f}" for f in CONVERSATION_STYLE_COLUMNS)
-    frame = con.execute(f"SELECT model, count(*) AS answers, {means} FROM ({side('a')} UNION ALL "
-                        f"{side('b')}) GROUP BY model ORDER BY model").pl()
-    return frame.select([pl.col(c).cast(t) for c, t in STYLE_PROFILE_SCHEMA.items()])
-
-
-def loaded_rows(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.DataFrame:
-    """The published dump's input rows by outcome: ``battles``, then each quarantine rule by rows
-    (:data:`LOADED_ROWS_SCHEMA`; input rows = their sum; empty without the tables)."""
-    if not all(relation_exists(con, schema, t) for t in (BATTLES_TABLE, QUARANTINE_TABLE)):
-        return pl.DataFrame(schema=LOADED_ROWS_SCHEMA)
-    return con.execute(
-        f"SELECT 'battles' AS outcome, count(*) AS rows FROM {quoted(schema, BATTLES_TABLE)} UNION ALL "
-        f"(SELECT rule, count(*) FROM {quoted(schema, QUARANTINE_TABLE)} GROUP BY rule ORDER BY 2 DESC, 1)"
-    ).pl().cast(LOADED_ROWS_SCHEMA)
-
-
-def read_benchmarks(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA,
-                    live: dict[str, Any] | None = None) -> Benchmarks | None:
-    """``schema.benchmark_scores`` and ``schema.benchmark_agreement`` when both exist, are not empty and
-    every row of both names the live publication (the newest of ``schema.publications``; ``live``: its
-    row when the caller has read it); else None, so that a report never shows the figures of a board
-    that is no longer live. Call inside a transaction for a consistent snapshot."""
-    live = live or live_publication(con, schema)
-    if live is None:
-        return None
-    frames = [_frame(con, schema, t, None) for t in (BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE)]
-    if any(f is None or f.is_empty() or "publication_id" not in f.columns for f in frames):
-        return None
-    ids = {i for f in frames for i in f.get_column("publication_id").unique().to_list()}
-    if ids != {live["publication_id"]}:
-        return None
-    return Benchmarks(*frames, publication_id=live["publication_id"])
+        return q.filter(FAILED) if q is not None else pl.DataFrame()
 
 
 def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> Published:
@@ -391,20 +247,20 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
         ``schema.leaderboard`` does not exist.
     """
     with read_snapshot(con):
-        leaderboard = _frame(con, schema, LEADERBOARD_TABLE, None)
+        leaderboard = table_frame(con, schema, LEADERBOARD_TABLE, None)
         if leaderboard is None:
             raise LookupError(f"{schema}.leaderboard does not exist")
         live = live_publication(con, schema)
         published = Published(
             leaderboard,
-            _frame(con, schema, PAIRWISE_TABLE, PAIRWISE_SCHEMA),
-            _frame(con, schema, STYLE_COEFFICIENTS_TABLE, STYLE_COEFFICIENTS_SCHEMA),
-            _frame(con, schema, QUALITY_RESULTS_TABLE, None),
+            table_frame(con, schema, PAIRWISE_TABLE, PAIRWISE_SCHEMA),
+            table_frame(con, schema, STYLE_COEFFICIENTS_TABLE, STYLE_COEFFICIENTS_SCHEMA),
+            table_frame(con, schema, QUALITY_RESULTS_TABLE, None),
             published_dump_row(con, schema),
-            _frame(con, schema, UNRATED_MODELS_TABLE, UNRATED_MODELS_SCHEMA),
-            _frame(con, schema, BOARD_STATUS_TABLE, BOARD_STATUS_SCHEMA),
+            table_frame(con, schema, UNRATED_MODELS_TABLE, UNRATED_MODELS_SCHEMA),
+            table_frame(con, schema, BOARD_STATUS_TABLE, BOARD_STATUS_SCHEMA),
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
-            read_benchmarks(con, schema, live),
+            live_benchmarks(con, schema, live),
             loaded_rows(con, schema),
         )
     if published.quality_results is not None:
@@ -435,21 +291,6 @@ def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SC
     if board.is_empty():
         raise ValueError(f"no boards for dump {dump!r}; dumps with boards: {', '.join(dumps) or 'none'}")
     return Published(board, dump=row)
-
-
-def latest_quality_results(quality_results: pl.DataFrame, revision: str | None,
-                           versions: dict[str, str] | None = None) -> pl.DataFrame:
-    """The check results of the published tables, of each table only its latest check run:
-    ``arena.quality_results`` accumulates every run of every dump, published or refused.
-
-    With ``versions`` (table -> the live publication's version of it), the rows checking those exact
-    versions: a later run of the same revision that the gate refused does not replace them. Else (a
-    warehouse whose results name no version) the rows of ``revision``, when given."""
-    out = quality_results if revision is None else quality_results.filter(pl.col("dump_revision") == revision)
-    if versions and "table_version" in out.columns:
-        published = pl.col("table_version") == pl.col("table_name").replace_strict(versions, default=None)
-        out = out.filter(published) if out.select(published.any()).item() else out
-    return out.filter(pl.col("checked_at") == pl.col("checked_at").max().over("table_name"))
 
 
 def when(value: Any) -> str:

@@ -143,10 +143,10 @@ def synthetic_dump() -> dict:
 
 @lru_cache(maxsize=1)
 def synthetic_style_profile() -> pl.DataFrame:
-    """``read.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
+    """``core.published.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
     import duckdb
 
-    from arena_pipeline.presentation.read import style_profile
+    from arena_pipeline.core.published import style_profile
 
     battles = with_champion(synthetic_battles())  # noqa: F841 - read by DuckDB
     with duckdb.connect() as con:
@@ -165,7 +165,7 @@ def synthetic_benchmarks(publication_id: int = 7):
     matched and compared with :func:`synthetic_outputs`' leaderboard by the core functions, as
     ``benchmark_comparison`` stores them."""
     from arena_pipeline.core.benchmarks import benchmark_agreement, match_scores
-    from arena_pipeline.presentation.read import Benchmarks
+    from arena_pipeline.core.published import Benchmarks
 
     names = list(SYNTHETIC_MODELS)
     noise = np.random.default_rng(1).normal(0, 0.25, len(names))

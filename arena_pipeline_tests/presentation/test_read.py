@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.categories import CATEGORY_NAMES
-from arena_pipeline.presentation.read import Published, read_benchmarks, read_published
+from arena_pipeline.core.published import live_benchmarks
+from arena_pipeline.presentation.read import Published, read_published
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
     synthetic_battles,
@@ -125,9 +126,9 @@ def test_benchmarks_are_read_only_when_they_describe_the_live_publication():
     # tables of an earlier publication, or of two publications: no panel, never stale figures
     for ids in ((2, 2), (3, 2), (2, 3)):
         with _warehouse_with_benchmarks(3, *ids) as con:
-            assert read_benchmarks(con) is None
+            assert live_benchmarks(con) is None
             assert read_published(con, style=False).benchmarks is None
     with duckdb.connect() as con:  # no publication at all
         con.execute("CREATE SCHEMA arena")
-        assert read_benchmarks(con) is None
+        assert live_benchmarks(con) is None
     assert Published(pub.leaderboard).benchmark_agreement().height == 0

@@ -11,6 +11,12 @@ import duckdb
 import polars as pl
 import pytest
 
+from arena_pipeline.core.published import (
+    QUALITY_SUMMARY_SCHEMA,
+    RANK_CHANGES_SCHEMA,
+    Benchmarks,
+    latest_quality_results,
+)
 from arena_pipeline.core.ranking import RankingOutput
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,
@@ -20,14 +26,7 @@ from arena_pipeline.presentation.charts import (
     svg_data_uri,
 )
 from arena_pipeline.presentation.markdown import frame_markdown, top_n_markdown
-from arena_pipeline.presentation.read import (
-    QUALITY_SUMMARY_SCHEMA,
-    RANK_CHANGES_SCHEMA,
-    Benchmarks,
-    Published,
-    latest_quality_results,
-    read_published,
-)
+from arena_pipeline.presentation.read import Published, read_published
 from arena_pipeline.presentation.report import build_report_html, render_report
 from arena_pipeline_tests.presentation.synthetic import (
     REVISION,
