@@ -81,7 +81,7 @@ class Published:
     style_profile: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STYLE_PROFILE_SCHEMA))
     #: The live publication's benchmark comparison; None: no panel (none configured, or stale).
     benchmarks: Benchmarks | None = None
-    #: Where the input rows went (:func:`loaded_rows`): the battles, then each quarantine rule.
+    #: Where the input rows went (:func:`~arena_pipeline.core.published.loaded_rows`): the battles, then each quarantine rule.
     loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))
 
     @classmethod
@@ -218,8 +218,8 @@ class Published:
 
     def benchmark_agreement(self, category: str | None = None, method: str | None = None) -> pl.DataFrame:
         """``arena.benchmark_agreement`` rows (of one category and/or method), in table order."""
-        out = of_category(self.benchmarks.agreement if self.benchmarks else pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA),
-                  category)
+        agreement = self.benchmarks.agreement if self.benchmarks else pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA)
+        out = of_category(agreement, category)
         return out if method is None else out.filter(pl.col("method") == method)
 
     def quality_summary(self) -> pl.DataFrame:
@@ -234,12 +234,12 @@ class Published:
 
 def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> Published:
     """Every published frame in one transaction (a consistent snapshot); ``style``: also the
-    per-model :func:`style_profile` (an aggregate over ``schema.battles``; the report's panels).
+    per-model :func:`~arena_pipeline.core.published.style_profile` (an aggregate over ``schema.battles``; the report's panels).
 
     Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
     row: None; ``benchmarks``: None unless they describe the live publication, see
-    :func:`read_benchmarks`); ``quality_results`` keeps the checks of the live publication's table
-    versions (see :func:`latest_quality_results`).
+    :func:`~arena_pipeline.core.published.live_benchmarks`); ``quality_results`` keeps the checks of
+    the live publication's table versions (:func:`~arena_pipeline.core.published.latest_quality_results`).
 
     Raises
     ------
