@@ -22,22 +22,19 @@ from arena_pipeline.presentation.charts import (
     profile_chart_svg,
     rating_chart_svg,
 )
-from arena_pipeline.presentation.read import Published, when
-from arena_pipeline.presentation.templating import coef, environment, interval
+from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.templating import environment, interval
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
-FEATURE_LABELS = {"tokens": "Answer length (tokens)", "headers": "Markdown headers", "lists": "List items",
-                  "bold": "Bold spans"}
 
 
-def _figures(r: Any) -> str:
-    """An agreement row in words (a scatter's caption and description)."""
-    head = f"{r.n_matched} matched model{'s' if r.n_matched != 1 else ''}"
-    if r.spearman is None:
-        return f"{head}; {r.note}" if r.note else head
-    return (f"{head}; Spearman {coef(r.spearman)} {interval(r.spearman_lower, r.spearman_upper)}, "
-            f"Kendall {coef(r.kendall)} {interval(r.kendall_lower, r.kendall_upper)}"
-            + (f"; {r.note}" if r.note else ""))
+def _file_count(files: Any) -> int | None:
+    """How many files a dumps row lists (its ``files``: JSON text or a list), None when unknown."""
+    try:
+        files = json.loads(files) if isinstance(files, str) else files
+    except ValueError:
+        return None
+    return len(files) if isinstance(files, list) else None
 
 
 def _svg(function):
@@ -48,41 +45,12 @@ def _svg(function):
 _GLOBALS = dict(
     rating_chart=_svg(rating_chart_svg), heatmap=_svg(heatmap_svg), profile_chart=_svg(profile_chart_svg),
     benchmark_scatter=_svg(benchmark_scatter_svg), col=pl.col, rules=RULES_BY_NAME, interval=interval,
-    figures=_figures, min_models=MIN_MODELS, features=FEATURE_LABELS,
-    chart_methods=lambda methods, primary: [m for m in ("bt", "bt_style") if m in methods] or [primary],
+    min_models=MIN_MODELS,
 )
 
 
 def _static(name: str) -> Markup:
     return Markup((files("arena_pipeline.presentation") / "templates" / name).read_text(encoding="utf-8"))
-
-
-def _quarantined(loaded: pl.DataFrame) -> str | None:
-    """The quarantined input rows in words ('3: same_model 2, null_required 1', or 'none'); None unknown."""
-    if loaded.is_empty():
-        return None
-    rules = loaded.filter(pl.col("outcome") != "battles")
-    if rules.is_empty():
-        return "none"
-    return f"{rules['rows'].sum():,}: " + ", ".join(f"{rule} {n:,}" for rule, n in rules.iter_rows())
-
-
-def _dump_fields(dump: dict[str, Any], loaded: pl.DataFrame) -> list[tuple[str, Any]]:
-    files_ = dump.get("files")
-    if isinstance(files_, str):
-        try:
-            files_ = json.loads(files_)
-        except ValueError:
-            files_ = None
-    rows = dump.get("rows")
-    return [("Revision", Markup("<code>%s</code>") % dump["revision"] if dump.get("revision") else None),
-            ("Source", dump.get("source")), ("Source kind", dump.get("source_kind")),
-            ("Requested revision", dump.get("requested_revision")),
-            ("Rows", f"{rows:,d}" if isinstance(rows, int) else None),
-            ("Battles", next((f"{n:,}" for o, n in loaded.iter_rows() if o == "battles"), None)),
-            ("Quarantined", _quarantined(loaded)),
-            ("Files", len(files_) if isinstance(files_, list) else None), ("Status", dump.get("status")),
-            ("First seen", when(dump.get("first_seen"))), ("Published at", when(dump.get("published_at")))]
 
 
 def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", heatmap_models: int = 20,
@@ -94,8 +62,7 @@ def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", he
     model_ids = {m: f"model-{i}" for i, m in enumerate(pub.models())}
     return environment().get_template("report.html.j2").render(
         **_GLOBALS, pub=pub, title=title, heatmap_models=heatmap_models, categories=pub.categories(), dump=dump,
-        dump_fields=_dump_fields({**dump, "revision": pub.revision}, pub.loaded) if dump or pub.revision else [],
-        no_board=pub.no_board(),
+        file_count=_file_count(dump.get("files")), no_board=pub.no_board(),
         model_ids=model_ids,
         generated=(generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         css=_static("report.css"), js=_static("report.js"),
