@@ -16,7 +16,7 @@ import polars as pl
 
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
 from arena_pipeline.core.categories import category_label
-from arena_pipeline.core.ranking import METHODS
+from arena_pipeline.core.ranking import METHODS, method_label
 from arena_pipeline.core.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -26,7 +26,7 @@ from arena_pipeline.core.warehouse import (
     relation_exists,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
-from arena_pipeline.presentation.read import METHOD_LABELS, NoBoard, read_dump_boards, read_published
+from arena_pipeline.presentation.read import NoBoard, read_dump_boards, read_published
 from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 from arena_pipeline.presentation.tables import frame_table
 
@@ -162,7 +162,7 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     board = pub.board(category, method)
     provisional, board = board.filter("provisional"), board.filter(~pl.col("provisional"))
     shown = board.head(top or board.height)  # --top 0: all
-    label = METHOD_LABELS.get(method, method)
+    label = method_label(method)
     if f"({method})" not in label and label != method:  # named once: "Rank Centrality (spectral)"
         label = f"{label} ({method})"
     print(terminal_safe(f"{category_label(category)} - {label}; {board.height + provisional.height} models"

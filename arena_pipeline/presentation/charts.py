@@ -13,7 +13,8 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.core.categories import category_label
-from arena_pipeline.presentation.read import METHOD_LABELS, Published
+from arena_pipeline.core.ranking import method_label
+from arena_pipeline.presentation.read import Published
 from arena_pipeline.presentation.templating import environment, is_num, slug
 
 #: Marker colour and shape of each method (colour-blind safe; the template draws the shapes).
@@ -63,7 +64,7 @@ def _forest(series: dict[str, tuple[pl.DataFrame, list[str], list[str]]], labels
     x, ticks = _axis([v for r in itertools.chain(*rows.values()) for v in r[2:5] if is_num(v)], 6, left,
                      width - left - 24)
     # each legend entry starts where the previous one's label ends (the last end is not used)
-    legend = [*itertools.accumulate((26 + 7 * len(METHOD_LABELS.get(m, m)) for m in rows), initial=left)][:-1]
+    legend = [*itertools.accumulate((26 + 7 * len(method_label(m)) for m in rows), initial=left)][:-1]
     drawn = [(m, *METHOD_STYLE.get(m, ("#444", "circle")), legend_x, [
         (name, rating, lo, hi, rank, x(rating), x(lo), x(hi), ys[label] + (j - (k - 1) / 2) * 7)
         for label, name, rating, lo, hi, rank in rows[m]]) for j, (m, legend_x)
@@ -81,11 +82,9 @@ def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequenc
         pub.check_board(category, methods[0] if methods else "bt")
     board = pub.board(category, present[0])
     models = (board if max_models is None else board.head(max_models)).get_column("model").to_list()
-    names = [METHOD_LABELS.get(m, m) for m in present]
-    series = {}
-    for m, name in zip(present, names, strict=True):
-        shown = pub.board(category, m).get_column("model").to_list()
-        series[m] = (pub.board(category, m), shown, [f"{s} ({name})" for s in shown])
+    names = [method_label(m) for m in present]
+    boards = {m: pub.board(category, m) for m in present}
+    series = {m: (b, b["model"].to_list(), [f"{s} ({method_label(m)})" for s in b["model"]]) for m, b in boards.items()}
     return _forest(series, models, chart_id or f"rating-{slug(category)}",
                    f"Ratings with 95% confidence intervals, {category_label(category)}",
                    f"{len(models)} models ordered by {names[0]} rating; horizontal bars are 95% intervals; "

@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 
 from arena_pipeline.core.categories import category_label
+from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.charts import rating_chart_svg, svg_data_uri
-from arena_pipeline.presentation.read import METHOD_LABELS, Published
+from arena_pipeline.presentation.read import Published
 from arena_pipeline.presentation.tables import frame_table, markdown_escape
 
 
@@ -31,7 +32,7 @@ def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt"
         **{"95% CI": pl.format("−{}/+{}", below, above)}, Battles="n_battles")
     table = frame_table(rows, "pipe", markdown_escape, floatfmt=",.1f", intfmt=("", "", "", "", "", ","),
                         missingval="–")
-    title = f"**{category_label(category)}: {METHOD_LABELS.get(method, method)}** (top {board.height})"
+    title = f"**{category_label(category)}: {method_label(method)}** (top {board.height})"
     return f"{title}\n\n{table}"
 
 

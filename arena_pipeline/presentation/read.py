@@ -54,13 +54,6 @@ from arena_pipeline.core.ranking import (
 from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.warehouse import quoted, read_frame, read_snapshot, relation_exists
 
-#: People-facing names of the ranking methods.
-METHOD_LABELS: dict[str, str] = {
-    "bt": "Bradley-Terry",
-    "bt_style": "Bradley-Terry, style-controlled",
-    "spectral": "Rank Centrality (spectral)",
-}
-
 
 class NoBoard(ValueError):
     """A known category has no board in the published dump."""

@@ -13,7 +13,8 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from arena_pipeline.core.categories import category_label
-from arena_pipeline.presentation.read import METHOD_LABELS, when
+from arena_pipeline.core.ranking import method_label
+from arena_pipeline.presentation.read import when
 
 
 def is_num(value: Any) -> bool:
@@ -86,6 +87,6 @@ def environment() -> Environment:
         int_=_int, td=_td, rows=_rows, record=_record, model_cell=_model_cell,
         pct=lambda v: f"{v:.1%}" if is_num(v) else "–", coef=coef,
         isnum=is_num, ci=_ci, half_width=_half_width, when=when, slug=slug, label=category_label,
-        method_label=lambda m: METHOD_LABELS.get(m, m),
+        method_label=method_label,
     )
     return env

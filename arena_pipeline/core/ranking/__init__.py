@@ -5,17 +5,20 @@ from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
 from arena_pipeline.core.ranking.status import BOARD_STATUS_SCHEMA, UNRATED_MODELS_SCHEMA
 from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
+    METHOD_LABELS,
     METHODS,
     REFERENCE_MODELS,
     STYLE_COEFFICIENTS_SCHEMA,
     RankingConfig,
     RankingOutput,
+    method_label,
 )
 
 __all__ = [
     "BOARD_STATUS_SCHEMA",
     "UNRATED_MODELS_SCHEMA",
     "LEADERBOARD_SCHEMA",
+    "METHOD_LABELS",
     "METHODS",
     "PAIRWISE_SCHEMA",
     "REFERENCE_MODELS",
@@ -23,4 +26,5 @@ __all__ = [
     "RankingConfig",
     "RankingOutput",
     "compute_rankings",
+    "method_label",
 ]

@@ -9,6 +9,17 @@ from typing import Any, Literal
 import polars as pl
 
 METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
+#: People-facing names of the ranking methods (:func:`method_label`).
+METHOD_LABELS: dict[str, str] = {
+    "bt": "Bradley-Terry",
+    "bt_style": "Bradley-Terry, style-controlled",
+    "spectral": "Rank Centrality (spectral)",
+}
+
+
+def method_label(method: str) -> str:
+    """People-facing name of a ranking method (an unknown one as it is)."""
+    return METHOD_LABELS.get(method, method)
 
 #: Reference models, in order of preference: on every board, the first of them that is on
 #: the board is pinned at ``anchor_rating`` (a board with none of them is centred instead).
