@@ -1,7 +1,9 @@
 """One read API over the published views: Polars frames for the CLI, the report and the UI previews.
 
 Category order and labels come from ``core.categories`` (``ordered_categories``, ``category_label``),
-method order and labels from here; nothing else decides them.
+method order and labels from ``core.ranking`` (``METHODS``, ``method_label``); nothing else decides
+them. The derived tables (rank changes, opponents, style per model, quality summary) are computed by
+``core.published``; this module reads a consistent snapshot and hands out its frames.
 """
 
 from __future__ import annotations
