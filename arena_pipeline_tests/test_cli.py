@@ -153,7 +153,9 @@ def test_dump_option_prints_one_dumps_own_board(warehouse, tmp_path, capsys):
     assert main(["leaderboard", "--warehouse", str(path), "--dump", "b/140k", "--category", "math"]) == EXIT_OK
     assert capsys.readouterr().out.startswith("Math - Bradley-Terry (bt); 9 models; dump b/140k")
     assert main(["leaderboard", "--warehouse", str(path), "--dump", "a/33k", "--category", "math"]) == EXIT_NO_DATA
-    assert "category 'math' has no leaderboard" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "category 'math' has no leaderboard on the boards of dump 'a/33k' alone (they are: overall)" in err
+    assert "published dump" not in err and "too few battles" not in err  # the combined board's wording
     assert main(["leaderboard", "--warehouse", str(path), "--dump", "c/55k"]) == EXIT_USAGE
     assert capsys.readouterr().err.strip() == (
         "arena-pipeline: error: no boards for dump 'c/55k'; dumps with boards: a/33k, b/140k")
