@@ -156,9 +156,9 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
             pub = read_published(con, SCHEMA, style=False) if dump is None else read_dump_boards(con, dump)
         pub.check_board(category, method)
     except NoBoard as exc:  # a dump's own boards come without the reasons of the combined ones
-        raise CliError(str(exc) if dump is None else f"category {category!r} has no leaderboard on the boards of dump "
-                       f"{dump!r} alone (they are: {', '.join(pub.categories())}); leave out --dump for the combined boards"
-                       ) from None
+        raise CliError(str(exc) if dump is None else (
+            f"category {category!r} has no leaderboard on the boards of dump {dump!r} alone (they are: "
+            f"{', '.join(pub.categories())}); leave out --dump for the combined boards")) from None
     except LookupError as exc:
         raise CliError(str(exc)) from None
     except ValueError as exc:  # a typo: usage

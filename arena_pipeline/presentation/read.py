@@ -76,7 +76,7 @@ class Published:
     style_profile: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STYLE_PROFILE_SCHEMA))
     #: The live publication's benchmark comparison; None: no panel (none configured, or stale).
     benchmarks: Benchmarks | None = None
-    #: Where the input rows went (:func:`~arena_pipeline.core.published.loaded_rows`): the battles, then each quarantine rule.
+    #: Where the input rows went (``core.published.loaded_rows``): the battles, then each quarantine rule.
     loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))
 
     @classmethod
@@ -228,8 +228,8 @@ class Published:
 
 
 def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> Published:
-    """Every published frame in one transaction (a consistent snapshot); ``style``: also the
-    per-model :func:`~arena_pipeline.core.published.style_profile` (an aggregate over ``schema.battles``; the report's panels).
+    """Every published frame in one transaction (a consistent snapshot); ``style``: also the per-model
+    ``core.published.style_profile`` (an aggregate over ``schema.battles``; the report's panels).
 
     Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
     row: None; ``benchmarks``: None unless they describe the live publication, see
