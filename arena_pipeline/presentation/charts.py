@@ -80,15 +80,14 @@ def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequenc
     present = [m for m in methods if m in pub.methods(category)]
     if not present:
         pub.check_board(category, methods[0] if methods else "bt")
-    board = pub.board(category, present[0])
+    boards, names = {m: pub.board(category, m) for m in present}, {m: method_label(m) for m in present}
+    board = boards[present[0]]
     models = (board if max_models is None else board.head(max_models)).get_column("model").to_list()
-    names = [method_label(m) for m in present]
-    boards = {m: pub.board(category, m) for m in present}
-    series = {m: (b, b["model"].to_list(), [f"{s} ({method_label(m)})" for s in b["model"]]) for m, b in boards.items()}
+    series = {m: (b, b["model"].to_list(), [f"{s} ({names[m]})" for s in b["model"]]) for m, b in boards.items()}
     return _forest(series, models, chart_id or f"rating-{slug(category)}",
                    f"Ratings with 95% confidence intervals, {category_label(category)}",
-                   f"{len(models)} models ordered by {names[0]} rating; horizontal bars are 95% intervals; "
-                   f"methods: {', '.join(names)}.", width, "rating-chart")
+                   f"{len(models)} models ordered by {names[present[0]]} rating; horizontal bars are 95% intervals; "
+                   f"methods: {', '.join(names.values())}.", width, "rating-chart")
 
 
 def profile_chart_svg(ratings: pl.DataFrame, model: str, chart_id: str, width: int = 640) -> str:

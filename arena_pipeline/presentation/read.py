@@ -126,7 +126,7 @@ class Published:
         present = self.categories()
         categories = ", ".join(present) or "none"
         if category not in present:
-            status = self.board_status.filter(pl.col("category") == category)
+            status = of_category(self.board_status, category)
             if category not in CATEGORY_NAMES and not status.height:
                 raise ValueError(f"unknown category {category!r}; valid categories: {categories}")
             reason = status.get_column("reason")[0] if status.height else None
