@@ -3,6 +3,8 @@
 DATASET_ID = "lmarena-ai/arena-human-preference-140k"
 DEFAULT_REVISION = "main"
 DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
+#: DuckDB's memory cap per warehouse connection (``Warehouse.memory_limit``; README: Scaling)
+DEFAULT_MEMORY_LIMIT = "1GB"
 DEFAULT_CACHE_DIR = "data/cache"
 
 SCHEMA = "arena"

@@ -23,6 +23,7 @@ from pydantic import Field
 from arena_pipeline.constants import (
     DATASET_ID,
     DEFAULT_CACHE_DIR,
+    DEFAULT_MEMORY_LIMIT,
     DEFAULT_REPORT_PATH,
     DEFAULT_REVISION,
     DEFAULT_WAREHOUSE,
@@ -262,7 +263,15 @@ class Warehouse(DuckDBResource):
     )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
     memory_limit: str | None = Field(
-        default="4GB", description="DuckDB buffer-pool cap per connection (DuckDB's own default: 80% of RAM)."
+        default=DEFAULT_MEMORY_LIMIT,
+        description="DuckDB's memory cap per connection (its buffer pool: tables being written, joins, "
+        "aggregations; beyond it DuckDB spills to temp_directory). With the ingest batch it sets the "
+        "refresh's peak memory, whatever the dump's size (README: Scaling). DuckDB's own default: 80% of RAM.",
+    )
+    temp_directory: str | None = Field(
+        default=None,
+        description="Where DuckDB spills what does not fit in memory_limit (default: DuckDB's, "
+        "'<warehouse>.tmp' beside the file).",
     )
     retention: int = Field(
         default=5, ge=1, description="How many publications keep their leaderboards in the *_history views."
@@ -276,6 +285,14 @@ class Warehouse(DuckDBResource):
     def database_path(self) -> str:
         return _setting(self.database, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)
 
+    def duckdb_settings(self) -> dict:
+        """DuckDB settings of every connection: ``connection_config`` over the bounded-memory defaults
+        (no insertion order kept for results: DuckDB then streams large writes instead of buffering)."""
+        settings = {"preserve_insertion_order": False}
+        if self.temp_directory:
+            settings["temp_directory"] = self.temp_directory
+        return {**settings, **(self.connection_config or {})}
+
     @contextmanager
     def get_connection(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived connection; waits (bounded) for a lock held by another process."""
@@ -283,7 +300,7 @@ class Warehouse(DuckDBResource):
         if not read_only:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         con = warehouse.connect(database, read_only=read_only, timeout_s=self.lock_timeout_s,
-                                memory_limit=self.memory_limit, config=self.connection_config)
+                                memory_limit=self.memory_limit, config=self.duckdb_settings())
         try:
             yield con
         finally:

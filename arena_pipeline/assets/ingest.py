@@ -15,8 +15,16 @@ from arena_pipeline.constants import (
     SCHEMA,
     VERSIONS_SCHEMA,
 )
-from arena_pipeline.core.ingest import DumpManifest, load_dump, local_revision
-from arena_pipeline.core.publication import finish_build, record_dump, register_version, start_build, version_name
+from arena_pipeline.core.ingest import DumpManifest, LoadReport, load_dump, local_revision
+from arena_pipeline.core.publication import (
+    finish_build,
+    record_dump,
+    register_version,
+    reusable_version,
+    reuse_version,
+    start_build,
+    version_name,
+)
 from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.sources import SourceError, new_fields
 from arena_pipeline.core.warehouse import WarehouseCorruptError, WarehouseLockedError
@@ -157,46 +165,81 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     with warehouse.connection() as con:
         build = run_build(context, con)
         manifest = build.manifest
-        if manifest is None or any(not Path(f.path).exists() for f in manifest.files):
-            raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
-                             "include raw_dump in the selection", allow_retries=False)
-        try:
-            report = load_dump(manifest, con, VERSIONS_SCHEMA,
-                               suffix=version_name("", build), aliases=aliases)
-        except Exception as exc:
-            record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
-            finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
-            raise
-        settings = {"aliases_sha256": table_sha256(aliases), "source": manifest.source,
+        settings = {"aliases_sha256": table_sha256(aliases), "source": manifest.source if manifest else None,
                     "package_version": package_version()}
-        counts = {
-            BATTLES_TABLE: report.battles,
-            MESSAGES_TABLE: report.messages,
-            CONTEXT_MESSAGES_TABLE: report.context_messages,
-            QUARANTINE_TABLE: report.quarantined,
-        }
-        for name, rows in counts.items():
-            register_version(con, name, build, rows, settings)
-        record_dump(con, SCHEMA, revision=manifest.revision, status="loaded")
-    context.log.info(
-        f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
-        f"{report.quarantined} quarantined in {report.seconds:.1f} s"
-    )
-    common = {"revision": manifest.revision, "seconds": round(report.seconds, 3),
-              "version_suffix": version_name("", build)}
+        reused = _reuse_flat_tables(con, build, settings)
+        if reused is not None:
+            counts, report = reused, None
+        else:
+            report = _load(con, build, aliases)
+            counts = {
+                BATTLES_TABLE: report.battles,
+                MESSAGES_TABLE: report.messages,
+                CONTEXT_MESSAGES_TABLE: report.context_messages,
+                QUARANTINE_TABLE: report.quarantined,
+            }
+            for name, rows in counts.items():
+                register_version(con, name, build, rows, settings)
+        record_dump(con, SCHEMA, revision=build.revision, status="loaded")
+    if report is None:
+        context.log.info(f"revision {build.revision} was loaded before with the same aliases, source and code: "
+                         f"its tables are reused ({', '.join(f'{n} {r}' for n, r in counts.items())} rows), "
+                         "nothing is read or written")
+    else:
+        context.log.info(
+            f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
+            f"{report.quarantined} quarantined in {report.seconds:.1f} s"
+        )
+    yield from _flat_results(build.revision, build, counts, report)
+
+
+def _load(con, build, aliases) -> LoadReport:
+    """Flatten the build's dump into its versions of the flat tables (not yet registered)."""
+    manifest = build.manifest
+    if manifest is None or any(not Path(f.path).exists() for f in manifest.files):
+        raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
+                         "include raw_dump in the selection", allow_retries=False)
+    try:
+        return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases)
+    except Exception as exc:
+        record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
+        finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
+        raise
+
+
+def _reuse_flat_tables(con, build, settings) -> dict[str, int] | None:
+    """Rows per flat table when an earlier build loaded this revision with the same settings and code
+    (its four tables become this build's versions, as views: nothing is read or written), else None."""
+    found = {name: reusable_version(con, name, build, settings) for name in TABLE_KEYS}
+    if any(v is None for v in found.values()):
+        return None
+    if len({base.rpartition("__")[2] for base, _ in found.values()}) != 1:  # loaded together, by one build
+        return None
+    for name, (base, rows) in found.items():
+        reuse_version(con, name, build, base, rows, settings)
+    return {name: rows for name, (_, rows) in found.items()}
+
+
+def _flat_results(revision: str, build, counts: dict[str, int], report: LoadReport | None):
+    """The four materializations of flat_tables, with the load's figures (or the reused version)."""
+    common = {"revision": revision, "version_suffix": version_name("", build)}
+    if report is None:
+        common["reused"] = True
+    else:
+        common["seconds"] = round(report.seconds, 3)
     for name, rows in counts.items():
         extra = {}
-        if name == BATTLES_TABLE:
+        if report is not None and name == BATTLES_TABLE:
             extra = {"rows_read": report.rows_read, "per_file": dg.MetadataValue.json(report.per_file),
                      "invariant": f"rows read {report.rows_read} = battles {report.battles} + "
                                   f"quarantined {report.quarantined}"}
-        if name == QUARANTINE_TABLE:
+            if report.per_dump:
+                extra["per_dump"] = dg.MetadataValue.json(report.per_dump)
+        if report is not None and name == QUARANTINE_TABLE:
             extra = {"by_rule": dg.MetadataValue.json(report.quarantine_by_rule)}
-        if name == BATTLES_TABLE and report.per_dump:
-            extra["per_dump"] = dg.MetadataValue.json(report.per_dump)
         yield dg.MaterializeResult(
             asset_key=TABLE_KEYS[name],
             metadata={**common, **extra, "dagster/row_count": rows,
                       "table": f"{SCHEMA}.{name}"},
-            data_version=dg.DataVersion(manifest.revision),
+            data_version=dg.DataVersion(revision),
         )

@@ -21,17 +21,26 @@ from arena_pipeline.core.analysis import (
     PREFERENCE_PAIRS_SCHEMA,
     RATING_TREND_SCHEMA,
     position_bias,
-    preference_pairs,
     rating_trend,
+    sql_literal,
+    write_preference_pairs,
 )
-from arena_pipeline.core.publication import input_version, read_input, versioned, write_version
-from arena_pipeline.core.warehouse import read_frame
+from arena_pipeline.core.publication import (
+    base_version,
+    input_version,
+    read_input,
+    reusable_version,
+    reuse_version,
+    versioned,
+    write_version,
+    write_version_with,
+)
 from arena_pipeline.resources import Warehouse
 
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
                  for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE, PREFERENCE_PAIRS_TABLE)}
 REVISION_COLUMN = {"dump_revision": pl.String()}
-#: The message-list columns are dropped before storing (they would store every text twice).
+#: The message-list columns are not stored (they would store every text twice).
 LIST_COLUMNS = ("prompt_messages", "chosen_messages", "rejected_messages")
 PAIRS_COLUMNS = {k: v for k, v in PREFERENCE_PAIRS_SCHEMA.items() if k not in LIST_COLUMNS}
 
@@ -103,21 +112,27 @@ def preference_pairs_table(context: dg.AssetExecutionContext, warehouse: Warehou
     rest of each side's conversation is its response (multi-turn sides differ after the first turn)."""
     with warehouse.connection() as con:
         build = run_build(context, con)
-        battles = read_input(con, SCHEMA, BATTLES_TABLE, build, _BATTLE_COLUMNS)
-        # only what the pairs need: the decisive votes' messages, without the unused columns
-        messages = read_frame(
-            con,
-            f"SELECT battle_id, side, position, role, text, images "
-            f"FROM {versioned(input_version(con, SCHEMA, MESSAGES_TABLE, build))} "
-            f"WHERE battle_id IN (SELECT id FROM {versioned(input_version(con, SCHEMA, BATTLES_TABLE, build))} "
-            "WHERE winner IN ('model_a', 'model_b'))",
-        )
-        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
-        # the rendered strings only: the *_messages list columns would store every text twice
-        table = preference_pairs(_canonical(battles), messages, tags).drop(*LIST_COLUMNS).with_columns(dump_revision=pl.lit(build.revision))
-        del messages
-        write_version(con, PREFERENCE_PAIRS_TABLE, build, table, {"package_version": package_version()})
+        settings = {"package_version": package_version()}
+        reusable = reusable_version(con, PREFERENCE_PAIRS_TABLE, build, settings)
+        if reusable is not None:  # same inputs, settings and code: the earlier version, as a view
+            base, rows = reusable
+            reuse_version(con, PREFERENCE_PAIRS_TABLE, build, base, rows, settings)
+            context.log.info(f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}: inputs unchanged, {base} reused")
+        else:
+            inputs = {name: input_version(con, SCHEMA, name, build)
+                      for name in (BATTLES_TABLE, MESSAGES_TABLE, BATTLE_CATEGORIES_TABLE)}
+            # messages by row ranges of the table that holds them (a reused version is a view of it)
+            messages = versioned(base_version(con, inputs[MESSAGES_TABLE]))
+
+            def fill(target: str) -> int:  # inside DuckDB, batch by batch: no text enters this process
+                return write_preference_pairs(
+                    con, target, versioned(inputs[BATTLES_TABLE]), messages,
+                    versioned(inputs[BATTLE_CATEGORIES_TABLE]),
+                    model_columns=("model_a_canonical", "model_b_canonical"),
+                    extra_columns=f"{sql_literal(build.revision)} AS dump_revision")
+
+            rows = write_version_with(con, PREFERENCE_PAIRS_TABLE, build, fill, settings)
     return dg.MaterializeResult(
-        metadata={"dagster/row_count": table.height},
+        metadata={"dagster/row_count": rows},
         data_version=dg.DataVersion(build.revision),
     )

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import duckdb
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
-from arena_pipeline.core.categories import category_order
+from arena_pipeline.core.categories import CATEGORY_NAMES, category_order
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 #: Columns and types of :func:`position_bias`.
@@ -278,18 +279,30 @@ def chain_months(boards: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(out) if out else boards.with_columns(linked_models=pl.lit(None, pl.Int64))
 
 
-def _render(role: pl.Expr, text: pl.Expr) -> pl.Expr:
-    """``"<Marker>: <text>"`` for one message (unknown roles capitalised; null text as empty)."""
-    marker = role.replace_strict(ROLE_MARKERS, default=role.str.to_titlecase(), return_dtype=pl.String)
-    return pl.concat_str([marker.fill_null("Unknown"), pl.lit(": "), text.fill_null("")])
+def sql_literal(text: str) -> str:
+    """``text`` as a SQL string literal (quotes doubled; newlines are allowed inside DuckDB literals)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
-def preference_pairs(
-    battles: pl.DataFrame,
-    messages: pl.DataFrame,
-    battle_categories: pl.DataFrame,
-) -> pl.DataFrame:
-    """Chosen/rejected pairs for reward-model training, one row per decisive vote.
+def _render_sql(role: str, text: str) -> str:
+    """``"<Marker>: <text>"`` for one message in SQL (unknown roles title-cased word by word, a null
+    role as ``Unknown``; null text as empty)."""
+    known = " ".join(f"WHEN {sql_literal(r)} THEN {sql_literal(m)}" for r, m in ROLE_MARKERS.items())
+    titled = (f"array_to_string(list_transform(string_split({role}, ' '), "
+              "w -> upper(w[1]) || lower(w[2:])), ' ')")
+    return (f"concat(coalesce(CASE {role} {known} ELSE {titled} END, 'Unknown'), ': ', "
+            f"coalesce({text}, ''))")
+
+
+def preference_pairs_sql(
+    battles: str,
+    messages: str,
+    battle_categories: str,
+    *,
+    model_columns: tuple[str, str] = ("model_a", "model_b"),
+    with_messages: bool = False,
+) -> str:
+    """The DuckDB query of chosen/rejected pairs for reward-model training, one row per decisive vote.
 
     A vote judges the two whole conversations, so a battle is never split into turns. Both
     sides start from the same first user message but, from the second turn on, each side has
@@ -302,101 +315,187 @@ def preference_pairs(
       next user message, the next reply, and so on.
 
     Text rendering: each message as ``"User: <text>"`` / ``"Assistant: <text>"`` (other roles
-    capitalised), messages joined by a blank line, so ``prompt + "\\n\\n" + chosen`` is the
-    full transcript of the chosen side. The same split is given unrendered, in the
-    conversational "prompt / chosen / rejected" format of preference-training libraries (e.g.
-    TRL): ``prompt_messages``, ``chosen_messages``, ``rejected_messages`` are lists of
-    ``{"role", "content"}`` with the raw texts. A message whose only parts are images has an
-    empty text; ``has_images`` flags such battles.
+    title-cased), messages joined by a blank line, so ``prompt + "\\n\\n" + chosen`` is the
+    full transcript of the chosen side. With ``with_messages`` the same split is also given
+    unrendered, in the conversational "prompt / chosen / rejected" format of preference-training
+    libraries (e.g. TRL): ``prompt_messages``, ``chosen_messages``, ``rejected_messages`` are lists
+    of ``{"role", "content"}`` with the raw texts (the published table leaves them out: they would
+    store every text twice). A message whose only parts are images has an empty text;
+    ``has_images`` flags such battles.
+
+    The query runs inside DuckDB over the flat tables, so the texts never enter Python and its
+    memory is DuckDB's (bounded by its ``memory_limit``, spilling to its temporary directory).
 
     Parameters
     ----------
     battles
-        ``id``, ``model_a``, ``model_b``, ``winner``, ``turns``, ``language``, ``timestamp``.
-        Ties and ``both_bad`` votes are left out. Self-battles (the same model on both sides)
-        are kept (two different samples of one model).
+        A relation (quoted name or subquery) with ``id``, ``winner``, ``turns``, ``language``,
+        ``timestamp`` and the two model columns. Ties and ``both_bad`` votes are left out.
+        Self-battles (the same model on both sides) are kept (two different samples of one model).
     messages
-        ``arena.messages``: ``battle_id``, ``side``, ``position``, ``role``, ``text``,
-        ``images``.
+        ``arena.messages``: ``battle_id``, ``side``, ``position``, ``role``, ``text``, ``images``.
     battle_categories
         ``battle_id``, ``category``.
+    model_columns
+        The columns of ``battles`` naming the models of side A and B (the pipeline passes the
+        canonical names).
+    with_messages
+        Also return the unrendered message lists.
 
     Returns
     -------
-    pl.DataFrame
-        :data:`PREFERENCE_PAIRS_SCHEMA`, sorted by ``battle_id``. ``categories`` lists the
-        battle's categories in board order (``categories.ordered_categories``) (empty when it has none).
+    str
+        A SELECT giving :data:`PREFERENCE_PAIRS_SCHEMA`'s columns (without the ``*_messages`` lists
+        unless ``with_messages``), ordered by ``battle_id``. ``categories`` lists the battle's
+        categories in board order (``categories.ordered_categories``; empty when it has none).
         Battles lacking a user message or a reply on either side are left out. The prompt is
         taken from the chosen side.
     """
-    decided = battles.filter(pl.col("winner").is_in(["model_a", "model_b"]).fill_null(False))
-    decided = decided.select(
-        pl.col("id").alias("battle_id"),
-        chosen_side=pl.when(pl.col("winner") == "model_a").then(pl.lit("a")).otherwise(pl.lit("b")),
-        chosen_model=pl.when(pl.col("winner") == "model_a")
-        .then(pl.col("model_a"))
-        .otherwise(pl.col("model_b")),
-        rejected_model=pl.when(pl.col("winner") == "model_a")
-        .then(pl.col("model_b"))
-        .otherwise(pl.col("model_a")),
-        turns=pl.col("turns"),
-        language=pl.col("language"),
-        timestamp=pl.col("timestamp"),
-    )
-    has_images = pl.col("images").list.len().fill_null(0) > 0
-    msgs = (
-        messages.select("battle_id", "side", "position", "role", "text", "images")
-        .join(decided.select("battle_id", "chosen_side"), on="battle_id", how="inner")
-        .with_columns(
-            label=pl.when(pl.col("side") == pl.col("chosen_side"))
-            .then(pl.lit("chosen"))
-            .otherwise(pl.lit("rejected")),
-            has_image=has_images,
-        )
-    )
-    # first user message of every side: it and what precedes it form the prompt
-    first_user = (
-        msgs.filter(pl.col("role") == "user")
-        .group_by("battle_id", "label")
-        .agg(prompt_end=pl.col("position").min())
-    )
-    msgs = msgs.join(first_user, on=["battle_id", "label"], how="inner").with_columns(
-        part=pl.when(pl.col("position") <= pl.col("prompt_end"))
-        .then(pl.lit("prompt"))
-        .otherwise(pl.col("label")),
-        rendered=_render(pl.col("role"), pl.col("text")),
-        message=pl.struct(role=pl.col("role"), content=pl.col("text").fill_null("")),
-    )
-    sides = (
-        msgs.filter((pl.col("part") != "prompt") | (pl.col("label") == "chosen"))
-        .sort("battle_id", "part", "position")
-        .group_by("battle_id", "part")
-        .agg(
-            text=pl.col("rendered").str.join(MESSAGE_SEPARATOR),
-            messages=pl.col("message"),
-        )
-    )
-    images = msgs.group_by("battle_id").agg(has_images=pl.col("has_image").any())
+    model_a, model_b = (f'"{c}"' for c in model_columns)
+    render = _render_sql("role", "text")
+    order = " ".join(f"WHEN {sql_literal(c)} THEN {i}" for i, c in enumerate(CATEGORY_NAMES))
+    sep = sql_literal(MESSAGE_SEPARATOR)
+    # one ordered aggregation per (battle, part), then a pivot of single strings: DuckDB's ordered
+    # string_agg is the cost here, and three FILTERed ones over the same rows cost a third more
+    names = ("prompt", "chosen", "rejected")
+    lists = (",\n           list({'role': role, 'content': coalesce(text, '')} ORDER BY position) AS messages"
+             if with_messages else "")
+    pivot = ",\n".join(f"           max(text) FILTER (WHERE part = '{name}') AS {name}" for name in names)
+    pivot += "".join(f",\n           max(messages) FILTER (WHERE part = '{name}') AS {name}_messages"
+                     for name in names) if with_messages else ""
+    message_columns = "".join(f", s.{name}_messages" for name in names) if with_messages else ""
+    return f"""
+WITH decided AS (
+    SELECT id AS battle_id,
+           CASE WHEN winner = 'model_a' THEN 'a' ELSE 'b' END AS chosen_side,
+           CASE WHEN winner = 'model_a' THEN {model_a} ELSE {model_b} END AS chosen_model,
+           CASE WHEN winner = 'model_a' THEN {model_b} ELSE {model_a} END AS rejected_model,
+           turns, language, "timestamp"
+    FROM {battles} WHERE winner IN ('model_a', 'model_b')
+), msgs AS (
+    SELECT m.battle_id, m.position, m.role, m.text,
+           CASE WHEN m.side = d.chosen_side THEN 'chosen' ELSE 'rejected' END AS label,
+           coalesce(len(m.images), 0) > 0 AS has_image
+    FROM {messages} m JOIN decided d ON m.battle_id = d.battle_id
+), first_user AS (
+    SELECT battle_id, label, min(position) AS prompt_end FROM msgs WHERE role = 'user' GROUP BY ALL
+), parts AS (
+    -- the prompt is the chosen side's; the rejected side's copy only counts for has_images
+    SELECT m.*, CASE WHEN m.position > f.prompt_end THEN m.label
+                     WHEN m.label = 'chosen' THEN 'prompt' ELSE 'rejected_prompt' END AS part,
+           {render} AS rendered
+    FROM msgs m JOIN first_user f ON m.battle_id = f.battle_id AND m.label = f.label
+), part_texts AS (
+    SELECT battle_id, part, string_agg(rendered, {sep} ORDER BY position) AS text{lists},
+           bool_or(has_image) AS has_images
+    FROM parts GROUP BY battle_id, part
+), sides AS (
+    SELECT battle_id,
+{pivot},
+           bool_or(has_images) AS has_images
+    FROM part_texts GROUP BY battle_id
+), tags AS (
+    SELECT battle_id, list(category ORDER BY CASE category {order} ELSE {len(CATEGORY_NAMES)} END, category)
+           AS categories
+    FROM (SELECT DISTINCT battle_id, category FROM {battle_categories}) GROUP BY battle_id
+)
+SELECT d.battle_id, s.prompt, s.chosen, s.rejected, d.chosen_model, d.rejected_model, d.chosen_side,
+       CAST(d.turns AS INTEGER) AS turns, d.language, CAST(d."timestamp" AS TIMESTAMP) AS "timestamp",
+       coalesce(t.categories, CAST([] AS VARCHAR[])) AS categories, s.has_images{message_columns}
+FROM decided d
+JOIN sides s ON s.battle_id = d.battle_id
+LEFT JOIN tags t ON t.battle_id = d.battle_id
+WHERE s.prompt IS NOT NULL AND s.chosen IS NOT NULL AND s.rejected IS NOT NULL
+ORDER BY d.battle_id
+"""
 
-    def part(name: str) -> pl.DataFrame:
-        return sides.filter(pl.col("part") == name).select(
-            "battle_id", pl.col("text").alias(name), pl.col("messages").alias(f"{name}_messages")
-        )
 
-    tags = (
-        battle_categories.select("battle_id", "category")
-        .unique()
-        .sort(category_order(), "category")
-        .group_by("battle_id", maintain_order=True)
-        .agg(categories=pl.col("category"))
-    )
-    out = (
-        decided.join(part("prompt"), on="battle_id", how="inner")
-        .join(part("chosen"), on="battle_id", how="inner")
-        .join(part("rejected"), on="battle_id", how="inner")
-        .join(images, on="battle_id", how="left")
-        .join(tags, on="battle_id", how="left")
-        .with_columns(categories=pl.col("categories").fill_null(pl.lit([], pl.List(pl.String))))
-        .sort("battle_id")
-    )
+def preference_pairs(
+    battles: pl.DataFrame,
+    messages: pl.DataFrame,
+    battle_categories: pl.DataFrame,
+) -> pl.DataFrame:
+    """:func:`preference_pairs_sql` (with the message lists) on frames, in an in-memory DuckDB.
+
+    For small frames and tests; the pipeline runs the query on the warehouse's tables so that the
+    texts stay in DuckDB. Returns :data:`PREFERENCE_PAIRS_SCHEMA`, sorted by ``battle_id``.
+    """
+    with duckdb.connect() as con:
+        for name, frame in (("_battles", battles), ("_messages", messages), ("_tags", battle_categories)):
+            con.register(name, frame.to_arrow())
+        out = con.execute(preference_pairs_sql("_battles", "_messages", "_tags", with_messages=True)).pl()
     return out.select([pl.col(c).cast(t) for c, t in PREFERENCE_PAIRS_SCHEMA.items()])
+
+
+#: Messages per batch of :func:`write_preference_pairs` (about 1.3 KB of text each in the real dump,
+#: so ~130 MB of text in DuckDB's aggregation at a time).
+PAIRS_BATCH_MESSAGES = 100_000
+
+
+def write_preference_pairs(
+    con: duckdb.DuckDBPyConnection,
+    target: str,
+    battles: str,
+    messages_table: str,
+    battle_categories: str,
+    *,
+    model_columns: tuple[str, str] = ("model_a", "model_b"),
+    extra_columns: str = "",
+    batch_messages: int = PAIRS_BATCH_MESSAGES,
+) -> int:
+    """Fill the (new) table ``target`` with :func:`preference_pairs_sql`, batch by batch; return its rows.
+
+    DuckDB cannot spill the text aggregation of the pairs, so one query over the whole messages
+    table needs memory in proportion to the dump (6.8 GB for the 135k dump). Here the battles are
+    batched by where their messages lie in ``messages_table`` (a base table: its ``rowid`` order is
+    the order the loader appended messages in, batch by batch): a battle belongs to the batch of
+    its first message's row, and each batch reads only its range of rows, extended by the widest
+    spread of one battle's messages (``span``), which DuckDB prunes by row group. So each batch
+    holds about ``batch_messages`` messages and the whole costs one pass over the messages, time
+    linear in the dump. The result does not depend on the layout (a battle's messages are also
+    matched by id); only the speed does: a table whose battles are spread over it (``span`` near
+    its size) is read once per batch.
+
+    Parameters
+    ----------
+    con
+        A connection to the database holding the relations (``target`` is created in it).
+    target
+        Quoted, schema-qualified name of the table to create (it must not exist).
+    battles, battle_categories
+        Relations as for :func:`preference_pairs_sql`.
+    messages_table
+        Quoted name of the messages *base table* (``rowid`` is read from it).
+    model_columns
+        As for :func:`preference_pairs_sql`.
+    extra_columns
+        SQL select items appended to each row (e.g. ``'abc' AS dump_revision``), or empty.
+    batch_messages
+        Messages per batch (the memory setting of this step).
+    """
+    if batch_messages < 1:
+        raise ValueError("batch_messages must be positive")
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _pair_bounds AS
+        SELECT battle_id, min(rowid) AS first_row, max(rowid) AS last_row
+        FROM {messages_table} GROUP BY battle_id""")
+    try:
+        rows, span = con.execute(
+            "SELECT coalesce(max(last_row) + 1, 0), coalesce(max(last_row - first_row), 0) FROM _pair_bounds"
+        ).fetchone()
+        extra = f", {extra_columns}" if extra_columns else ""
+        batches = max(1, -(-rows // batch_messages))
+        for i in range(batches):
+            low, high = i * batch_messages, (i + 1) * batch_messages
+            ids = f"(SELECT battle_id FROM _pair_bounds WHERE first_row >= {low} AND first_row < {high})"
+            query = preference_pairs_sql(
+                f"(SELECT * FROM {battles} WHERE id IN {ids})",
+                f"(SELECT * FROM {messages_table} WHERE rowid >= {low} AND rowid < {high + span} "
+                f"AND battle_id IN {ids})",
+                f"(SELECT * FROM {battle_categories} WHERE battle_id IN {ids})",
+                model_columns=model_columns,
+            ).replace("ORDER BY d.battle_id", "")
+            verb = f"CREATE TABLE {target} AS" if i == 0 else f"INSERT INTO {target}"
+            con.execute(f"{verb} SELECT *{extra} FROM ({query})")
+    finally:
+        con.execute("DROP TABLE IF EXISTS _pair_bounds")
+    return con.execute(f"SELECT count(*) FROM {target}").fetchone()[0]

@@ -59,7 +59,9 @@ from arena_pipeline.core.sources import (
     verify_shard,
 )
 
-BATCH_ROWS = 8_192
+#: Rows of a parquet shard flattened at a time: with DuckDB's memory_limit, this sets the load's peak
+#: memory (4,096 votes of the real dump are ~90 MB of Arrow data, about 4x that while flattened).
+BATCH_ROWS = 4_096
 
 
 class ContentHashes:
@@ -334,8 +336,9 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     rule (core/quarantine.py) or whose nested fields do not parse go to quarantine, with their
     messages left out; every input row ends in exactly one of battles and quarantine.
 
-    Messages are streamed into DuckDB batch by batch, so memory stays bounded by one batch of the
-    dump plus the (small) battles table. The staging tables are created, then filled in one
+    Messages are streamed into DuckDB batch by batch (``BATCH_ROWS`` votes), so memory stays
+    bounded by one batch of the dump, DuckDB's memory limit (the connection's ``memory_limit``) and
+    the battles table (about 450 bytes a vote, no texts). The staging tables are created, then filled in one
     transaction: DuckDB then writes whole row groups once instead of committing every batch's
     insert on its own, which takes about a third less CPU on the full dump
     (benchmarks/bench_ingest.py); a failure rolls the staging rows back.
@@ -358,13 +361,20 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     tables = {name + suffix: columns for name, columns in tables.items()}
     for table, columns in tables.items():
         warehouse.create_stage(con, schema, table, columns)
+    # rows keep the order they are appended in, so one battle's messages stay close together
+    # (core.analysis.write_preference_pairs reads them in row ranges)
+    ordered = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
+    con.execute("SET preserve_insertion_order = true")
     con.execute("BEGIN TRANSACTION")
     try:
         _fill_stages(manifest, con, schema, suffix, aliases, report)
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    con.execute("COMMIT")
+    else:
+        con.execute("COMMIT")
+    finally:
+        con.execute(f"SET preserve_insertion_order = {bool(ordered)}")
     warehouse.swap_in_staged(con, schema, tables)
     report.seconds = time.perf_counter() - started
     return report

@@ -21,19 +21,23 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
+import hashlib
 import json
 import os
 import re
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.constants import DERIVED_FROM, DUMPS_TABLE, PUBLICATIONS_TABLE, SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.ingest import DumpManifest, ShardFile
-from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists, write_table
+from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists, write_table, write_table_with
 
 BUILDS = quoted(VERSIONS_SCHEMA, "builds")
 VERSIONS = quoted(VERSIONS_SCHEMA, "versions")
@@ -144,6 +148,9 @@ def ensure_catalog(con: duckdb.DuckDBPyConnection, schema: str) -> None:
     con.execute(PUBLICATIONS_DDL.format(table=quoted(schema, PUBLICATIONS_TABLE)))
     for ddl in CATALOG_DDL:
         con.execute(ddl)
+    # a warehouse made before versions could be reused gains the columns (null: never reused)
+    for column in ("inputs_key", "same_as"):
+        con.execute(f"ALTER TABLE {VERSIONS} ADD COLUMN IF NOT EXISTS {column} VARCHAR")
 
 
 def ensure_dumps_table(con: duckdb.DuckDBPyConnection, schema: str) -> str:
@@ -291,23 +298,109 @@ def versioned(version: str) -> str:
 
 
 def register_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, rows: int,
-                     settings: Mapping | None = None) -> str:
-    """Record that ``build`` wrote its version of ``table`` (``rows`` rows, made with ``settings``)."""
+                     settings: Mapping | None = None, *, same_as: str | None = None) -> str:
+    """Record that ``build`` wrote its version of ``table`` (``rows`` rows, made with ``settings``).
+
+    The version's :func:`inputs_key` is recorded with it, so a later build with the same inputs and
+    settings can reuse it (:func:`reusable_version`); ``same_as`` names the version it reuses.
+    """
     version = version_name(table, build)
+    key = inputs_key(con, table, build, settings)
     con.execute(
-        f"""INSERT INTO {VERSIONS} (version, table_name, revision, build_id, rows, settings, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+        f"""INSERT INTO {VERSIONS} (version, table_name, revision, build_id, rows, settings, created_at,
+                                    inputs_key, same_as)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (version) DO UPDATE SET rows = excluded.rows, settings = excluded.settings,
-                checks_passed = NULL, checks = NULL, created_at = excluded.created_at""",
-        [version, table, build.revision, build.build_id, rows, json.dumps(dict(settings or {}), default=str), _now()],
+                checks_passed = NULL, checks = NULL, created_at = excluded.created_at,
+                inputs_key = excluded.inputs_key, same_as = excluded.same_as""",
+        [version, table, build.revision, build.build_id, rows, json.dumps(dict(settings or {}), default=str), _now(),
+         key, same_as],
     )
     return version
+
+
+# --------------------------------------------------------------------------- reuse
+
+#: Settings that do not change a table's content (the code fingerprint stands for the package).
+_UNKEYED_SETTINGS = frozenset({"package_version"})
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """sha256 of the installed package's code and data files: any change of them changes every key."""
+    root = resources.files("arena_pipeline")
+    digest = hashlib.sha256()
+    for path in sorted(Path(str(root)).rglob("*")):
+        if path.suffix in {".py", ".csv", ".json"} and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(str(root))).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, settings: Mapping | None) -> str | None:
+    """What a version of ``table`` is made from: the dump revision, the settings (but
+    ``package_version``), the package's code (:func:`code_fingerprint`) and the keys of the versions
+    of its inputs (``constants.DERIVED_FROM``) that ``build`` reads. Two versions with one key hold
+    the same rows. None (never reused) when an input has no version ``build`` would read."""
+    inputs = {}
+    for upstream in DERIVED_FROM.get(table, ()):
+        try:
+            version = input_version(con, SCHEMA, upstream, build)
+        except LookupError:
+            return None
+        row = con.execute(f"SELECT inputs_key FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
+        inputs[upstream] = (row[0] if row else None) or version
+    payload = {"table": table, "revision": build.revision, "code": code_fingerprint(), "inputs": inputs,
+               "settings": {k: v for k, v in dict(settings or {}).items() if k not in _UNKEYED_SETTINGS}}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def base_version(con: duckdb.DuckDBPyConnection, version: str) -> str:
+    """The version whose table holds ``version``'s rows (itself, or the one it reuses)."""
+    row = con.execute(f"SELECT same_as FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
+    return (row[0] if row else None) or version
+
+
+def reusable_version(con: duckdb.DuckDBPyConnection, table: str, build: Build,
+                     settings: Mapping | None = None) -> tuple[str, int] | None:
+    """(version, rows) of an existing version of ``table`` with ``build``'s inputs key, or None.
+
+    Only a version whose table still exists and whose blocking checks did not fail qualifies; the
+    newest is taken. ``build``'s own versions are not candidates (a retried step rewrites its own).
+    """
+    key = inputs_key(con, table, build, settings)
+    if key is None:
+        return None
+    rows = con.execute(
+        f"""SELECT coalesce(same_as, version) AS base, rows FROM {VERSIONS}
+            WHERE table_name = ? AND inputs_key = ? AND build_id <> ? AND checks_passed IS NOT false
+            ORDER BY created_at DESC""", [table, key, build.build_id]).fetchall()
+    existing = {name for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall()}
+    return next(((base, n) for base, n in rows if base in existing), None)
+
+
+def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base: str, rows: int,
+                  settings: Mapping | None = None) -> str:
+    """Make ``build``'s version of ``table`` a view of the existing version ``base`` (no rows copied)."""
+    version = version_name(table, build)
+    con.execute(f"DROP TABLE IF EXISTS {versioned(version)}")
+    con.execute(f"CREATE OR REPLACE VIEW {versioned(version)} AS SELECT * FROM {versioned(base)}")
+    return register_version(con, table, build, rows, settings, same_as=base)
 
 
 def write_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, frame: pl.DataFrame,
                   settings: Mapping | None = None) -> int:
     """Write ``frame`` as ``build``'s version of ``table`` (staged, then swapped in) and register it."""
     rows = write_table(con, VERSIONS_SCHEMA, version_name(table, build), frame)
+    register_version(con, table, build, rows, settings)
+    return rows
+
+
+def write_version_with(con: duckdb.DuckDBPyConnection, table: str, build: Build, fill: Callable[[str], int],
+                       settings: Mapping | None = None) -> int:
+    """Write ``build``'s version of ``table`` with ``fill`` (see ``warehouse.write_table_with``: the
+    rows are made inside DuckDB) and register it."""
+    rows = write_table_with(con, VERSIONS_SCHEMA, version_name(table, build), fill)
     register_version(con, table, build, rows, settings)
     return rows
 
@@ -563,14 +656,20 @@ def _drop_unused(con: duckdb.DuckDBPyConnection, kept: pl.DataFrame, history_tab
     finished = {r["build_key"]: r["build_id"] for r in builds.iter_rows(named=True)
                 if r["build_id"] == own_build or r["status"] in FINISHED
                 or _process_gone(r["host"], r["pid"]) or is_finished(r["build_id"], r["started_at"])}
-    names = [r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall()]
+    # a version that reuses another (a view of it) keeps it: the kept ones and an unfinished build's
+    same_as = dict(con.execute(f"SELECT version, same_as FROM {VERSIONS} WHERE same_as IS NOT NULL").fetchall())
+    needed |= {base for version, base in same_as.items()
+               if version in needed or version.rpartition("__")[2] not in finished}
+    relations = con.execute(
+        "SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE schema_name = ? "
+        "UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views() WHERE schema_name = ?",
+        [VERSIONS_SCHEMA, VERSIONS_SCHEMA]).fetchall()
     dropped = []
-    for name in names:
+    for name, kind in sorted(relations, key=lambda r: r[1] != "VIEW"):  # views before their tables
         key = name.rpartition("__")[2]
         if name in needed or key not in finished or name.count("__") < 2:
             continue
-        con.execute(f"DROP TABLE IF EXISTS {versioned(name)}")
+        con.execute(f"DROP {kind} IF EXISTS {versioned(name)}")
         dropped.append(name)
     if dropped:
         con.execute(f"DELETE FROM {VERSIONS} WHERE version IN (SELECT unnest(?))", [dropped])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import duckdb
 import polars as pl
@@ -141,6 +141,20 @@ def write_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: 
     append(con, schema, table, frame)
     swap_in_staged(con, schema, [table])
     return frame.height
+
+
+def write_table_with(con: duckdb.DuckDBPyConnection, schema: str, table: str, fill: Callable[[str], int]) -> int:
+    """Replace ``schema.table`` by what ``fill(stage)`` creates inside DuckDB (stage, then publish).
+
+    ``fill`` gets the quoted name of a staging table that does not exist, creates and fills it (say
+    with ``CREATE TABLE ... AS SELECT``: the rows never pass through Python) and returns its rows.
+    """
+    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    stage = quoted(schema, STAGE_PREFIX + table)
+    con.execute(f"DROP TABLE IF EXISTS {stage}")
+    rows = fill(stage)
+    swap_in_staged(con, schema, [table])
+    return rows
 
 
 def relation_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:

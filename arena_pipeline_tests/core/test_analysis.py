@@ -423,3 +423,56 @@ def test_rating_trend_chain_restarts_when_months_share_no_model():
     by_month = out.group_by("month").agg(pl.col("rating").mean(), pl.col("linked_models").first()).sort("month")
     assert by_month["linked_models"].to_list() == [None, 0]
     assert by_month["rating"].to_list() == pytest.approx([1000.0, 1000.0])  # both centred
+
+
+@pytest.mark.parametrize("batch_messages", [1, 3, 7, 1000])
+def test_write_preference_pairs_in_batches_equals_one_query(conversation, batch_messages):
+    """Batched by row ranges of the messages table (each battle's messages spread over it, as the
+    loader leaves sides a and b apart) the pairs are those of one query, for any batch size."""
+    import duckdb
+
+    from arena_pipeline.core.analysis import write_preference_pairs
+
+    battles, messages, tags = conversation
+    # side a of every battle first, then side b: a battle's messages lie far apart
+    messages = messages.sort("side", "battle_id", "position")
+    expected = preference_pairs(battles, messages, tags).drop("prompt_messages", "chosen_messages",
+                                                              "rejected_messages")
+    with duckdb.connect() as con:
+        con.execute("CREATE TABLE messages AS SELECT * FROM messages")
+        con.register("battles_frame", battles.to_arrow())
+        con.register("tags_frame", tags.to_arrow())
+        rows = write_preference_pairs(con, "pairs", "battles_frame", "messages", "tags_frame",
+                                      extra_columns="'rev' AS dump_revision", batch_messages=batch_messages)
+        out = con.execute("SELECT * FROM pairs ORDER BY battle_id").pl()
+    assert rows == expected.height == 3
+    assert out.drop("dump_revision").equals(expected.select(out.drop("dump_revision").columns))
+    assert out.get_column("dump_revision").to_list() == ["rev"] * 3
+
+
+def test_write_preference_pairs_reads_one_range_of_messages_per_batch(conversation, monkeypatch):
+    """Each batch's query reads a bounded row range of the messages table (the memory setting)."""
+    import re
+
+    import duckdb
+
+    from arena_pipeline.core import analysis
+
+    battles, messages, tags = conversation
+    queries = []
+    real = analysis.preference_pairs_sql
+
+    def spy(battles_rel, messages_rel, *args, **kwargs):
+        queries.append(messages_rel)
+        return real(battles_rel, messages_rel, *args, **kwargs)
+
+    monkeypatch.setattr(analysis, "preference_pairs_sql", spy)
+    with duckdb.connect() as con:
+        con.execute("CREATE TABLE messages AS SELECT * FROM messages ORDER BY battle_id, side, position")
+        con.register("battles_frame", battles.to_arrow())
+        con.register("tags_frame", tags.to_arrow())
+        analysis.write_preference_pairs(con, "pairs", "battles_frame", "messages", "tags_frame", batch_messages=4)
+    ranges = [tuple(map(int, re.search(r"rowid >= (\d+) AND rowid < (\d+)", q).groups())) for q in queries]
+    assert len(ranges) == -(-messages.height // 4)  # one query per batch of 4 rows
+    widest = messages.group_by("battle_id").len().get_column("len").max()  # 8: battle "multi"
+    assert max(hi - lo for lo, hi in ranges) == 4 + widest - 1  # a batch, and the widest battle less one

@@ -1,0 +1,87 @@
+"""A re-run of an unchanged dump reuses the heavy table versions: no load, no copy, still a publication.
+
+Versions are keyed by what they are made from (``core.publication.inputs_key``: the revision, the
+settings, the package's code and the inputs' keys); a version with the key of an existing one is a
+view of it, and retention keeps a table as long as a kept or running version is a view of it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arena_pipeline.resources import ModelCatalog, Warehouse
+from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.publication_support import (
+    Setup,
+    assert_live_is_one_publication,
+    fingerprint,
+    publications,
+    query,
+)
+
+ROWS = 200
+HEAVY = ("battles", "messages", "context_messages", "quarantine", "preference_pairs")
+
+
+def _live_tables(setup: Setup) -> dict[str, str]:
+    return json.loads(query(setup.warehouse, "SELECT tables FROM arena.publications "
+                                             "ORDER BY publication_id DESC LIMIT 1")[0][0])
+
+
+def _base_tables(setup: Setup) -> set[str]:
+    return {name for (name,) in query(setup.warehouse, "SELECT table_name FROM duckdb_tables() "
+                                                       "WHERE schema_name = 'arena_versions'")}
+
+
+def _same_as(setup: Setup) -> dict[str, str | None]:
+    return dict(query(setup.warehouse, "SELECT version, same_as FROM arena_versions.versions"))
+
+
+@pytest.mark.slow
+def test_unchanged_rerun_reuses_the_heavy_versions_and_retention_keeps_what_they_show(tmp_path):
+    write_dump(tmp_path / "dump", n_rows=ROWS, n_shards=2, seed=5)
+    setup = Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
+    keep_one = {"warehouse": Warehouse(database=str(setup.warehouse), retention=1)}
+    assert setup.run(**keep_one).success
+    first = _live_tables(setup)
+    tables_before = _base_tables(setup)
+    seen = fingerprint(setup.warehouse)
+
+    result = setup.run(**keep_one)
+    assert result.success
+    second = _live_tables(setup)
+    assert [p[0] for p in publications(setup.warehouse)] == [1, 2]  # a publication all the same
+    same_as = _same_as(setup)
+    for table in HEAVY:
+        assert second[table] != first[table]
+        assert same_as[second[table]] == first[table], table  # a view of the first run's table
+    # no heavy table was written again, and retention (keeping one publication) kept the ones shown
+    heavy_now = {t for t in _base_tables(setup) if t.split("__")[0] in HEAVY}
+    assert heavy_now == {t for t in tables_before if t.split("__")[0] in HEAVY}
+    assert {first[t] for t in HEAVY} <= heavy_now
+    now = fingerprint(setup.warehouse)
+    for table in HEAVY:  # the same rows, read through the new versions
+        assert now[table][1:] == seen[table][1:], table
+    assert now["leaderboard"][1:] == seen["leaderboard"][1:]  # same votes, settings and seed
+    flat = [e for e in result.get_asset_materialization_events()
+            if e.asset_key.to_user_string() == "arena/battles"]
+    assert flat[0].materialization.metadata["reused"].value is True
+    assert_live_is_one_publication(setup.warehouse)
+
+    # another alias table changes what the flat tables hold: loaded again, not reused
+    aliases = tmp_path / "aliases.csv"
+    aliases.write_text("alias,canonical\nllama-4-maverick,deepseek-v3-0324\n", encoding="utf-8")
+    assert setup.run(model_catalog=ModelCatalog(aliases_path=str(aliases)), **keep_one).success
+    third = _live_tables(setup)
+    same_as = _same_as(setup)
+    for table in HEAVY:
+        assert same_as[third[table]] is None and third[table] in _base_tables(setup), table
+    # the first run's tables are shown by no kept publication any more: retention dropped them,
+    # views and tables alike
+    names = {n for (n,) in query(setup.warehouse, "SELECT table_name FROM duckdb_tables() WHERE schema_name = "
+                                                  "'arena_versions' UNION ALL SELECT view_name FROM duckdb_views() "
+                                                  "WHERE schema_name = 'arena_versions'")}
+    assert not ({first[t] for t in HEAVY} | {second[t] for t in HEAVY}) & names
+    assert_live_is_one_publication(setup.warehouse)
