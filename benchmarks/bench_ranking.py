@@ -2,11 +2,15 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_ranking.py         # the project's venv: skips arena-rank
-    .venv-bench/bin/python benchmarks/bench_ranking.py   # with arena-rank installed
+    .venv/bin/python benchmarks/bench_ranking.py   # section [5] needs the bench extra (arena-rank)
 
 Prints figures only; it is not a test. Options: ``--repeats N`` timing repeats (default 3),
-``--arena-rank-rounds N`` bootstrap rounds for arena-rank (default 100, as ours).
+``--arena-rank-rounds N`` bootstrap rounds of section [5], for arena-rank and ours (default 100).
+
+Section [5] compares with arena-rank: ratings against arena-rank run to convergence (its default
+tolerances stop L-BFGS early, reported as information), and the speed of the same work (fit +
+bootstrap + sandwich on the overall board), ours and arena-rank's timed one after the other in
+that section, so the ratio divides two times of one section of one run.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import platform
 import resource
 import time
+from functools import partial
 
 import numpy as np
 import polars as pl
@@ -140,21 +145,65 @@ def print_top10(leaderboard: pl.DataFrame, categories: tuple[str, ...]) -> None:
             )
 
 
+#: arena-rank run to convergence for the agreement check: ftol=0 turns off its stop on a small
+#: relative change of the mean loss (its default 1e-9 ends the overall fit after ~20 L-BFGS
+#: steps, ratings still up to ~16 points off); gtol bounds the inf-norm of the mean loss's
+#: gradient (x 135,624 battles: about 1e-7 on the summed log-likelihood).
+ARENA_RANK_TIGHT = {"gtol": 1e-12, "ftol": 0.0, "max_iter": 10_000}
+
+
+def fit_arena_rank(bradley_terry, dataset, **options):
+    """One arena-rank BradleyTerry fit, as ``RatingSystem.fit`` runs it (same loss, same
+    ``lbfgs_minimize``), keeping the L-BFGS state ``fit`` drops: returns the fitted model, the
+    rating vector (log-odds), the iteration count, the inf-norm of the mean loss's gradient (what
+    its gtol bounds) and the wall seconds (JIT compile included: each call compiles anew)."""
+    from arena_rank.utils.math_utils import lbfgs_minimize
+    from optax.tree_utils import tree_get
+
+    model = bradley_terry(n_competitors=len(dataset.competitors), **options)
+    t0 = time.perf_counter()
+    params, state = lbfgs_minimize(
+        function=partial(model.loss_function, data=dataset.as_dict()),
+        initial_params=model.params,
+        max_iter=model.max_iter,
+        gtol=model.gtol,
+        ftol=model.ftol,
+    )
+    theta = np.asarray(params["ratings"])  # blocks until JAX is done
+    seconds = time.perf_counter() - t0
+    model.params, model.fitted = params, True
+    iterations = int(tree_get(state, "count", 0))
+    grad_inf = float(np.abs(np.asarray(tree_get(state, "grad", None)["ratings"])).max())
+    return model, theta, iterations, grad_inf, seconds
+
+
 def arena_rank_comparison(
-    votes: pl.DataFrame, ours: pl.DataFrame, our_grad: float, our_boot_s: float, rounds: int
+    votes: pl.DataFrame, overall_only: pl.DataFrame, rounds: int, repeats: int
 ) -> None:
-    """Fit arena-rank's BradleyTerry on the overall board's battles; compare and time it."""
+    """[5] arena-rank's BradleyTerry on the overall board's battles: agreement and speed.
+
+    Agreement: our ratings against arena-rank run to convergence (ARENA_RANK_TIGHT); arena-rank
+    with its default tolerances is reported beside it, as information on its early stop. Speed:
+    the same work (point fit + ``rounds``-round bootstrap + sandwich on the same battles), ours
+    and arena-rank's timed one after the other in this section.
+    """
     try:
         from arena_rank.models.bradley_terry import BradleyTerry
         from arena_rank.utils.data_utils import PairDataset
     except ImportError:
         print(
-            "\narena-rank is not installed: comparison skipped. Create a second venv in the "
-            "repository root (python3 -m venv .venv-bench && .venv-bench/bin/pip install -e "
-            "'.[dev,bench]') and run this script with it."
+            "\narena-rank is not installed: comparison skipped. Install the bench extra "
+            "(.venv/bin/pip install -e '.[dev,bench]') and run this script again."
         )
         return
     from importlib.metadata import version
+
+    # ours, timed here (not reused from [3]) so the speed ratio divides two times of this section
+    config = RankingConfig(methods=("bt",), bootstrap_rounds=rounds)
+    load_ours = os.getloadavg()[0]
+    out, walls, cpus = timed(lambda: compute_rankings(votes, overall_only, config), repeats)
+    ours = out.leaderboard.filter(pl.col("method") == "bt")
+    our_grad = out.metadata["categories"]["overall"]["bt"]["grad_norm"]
 
     kept = ours.get_column("model").to_list()
     battles = votes.filter(
@@ -162,46 +211,80 @@ def arena_rank_comparison(
         pl.col("model_a").is_in(kept),
         pl.col("model_b").is_in(kept),
     ).select("model_a", "model_b", "winner")
-    print(
-        f"\narena-rank {version('arena-rank')}: BradleyTerry(scale=400, "
-        "base=10, init_rating=1000), L-BFGS (gtol=ftol=1e-9 on the mean loss), ties and "
-        f"both_bad = 0.5; same {battles.height} overall battles and {len(kept)} models as ours"
-    )
     dataset = PairDataset.from_pandas(battles.to_pandas())
-    model = BradleyTerry(n_competitors=len(dataset.competitors))
-    t0 = time.perf_counter()
-    model.fit(dataset)
-    fit_s = time.perf_counter() - t0
-    theirs = np.asarray(model.params["ratings"]) * model.alpha
-    theirs = 1000.0 + theirs - theirs.mean()  # centre both on mean 1000 over the same models
+    size = len(dataset.competitors)
+    default = BradleyTerry(n_competitors=size)
+    print(
+        f"\n[5] arena-rank {version('arena-rank')}: BradleyTerry(scale=400, base=10, "
+        f"init_rating=1000), L-BFGS, ties and both_bad = 0.5; same {battles.height} overall "
+        f"battles and {len(kept)} models as ours. Its defaults stop L-BFGS at max_iter="
+        f"{default.max_iter}, or when the mean loss's gradient inf-norm < gtol={default.gtol:g} "
+        f"or its relative change < ftol={default.ftol:g}; 'converged' below is gtol="
+        f"{ARENA_RANK_TIGHT['gtol']:g}, ftol={ARENA_RANK_TIGHT['ftol']:g}, max_iter="
+        f"{ARENA_RANK_TIGHT['max_iter']}"
+    )
+
+    left, right = np.asarray(dataset.pairs).T
+    counts, outcomes = np.asarray(dataset.counts), np.asarray(dataset.outcomes)
+
+    def summed_grad_norm(theta: np.ndarray) -> float:
+        """|gradient| of the summed log-likelihood (the measure of our grad_norm)."""
+        resid = counts * (outcomes - 1.0 / (1.0 + np.exp(-(theta[left] - theta[right]))))
+        return float(np.linalg.norm(np.bincount(left, resid, size) - np.bincount(right, resid, size)))
+
+    def centred(theta: np.ndarray) -> np.ndarray:
+        points = theta * default.alpha
+        return 1000.0 + points - points.mean()  # mean 1000 over the same models, as ours
+
     mine = dict(zip(ours.get_column("model"), ours.get_column("rating"), strict=True))
     mine_vec = np.array([mine[c] for c in dataset.competitors])
     mine_vec = 1000.0 + mine_vec - mine_vec.mean()
-    diff = np.abs(mine_vec - theirs)
-    # gradient of the summed log-likelihood at arena-rank's optimum (ours is at the MLE)
-    theta = np.asarray(model.params["ratings"])
-    left, right = np.asarray(dataset.pairs).T
-    resid = np.asarray(dataset.counts) * (
-        np.asarray(dataset.outcomes) - 1.0 / (1.0 + np.exp(-(theta[left] - theta[right])))
-    )
-    size = len(dataset.competitors)
-    grad = np.bincount(left, resid, size) - np.bincount(right, resid, size)
-    print(f"  fit (incl. JIT compile): {fit_s:.2f} s")
+    fits = {}
+    for name, options in (("default", {}), ("converged", ARENA_RANK_TIGHT)):
+        _, theta, iterations, grad_inf, seconds = fit_arena_rank(BradleyTerry, dataset, **options)
+        fits[name] = centred(theta)
+        stop = (
+            "max_iter"
+            if iterations >= (options.get("max_iter") or default.max_iter)
+            else "gtol"
+            if grad_inf < options.get("gtol", default.gtol)
+            else "ftol"
+        )
+        print(
+            f"    arena-rank {name:<9} fit: {iterations:>4} L-BFGS steps (stopped by {stop}), "
+            f"{seconds:.2f} s incl. JIT compile; mean-loss |grad|_inf {grad_inf:.1e}; summed "
+            f"log-likelihood |grad| {summed_grad_norm(theta):.1e} (ours {our_grad:.1e})"
+        )
+    diff = np.abs(mine_vec - fits["converged"])
     print(
-        f"  |gradient| of the summed log-likelihood: arena-rank {np.linalg.norm(grad):.1e}, "
-        f"ours {our_grad:.1e}"
+        f"    overall bt ratings, ours vs arena-rank converged: max |diff| = {diff.max():.1e} "
+        f"points (mean {diff.mean():.1e}); target < 0.1: {'met' if diff.max() < 0.1 else 'NOT met'}"
     )
+    early = np.abs(fits["default"] - fits["converged"])
+    worst = dataset.competitors[int(early.argmax())]
+    off = np.abs(mine_vec - fits["default"])
     print(
-        f"  overall bt ratings: max |ours - arena-rank| = {diff.max():.4f} points "
-        f"(mean {diff.mean():.4f}; target < 0.1)"
+        f"    information, arena-rank's early stop: default vs converged max |diff| = "
+        f"{early.max():.4f} points ({worst}; mean {early.mean():.4f}); ours vs arena-rank "
+        f"default max {off.max():.4f} (mean {off.mean():.4f})"
     )
+
+    # the same work as ours, as arena-rank runs it (default tolerances): fit + bootstrap + sandwich
     # JAX is multithreaded: forking after it started can deadlock the pool, so spawn workers
     multiprocessing.set_start_method("spawn", force=True)
-    t0 = time.perf_counter()
+    load_theirs = os.getloadavg()[0]
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w0, c0 = time.perf_counter(), time.process_time()
+    model = BradleyTerry(n_competitors=size)
     result = model.compute_ratings_and_cis(
         dataset, ci_method="bootstrap", num_bootstrap=rounds, seed=42
-    )
-    boot_s = time.perf_counter() - t0
+    )  # fits first (not fitted yet), then the bootstrap
+    model.compute_ratings_and_cis(dataset, ci_method="sandwich")
+    their_wall = time.perf_counter() - w0
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    their_own_cpu = time.process_time() - c0
+    workers_cpu = children1.ru_utime + children1.ru_stime - children0.ru_utime - children0.ru_stime
+    their_cpu = their_own_cpu + workers_cpu
     lower = np.asarray(result["rating_lower"])
     upper = np.asarray(result["rating_upper"])
     ours_w = dict(
@@ -213,17 +296,20 @@ def arena_rank_comparison(
     )
     width_gap = np.abs(np.array([ours_w[c] for c in dataset.competitors]) - (upper - lower))
     print(
-        f"  bootstrap, {rounds} rounds, {os.cpu_count()} workers (mp.Pool, spawn): {boot_s:.1f} s"
+        f"    95% bootstrap CI widths ({rounds} rounds each): mean |ours - arena-rank default| = "
+        f"{width_gap.mean():.2f} points (independent resamples)"
     )
+    our_wall, our_cpu = float(np.median(walls)), float(np.median(cpus))
     print(
-        f"  95% bootstrap CI widths: mean |ours - arena-rank| = {width_gap.mean():.2f} points "
-        "(independent resamples)"
-    )
-    scaled = boot_s * 100.0 / rounds
-    print(
-        f"  speed: ours {our_boot_s:.3f} s for the overall board (bt fit + 100-round bootstrap "
-        f"+ sandwich) vs arena-rank {scaled:.1f} s per 100 rounds -> {scaled / our_boot_s:.0f}x "
-        "(target >= 50x)"
+        f"    speed, same work (point fit + {rounds}-round bootstrap + sandwich, overall board), "
+        f"both timed in this section [5], ours first:\n"
+        f"      ours: {fmt_times(walls, cpus)}, CPU median {our_cpu:.2f} s "
+        f"(load average {load_ours:.2f})\n"
+        f"      arena-rank default tolerances, {os.cpu_count()} workers (mp.Pool, spawn), "
+        f"1 run: wall {their_wall:.1f} s, CPU {their_cpu:.1f} s (this process "
+        f"{their_own_cpu:.1f} s + workers {workers_cpu:.1f} s; load average {load_theirs:.2f})\n"
+        f"      ratio arena-rank / ours (ours' medians): wall {their_wall / our_wall:.0f}x, "
+        f"CPU {their_cpu / our_cpu:.0f}x; target >= 50x"
     )
 
 
@@ -298,7 +384,7 @@ def main() -> None:
     # 3. the overall board alone (what arena-rank's bootstrap is compared with)
     overall_only = tagged.filter(pl.col("category") == "overall")
     overall_config = RankingConfig(methods=("bt",), bootstrap_rounds=100)
-    out_overall, walls, cpus = timed(
+    _, walls, cpus = timed(
         lambda: compute_rankings(votes, overall_only, overall_config), args.repeats
     )
     print(
@@ -341,9 +427,7 @@ def main() -> None:
 
     print_top10(out.leaderboard, TOP10_CATEGORIES)
 
-    overall_bt = out_overall.leaderboard.filter(pl.col("method") == "bt")
-    our_grad = out_overall.metadata["categories"]["overall"]["bt"]["grad_norm"]
-    arena_rank_comparison(votes, overall_bt, our_grad, min(walls), args.arena_rank_rounds)
+    arena_rank_comparison(votes, overall_only, args.arena_rank_rounds, args.repeats)
     print(f"\npeak RSS at exit (includes arena-rank/JAX if it ran): {peak_rss_mb():.0f} MB")
 
 

@@ -1,0 +1,578 @@
+"""Time and peak memory of the whole refresh per dump size and per step, against DuckDB's load floor.
+
+Run::
+
+    .venv/bin/python benchmarks/bench_scale.py                         # 1x, 2x, 4x of 135,634 votes
+    .venv/bin/python benchmarks/bench_scale.py --rows 5000             # quick run (same steps)
+    .venv/bin/python benchmarks/bench_scale.py --sizes 1 --rerun --json scale.json
+
+The full run takes many minutes and, at 4x, 10+ GB of free disk in ``--workdir`` (the cached
+dumps, about 1.6 GB of parquet per 1x, and a warehouse at a time).
+
+The dumps are bench_ingest.py's synthetic ones (same generator, same cache under ``--workdir``):
+size ``k`` has ``k * --rows`` votes in ``k * --shards`` shards, so a shard keeps the same size
+(8 shards for 1x, as bench_ingest). For each size, each phase runs in its own subprocess, so each
+peak RSS (``ru_maxrss`` from ``os.wait4``) is that phase's own:
+
+- ``floor``: bench_ingest's ``floor_sql`` phase, DuckDB's ``CREATE TABLE raw AS SELECT * FROM
+  read_parquet([...shards...])`` into a fresh DuckDB file with DuckDB's default settings: wall
+  seconds (imports excluded, closing included), CPU seconds (user + system, the whole subprocess).
+- ``refresh``: ``refresh_job`` (every asset and asset check, the report included) run in process as
+  bench_pipeline.py runs it, into a fresh warehouse, with a Dagster instance kept in the size's
+  scratch folder. A sampler thread reads the process's RSS and CPU time (psutil) every 50 ms; each
+  step's wall time comes from Dagster's step stats and its peak RSS is the largest sample inside
+  the step's [start, end] (``start`` is the RSS when it began, ``+MiB`` the rise over it; a step
+  shorter than the sampling interval shows the RSS at its end, marked ``~``). The whole refresh's
+  peak is the subprocess's ``ru_maxrss`` (imports included).
+- ``rerun`` (``--rerun``): the same job again on the same warehouse, dump and Dagster instance
+  (an unchanged dump): wall time, peak RSS, and the warehouse file size before and after.
+
+After a refresh the warehouse is opened read-only for a checksum of what was published, to compare
+two code versions on the same dump: the row count of every ``arena.*`` view and table, and a
+sha256 of ``arena.leaderboard``'s ``category, method, model, rating, ci_lower, ci_upper, rank``
+(floats rounded to 6 decimals), ordered.
+
+Disk: the cached dumps are about 1.6 GB of parquet per 1x (11 GB for sizes 1, 2 and 4); a size's
+scratch folder (warehouse, Dagster instance, logs) is deleted after it unless ``--keep``. At small
+sizes both the floor's DuckDB file and the warehouse are about 2.3x the parquet, so the 4x
+warehouse needs some 15 GB more, twice that after ``--rerun``.
+
+Targets (on the full-size base, 135,634 votes): the 1x refresh's peak RSS under 2.5 GB and the
+4x refresh's under 3 GB (GB = 10^9 bytes); the 1x refresh within 2x of the floor's wall time
+measured in the same run; the 4x refresh at most 4.5x the 1x refresh's wall time. With
+``--repeat N`` each phase runs N times: the fastest wall time, the lowest CPU time and the highest
+peak RSS are reported (the step table is the fastest run's). Wall times vary with other work on
+the machine; the load average is printed for that reason, and CPU seconds next to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from importlib import metadata
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_ingest import FULL_ROWS, add_dump_arguments, dump_from_args, run_phase  # noqa: E402
+
+MB = 1024 * 1024
+GB = 1e9
+SAMPLE_SECONDS = 0.05
+LEADERBOARD_COLUMNS = ("category", "method", "model", "rating", "ci_lower", "ci_upper", "rank")
+TARGETS = {"rss_1x_gb": 2.5, "rss_4x_gb": 3.0, "floor_ratio_1x": 2.0, "time_ratio_4x": 4.5}
+
+
+# ---------------------------------------------------------------------------
+# Children (each run in its own subprocess by main)
+# ---------------------------------------------------------------------------
+
+class RssSampler(threading.Thread):
+    """Samples (unix time, RSS bytes, CPU seconds) of this process every ``interval`` seconds."""
+
+    def __init__(self, interval: float = SAMPLE_SECONDS):
+        super().__init__(daemon=True)
+        import psutil
+
+        self.process = psutil.Process()
+        self.interval = interval
+        self.samples: list[tuple[float, int, float]] = []
+        self._stop_event = threading.Event()
+
+    def sample(self) -> None:
+        cpu = self.process.cpu_times()
+        self.samples.append((time.time(), self.process.memory_info().rss, cpu.user + cpu.system))
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            self.sample()
+            self._stop_event.wait(self.interval)
+
+    def stop(self) -> list[tuple[float, int, float]]:
+        self._stop_event.set()
+        self.join()
+        self.sample()
+        return self.samples
+
+
+def step_figures(stats: list, samples: list[tuple[float, int, float]]) -> list[dict]:
+    """Each step's wall time, RSS at its start, peak RSS inside [start, end] and CPU time (sampled)."""
+    times = [s[0] for s in samples]
+    rows = []
+    for step in sorted(stats, key=lambda s: s.start_time or 0):
+        start, end = step.start_time, step.end_time
+        row = {"step": step.step_key, "status": step.status.value if step.status else "?",
+               "seconds": None, "start_rss_mb": None, "peak_rss_mb": None, "rise_mb": None,
+               "cpu_seconds": None, "samples": 0}
+        if start is not None and end is not None and samples:
+            i, j = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
+            before = samples[max(i - 1, 0)]  # the last sample before the step began
+            last = samples[max(j - 1, 0)]  # the last sample before it ended
+            inside = samples[i:j]
+            # at least the RSS the step started with (the last sample before it, <= 50 ms earlier)
+            peak = max([before[1]] + [s[1] for s in inside]) if inside else max(before[1], last[1])
+            row.update(seconds=end - start, start_rss_mb=before[1] / MB, peak_rss_mb=peak / MB,
+                       rise_mb=(peak - before[1]) / MB, cpu_seconds=last[2] - before[2],
+                       samples=len(inside))
+        rows.append(row)
+    return rows
+
+
+def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
+    """``refresh_job`` in process on ``dump`` into ``scratch``'s warehouse, sampled for RSS."""
+    import dagster as dg
+
+    from arena_pipeline.definitions import defs
+    from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
+
+    resources = {
+        "dump_source": DumpSource(source=str(dump)),
+        "warehouse": Warehouse(database=str(scratch / "warehouse.duckdb")),
+        "report_settings": ReportSettings(report_path=str(scratch / "report" / "index.html")),
+    }
+    job = defs.resolve_job_def("refresh_job")
+    home = scratch / "dagster_home"  # kept, so a re-run sees the first run as the instance knows it
+    home.mkdir(parents=True, exist_ok=True)
+    sampler = RssSampler()
+    sampler.start()
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        rss_before = sampler.process.memory_info().rss
+        started = time.perf_counter()
+        result = job.execute_in_process(
+            instance=instance,
+            resources=resources,
+            run_config={"ops": {"rankings": {"config": {"bootstrap_rounds": bootstrap}}}},
+            raise_on_error=False,
+        )
+        seconds = time.perf_counter() - started
+        stats = instance.get_run_step_stats(result.run_id)
+        failures = [event.message for event in result.all_events if event.is_failure]
+    samples = sampler.stop()
+    gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:], strict=False)]
+    return {
+        "success": result.success, "failures": failures, "seconds": seconds,
+        "steps": step_figures(stats, samples),
+        "rss_before_job_mb": rss_before / MB,
+        "sampled_peak_rss_mb": max(s[1] for s in samples) / MB,
+        "samples": len(samples), "largest_sample_gap_s": max(gaps, default=0.0),
+    }
+
+
+def child_dump(args: argparse.Namespace) -> dict:
+    """bench_ingest's synthetic dump for these options (generated here, so the parent stays small)."""
+    root, meta = dump_from_args(args)
+    return {"root": str(root), "meta": meta}
+
+
+# ---------------------------------------------------------------------------
+# Parent
+# ---------------------------------------------------------------------------
+
+def run_child(args: list[str], log: Path) -> tuple[dict | None, dict]:
+    """Run this script as a child with ``args`` (+ ``--out``); returns (its JSON, wait4 figures)."""
+    out = log.with_suffix(".json")
+    out.unlink(missing_ok=True)
+    with log.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, __file__, *args, "--out", str(out)],
+                                stdout=sink, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    usage_figures = {"exit_code": code, "peak_rss_mb": usage.ru_maxrss / 1024,  # KiB on Linux
+                     "cpu_seconds": usage.ru_utime + usage.ru_stime}
+    if code != 0 or not out.exists():
+        tail = log.read_text(errors="replace").splitlines()[-40:]
+        print(f"    child {args[:2]} failed with exit code {code}; last lines of its output:")
+        for line in tail:
+            print(f"      {line}")
+        return None, usage_figures
+    return json.loads(out.read_text()), usage_figures
+
+
+def file_bytes(path: Path) -> int:
+    """A DuckDB file's size with its write-ahead log."""
+    return sum(p.stat().st_size for p in (path, Path(str(path) + ".wal")) if p.exists())
+
+
+def boards_checksum(db: Path) -> dict:
+    """Row counts of every ``arena.*`` view and table, and a hash of ``arena.leaderboard``."""
+    import duckdb
+
+    figures: dict = {"counts": {}, "errors": {}, "leaderboard_rows": None, "leaderboard_sha256": None,
+                     "leaderboard_missing_columns": []}
+    if not db.exists():
+        figures["errors"]["warehouse"] = "no warehouse file"
+        return figures
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.Error as exc:
+        figures["errors"]["warehouse"] = str(exc).splitlines()[0]
+        return figures
+    try:
+        names = [r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'arena' "
+            "ORDER BY table_name").fetchall()]
+        for name in names:
+            try:
+                figures["counts"][name] = con.execute(f'SELECT count(*) FROM arena."{name}"').fetchone()[0]
+            except duckdb.Error as exc:
+                figures["errors"][name] = str(exc).splitlines()[0]
+        if "leaderboard" not in names:
+            return figures
+        types = dict(con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = 'arena' AND table_name = 'leaderboard'").fetchall())
+        present = [c for c in LEADERBOARD_COLUMNS if c in types]
+        figures["leaderboard_missing_columns"] = [c for c in LEADERBOARD_COLUMNS if c not in types]
+        if not present:
+            return figures
+        select = ", ".join(f'round("{c}", 6)' if types[c] in ("DOUBLE", "FLOAT", "REAL") or
+                           types[c].startswith("DECIMAL") else f'"{c}"' for c in present)
+        order = ", ".join(f'"{c}"' for c in present)
+        digest = hashlib.sha256()
+        rows = 0
+        cursor = con.execute(f"SELECT {select} FROM arena.leaderboard ORDER BY {order}")
+        while batch := cursor.fetchmany(10_000):
+            for row in batch:
+                # + 0.0 turns -0.0 (a tiny negative rounded) into 0.0
+                cells = (repr(v + 0.0) if isinstance(v, float) else repr(v) for v in row)
+                digest.update(("\t".join(cells) + "\n").encode())
+                rows += 1
+        figures.update(leaderboard_rows=rows, leaderboard_sha256=digest.hexdigest(),
+                       leaderboard_columns=present)
+    finally:
+        con.close()
+    return figures
+
+
+def keep_best(best: dict | None, run: dict) -> dict:
+    """The fastest run's figures, with the lowest CPU time and the highest peak RSS of all runs."""
+    if best is None:
+        return dict(run)
+    merged = dict(run) if run["seconds"] < best["seconds"] else dict(best)
+    for key in ("cpu_seconds",):
+        merged[key] = min(best[key], run[key])
+    for key in ("peak_rss_mb", "sampled_peak_rss_mb"):
+        if key in best and key in run:
+            merged[key] = max(best[key], run[key])
+    merged["runs"] = best.get("runs", 1) + 1
+    return merged
+
+
+def machine_facts() -> dict:
+    import psutil
+
+    def version(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "-"
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+        code = f"{head}{' + uncommitted changes' if dirty else ''}" if head else "-"
+    except (OSError, subprocess.SubprocessError):
+        code = "-"
+    memory = psutil.virtual_memory()
+    return {
+        "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
+        "memory_gb": memory.total / GB, "available_gb": memory.available / GB,
+        "platform": platform.platform(), "python": sys.version.split()[0],
+        "versions": {p: version(p) for p in ("duckdb", "polars", "pyarrow", "dagster", "numpy", "psutil")},
+        "code": code,
+        "arena_env": sorted(k for k in os.environ if k.startswith("ARENA_")),
+    }
+
+
+def fmt(value, spec: str, width: int) -> str:
+    """``value`` right-aligned in ``width`` with ``spec`` (a leading ``+`` signs it), or ``-``."""
+    if value is None:
+        return f"{'-':>{width}}"
+    sign, spec = ("+", spec[1:]) if spec.startswith("+") else ("", spec)
+    return f"{value:>{sign}{width}{spec}}"
+
+
+def size_label(size: float) -> str:
+    return f"{size:g}x"
+
+
+def run_size(args: argparse.Namespace, size: float) -> dict:
+    """Every phase of one dump size, ``args.repeat`` times."""
+    label = size_label(size)
+    rows, shards = round(args.rows * size), max(1, round(args.shards * size))
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"bench_scale_{label}_", dir=args.workdir))
+    dump_args = ["--child", "dump", "--rows", str(rows), "--shards", str(shards),
+                 "--templates", str(args.templates), "--seed", str(args.seed),
+                 "--workdir", str(args.workdir)]
+    made, _ = run_child(dump_args, scratch / "dump.log")
+    if made is None:
+        raise SystemExit(f"could not build the {label} dump")
+    dump, meta = Path(made["root"]), made["meta"]
+    files = sorted((dump / "data").glob("train-*.parquet"))
+    entry: dict = {"size": size, "rows": meta["rows"], "shards": len(files), "dump": str(dump),
+                   "parquet_bytes": sum(p.stat().st_size for p in files),
+                   "generated_seconds": None if meta["cached"] else meta["generate_seconds"],
+                   "floor": None, "refresh": None, "rerun": None, "checksum": None,
+                   "rerun_checksum": None, "leaderboard_hashes": []}
+    print(f"\n== {label}: {entry['rows']:,} votes in {len(files)} shards, parquet "
+          f"{entry['parquet_bytes'] / MB:,.0f} MiB"
+          + (" (cached)" if meta["cached"] else f" (generated in {meta['generate_seconds']} s)")
+          + f"; {shutil.disk_usage(args.workdir).free / GB:,.1f} GB free in the workdir")
+
+    def report(name: str, r: dict) -> None:
+        extra = f"  warehouse {r['warehouse_mb']:,.0f} MiB" if "warehouse_mb" in r else ""
+        print(f"  run {name:<8} {r['seconds']:8.1f} s wall {r['cpu_seconds']:8.1f} s CPU  "
+              f"peak RSS {r['peak_rss_mb']:7,.0f} MiB{extra}  (load avg {os.getloadavg()[0]:.2f})")
+
+    for _ in range(args.repeat):
+        floor = run_phase("floor_sql", dump, scratch)  # bench_ingest's floor, in its own subprocess
+        report("floor", floor)
+        entry["floor"] = keep_best(entry["floor"], floor)
+
+        warehouse = scratch / "run" / "warehouse.duckdb"
+        shutil.rmtree(scratch / "run", ignore_errors=True)
+        (scratch / "run").mkdir()
+        child = ["--child", "refresh", "--dump", str(dump), "--scratch", str(scratch / "run"),
+                 "--bootstrap", str(args.bootstrap)]
+        result, usage = run_child(child, scratch / "refresh.log")
+        if result is None:
+            entry["refresh_error"] = f"exit code {usage['exit_code']}"
+            break
+        refresh = {**result, **usage, "warehouse_mb": file_bytes(warehouse) / MB}
+        report("refresh", refresh)
+        if not refresh["success"]:
+            print("    refresh FAILED:")
+            for message in refresh["failures"]:
+                print(f"      {message}")
+        entry["refresh"] = keep_best(entry["refresh"], refresh)
+        entry["checksum"] = boards_checksum(warehouse)
+        entry["leaderboard_hashes"].append(entry["checksum"]["leaderboard_sha256"])
+
+        if args.rerun:
+            before = file_bytes(warehouse)
+            result, usage = run_child(child, scratch / "rerun.log")
+            if result is None:
+                entry["rerun_error"] = f"exit code {usage['exit_code']}"
+                continue
+            rerun = {**result, **usage, "warehouse_before_mb": before / MB,
+                     "warehouse_mb": file_bytes(warehouse) / MB}
+            report("rerun", rerun)
+            if not rerun["success"]:
+                print("    rerun FAILED:")
+                for message in rerun["failures"]:
+                    print(f"      {message}")
+            entry["rerun"] = keep_best(entry["rerun"], rerun)
+            entry["rerun_checksum"] = boards_checksum(warehouse)
+            entry["leaderboard_hashes"].append(entry["rerun_checksum"]["leaderboard_sha256"])
+
+    if args.keep:
+        print(f"  kept    {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print_size(entry)
+    return entry
+
+
+def print_size(entry: dict) -> None:
+    """The step table of one size, the re-run, and the checksum of the published boards."""
+    refresh = entry["refresh"]
+    if refresh:
+        print(f"\n  refresh {size_label(entry['size'])}: {'success' if refresh['success'] else 'FAILED'}, "
+              f"{refresh['seconds']:.1f} s; RSS {refresh['rss_before_job_mb']:,.0f} MiB before the job "
+              f"(imports), sampled peak {refresh['sampled_peak_rss_mb']:,.0f} MiB, ru_maxrss "
+              f"{refresh['peak_rss_mb']:,.0f} MiB; {refresh['samples']} samples, largest gap "
+              f"{refresh['largest_sample_gap_s']:.2f} s")
+        print(f"  {'step':<34}{'status':<9}{'seconds':>8}{'CPU s':>8}{'start MiB':>10}"
+              f"{'peak MiB':>10}{'+MiB':>8}")
+        for s in refresh["steps"]:
+            mark = "~" if s["samples"] == 0 and s["peak_rss_mb"] is not None else " "
+            print(f"  {s['step']:<34}{s['status']:<9}{fmt(s['seconds'], '.1f', 8)}"
+                  f"{fmt(s['cpu_seconds'], '.1f', 8)}{fmt(s['start_rss_mb'], ',.0f', 10)}"
+                  f"{fmt(s['peak_rss_mb'], ',.0f', 9)}{mark}{fmt(s['rise_mb'], ',.0f', 8)}")
+        in_steps = sum(s["seconds"] or 0 for s in refresh["steps"])
+        print(f"  {'(steps together; the rest is Dagster between steps)':<51}{in_steps:>8.1f}")
+    rerun = entry["rerun"]
+    if rerun:
+        print(f"\n  rerun {size_label(entry['size'])} (unchanged dump): "
+              f"{'success' if rerun['success'] else 'FAILED'}, {rerun['seconds']:.1f} s, peak RSS "
+              f"{rerun['peak_rss_mb']:,.0f} MiB, warehouse {rerun['warehouse_before_mb']:,.0f} -> "
+              f"{rerun['warehouse_mb']:,.0f} MiB")
+        slow = sorted(rerun["steps"], key=lambda s: -(s["seconds"] or 0))[:5]
+        print("    slowest steps: " + ", ".join(f"{s['step']} {s['seconds']:.1f} s" for s in slow
+                                                  if s["seconds"] is not None))
+    c = entry["checksum"]
+    if c:
+        hashes = entry["leaderboard_hashes"]
+        print(f"\n  published: {len(c['counts'])} arena.* views/tables, leaderboard "
+              f"{c['leaderboard_rows'] if c['leaderboard_rows'] is not None else '-'} rows, sha256 "
+              f"{(c['leaderboard_sha256'] or '-')[:16]}"
+              + (f" (missing columns: {', '.join(c['leaderboard_missing_columns'])})"
+                 if c["leaderboard_missing_columns"] else "")
+              + (f"; the same after all {len(hashes)} runs: {'yes' if len(set(hashes)) == 1 else 'NO'}"
+                 if len(hashes) > 1 else ""))
+        print_counts(c["counts"])
+        for name, error in c["errors"].items():
+            print(f"    {name}: ERROR {error}")
+        after = entry["rerun_checksum"]
+        if after:
+            changed = {name: f"{c['counts'].get(name, '-')} -> {after['counts'].get(name, '-')}"
+                       for name in sorted(set(c["counts"]) | set(after["counts"]))
+                       if c["counts"].get(name) != after["counts"].get(name)}
+            print("  after the rerun, changed row counts: "
+                  + (", ".join(f"{k} {v}" for k, v in changed.items()) or "none"))
+
+
+def print_counts(counts: dict[str, int]) -> None:
+    """``name=count`` cells, wrapped."""
+    line = "   "
+    for name, count in counts.items():
+        cell = f"{name}={count:,}"
+        if len(line) + len(cell) > 110:
+            print(line)
+            line = "   "
+        line += " " + cell
+    if counts:
+        print(line)
+
+
+def targets(entries: list[dict]) -> list[dict]:
+    by_size = {e["size"]: e for e in entries}
+    one, four = by_size.get(1.0), by_size.get(4.0)
+    out = []
+
+    def add(text: str, ok: bool | None, figure: str) -> None:
+        out.append({"target": text, "met": ok, "figure": figure})
+
+    for entry, size, limit in ((one, 1, TARGETS["rss_1x_gb"]), (four, 4, TARGETS["rss_4x_gb"])):
+        text = f"{size}x refresh peak RSS under {limit:g} GB"
+        if entry and entry["refresh"]:
+            gb = entry["refresh"]["peak_rss_mb"] * MB / GB
+            add(text, gb < limit, f"{gb:.2f} GB")
+        else:
+            add(text, None, f"size {size} not run" if not entry else "refresh failed")
+    text = f"1x refresh within {TARGETS['floor_ratio_1x']:g}x the floor's time"
+    if one and one["refresh"] and one["floor"]:
+        wall = one["refresh"]["seconds"] / one["floor"]["seconds"]
+        cpu = one["refresh"]["cpu_seconds"] / one["floor"]["cpu_seconds"]
+        add(text, wall <= TARGETS["floor_ratio_1x"], f"{wall:.2f}x wall ({cpu:.2f}x CPU, imports included)")
+    else:
+        add(text, None, "size 1 not run" if not one else "refresh failed")
+    text = f"4x the votes at most {TARGETS['time_ratio_4x']:g}x the 1x time"
+    if one and four and one["refresh"] and four["refresh"]:
+        ratio = four["refresh"]["seconds"] / one["refresh"]["seconds"]
+        add(text, ratio <= TARGETS["time_ratio_4x"], f"{ratio:.2f}x")
+    else:
+        add(text, None, "sizes 1 and 4 not both run" if not (one and four) else "refresh failed")
+    for entry in entries:
+        if entry["refresh"] and not entry["refresh"]["success"]:
+            out.append({"target": f"{size_label(entry['size'])} refresh succeeded", "met": False,
+                        "figure": "; ".join(entry["refresh"]["failures"])[:200]})
+    return out
+
+
+def print_summary(entries: list[dict], base_rows: int) -> list[dict]:
+    one = next((e for e in entries if e["size"] == 1.0 and e["refresh"]), None)
+    print(f"\n{'size':>5} {'votes':>9} {'parquet MiB':>11} {'floor s':>8} {'floor RSS':>9} "
+          f"{'refresh s':>9} {'x floor':>7} {'peak RSS':>8} {'x 1x':>6} {'floor DB':>8} {'warehouse':>9} "
+          f"{'rerun s':>8} {'rerun RSS':>9} {'rerun +disk':>11}")
+    for e in entries:
+        f, r, rr = e["floor"] or {}, e["refresh"] or {}, e["rerun"] or {}
+        ratio = r["seconds"] / f["seconds"] if r and f else None
+        vs_one = r["seconds"] / one["refresh"]["seconds"] if r and one else None
+        grown = rr["warehouse_mb"] - rr["warehouse_before_mb"] if rr else None
+        print(f"{size_label(e['size']):>5} {e['rows']:>9,} {e['parquet_bytes'] / MB:>11,.0f} "
+              f"{fmt(f.get('seconds'), '.1f', 8)} {fmt(f.get('peak_rss_mb'), ',.0f', 9)} "
+              f"{fmt(r.get('seconds'), '.1f', 9)} {fmt(ratio, '.2f', 7)} {fmt(r.get('peak_rss_mb'), ',.0f', 8)} "
+              f"{fmt(vs_one, '.2f', 6)} {fmt(f.get('db_mb'), ',.0f', 8)} {fmt(r.get('warehouse_mb'), ',.0f', 9)} "
+              f"{fmt(rr.get('seconds'), '.1f', 8)} {fmt(rr.get('peak_rss_mb'), ',.0f', 9)} {fmt(grown, '+,.0f', 11)}")
+    print("(seconds: wall, imports excluded; RSS (the subprocess's ru_maxrss), parquet and DuckDB files in "
+          "MiB; floor DB: the floor's DuckDB file; rerun +disk: the warehouse's growth in the rerun)")
+    found = targets(entries)
+    note = "" if base_rows == FULL_ROWS else (f" -- this run's base is {base_rows:,} votes, not "
+                                               f"{FULL_ROWS:,}: not the issue's figures")
+    print(f"\ntargets{note}")
+    for t in found:
+        verdict = "n/a" if t["met"] is None else ("yes" if t["met"] else "NO")
+        print(f"  {t['target']:<48} {verdict:<4} ({t['figure']})")
+    return found
+
+
+def parse_sizes(text: str) -> list[float]:
+    sizes = [float(s) for s in text.split(",") if s.strip()]
+    if not sizes or any(s <= 0 for s in sizes):
+        raise argparse.ArgumentTypeError("--sizes takes positive multiples, e.g. 1,2,4")
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_dump_arguments(parser)
+    for action in parser._actions:  # the shared options mean the 1x dump here
+        if action.dest == "rows":
+            action.help = f"votes of the 1x dump (default {FULL_ROWS:,})"
+        elif action.dest == "shards":
+            action.help = "parquet shards of the 1x dump, scaled with the size (default 8)"
+    parser.add_argument("--sizes", type=parse_sizes, default=[1.0, 2.0, 4.0],
+                        help="dump sizes, multiples of --rows (default 1,2,4)")
+    parser.add_argument("--bootstrap", type=int, default=100,
+                        help="bootstrap rounds of the rankings (default 100, the pipeline's default)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each phase (best is reported)")
+    parser.add_argument("--rerun", action="store_true",
+                        help="after each refresh, run the job again on the unchanged dump and warehouse")
+    parser.add_argument("--keep", action="store_true", help="keep each size's warehouse and logs")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write all figures to this JSON file")
+    parser.add_argument("--child", choices=["dump", "refresh"], help=argparse.SUPPRESS)
+    parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat takes 1 or more")
+
+    if args.child == "dump":
+        args.out.write_text(json.dumps(child_dump(args)))
+        return
+    if args.child == "refresh":
+        args.out.write_text(json.dumps(child_refresh(args.dump, args.scratch, args.bootstrap)))
+        return
+
+    facts = machine_facts()
+    facts["load_avg_start"] = os.getloadavg()
+    print(f"machine   {facts['cores']} cores ({facts['usable_cores']} usable), "
+          f"{facts['memory_gb']:.1f} GB RAM ({facts['available_gb']:.1f} GB available), {facts['platform']}")
+    print(f"versions  python {facts['python']}, "
+          + ", ".join(f"{k} {v}" for k, v in facts["versions"].items()) + f"; code {facts['code']}")
+    if facts["arena_env"]:
+        print(f"env       set (they change the pipeline's settings): {', '.join(facts['arena_env'])}")
+    print("load avg  {:.2f} {:.2f} {:.2f} at start".format(*facts["load_avg_start"]))
+    print(f"workdir   {args.workdir}; base {args.rows:,} votes in {args.shards} shards; sizes "
+          + ", ".join(size_label(s) for s in args.sizes) + f"; bootstrap {args.bootstrap}; "
+          f"repeat {args.repeat}{'; rerun' if args.rerun else ''}")
+
+    entries = [run_size(args, size) for size in args.sizes]
+    found = print_summary(entries, args.rows)
+    facts["load_avg_end"] = os.getloadavg()
+    print("load avg  {:.2f} {:.2f} {:.2f} at end".format(*facts["load_avg_end"]))
+    if args.json:
+        options = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                   if k not in ("child", "dump", "scratch", "out")}
+        args.json.write_text(json.dumps({"machine": facts, "options": options, "sizes": entries,
+                                         "targets": found}, indent=2))
+        print(f"json      {args.json}")
+
+
+if __name__ == "__main__":
+    main()
