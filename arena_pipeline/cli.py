@@ -1,4 +1,9 @@
-"""``arena-pipeline``: read the published leaderboards from the warehouse (``--help`` lists the commands)."""
+"""``arena-pipeline``: read the published leaderboards from the warehouse (``--help`` lists the commands).
+
+The commands start fast: this module imports what reading the warehouse needs (DuckDB, Polars, the
+read API) and nothing of the pipeline (no Dagster, no scipy: ``test_cli.py`` checks ``sys.modules``).
+The report's renderer (Jinja2, the charts) is imported by the ``report`` command, its only user.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import click
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import DEFAULT_REPORT_PATH, DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
 from arena_pipeline.core.categories import category_label
 from arena_pipeline.core.ranking import METHODS, method_label
 from arena_pipeline.core.warehouse import (
@@ -27,7 +32,6 @@ from arena_pipeline.core.warehouse import (
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
 from arena_pipeline.presentation.read import NoBoard, read_dump_boards, read_published
-from arena_pipeline.presentation.report import DEFAULT_REPORT_PATH, render_report
 from arena_pipeline.presentation.tables import frame_table
 
 PROG = "arena-pipeline"
@@ -229,6 +233,8 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
     if out.is_dir():
         raise CliError(f"{out} is a folder; give the report's file path, e.g. {out / 'leaderboards.html'}")
+    from arena_pipeline.presentation.report import render_report  # Jinja2 and the charts: this command only
+
     with open_warehouse(warehouse, timeout) as con:
         pub = read_published(con, SCHEMA, style=True)
     try:

@@ -445,6 +445,33 @@ def test_module_entry_point_runs_in_a_fresh_process(warehouse):
     assert "gemini-2.5-pro" in result.stdout
 
 
+#: What the read-only commands must start without: the fitting and validation stacks (scipy alone
+#: is ~0.5 s of imports, Dagster ~1 s); they belong to the pipeline, not to reading its tables.
+PIPELINE_ONLY_MODULES = ("scipy", "dagster", "great_expectations", "sklearn")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [None, ["--help"], ["leaderboard", "--top", "2"]],
+                         ids=["import", "help", "leaderboard"])
+def test_the_cli_loads_no_fitting_or_pipeline_library(warehouse, argv):
+    """In a fresh process: importing the CLI, ``--help`` and ``leaderboard`` leave every one of
+    :data:`PIPELINE_ONLY_MODULES` out of ``sys.modules`` (what makes the command start fast)."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        import arena_pipeline.cli
+        code = 0 if {argv!r} is None else arena_pipeline.cli.main({argv!r})
+        loaded = [m for m in {PIPELINE_ONLY_MODULES!r} if m in sys.modules]
+        print(json.dumps({{"code": code, "loaded": loaded}}), file=sys.stderr)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ARENA_WAREHOUSE": str(warehouse)},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stderr.strip().splitlines()[-1])
+    assert outcome == {"code": EXIT_OK, "loaded": []}, result.stderr
+    if argv and argv[0] == "leaderboard":
+        assert "gemini-2.5-pro" in result.stdout
+
+
 @pytest.mark.slow
 def test_locked_warehouse_is_reported_after_the_timeout(warehouse, tmp_path, capsys):
     locked = tmp_path / "locked.duckdb"

@@ -7,7 +7,7 @@ Usage (from the repository root)::
 [1] The rankings step on the 135,634 real votes (``shared/data/real/``, with bench_ranking.py's
     synthetic style columns), bt + bt_style + spectral with a R-round bootstrap (default 100) over
     every category: the combined board alone, then
-    ``core.dumps.per_dump_leaderboards`` with the votes as one dump (nothing is refitted) and split
+    ``core.ranking.per_dump_leaderboards`` with the votes as one dump (nothing is refitted) and split
     into two and four pseudo-dumps by row order (every dump refitted: the added time).
 [2] The new-dump sensor against the fake Hub on 127.0.0.1 with the four fixture dumps
     (``arena_pipeline_tests/dump_fixtures.py``): ``ARENA_DATASETS=lmsys/chatbot_arena_conversations``
@@ -32,8 +32,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.dumps import per_dump_leaderboards
-from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
 
 
 def ranking_figures(rounds: int) -> None:

@@ -22,7 +22,6 @@ from arena_pipeline.constants import (
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.dumps import per_dump_leaderboards
 from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
@@ -32,6 +31,7 @@ from arena_pipeline.core.ranking import (
     UNRATED_MODELS_SCHEMA,
     RankingConfig,
     compute_rankings,
+    per_dump_leaderboards,
 )
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published

@@ -25,6 +25,10 @@ Agreement (:func:`benchmark_agreement`) is computed per (category, method, bench
 models both sides have: Spearman and Kendall tau-b (``scipy.stats``) with a seeded percentile
 bootstrap over models, and the models whose two ranks differ most. Under
 :data:`MIN_MODELS` matched models no coefficient is given and the row says why.
+
+``scipy.stats`` is imported by the two agreement functions that use it, not at the top: the CLI and
+the report read this module's schemas (through ``core.published`` and ``presentation.read``) and
+must start without loading scipy (~0.5 s).
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ from typing import Literal
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
-from scipy import stats
 
 from arena_pipeline.constants import CATEGORIES
 from arena_pipeline.core.models import canonical_name_expr, load_aliases, normalize_name_expr
@@ -489,6 +492,8 @@ def resampled_coefficients(x: np.ndarray, y: np.ndarray,
     ordered pairs, which is ``scipy.stats.kendalltau``'s tau-b (ties, including a model drawn
     twice, count as in scipy). A resample with a constant side gives NaN.
     """
+    from scipy import stats  # only the agreement loads scipy (see the module's docstring)
+
     xs, ys = x[index], y[index]
     spearman = _rowwise_pearson(stats.rankdata(xs, axis=1), stats.rankdata(ys, axis=1))
     n = index.shape[1]
@@ -517,6 +522,8 @@ def _interval(values: np.ndarray) -> tuple[float | None, float | None]:
 
 
 def _coefficients(x: np.ndarray, y: np.ndarray, rounds: int, rng: np.random.Generator) -> dict:
+    from scipy import stats  # only the agreement loads scipy (see the module's docstring)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a constant side: NaN, reported as null
         out = {

@@ -158,9 +158,12 @@ def write_table_with(con: duckdb.DuckDBPyConnection, schema: str, table: str, fi
 
 
 def relation_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:
-    """Whether ``schema.name`` is a table or a view."""
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
-                            "AND table_name = ?", [schema, name]).fetchone()[0])
+    """Whether ``schema.name`` is a table or a view.
+
+    The names are compared in Python, not bound as query parameters: DuckDB imports pandas (~0.2 s)
+    the first time a process binds a Python value, and the CLI's read path binds none otherwise.
+    """
+    return (schema, name) in con.execute("SELECT table_schema, table_name FROM information_schema.tables").fetchall()
 
 
 @contextlib.contextmanager

@@ -290,8 +290,7 @@ def test_categories_are_unavailable_for_dumps_that_lack_their_fields(combined):
 
 def test_per_dump_boards_are_each_dumps_own_fit(combined):
     from arena_pipeline.core.categories import tag_categories
-    from arena_pipeline.core.dumps import per_dump_leaderboards
-    from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+    from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
 
     _, con, _ = combined
     battles = con.execute("SELECT * FROM s.battles").pl().with_columns(

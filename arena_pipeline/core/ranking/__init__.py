@@ -2,6 +2,7 @@
 
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
+from arena_pipeline.core.ranking.per_dump import per_dump_leaderboards
 from arena_pipeline.core.ranking.status import BOARD_STATUS_SCHEMA, UNRATED_MODELS_SCHEMA
 from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
@@ -27,4 +28,5 @@ __all__ = [
     "RankingOutput",
     "compute_rankings",
     "method_label",
+    "per_dump_leaderboards",
 ]

@@ -1,4 +1,9 @@
-"""One category's boards: model selection, then each method's ratings and intervals as frames."""
+"""One category's boards: model selection, then each method's ratings and intervals as frames.
+
+scipy is imported inside the functions that compute with it, not at the top: ``core.ranking``'s
+labels, schemas and settings are read by the CLI and the report, which must start without loading
+scipy (~0.5 s); the fits pay for it once, on first use.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy.sparse import csr_matrix
-from scipy.stats import kendalltau
 
 from arena_pipeline.core.ranking.bradley_terry import (
     BOOTSTRAP_RIDGE,
@@ -424,6 +427,8 @@ def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict]:
 
     Also reports the Kendall tau (tau-b) between the spectral and ``bt`` ratings.
     """
+    from scipy.stats import kendalltau  # only the fits load scipy (see the module's docstring)
+
     pairs = bt.pairs
     log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, board.m)
     rating = board.rate(log_pi)
@@ -457,6 +462,8 @@ def degenerate_rounds(pairs: PairCounts, resampled: np.ndarray) -> int:
     -------
     int
     """
+    from scipy.sparse import csr_matrix  # only the fits load scipy (see the module's docstring)
+
     rows, m = np.arange(len(pairs.lo)), pairs.n_models
     is_lo = csr_matrix((np.ones(len(rows)), (rows, pairs.lo)), shape=(len(rows), m))
     is_hi = csr_matrix((np.ones(len(rows)), (rows, pairs.hi)), shape=(len(rows), m))

@@ -1,15 +1,22 @@
-"""Bradley-Terry maximum likelihood on per-pair counts: Newton fit, sandwich and bootstrap."""
+"""Bradley-Terry maximum likelihood on per-pair counts: Newton fit, sandwich and bootstrap.
+
+scipy is imported inside the functions that compute with it, not at the top: ``core.ranking``'s
+labels, schemas and settings are read by the CLI and the report, which must start without loading
+scipy (~0.5 s); the fits pay for it once, on first use.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from arena_pipeline.core.ranking.logistic import sigmoid, softplus
 from arena_pipeline.core.ranking.newton import NewtonResult, newton_minimize
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 #: Integer codes of the ``winner`` column.
 OUTCOME_CODES: dict[str, int] = {"model_a": 0, "model_b": 1, "tie": 2, "both_bad": 3}
@@ -125,6 +132,8 @@ def incidence(lo: np.ndarray, hi: np.ndarray, n_models: int, signed: bool = True
     -------
     scipy.sparse.csr_matrix
     """
+    from scipy.sparse import csr_matrix  # only the fits load scipy (see the module's docstring)
+
     rows = np.repeat(np.arange(len(lo)), 2)
     cols = np.column_stack([lo, hi]).ravel()
     vals = np.tile([1.0, -1.0 if signed else 1.0], len(lo))
@@ -178,6 +187,9 @@ def mle_support(pairs: PairCounts, present: np.ndarray | None = None) -> np.ndar
         Boolean mask over models. The largest component has the most models; ties are
         broken by the most battles, then by the lowest model index.
     """
+    from scipy.sparse import csr_matrix  # only the fits load scipy (see the module's docstring)
+    from scipy.sparse.csgraph import connected_components
+
     m = pairs.n_models
     if present is None:
         present = np.zeros(m, dtype=bool)
@@ -394,6 +406,8 @@ def bt_cluster_sandwich_covariance(
     np.ndarray
         Shape (n_models, n_models), natural log-odds units squared.
     """
+    from scipy.sparse import csr_matrix  # only the fits load scipy (see the module's docstring)
+
     m = pairs.n_models
     outcome = np.asarray(outcome)
     y = np.where(outcome == 0, 1.0, np.where(outcome == 1, 0.0, 0.5))
@@ -433,6 +447,8 @@ def cluster_bootstrap_counts(
         Shape (rounds, P, 3): counts of the battles of ``K`` clusters drawn uniformly with
         replacement (each drawn cluster brings all its battles).
     """
+    from scipy.sparse import csr_matrix  # only the fits load scipy (see the module's docstring)
+
     n_cells = pairs.counts.size
     k = int(cluster.max()) + 1 if len(cluster) else 0
     per_cluster = csr_matrix((np.ones(len(cells)), (cluster, cells)), shape=(k, n_cells))

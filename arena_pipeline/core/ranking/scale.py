@@ -1,11 +1,15 @@
-"""From log-strengths to the rating scale: points, centring or anchoring, intervals, ranks."""
+"""From log-strengths to the rating scale: points, centring or anchoring, intervals, ranks.
+
+scipy is imported inside the functions that compute with it, not at the top: ``core.ranking``'s
+labels, schemas and settings are read by the CLI and the report, which must start without loading
+scipy (~0.5 s); the fits pay for it once, on first use.
+"""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from scipy.special import ndtri
 
 
 def points_per_logit(scale: float = 400.0, base: float = 10.0) -> float:
@@ -80,6 +84,8 @@ def to_ratings(
 
 def z_value(level: float) -> float:
     """Two-sided normal quantile for a confidence level (1.959964 for 0.95)."""
+    from scipy.special import ndtri  # only the fits load scipy (see the module's docstring)
+
     return float(ndtri(0.5 + level / 2.0))
 
 

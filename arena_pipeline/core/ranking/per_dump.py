@@ -1,0 +1,67 @@
+"""Each loaded dump's own boards: the ranking step run again on one dump's battles at a time.
+
+Which battles belong to a dump and which columns a dump lacks are questions about the data
+(:mod:`arena_pipeline.core.dumps`); fitting their boards is the ranking step's, so it lives here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import polars as pl
+
+from arena_pipeline.core.dumps import dump_battles, dumps_of, unavailable_columns
+from arena_pipeline.core.ranking.leaderboard import compute_rankings
+from arena_pipeline.core.ranking.style_control import style_columns
+from arena_pipeline.core.ranking.types import RankingConfig
+
+
+def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: RankingConfig,
+                          combined: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, float]]:
+    """Each loaded dump's own boards: the combined leaderboard's columns plus ``dump``.
+
+    A dump's battles are :func:`~arena_pipeline.core.dumps.dump_battles` (its own and those it
+    shares with a dump kept first), fitted by ``compute_rankings`` with the same ``config``: same
+    methods, intervals and seeds. With one dump the combined board is that dump's board and is not
+    fitted again. A dump whose format lacks the style counts gets no ``bt_style`` board (its style
+    features would all be 0: the fit would be plain Bradley-Terry under another name).
+
+    Parameters
+    ----------
+    battles
+        The battles of every loaded dump, with ``dump`` and ``also_in_dumps`` columns.
+    tags
+        Their category tags (``battle_id``, ``category``), as for ``compute_rankings``.
+    config
+        The ranking settings of the combined boards.
+    combined
+        The combined leaderboard (``RankingOutput.leaderboard``), reused when there is one dump.
+
+    Returns
+    -------
+    tuple[pl.DataFrame, dict[str, float]]
+        The boards, and the seconds each dump's fit took.
+    """
+    dumps = dumps_of(battles)
+    none = combined.with_columns(dump=pl.lit(None, pl.String)).head(0)
+    if not dumps:
+        return none, {}
+    if len(dumps) == 1:
+        return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
+    gaps = unavailable_columns(battles, style_columns())
+    boards, seconds = [], {}
+    for dump in dumps:
+        started = time.perf_counter()
+        own = dump_battles(battles, dump)
+        own_tags = tags.join(own.select(battle_id="id"), on="battle_id", how="semi")
+        # a dump without style counts is not given the style fit at all (its board would be dropped)
+        methods = tuple(m for m in config.methods if m != "bt_style") if dump in gaps else config.methods
+        if not methods:
+            continue
+        board = compute_rankings(own, own_tags, dataclasses.replace(config, methods=methods)).leaderboard
+        boards.append(board.with_columns(dump=pl.lit(dump)))
+        seconds[dump] = time.perf_counter() - started
+    if not boards:
+        return none, seconds
+    return pl.concat(boards, how="vertical_relaxed"), seconds
