@@ -352,14 +352,16 @@ def preference_pairs_sql(
         taken from the chosen side.
     """
     model_a, model_b = (f'"{c}"' for c in model_columns)
-    render = _render_sql("role", "text")
+    render = _render_sql("m.role", "m.text")
     order = " ".join(f"WHEN {sql_literal(c)} THEN {i}" for i, c in enumerate(CATEGORY_NAMES))
     sep = sql_literal(MESSAGE_SEPARATOR)
-    # one ordered aggregation per (battle, part), then a pivot of single strings: DuckDB's ordered
-    # string_agg is the cost here, and three FILTERed ones over the same rows cost a third more
     names = ("prompt", "chosen", "rejected")
+    # DuckDB's string aggregation is the cost of this query (~8x a max() over the same strings), so
+    # the parts are first assigned on the narrow columns (no text), a part of one message (most of
+    # them: one-turn votes) takes its text as it is, and only longer parts are aggregated
     lists = (",\n           list({'role': role, 'content': coalesce(text, '')} ORDER BY position) AS messages"
              if with_messages else "")
+    single_list = ",\n           [{'role': role, 'content': coalesce(text, '')}] AS messages" if with_messages else ""
     pivot = ",\n".join(f"           max(text) FILTER (WHERE part = '{name}') AS {name}" for name in names)
     pivot += "".join(f",\n           max(messages) FILTER (WHERE part = '{name}') AS {name}_messages"
                      for name in names) if with_messages else ""
@@ -372,28 +374,37 @@ WITH decided AS (
            CASE WHEN winner = 'model_a' THEN {model_b} ELSE {model_a} END AS rejected_model,
            turns, language, "timestamp"
     FROM {battles} WHERE winner IN ('model_a', 'model_b')
-), msgs AS (
-    SELECT m.battle_id, m.position, m.role, m.text,
+), keys AS (
+    SELECT m.battle_id, m.side, m.position, m.role,
            CASE WHEN m.side = d.chosen_side THEN 'chosen' ELSE 'rejected' END AS label,
            coalesce(len(m.images), 0) > 0 AS has_image
-    FROM {messages} m JOIN decided d ON m.battle_id = d.battle_id
-), first_user AS (
-    SELECT battle_id, label, min(position) AS prompt_end FROM msgs WHERE role = 'user' GROUP BY ALL
-), parts AS (
-    -- the prompt is the chosen side's; the rejected side's copy only counts for has_images
-    SELECT m.*, CASE WHEN m.position > f.prompt_end THEN m.label
-                     WHEN m.label = 'chosen' THEN 'prompt' ELSE 'rejected_prompt' END AS part,
-           {render} AS rendered
-    FROM msgs m JOIN first_user f ON m.battle_id = f.battle_id AND m.label = f.label
+    FROM (SELECT battle_id, side, position, role, images FROM {messages}) m
+    JOIN decided d ON m.battle_id = d.battle_id
+), labelled AS (
+    -- the prompt is the chosen side's first user message and what precedes it; the rejected side's
+    -- copy only counts for has_images; a side without a user message has no part
+    SELECT k.*, CASE WHEN k.position > f.prompt_end THEN k.label
+                     WHEN k.label = 'chosen' THEN 'prompt' ELSE 'rejected_prompt' END AS part
+    FROM keys k JOIN (SELECT battle_id, label, min(position) AS prompt_end FROM keys WHERE role = 'user'
+                      GROUP BY ALL) f ON k.battle_id = f.battle_id AND k.label = f.label
+), sized AS (
+    SELECT battle_id, side, position, part, count(*) OVER (PARTITION BY battle_id, part) AS n
+    FROM labelled WHERE part <> 'rejected_prompt'
+), texts AS (
+    SELECT s.battle_id, s.part, s.position, s.n, m.role, m.text, {render} AS rendered
+    FROM sized s JOIN (SELECT battle_id, side, position, role, text FROM {messages}) m
+      ON m.battle_id = s.battle_id AND m.side = s.side AND m.position = s.position
 ), part_texts AS (
-    SELECT battle_id, part, string_agg(rendered, {sep} ORDER BY position) AS text{lists},
-           bool_or(has_image) AS has_images
-    FROM parts GROUP BY battle_id, part
+    SELECT battle_id, part, rendered AS text{single_list} FROM texts WHERE n = 1
+    UNION ALL
+    SELECT battle_id, part, string_agg(rendered, {sep} ORDER BY position) AS text{lists}
+    FROM texts WHERE n > 1 GROUP BY battle_id, part
 ), sides AS (
     SELECT battle_id,
-{pivot},
-           bool_or(has_images) AS has_images
+{pivot}
     FROM part_texts GROUP BY battle_id
+), images AS (
+    SELECT battle_id, bool_or(has_image) AS has_images FROM labelled GROUP BY battle_id
 ), tags AS (
     SELECT battle_id, list(category ORDER BY CASE category {order} ELSE {len(CATEGORY_NAMES)} END, category)
            AS categories
@@ -401,9 +412,10 @@ WITH decided AS (
 )
 SELECT d.battle_id, s.prompt, s.chosen, s.rejected, d.chosen_model, d.rejected_model, d.chosen_side,
        CAST(d.turns AS INTEGER) AS turns, d.language, CAST(d."timestamp" AS TIMESTAMP) AS "timestamp",
-       coalesce(t.categories, CAST([] AS VARCHAR[])) AS categories, s.has_images{message_columns}
+       coalesce(t.categories, CAST([] AS VARCHAR[])) AS categories, i.has_images{message_columns}
 FROM decided d
 JOIN sides s ON s.battle_id = d.battle_id
+JOIN images i ON i.battle_id = d.battle_id
 LEFT JOIN tags t ON t.battle_id = d.battle_id
 WHERE s.prompt IS NOT NULL AND s.chosen IS NOT NULL AND s.rejected IS NOT NULL
 ORDER BY d.battle_id
