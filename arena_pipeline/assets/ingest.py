@@ -204,6 +204,8 @@ def _load(con, build, aliases) -> LoadReport:
     except Exception as exc:
         record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
         finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
+        if isinstance(exc, SourceError):  # a file that is not what was fetched: one line, no retry
+            raise dg.Failure(description=str(exc), allow_retries=False) from exc
         raise
 
 

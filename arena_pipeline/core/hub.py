@@ -45,7 +45,7 @@ from huggingface_hub.file_download import repo_folder_name
 
 from arena_pipeline.core.atomic import write_text_atomic
 from arena_pipeline.core.manifest import DumpManifest, ShardFile
-from arena_pipeline.core.sources import SourceError, file_sha256, verify_shard
+from arena_pipeline.core.sources import SourceError, file_sha256, file_stamp, verify_shard
 
 logger = logging.getLogger(__name__)
 
@@ -356,14 +356,15 @@ def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: str | os.P
                                 etag_timeout=retry.timeout)
         if Path(local) != entry:
             raise HubError(f"{what}: the endpoint served {local}, not commit {sha}")
+        stamp = file_stamp(local)  # before the hash: a write after it changes the stamp
         size, digest = os.path.getsize(local), file_sha256(local)
         if size != shard.size or (shard.sha256 is not None and digest != shard.sha256):
             _evict(local)
             raise _CorruptTransfer(f"{shard.path}: {size} bytes with sha256 {digest}, the Hub "
                                    f"lists {shard.size} bytes with sha256 {shard.sha256}")
-        return local, digest
+        return local, digest, stamp
 
-    local, digest = _call(what, once, retry, endpoint, repo_id, sha, path=shard.path)
+    local, digest, stamp = _call(what, once, retry, endpoint, repo_id, sha, path=shard.path)
     try:
         rows = verify(Path(local))
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
@@ -373,7 +374,7 @@ def _fetch_shard(repo_id: str, sha: str, shard: ShardInfo, cache_dir: str | os.P
         raise ShardVerificationError(f"{shard.path} of {repo_id}@{sha[:12]} failed verification: "
                                      f"{_describe(exc)}", path=shard.path, sha=sha) from None
     logger.info("%s: %d bytes, %d rows%s", shard.path, shard.size, rows, " (cached)" * held)
-    return ShardFile(local, shard.path, shard.size, rows, digest, downloaded=not held)
+    return ShardFile(local, shard.path, shard.size, rows, digest, downloaded=not held, stamp=stamp)
 
 
 def _write_record(cache_dir: str | os.PathLike[str], repo_id: str, sha: str,

@@ -46,12 +46,14 @@ from arena_pipeline.core.schema import (
 )
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
+    SourceError,
     SourceSpec,
     check_utf8,
     csv_adapter,
     csv_row_count,
     dump_name,
     file_sha256,
+    file_stamp,
     local_shards,
     read_csv_export,
     read_csv_text,
@@ -82,22 +84,21 @@ class ContentHashes:
             except (OSError, ValueError):
                 self._entries = {}
 
-    @staticmethod
-    def _stamp(path: Path) -> list[int]:
-        stat = path.stat()
-        return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+    def stamped(self, path: Path) -> tuple[str, tuple[int, ...]]:
+        """(sha256, the file's stamp when it was taken: ``sources.file_stamp``)."""
+        key = str(path.resolve())
+        stamp = file_stamp(path)
+        entry = self._entries.get(key)
+        if entry and entry.get("stamp") == list(stamp):
+            return entry["sha256"], stamp
+        digest = file_sha256(path)
+        if file_stamp(path) == stamp:  # not changed while it was read
+            self._entries[key] = {"stamp": list(stamp), "sha256": digest}
+            self._dirty = True
+        return digest, stamp
 
     def sha256(self, path: Path) -> str:
-        key = str(path.resolve())
-        stamp = self._stamp(path)
-        entry = self._entries.get(key)
-        if entry and entry.get("stamp") == stamp:
-            return entry["sha256"]
-        digest = file_sha256(path)
-        if self._stamp(path) == stamp:  # not changed while it was read
-            self._entries[key] = {"stamp": stamp, "sha256": digest}
-            self._dirty = True
-        return digest
+        return self.stamped(path)[0]
 
     def save(self) -> None:
         if self.path is None or not self._dirty:
@@ -152,9 +153,9 @@ def local_manifest(spec: SourceSpec, hashes: ContentHashes | None = None,
     files = []
     root = _root(spec)
     for path in paths:
+        digest, stamp = hashes.stamped(path)
         rows = verify_shard(path) if path.suffix.lower() == ".parquet" else csv_row_count(path)
-        files.append(ShardFile(str(path), str(path.relative_to(root)), path.stat().st_size, rows,
-                               hashes.sha256(path)))
+        files.append(ShardFile(str(path), str(path.relative_to(root)), stamp[0], rows, digest, stamp=stamp))
     hashes.save()
     revision = content_revision([(_identity(spec, f.name), f.sha256) for f in files])
     return DumpManifest(spec.kind, spec.location, "local", revision, tuple(files), csv_max_cell_bytes)
@@ -175,6 +176,31 @@ class LoadReport:
     #: per dump: format, rows read, battles, quarantined, votes kept from another dump
     per_dump: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
+
+
+def content_unchanged(shard: ShardFile) -> tuple[int, ...]:
+    """The file's stamp now, once its content is known to be what ``shard.sha256`` says.
+
+    The revision was computed from the files' sha256 before this load; a file rewritten since then
+    would publish other content under that revision (and a sensor would then skip the revision as
+    live). A file whose stamp is the one its hash was taken at is unchanged; any other (or one with
+    no stamp, such as a Hub shard served from the cache) is hashed again, one sequential read.
+
+    Raises
+    ------
+    SourceError
+        The file's content is not the one its revision was computed from.
+    """
+    stamp = file_stamp(shard.path)
+    if shard.sha256 is None or (shard.stamp is not None and tuple(shard.stamp) == stamp):
+        return stamp
+    digest = file_sha256(shard.path)
+    if digest != shard.sha256 or file_stamp(shard.path) != stamp:
+        raise SourceError(
+            f"{shard.name} ({shard.path}) changed after its revision was computed: sha256 {digest}, the "
+            f"revision was computed from {shard.sha256}; nothing was loaded. Run again: the new content is "
+            f"a new revision")
+    return stamp
 
 
 def dump_label(manifest: DumpManifest, shard: ShardFile) -> str:
@@ -451,6 +477,7 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
         dump = dump_label(manifest, shard)
         adapter = file_adapter(Path(shard.path))
         formats.setdefault(dump, adapter.name)
+        stamp = content_unchanged(shard)
         for table, battles, unparsed in _iter_file(shard, aliases, limit, dump, adapter):
             file_rows += battles.height + unparsed.height
             batch = battles  # row-aligned with table
@@ -470,6 +497,9 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
             report.context_messages += warehouse.append(
                 con, schema, CONTEXT_MESSAGES_TABLE + suffix, flatten_context_messages(frame, dump)
             )
+        if file_stamp(shard.path) != stamp:
+            raise SourceError(f"{shard.name} ({shard.path}) changed while it was read: the tables would not be "
+                              f"the revision's content; run again (the changed file is a new revision)")
         report.rows_read += file_rows
         report.per_file.append({"file": shard.name, "rows": file_rows, "dump": dump, "format": adapter.name})
     all_battles = pl.concat(kept) if kept else pl.DataFrame(schema=BATTLES_SCHEMA)

@@ -24,6 +24,9 @@ class ShardFile:
     sha256: str | None = None
     downloaded: bool = False  #: fetched by this call (False: read in place or from the cache)
     dump: str | None = None  #: the dump (dataset id) of a combined manifest; None: the manifest's source
+    #: (size, mtime_ns, ctime_ns, inode) of the file when ``sha256`` was taken (``sources.file_stamp``);
+    #: the load re-hashes a file whose stamp differs, or that has none (not part of the file's identity)
+    stamp: tuple[int, ...] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import ast
 import codecs
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,6 +326,13 @@ def csv_row_count(path: Path) -> int:
         return int(pl.scan_csv(path, infer_schema=False).select(pl.len()).collect().item())
     except (pl.exceptions.PolarsError, OSError):
         return -1
+
+
+def file_stamp(path: str | Path) -> tuple[int, ...]:
+    """(size, mtime_ns, ctime_ns, inode) of a file (a link followed). Any write changes the
+    status-change time, which no program can set back: an equal stamp means unchanged content."""
+    stat = os.stat(path)
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
 def file_sha256(path: str | Path) -> str:

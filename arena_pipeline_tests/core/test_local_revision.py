@@ -64,3 +64,64 @@ def test_sensor_lookup_and_fetch_agree(tmp_path):
     shutil.copy(REAL_CSV, renamed)
     # a single file is identified by its content alone: a renamed copy is the same dump
     assert DumpSource(source=str(renamed), cache_dir=str(tmp_path / "cache")).latest_revision() == source.latest_revision()
+
+
+# the load reads what the revision hashed -------------------------------------------------------
+
+def _loaded(manifest, tmp_path):
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "load.duckdb")) as con:
+        return ingest.load_dump(manifest, con, "arena")
+
+
+def test_a_file_rewritten_after_its_revision_was_computed_is_not_loaded_under_it(tmp_path):
+    import pytest
+
+    from arena_pipeline.core.sources import SourceError
+
+    dump = tmp_path / "votes.csv"
+    shutil.copy(REAL_CSV, dump)
+    manifest = local_manifest(parse_source(str(dump)))
+    _swap_winner_in_place(dump)  # same size, inode and modification time: only the content differs
+    with pytest.raises(SourceError, match=r"votes\.csv .*changed after its revision was computed"):
+        _loaded(manifest, tmp_path)
+
+
+def test_an_unchanged_file_is_not_hashed_again_by_the_load(tmp_path, monkeypatch):
+    dump = tmp_path / "votes.csv"
+    shutil.copy(REAL_CSV, dump)
+    manifest = local_manifest(parse_source(str(dump)))
+    assert manifest.files[0].stamp is not None
+    hashed = []
+    real = ingest.file_sha256
+    monkeypatch.setattr(ingest, "file_sha256", lambda path: hashed.append(path) or real(path))
+    assert _loaded(manifest, tmp_path).battles > 0
+    assert hashed == []  # the stamp taken with the revision's hash vouches for the content
+    # a stamp that differs (a Hub shard from the cache has none) costs one hash, and loads when it matches
+    import dataclasses
+
+    unstamped = dataclasses.replace(manifest, files=(dataclasses.replace(manifest.files[0], stamp=None),))
+    (tmp_path / "load.duckdb").unlink()
+    assert _loaded(unstamped, tmp_path).battles > 0 and hashed == [str(dump)]
+
+
+def test_a_file_changed_while_it_is_read_fails_the_load(tmp_path, monkeypatch):
+    import pytest
+
+    from arena_pipeline.core.sources import SourceError
+
+    dump = tmp_path / "votes.csv"
+    shutil.copy(REAL_CSV, dump)
+    manifest = local_manifest(parse_source(str(dump)))
+    real = ingest._iter_file
+
+    def rewrite_midway(*args, **kwargs):
+        for i, batch in enumerate(real(*args, **kwargs)):
+            if i == 0:
+                os.utime(dump)  # a write while the load reads the file changes its stamp
+            yield batch
+
+    monkeypatch.setattr(ingest, "_iter_file", rewrite_midway)
+    with pytest.raises(SourceError, match="changed while it was read"):
+        _loaded(manifest, tmp_path)
