@@ -6,6 +6,10 @@ it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's result
 ``arena.quality_results``, and the outcome is recorded on the exact table version checked, which the
 publication gate requires to have passed.
 
+The validation (``core.quality.validate_relation``) reads the checked version from DuckDB in batches
+of at most ~``DEFAULT_BATCH_ROWS`` rows of the suite's columns, so the check's memory follows the
+batch, not the table; its report is the one a single whole-table validation gives.
+
 ``models_confusable`` (WARN, never blocking) names the model names of ``arena.models`` that look
 alike (Unicode TR39 skeletons) without being merged: add an alias row when they are one model.
 """
@@ -26,7 +30,6 @@ from arena_pipeline.constants import (
     QUALITY_RESULTS_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.dumps import unavailable_columns
 from arena_pipeline.core.models import confusable_pairs
 from arena_pipeline.core.publication import (
     finish_build,
@@ -36,8 +39,8 @@ from arena_pipeline.core.publication import (
     record_dump,
     versioned,
 )
-from arena_pipeline.core.quality import QualityReport, suite_columns, suite_path, validate_dumps
-from arena_pipeline.core.warehouse import quoted, read_frame
+from arena_pipeline.core.quality import QualityReport, suite_path, validate_relation
+from arena_pipeline.core.warehouse import quoted
 from arena_pipeline.resources import Warehouse
 
 QUALITY_RESULTS_DDL = """
@@ -148,15 +151,9 @@ def _suite_checks(table: str):
         with warehouse.connection() as con:
             build = run_build(context, con)
             version = input_version(con, SCHEMA, table, build)
-            # only the columns the suite reads (messages: not the texts), validated against the full schema
-            schema = read_frame(con, f"SELECT * FROM {versioned(version)} LIMIT 0").schema
-            names = [*suite_columns(table), "dump"]  # dump: which rows a column is unavailable in
-            columns = ", ".join(f'"{c}"' for c in dict.fromkeys(names) if c in schema)
-            frame = read_frame(con, f"SELECT {columns} FROM {versioned(version)}")
-        # columns a dump's format lacks (null in all its rows) are not checked on that dump's rows
-        gaps = unavailable_columns(frame)
-        report = validate_dumps(frame, table, gaps, sample_size=SAMPLE_SIZE, schema=schema)
-        del frame
+            # batches of the suite's columns read from DuckDB (never the whole table in Python); a column
+            # a dump's format lacks (null in all its rows) is not checked on that dump's rows
+            report = validate_relation(con, versioned(version), table, sample_size=SAMPLE_SIZE)
         failed = report.failures("error").get_column("expectation_id").to_list()
         with warehouse.connection() as con:
             store_results(con, build.revision, table, report, version)

@@ -17,11 +17,25 @@ side, one user and one assistant message per turn (~4.5 rows per battle), with i
 
 It prints the time to import GX and create its context (paid once per process), then the
 validation wall time of each suite (pandas conversion included) and of ``split_quarantine``.
+
+The asset checks' path (a table in DuckDB, validated as ``checks._suite_checks`` does) is measured
+in two steps, so that each method's peak RSS is its own process's::
+
+    .venv/bin/python benchmarks/bench_quality.py --write-db /tmp/q.duckdb [--scale 4]
+    .venv/bin/python benchmarks/bench_quality.py --db /tmp/q.duckdb --method batched [--batch-rows N]
+    .venv/bin/python benchmarks/bench_quality.py --db /tmp/q.duckdb --method whole
+
+``--write-db`` stores the two frames above as ``bench.battles`` / ``bench.messages`` (``--scale N``:
+N copies, ids suffixed, built inside DuckDB). ``--method whole`` is the check before batching: the
+suite's columns read into one Polars frame, ``dumps.unavailable_columns``, ``validate_dumps``;
+``batched`` is ``validate_relation``. Each prints per suite the wall time and the process's peak
+RSS (``ru_maxrss``) after it, next to the RSS before the first suite (imports + GX context).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 from pathlib import Path
 
@@ -98,11 +112,85 @@ def synthetic_messages(battles: pl.DataFrame) -> pl.DataFrame:
     ).select([pl.col(name).cast(dtype) for name, dtype in MESSAGES_SCHEMA.items()])
 
 
+def _rss_mb() -> float:
+    """The process's peak RSS so far, in MB (Linux reports ru_maxrss in KB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def write_db(path: Path, votes: Path, scale: int) -> None:
+    """``bench.battles`` and ``bench.messages`` in a DuckDB file, ``scale`` copies of each frame."""
+    import duckdb
+
+    battles = real_battles(votes)
+    messages = synthetic_messages(battles)
+    path.unlink(missing_ok=True)
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA bench")
+    for name, frame in (("battles", battles), ("messages", messages)):
+        arrow = frame.to_arrow()  # noqa: F841 - read by DuckDB below
+        con.execute(f"CREATE TABLE bench.{name} AS SELECT * FROM arrow")
+    del battles, messages
+    if scale > 1:  # copies 1..scale-1: new ids, new source rows
+        n = con.execute("SELECT count(*) FROM bench.battles").fetchone()[0]
+        con.execute(f"""INSERT INTO bench.battles SELECT b.* REPLACE (id || '-' || k AS id,
+                        source_row + k * {n} AS source_row) FROM bench.battles b, range(1, {scale}) r(k)""")
+        con.execute(f"""INSERT INTO bench.messages SELECT m.* REPLACE (battle_id || '-' || k AS battle_id)
+                        FROM bench.messages m, range(1, {scale}) r(k)""")
+    for name in ("battles", "messages"):
+        print(f"bench.{name}: {con.execute(f'SELECT count(*) FROM bench.{name}').fetchone()[0]} rows")
+    con.close()
+
+
+def check_db(path: Path, method: str, batch_rows: int | None) -> None:
+    """Validate both tables of ``path`` as the asset checks do, with ``method``; print time and RSS."""
+    import duckdb
+
+    from arena_pipeline.core import quality
+    from arena_pipeline.core.dumps import unavailable_columns
+
+    quality._context()
+    con = duckdb.connect(str(path), read_only=True)
+    print(f"{method}: RSS {_current_rss_mb():.0f} MB after imports + GX context")
+    for name in ("battles", "messages"):
+        relation = f'"bench"."{name}"'
+        t0 = time.perf_counter()
+        if method == "whole":  # checks._suite_checks before batching
+            schema = con.execute(f"SELECT * FROM {relation} LIMIT 0").pl().schema
+            columns = ", ".join(f'"{c}"' for c in dict.fromkeys([*quality.suite_columns(name), "dump"]))
+            frame = con.execute(f"SELECT {columns} FROM {relation}").pl()
+            report = quality.validate_dumps(frame, name, unavailable_columns(frame), sample_size=10, schema=schema)
+            del frame
+        else:
+            kwargs = {} if batch_rows is None else {"batch_rows": batch_rows}
+            report = quality.validate_relation(con, relation, name, sample_size=10, **kwargs)
+        seconds = time.perf_counter() - t0
+        failed = report.failures().select("expectation_id", "unexpected_count").rows()
+        print(f"  {name:<9} {report.row_count:>9} rows: {seconds:6.2f} s, peak RSS so far {_rss_mb():6.0f} MB; "
+              f"failed {failed}")
+    con.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--votes", type=Path, default=REAL_VOTES)
     parser.add_argument("--repeat", type=int, default=3, help="validations per suite")
+    parser.add_argument("--write-db", type=Path, help="write the tables to this DuckDB file and stop")
+    parser.add_argument("--scale", type=int, default=1, help="copies of the tables written by --write-db")
+    parser.add_argument("--db", type=Path, help="validate the tables of this DuckDB file (see --method)")
+    parser.add_argument("--method", choices=("batched", "whole"), default="batched")
+    parser.add_argument("--batch-rows", type=int, help="validate_relation's batch_rows (default: its own)")
     args = parser.parse_args()
+    if args.write_db:
+        write_db(args.write_db, args.votes, args.scale)
+        return
+    if args.db:
+        check_db(args.db, args.method, args.batch_rows)
+        return
 
     t0 = time.perf_counter()
     battles = real_battles(args.votes)

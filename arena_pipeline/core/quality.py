@@ -1,4 +1,4 @@
-"""Validate flat tables against the Great Expectations suites in ``expectations/``.
+"""Validate flat tables against the Great Expectations suites in ``expectations/``, in bounded batches.
 
 This is the only module that imports ``great_expectations`` (GX 1.x). It imports it lazily, on
 the first validation, so that loading the Dagster definitions does not pay GX's import time.
@@ -11,10 +11,31 @@ A suite is a plain GX 1.x JSON file, one per checked table (``expectations/<tabl
 - ``"warning"``: reported, never blocking.
 
 Validation runs in one ephemeral GX context per process (pandas datasource, whole-dataframe
-batch definitions, progress bars and analytics off) over pandas copies of the Polars frame:
-the schema expectations see exact dtypes (:func:`to_pandas`), the value expectations a
-numpy-backed copy GX vectorises (:func:`to_pandas_values`). The outcome is a
-:class:`QualityReport` whose ``results`` frame has one row per expectation
+batch definitions, progress bars and analytics off) over pandas copies of Polars frames: the
+schema expectations see exact dtypes (:func:`to_pandas`), the value expectations a numpy-backed
+copy GX vectorises (:func:`to_pandas_values`). :func:`validate_frame` checks a frame held in
+memory in one GX validation.
+
+:func:`validate_relation` checks a DuckDB table (what the asset checks do) without ever holding
+it whole: it reads the suite's columns in batches of about ``batch_rows`` rows
+(:data:`DEFAULT_BATCH_ROWS`), validates each with GX and merges the results, so memory follows
+the batch, not the table (:func:`plan_batches` says which expectations run where):
+
+- the schema expectations run once, on an empty frame with the table's schema;
+- the row-count expectations run once, on the table's count;
+- the row-wise expectations (:data:`ROW_EXPECTATION_TYPES`) run on consecutive batches of one
+  streamed scan;
+- an expectation that compares rows (:data:`KEY_EXPECTATION_TYPES`: uniqueness) runs on a
+  partition of the rows by a hash of its own key columns, reading only those (and the id), so
+  that every copy of a key is in one batch; other key columns get their own partitioning;
+- an expectation naming a column some dump's format lacks reads only the other dumps' rows
+  (``WHERE dump NOT IN (...)``, :func:`unavailable_in`), as :func:`validate_dumps` does on a frame.
+
+The batch results are merged per expectation (:func:`merge_batch_results`) into exactly what one
+whole-table validation gives. Any other expectation type (an aggregate such as a column mean)
+has no such merge: :func:`validate_relation` rejects it with :class:`SuiteError`.
+
+The outcome is a :class:`QualityReport` whose ``results`` frame has one row per expectation
 (:data:`REPORT_SCHEMA`), with unexpected counts and a sample of offending ids.
 """
 
@@ -26,14 +47,19 @@ import json
 import math
 import threading
 import time
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import polars as pl
 import pyarrow as pa
+
+from arena_pipeline.core.adapters import ADAPTABLE_COLUMNS
+from arena_pipeline.core.dumps import unavailable_columns
+from arena_pipeline.core.warehouse import read_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     import great_expectations as gx
@@ -93,9 +119,6 @@ def suite_path(name_or_path: str | Path, directory: str | Path | None = None) ->
         A suite name such as ``"battles"``, or a path to a JSON file.
     directory
         Folder of named suites; defaults to :func:`expectations_dir`.
-    schema
-        The table's full schema, for the schema expectations, when ``df`` holds only some of its
-        columns (e.g. :func:`suite_columns`); default ``df.schema``.
     """
     path = Path(name_or_path)
     if path.suffix == ".json":
@@ -262,7 +285,7 @@ _NS_MIN = dt.datetime(1677, 9, 22)
 _NS_MAX = dt.datetime(2262, 4, 11)
 
 
-def to_pandas_values(df: pl.DataFrame) -> pd.DataFrame:
+def to_pandas_values(df: pl.DataFrame, nulls: Mapping[str, bool] | None = None) -> pd.DataFrame:
     """A pandas copy GX's pandas engine checks quickly (for the value expectations).
 
     GX vectorises ``expect_column_values_to_be_between`` only for numpy ``int64`` / ``float64``
@@ -271,11 +294,22 @@ def to_pandas_values(df: pl.DataFrame) -> pd.DataFrame:
     ``datetime64[ns]``, clipped to its range (1677-09-22 .. 2262-04-11: a value beyond that is
     still outside any plausible range). Strings, booleans and lists are Polars' default
     conversion.
+
+    Parameters
+    ----------
+    df
+        The frame, or one batch of a larger table.
+    nulls
+        Integer column -> whether it has nulls in the whole table ``df`` is a batch of, so that
+        every batch converts it alike (a sampled ``-4`` stays ``-4``, not ``-4.0`` in one batch
+        only); a column not listed is decided on ``df`` itself.
     """
+    known = nulls or {}
     casts = []
     for name, dtype in df.schema.items():
         if dtype.is_integer():
-            target = pl.Int64 if df.get_column(name).null_count() == 0 else pl.Float64
+            has_nulls = known[name] if name in known else df.get_column(name).null_count() > 0
+            target = pl.Float64 if has_nulls else pl.Int64
             casts.append(pl.col(name).cast(target))
         elif isinstance(dtype, pl.Datetime):
             col = pl.col(name)
@@ -384,6 +418,15 @@ def _columns_of(kwargs: Mapping[str, Any]) -> str | None:
     if "column_list" in kwargs:
         return ",".join(kwargs["column_list"])
     return None
+
+
+def _sample_positions(res: Any, column: str) -> list[int] | None:
+    """The ``column`` values (row positions) of GX's sampled offending rows, in sample order."""
+    entries = (res.result or {}).get("partial_unexpected_index_list") or []
+    positions = [_plain(e.get(column)) for e in entries if isinstance(e, dict)]
+    if len(positions) != len(entries) or not all(isinstance(p, int) for p in positions):
+        return None
+    return positions
 
 
 def _result_row(suite: str, config: Any, res: Any, id_column: str | None) -> dict[str, Any]:
@@ -505,18 +548,123 @@ def suite_columns(name_or_path: str | Path, directory: str | Path | None = None)
     """
     data = read_suite(name_or_path, directory)
     meta = data.get("meta") or {}
-    derived = {name: pl.sql_expr(sql).meta.root_names()
-               for name, sql in (meta.get("derived_columns") or {}).items()}
     named = [c for exp in data["expectations"] if exp.get("type") not in SCHEMA_EXPECTATION_TYPES
              for c in _kwargs_columns(exp.get("kwargs") or {})]
-    columns = [source for c in named for source in derived.get(c, [c])]
+    columns = _source_columns(named, meta)
     return list(dict.fromkeys([*columns, *([meta["id_column"]] if meta.get("id_column") else [])]))
+
+
+def _source_columns(named: list[str], meta: Mapping[str, Any]) -> list[str]:
+    """The table columns behind ``named``, a derived column (``meta.derived_columns``) replaced by its sources."""
+    derived = {name: pl.sql_expr(sql).meta.root_names()
+               for name, sql in (meta.get("derived_columns") or {}).items()}
+    return list(dict.fromkeys(source for c in named for source in derived.get(c, [c])))
 
 
 def _sub_suite(suite: gx.ExpectationSuite, name: str, configs: list[Any]) -> gx.ExpectationSuite:
     import great_expectations as gx
 
     return gx.ExpectationSuite(name=name, expectations=configs, meta=suite.meta)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the GX validations of one suite share: the (sub-)suite, the sampled columns, the options."""
+
+    suite: Any
+    meta: dict[str, Any]
+    id_column: str | None
+    order_column: str | None
+    result_format: dict[str, Any]
+    parameters: dict[str, Any]
+
+
+def _prepare(
+    suite_name: str | Path,
+    columns: Collection[str],
+    id_column: str | None,
+    sample_size: int,
+    parameters: Mapping[str, Any] | None,
+    directory: str | Path | None,
+    only: Collection[str] | None,
+    order_column: str | None = None,
+) -> _Run:
+    """The suite (only the ``only`` ids when given) and the options of :func:`validate_frame`.
+
+    ``columns`` are those of the data: ``id_column`` (default ``meta.id_column``) is dropped when
+    absent. ``order_column``, a column giving each row's position in the table, is sampled with
+    the ids so that samples of several batches can be put back in table order.
+    """
+    suite = load_suite(suite_name, directory)
+    if only is not None:
+        wanted = set(only)
+        suite = _sub_suite(suite, suite.name, [e.configuration for e in suite.expectations if e.id in wanted])
+    meta = suite.meta or {}
+    if id_column is None:
+        id_column = meta.get("id_column")
+    if id_column is not None and id_column not in columns:
+        id_column = None
+    result_format: dict[str, Any] = {
+        "result_format": "SUMMARY",
+        "partial_unexpected_count": sample_size,
+    }
+    index = [c for c in (id_column, order_column) if c]
+    if index:
+        result_format["unexpected_index_column_names"] = index
+    params = default_parameters()
+    params.update(parameters or {})
+    return _Run(suite, meta, id_column, order_column, result_format, params)
+
+
+def _gx_results(run: _Run, part: str, frame: pd.DataFrame, configs: list[Any]) -> dict[str, Any]:
+    """GX's results of ``configs`` on one pandas frame, by expectation id."""
+    name = f"{run.suite.name}.{part}"
+    with _LOCK:
+        try:
+            batch = _batch_definition(name).get_batch(batch_parameters={"dataframe": frame})
+            validation = batch.validate(
+                _sub_suite(run.suite, name, configs),
+                result_format=run.result_format,
+                expectation_parameters=run.parameters,
+            )
+        finally:
+            _release_batches()
+    return {res.expectation_config.id: res for res in validation.results}
+
+
+def _release_batches() -> None:
+    """Make GX let go of the frames it validated.
+
+    The pandas datasource's execution engine keeps the last batch (its data and its Batch) until
+    the next validation replaces it: the frame would outlive the check, and in
+    :func:`validate_relation` two batches would be alive at once. Callers hold ``_LOCK``.
+    """
+    try:
+        source = _context().data_sources.get("arena_pipeline")
+    except (KeyError, ValueError, LookupError):  # never created: nothing to let go of
+        return
+    manager = source.get_execution_engine().batch_manager
+    manager.batch_data_cache.clear()
+    manager.reset_batch_cache()
+
+
+def _values_frame(df: pl.DataFrame, run: _Run, configs: list[Any]) -> pl.DataFrame:
+    """``df`` with the derived columns ``configs`` read, cut to what they read (and the sampled columns).
+
+    GX fingerprints the whole pandas frame, pickling it when a column is unhashable (lists),
+    which costs seconds: the frame holds nothing else.
+    """
+    named = _referenced_columns(configs)
+    derived = {k: v for k, v in (run.meta.get("derived_columns") or {}).items() if k in named}
+    values = add_derived_columns(df, derived)
+    keep = [c for c in [*named, run.id_column, run.order_column] if c]
+    return values.select([c for c in dict.fromkeys(keep) if c in values.columns])
+
+
+def _split(configs: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The schema expectations' configurations, and the others'."""
+    schema = [c for c in configs if c.type in SCHEMA_EXPECTATION_TYPES]
+    return schema, [c for c in configs if c.type not in SCHEMA_EXPECTATION_TYPES]
 
 
 def validate_frame(
@@ -565,63 +713,26 @@ def validate_frame(
     Two GX validations run in the process-wide ephemeral context: the schema expectations
     (:data:`SCHEMA_EXPECTATION_TYPES`) on an empty :func:`to_pandas` copy, which has the exact
     dtypes, and the others on :func:`to_pandas_values` of the columns they name (and the id
-    column), with the suite's ``meta.derived_columns`` added.
+    column), with the suite's ``meta.derived_columns`` added. The whole frame is converted at
+    once: for a table larger than memory use :func:`validate_relation`.
     """
     start = time.perf_counter()
-    suite = load_suite(suite_name, directory)
-    if only is not None:
-        wanted = set(only)
-        suite = _sub_suite(suite, suite.name, [e.configuration for e in suite.expectations if e.id in wanted])
-    meta = suite.meta or {}
-    if id_column is None:
-        id_column = meta.get("id_column")
-    if id_column is not None and id_column not in df.columns:
-        id_column = None
-    result_format: dict[str, Any] = {
-        "result_format": "SUMMARY",
-        "partial_unexpected_count": sample_size,
-    }
-    if id_column:
-        result_format["unexpected_index_column_names"] = [id_column]
-    params = default_parameters()
-    params.update(parameters or {})
-
-    schema_configs = [e.configuration for e in suite.expectations if e.expectation_type in
-                      SCHEMA_EXPECTATION_TYPES]
-    value_configs = [e.configuration for e in suite.expectations if e.expectation_type not in
-                     SCHEMA_EXPECTATION_TYPES]
-    jobs = []
+    run = _prepare(suite_name, df.columns, id_column, sample_size, parameters, directory, only)
+    schema_configs, value_configs = _split([e.configuration for e in run.suite.expectations])
+    by_id: dict[str, Any] = {}
     if schema_configs:
         shape = df.head(0) if schema is None else pl.DataFrame(schema=dict(schema))
-        jobs.append(("schema", shape, to_pandas, schema_configs))
+        by_id.update(_gx_results(run, "schema", to_pandas(shape), schema_configs))
     if value_configs:
-        values = add_derived_columns(df, meta.get("derived_columns") or {})
-        # Only the columns the expectations read (and the id): GX fingerprints the whole pandas
-        # frame, pickling it when a column is unhashable (lists), which costs seconds.
-        keep = [c for c in [*_referenced_columns(value_configs), id_column] if c]
-        values = values.select([c for c in dict.fromkeys(keep) if c in values.columns])
-        jobs.append(("values", values, to_pandas_values, value_configs))
-
-    by_id: dict[str, Any] = {}
-    with _LOCK:
-        for part, frame, convert, configs in jobs:
-            batch = _batch_definition(f"{suite.name}.{part}").get_batch(
-                batch_parameters={"dataframe": convert(frame)}
-            )
-            validation = batch.validate(
-                _sub_suite(suite, f"{suite.name}.{part}", configs),
-                result_format=result_format,
-                expectation_parameters=params,
-            )
-            by_id.update((res.expectation_config.id, res) for res in validation.results)
-
+        values = to_pandas_values(_values_frame(df, run, value_configs))
+        by_id.update(_gx_results(run, "values", values, value_configs))
     rows = [
-        _result_row(suite.name, by_id[exp.id].expectation_config, by_id[exp.id], id_column)
-        for exp in suite.expectations
+        _result_row(run.suite.name, by_id[exp.id].expectation_config, by_id[exp.id], run.id_column)
+        for exp in run.suite.expectations
     ]
     return QualityReport(
-        suite=suite.name,
-        table=meta.get("table"),
+        suite=run.suite.name,
+        table=run.meta.get("table"),
         row_count=df.height,
         results=pl.DataFrame(rows, schema=REPORT_SCHEMA),
         duration_s=time.perf_counter() - start,
@@ -669,3 +780,470 @@ def validate_dumps(
     first = reports[0]
     return QualityReport(suite=first.suite, table=first.table, row_count=df.height, results=results,
                          duration_s=time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------------
+# A DuckDB table, validated in batches
+# ---------------------------------------------------------------------------
+
+#: Rows per batch of :func:`validate_relation`: memory against speed. A batch costs ~1.6 KB a row
+#: for the battles suite's 57 columns (Polars, its casts, the pandas copy; ~0.5 KB for messages), so
+#: ~300 MB at this size. GX costs ~10 ms per expectation and batch on top of ~1 s per million rows,
+#: so fewer batches are faster: the full dump's 135k battles are one batch, its messages 4 (measured
+#: with ``benchmarks/bench_quality.py --db``: ~3.4 s for both suites against ~2.4 s for one
+#: whole-table validation each; peak RSS flat from 1x to 4x the dump).
+DEFAULT_BATCH_ROWS = 200_000
+
+#: Expectations that compare rows with each other. Each runs on a partition of the rows by a hash
+#: of the columns its kwargs name, so that every copy of a key is in the same batch: the counts of
+#: the batches then add up to the whole table's.
+KEY_EXPECTATION_TYPES: frozenset[str] = frozenset(
+    {"expect_column_values_to_be_unique", "expect_compound_columns_to_be_unique"}
+)
+
+#: Expectations decided on each row alone (GX's map expectations): any batching gives the whole
+#: table's counts once summed.
+ROW_EXPECTATION_TYPES: frozenset[str] = frozenset(
+    {
+        "expect_column_values_to_not_be_null",
+        "expect_column_values_to_be_null",
+        "expect_column_values_to_be_between",
+        "expect_column_values_to_be_in_set",
+        "expect_column_values_to_not_be_in_set",
+        "expect_column_values_to_match_regex",
+        "expect_column_values_to_not_match_regex",
+        "expect_column_value_lengths_to_be_between",
+        "expect_column_value_lengths_to_equal",
+        "expect_column_pair_values_to_be_equal",
+        "expect_column_pair_values_a_to_be_greater_than_b",
+        "expect_column_pair_values_to_be_in_set",
+        "expect_select_column_values_to_be_unique_within_record",
+        "expect_multicolumn_sum_to_equal",
+    }
+)
+
+#: Expectations about the number of rows: run once, on the table's count.
+ROW_COUNT_EXPECTATION_TYPES: frozenset[str] = frozenset(
+    {"expect_table_row_count_to_be_between", "expect_table_row_count_to_equal"}
+)
+
+#: The column of a batch holding each row's position in the relation (DuckDB's ``rowid``), sampled
+#: with the ids so that the merged samples are the first offending rows in table order.
+POSITION_COLUMN = "__arena_row_position"
+
+
+def _ident(name: str) -> str:
+    """A quoted DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class BatchPass:
+    """One partitioning of a relation's rows, and the expectations validated on each of its batches.
+
+    Attributes
+    ----------
+    key
+        The columns whose hash decides a row's batch; ``()`` for consecutive batches in table order.
+    lacking
+        Dumps whose rows are left out: their format lacks a column the expectations name.
+    ids
+        The expectations validated on every batch, in suite order.
+    """
+
+    key: tuple[str, ...]
+    lacking: tuple[str, ...]
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Where :func:`validate_relation` runs each expectation of a suite.
+
+    Attributes
+    ----------
+    schema_ids
+        :data:`SCHEMA_EXPECTATION_TYPES`: once, on an empty frame with the table's schema.
+    count_ids
+        :data:`ROW_COUNT_EXPECTATION_TYPES`: once, on the table's row count.
+    passes
+        The others, on the batches of each pass.
+    """
+
+    schema_ids: tuple[str, ...]
+    count_ids: tuple[str, ...]
+    passes: tuple[BatchPass, ...]
+
+
+def plan_batches(data: Mapping[str, Any], unavailable: Mapping[str, Collection[str]]) -> BatchPlan:
+    """Which expectations of a suite run where when it is validated in batches.
+
+    The row-wise expectations (:data:`ROW_EXPECTATION_TYPES`) with the same ``lacking`` dumps
+    share a pass of consecutive batches (one streamed scan of the columns they read). An
+    expectation of :data:`KEY_EXPECTATION_TYPES` gets a pass partitioned by a hash of its own
+    columns, shared with those of the same columns and ``lacking`` dumps: it reads only its key
+    (and the id), so it is narrow, and running it apart costs GX little (GX's overhead is per
+    expectation and batch, not per validation). ``lacking`` follows :func:`validate_dumps`: the
+    dumps whose format lacks a column the expectation names (``unavailable``, as given by
+    :func:`unavailable_in`).
+
+    Parameters
+    ----------
+    data
+        The suite, as :func:`read_suite` returns it.
+    unavailable
+        Dump -> the columns its format lacks.
+
+    Raises
+    ------
+    SuiteError
+        For an expectation no batching can validate exactly: an aggregate over the whole column
+        (mean, distinct values, ...), or a ``mostly`` below 1 (its threshold applies to the whole
+        table, and GX's denominators differ by expectation family).
+    """
+    gaps = {c for cols in unavailable.values() for c in cols}
+    schema_ids: list[str] = []
+    count_ids: list[str] = []
+    keyed: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    rowwise: dict[tuple[str, ...], list[str]] = {}
+    for exp in data["expectations"]:
+        kind, kwargs, exp_id = exp.get("type"), exp.get("kwargs") or {}, exp["id"]
+        if kind in SCHEMA_EXPECTATION_TYPES:
+            schema_ids.append(exp_id)
+            continue
+        if kind in ROW_COUNT_EXPECTATION_TYPES:
+            count_ids.append(exp_id)
+            continue
+        if kwargs.get("mostly", 1) != 1:
+            raise SuiteError(f"expectation {exp_id!r}: 'mostly' cannot be validated in batches")
+        named = set(_kwargs_columns(kwargs)) & gaps
+        lacking = tuple(sorted(d for d, cols in unavailable.items() if named & set(cols)))
+        if kind in KEY_EXPECTATION_TYPES:
+            keyed.setdefault((tuple(_kwargs_columns(kwargs)), lacking), []).append(exp_id)
+        elif kind in ROW_EXPECTATION_TYPES:
+            rowwise.setdefault(lacking, []).append(exp_id)
+        else:
+            raise SuiteError(
+                f"expectation {exp_id!r}: {kind} has no rule to merge batches; add it to "
+                "ROW_EXPECTATION_TYPES or KEY_EXPECTATION_TYPES if it is decided per row or per key"
+            )
+    passes = [BatchPass((), lacking, tuple(ids)) for lacking, ids in rowwise.items()]
+    passes += [BatchPass(key, lacking, tuple(ids)) for (key, lacking), ids in keyed.items()]
+    return BatchPlan(tuple(schema_ids), tuple(count_ids), tuple(passes))
+
+
+def unavailable_in(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    columns: Collection[str] | None = None,
+    *,
+    dump_column: str = "dump",
+) -> dict[str, list[str]]:
+    """:func:`~arena_pipeline.core.dumps.unavailable_columns` of a DuckDB relation, aggregated in DuckDB.
+
+    One row per dump comes back to Python: for each adaptable column, one of its values in that
+    dump's rows (``any_value``, null exactly when all are null), and ``unavailable_columns`` reads
+    that small frame. The table itself is never read into Python.
+
+    Parameters
+    ----------
+    con
+        The DuckDB connection.
+    relation
+        A quoted, schema-qualified table or view name.
+    columns
+        The columns to consider (default: all of the relation's); only adaptable ones can be
+        unavailable.
+    dump_column
+        The column naming each row's dump.
+    """
+    present = read_frame(con, f"SELECT * FROM {relation} LIMIT 0").columns
+    if dump_column not in present:
+        return {}
+    wanted = [c for c in dict.fromkeys(columns if columns is not None else present)
+              if c in ADAPTABLE_COLUMNS and c in present and c != dump_column]
+    if not wanted:
+        return {}
+    values = ", ".join(f"any_value({_ident(c)}) AS {_ident(c)}" for c in wanted)
+    per_dump = read_frame(con, f"SELECT {_ident(dump_column)} AS dump, {values} FROM {relation} GROUP BY 1")
+    return unavailable_columns(per_dump, wanted)
+
+
+def _position(con: duckdb.DuckDBPyConnection, relation: str) -> str:
+    """SQL for a row's position in ``relation``: ``rowid`` for a table, the row's number for a view."""
+    try:
+        con.execute(f"SELECT rowid FROM {relation} LIMIT 0")
+    except duckdb.BinderException:
+        return "row_number() OVER ()"
+    return "rowid"
+
+
+def read_batches(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    columns: Sequence[str],
+    *,
+    key: Sequence[str] = (),
+    rows: int | None = None,
+    where: str = "",
+    params: Sequence[Any] = (),
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    position: str = "rowid",
+) -> Iterator[pl.DataFrame]:
+    """The rows of ``relation`` in batches of about ``batch_rows``, each ordered by row position.
+
+    Without ``key``, one streamed query (on a cursor of ``con``) cut into consecutive batches of
+    at most ``batch_rows`` rows. With ``key``, ``ceil(rows / batch_rows)`` queries, batch ``i``
+    holding the rows whose ``hash(key) % n`` is ``i``: every copy of a key is in one batch. Such a
+    batch holds about ``batch_rows`` rows (hash partitions of ``r`` rows differ by a few
+    ``sqrt(r)``; a key repeated more often makes its batch larger), and each query scans the
+    relation's ``columns`` once. Either way nothing larger than a batch is held in Python; a
+    relation without rows gives one empty batch, and empty hash partitions are skipped.
+
+    Parameters
+    ----------
+    con
+        The DuckDB connection.
+    relation
+        A quoted, schema-qualified table or view name.
+    columns
+        The columns to read; :data:`POSITION_COLUMN` comes first.
+    key
+        The columns whose equal values must share a batch.
+    rows
+        How many rows ``where`` keeps (decides the number of hash partitions; counted when
+        omitted).
+    where
+        A ``WHERE`` clause, with ``?`` for ``params``.
+    params
+        The values of ``where``'s placeholders.
+    batch_rows
+        The rows wanted per batch.
+    position
+        SQL for the row's position (``rowid``; ``row_number() OVER ()`` for a view).
+    """
+    selected = "".join(f", {_ident(c)}" for c in columns)
+    inner = f"SELECT {position} AS {_ident(POSITION_COLUMN)}{selected} FROM {relation} {where}"
+    if not key:
+        cursor = con.cursor()  # its own connection: the stream survives other queries on `con`
+        try:
+            reader = cursor.execute(inner, list(params)).to_arrow_reader(batch_rows)
+            empty = True
+            for batch in reader:
+                empty = False
+                # insertion order already, unless preserve_insertion_order is off
+                yield pl.from_arrow(batch).sort(POSITION_COLUMN)
+                del batch  # before the next one is fetched
+            if empty:
+                yield pl.from_arrow(reader.schema.empty_table())
+        finally:
+            cursor.close()
+        return
+    if rows is None:
+        rows = con.execute(f"SELECT count(*) FROM {relation} {where}", list(params)).fetchone()[0]
+    parts = max(1, math.ceil(rows / batch_rows))
+    bucket = f"hash({', '.join(_ident(c) for c in key)}) % {parts}"
+    sql = f"SELECT * FROM ({inner}) WHERE {bucket} = ? ORDER BY {_ident(POSITION_COLUMN)}"
+    for part in range(parts):
+        frame = read_frame(con, sql, [*params, part])
+        if frame.height or parts == 1:
+            yield frame
+
+
+def _unexpected_percent(element: int | None, unexpected: int | None, missing: int | None) -> float | None:
+    """GX's ``unexpected_percent`` (``_format_map_output``) from whole-table counts.
+
+    Of the non-null values; of all values when the expectation counts no missing ones
+    (``expect_column_values_to_not_be_null``); None without values, or without non-null ones.
+    """
+    if unexpected is None or not element:
+        return None
+    if missing is None:
+        return unexpected / element * 100
+    nonnull = element - missing
+    return unexpected / nonnull * 100 if nonnull > 0 else None
+
+
+def merge_batch_results(
+    rows: Sequence[Mapping[str, Any]],
+    positions: Sequence[Sequence[int] | None],
+    sample_size: int,
+) -> dict[str, Any]:
+    """One expectation's result row (:data:`REPORT_SCHEMA`) from its rows on disjoint batches.
+
+    ``success`` when every batch succeeded (no ``mostly``: no offending row anywhere);
+    ``element_count``, ``unexpected_count`` and ``missing_count`` summed; ``unexpected_percent``
+    recomputed from the sums as GX does (:func:`_unexpected_percent`); ``observed_value``,
+    ``details`` and ``exception`` the first batch's that has one; ``sample_ids`` and
+    ``sample_values`` the first ``sample_size`` by row position (each batch samples its first
+    offending rows in position order, so these are the whole table's first), or in batch order
+    when GX gave no positions.
+
+    Parameters
+    ----------
+    rows
+        The expectation's row of each batch, as ``validate_frame`` builds them.
+    positions
+        Per batch, the positions of its sampled rows (``None`` when unknown).
+    sample_size
+        How many sample ids and values to keep.
+    """
+
+    def total(name: str) -> int | None:
+        values = [r[name] for r in rows if r[name] is not None]
+        return sum(values) if values else None
+
+    def first(name: str) -> Any:
+        return next((r[name] for r in rows if r[name] is not None), None)
+
+    def samples(name: str) -> list[Any]:
+        per_batch = list(zip((r[name] for r in rows), positions, strict=True))
+        if all(not got or (at is not None and len(at) == len(got)) for got, at in per_batch):
+            entries = [e for got, at in per_batch if got for e in zip(at, got, strict=True)]
+            entries.sort(key=lambda e: e[0])  # stable: ties (none in one table) keep batch order
+            return [v for _, v in entries][:sample_size]
+        return [v for got, _ in per_batch for v in got][:sample_size]
+
+    element, unexpected, missing = total("element_count"), total("unexpected_count"), total("missing_count")
+    return {
+        **rows[0],
+        "success": all(r["success"] for r in rows),
+        "element_count": element,
+        "unexpected_count": unexpected,
+        "unexpected_percent": _unexpected_percent(element, unexpected, missing),
+        "missing_count": missing,
+        "observed_value": first("observed_value"),
+        "details": first("details"),
+        "sample_ids": samples("sample_ids"),
+        "sample_values": samples("sample_values"),
+        "exception": first("exception"),
+    }
+
+
+def validate_relation(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    suite_name: str | Path,
+    *,
+    unavailable: Mapping[str, Collection[str]] | None = None,
+    schema: Mapping[str, pl.DataType] | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    sample_size: int = 10,
+    id_column: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    directory: str | Path | None = None,
+    dump_column: str = "dump",
+) -> QualityReport:
+    """Validate a DuckDB table against a suite in bounded batches: :func:`validate_dumps` of the whole table.
+
+    Only the columns the expectations read are fetched, one batch of about ``batch_rows`` rows
+    at a time (:func:`read_batches`); :func:`plan_batches` decides the passes, and
+    :func:`merge_batch_results` merges each expectation's batches. The report is the one
+    :func:`validate_dumps` gives on the whole table read into a frame, sample ids included.
+
+    Parameters
+    ----------
+    con
+        The DuckDB connection.
+    relation
+        A quoted, schema-qualified table or view name, e.g. ``'"versions"."battles__v1"'``.
+    suite_name
+        ``"battles"``, ``"messages"`` (a file in ``directory``) or a path to a suite JSON.
+    unavailable
+        Dump -> the columns its format lacks: an expectation naming one runs on the other dumps'
+        rows only. Default: :func:`unavailable_in` of the suite's columns (``{}``: none).
+    schema
+        The table's schema, for the schema expectations; default: read from ``relation``.
+    batch_rows
+        About how many rows each GX validation sees (see :data:`DEFAULT_BATCH_ROWS`).
+    sample_size, id_column, parameters, directory
+        As for :func:`validate_frame`.
+    dump_column
+        The column naming each row's dump.
+
+    Returns
+    -------
+    QualityReport
+        ``results`` in suite order, ``row_count`` the relation's rows.
+
+    Raises
+    ------
+    SuiteError
+        When the suite has an expectation that cannot be validated in batches
+        (:func:`plan_batches`).
+
+    Notes
+    -----
+    Samples are the first offending rows by position (``rowid``, the table's insertion order;
+    a view's scan order), as one validation of ``SELECT ... FROM relation`` gives them. Integer
+    columns are converted alike in every batch (:func:`to_pandas_values`' ``nulls``), from one
+    aggregate per pass. The row-count expectations run on an index-only pandas frame of the
+    table's length (no column; GX's fingerprint of its index takes a few dozen bytes a row, briefly).
+    """
+    import pandas as pd
+
+    start = time.perf_counter()
+    if batch_rows < 1:
+        raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+    if schema is None:
+        schema = read_frame(con, f"SELECT * FROM {relation} LIMIT 0").schema
+    schema = dict(schema)
+    if POSITION_COLUMN in schema:
+        raise ValueError(f"{relation} has a column named {POSITION_COLUMN}, which batches use for row positions")
+    data = read_suite(suite_name, directory)
+    if unavailable is None:
+        unavailable = unavailable_in(con, relation, suite_columns(suite_name, directory), dump_column=dump_column)
+    plan = plan_batches(data, unavailable)
+    run = _prepare(suite_name, schema, id_column, sample_size, parameters, directory, None, POSITION_COLUMN)
+    # table-level expectations sample no rows: no index columns (the frames below have none)
+    whole = replace(run, order_column=None, result_format={
+        k: v for k, v in run.result_format.items() if k != "unexpected_index_column_names"})
+    configs = {e.id: e.configuration for e in run.suite.expectations}
+    total = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
+
+    once: dict[str, Any] = {}
+    if plan.schema_ids:
+        shape = to_pandas(pl.DataFrame(schema=schema))
+        once.update(_gx_results(whole, "schema", shape, [configs[i] for i in plan.schema_ids]))
+    if plan.count_ids:  # GX counts the frame's rows: an index holds them without any column
+        rows_only = pd.DataFrame(index=pd.RangeIndex(total))
+        once.update(_gx_results(whole, "row_count", rows_only, [configs[i] for i in plan.count_ids]))
+
+    position = _position(con, relation)
+    batches: dict[str, list[tuple[dict[str, Any], list[int] | None]]] = {}
+    for step in plan.passes:
+        step_configs = [configs[i] for i in step.ids]
+        read = [c for c in dict.fromkeys([*_source_columns(_referenced_columns(step_configs), run.meta),
+                                          *step.key, run.id_column]) if c in schema]
+        dumps = [d for d in step.lacking if d is not None]
+        where = f"WHERE {_ident(dump_column)} NOT IN ({', '.join('?' for _ in dumps)})" if dumps else ""
+        ints = [c for c in read if schema[c].is_integer()]
+        counts = con.execute(
+            f"SELECT count(*){''.join(f', bool_or({_ident(c)} IS NULL)' for c in ints)} FROM {relation} {where}",
+            dumps,
+        ).fetchone()
+        nulls = {c: bool(v) for c, v in zip(ints, counts[1:], strict=True)}
+        key = [c for c in step.key if c in schema]  # GX reports a missing key column itself
+        for frame in read_batches(con, relation, read, key=key, rows=counts[0], where=where, params=dumps,
+                                  batch_rows=batch_rows, position=position):
+            values = to_pandas_values(_values_frame(frame, run, step_configs), nulls)
+            del frame
+            for exp_id, res in _gx_results(run, "values", values, step_configs).items():
+                row = _result_row(run.suite.name, res.expectation_config, res, run.id_column)
+                batches.setdefault(exp_id, []).append((row, _sample_positions(res, POSITION_COLUMN)))
+            del values
+
+    results = []
+    for exp in run.suite.expectations:
+        if exp.id in once:
+            results.append(_result_row(run.suite.name, once[exp.id].expectation_config, once[exp.id], run.id_column))
+        else:
+            rows, positions = zip(*batches[exp.id], strict=True)
+            results.append(merge_batch_results(rows, positions, sample_size))
+    return QualityReport(
+        suite=run.suite.name,
+        table=run.meta.get("table"),
+        row_count=total,
+        results=pl.DataFrame(results, schema=REPORT_SCHEMA),
+        duration_s=time.perf_counter() - start,
+    )

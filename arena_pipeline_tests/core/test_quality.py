@@ -1,16 +1,21 @@
 """Golden cases for core.quality: suites load, good frames pass, each bad value fails exactly
-its expectation with the right count and sample ids, warnings never block."""
+its expectation with the right count and sample ids, warnings never block; a DuckDB table
+validated in small batches gives the whole-table report."""
 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
+import weakref
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
 from arena_pipeline.core import quality
+from arena_pipeline.core.dumps import unavailable_columns
 from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
 from arena_pipeline_tests.core.battle_frames import make_battles, make_messages, with_values
 
@@ -462,3 +467,257 @@ def test_validating_only_the_suite_columns_gives_the_same_report(good, suite):
     assert narrow.results.equals(whole.results) and narrow.row_count == whole.row_count
     if suite == "messages":  # without the schema, the narrow frame fails the column-set check
         assert "columns.match_schema" in failed(validate(frame.select(quality.suite_columns(suite)), suite))
+
+
+# ---------------------------------------------------------------------------
+# validate_relation: a DuckDB table in bounded batches, the whole-table report
+# ---------------------------------------------------------------------------
+
+#: So small that every test below validates many batches.
+BATCH = 7
+
+
+def _duckdb_with(**tables: pl.DataFrame) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB holding each frame as table ``s.<name>``, rows in frame order."""
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA s")
+    for name, frame in tables.items():
+        arrow = frame.to_arrow()  # noqa: F841 - read by DuckDB below
+        con.execute(f"CREATE TABLE s.{name} AS SELECT * FROM arrow")
+    return con
+
+
+def _far_apart_battles() -> pl.DataFrame:
+    """The golden bad frame plus failures whose rows sit in different batches of BATCH rows."""
+    frame = _bad_frame()
+    frame = with_values(frame, 3, id="id-0055")  # a copy of the last row's id
+    frame = with_values(frame, 5, source_row=50)  # a copy of row 50's (source_file, source_row)
+    frame = with_values(frame, 54, sum_user_tokens=None)  # the -4 of row 31 becomes -4.0 in pandas
+    for row in (2, 9, 16, 23, 30, 37):  # more offenders than the sample holds, one per batch
+        frame = with_values(frame, row, language=None)
+    return frame
+
+
+def test_batches_give_the_whole_table_report_battles():
+    frame = _far_apart_battles()
+    assert 3 // BATCH != 55 // BATCH and 5 // BATCH != 50 // BATCH  # consecutive batches would miss them
+    con = _duckdb_with(battles=frame)
+    whole = validate(frame, sample_size=4)
+    batched = quality.validate_relation(con, '"s"."battles"', "battles", parameters=PARAMS, sample_size=4,
+                                        batch_rows=BATCH)
+    assert batched.results.equals(whole.results)  # every column of every expectation, samples in order
+    assert (batched.row_count, batched.suite, batched.table) == (56, "battles", "battles")
+    unique = row_of(batched, "id.unique")
+    assert (unique["unexpected_count"], unique["element_count"], unique["missing_count"]) == (4, 56, 1)
+    assert set(unique["sample_ids"]) == {"id-0020", "id-0055"}
+    assert row_of(batched, "source.unique")["unexpected_count"] == 4  # rows 5, 50 and 53, 54
+    # the first 4 offenders in table order, although each batch holds one of them
+    assert row_of(batched, "language.not_null")["sample_ids"] == ["id-0002", "id-0009", "id-0016", "id-0023"]
+    # an integer column with a null anywhere is converted alike in every batch
+    assert row_of(batched, "sum_user_tokens.non_negative")["sample_values"] == ["-4.0"]
+    assert row_of(batched, "row_count.at_least_1")["observed_value"] == "56"
+
+
+def _bad_messages() -> pl.DataFrame:
+    messages = make_messages(make_battles(8))
+    last = messages.row(-1, named=True)
+    messages = with_values(messages, 1, **{k: last[k] for k in ("battle_id", "side", "position")})
+    for row, values in {0: {"side": "c"}, 9: {"battle_id": None}, 17: {"num_tokens": -3},
+                        20: {"role": "system"}, 30: {"n_parts": 0}}.items():
+        messages = with_values(messages, row, **values)
+    return messages
+
+
+@pytest.mark.parametrize("kind", ["TABLE", "VIEW"])
+def test_batches_give_the_whole_table_report_messages(kind):
+    """The duplicate key sits in the first and the last batch; a view has no rowid (row_number() instead)."""
+    messages = _bad_messages()
+    con = _duckdb_with(messages=messages)
+    if kind == "VIEW":
+        con.execute("CREATE VIEW s.messages_view AS SELECT * FROM s.messages")
+    relation = '"s"."messages"' if kind == "TABLE" else '"s"."messages_view"'
+    whole = validate(messages, "messages")
+    batched = quality.validate_relation(con, relation, "messages", parameters=PARAMS, batch_rows=BATCH)
+    assert batched.results.equals(whole.results)
+    assert messages.height > 4 * BATCH
+    key = row_of(batched, "key.unique")
+    assert key["unexpected_count"] == 2 and key["sample_ids"] == [messages["battle_id"][1]] * 2
+    assert failed(batched) == {"key.unique", "side.in_set", "battle_id.not_null", "num_tokens.non_negative",
+                               "role.in_set", "n_parts.at_least_1"}
+
+
+def test_batches_skip_the_columns_a_dump_lacks():
+    """Rows 20..39 come from a dump whose format lacks is_code and sum_user_tokens (null in all its rows)."""
+    old = "lmarena-ai/old-dump"
+    frame = make_battles(40).with_columns(
+        dump=pl.when(pl.int_range(pl.len()) >= 20).then(pl.lit(old)).otherwise(pl.col("dump")))
+    lacking = pl.col("dump") == old
+    frame = frame.with_columns(
+        is_code=pl.when(lacking).then(None).otherwise(pl.col("is_code")),
+        sum_user_tokens=pl.when(lacking).then(None).otherwise(pl.col("sum_user_tokens")))
+    frame = with_values(with_values(frame, 5, sum_user_tokens=-1), 25, language=None)
+    con = _duckdb_with(battles=frame)
+    gaps = unavailable_columns(frame)
+    assert gaps == {old: ["is_code", "sum_user_tokens"]}
+    assert quality.unavailable_in(con, '"s"."battles"') == gaps  # aggregated in DuckDB
+    assert quality.unavailable_in(con, '"s"."battles"', ["is_code", "id"]) == {old: ["is_code"]}
+
+    whole = quality.validate_dumps(frame, "battles", gaps, parameters=PARAMS)
+    batched = quality.validate_relation(con, '"s"."battles"', "battles", parameters=PARAMS, batch_rows=BATCH)
+    assert batched.results.equals(whole.results)
+    assert failed(batched) == {"sum_user_tokens.non_negative", "sum_user_tokens.positive", "language.not_null"}
+    assert row_of(batched, "is_code.not_null")["element_count"] == 20  # the other dump's rows only
+    assert row_of(batched, "sum_user_tokens.non_negative")["sample_ids"] == ["id-0005"]
+    assert row_of(batched, "language.not_null")["element_count"] == 40  # language is available in both
+    # checked on every row, the lacking dump's nulls would fail
+    assert "is_code.not_null" in failed(quality.validate_relation(
+        con, '"s"."battles"', "battles", unavailable={}, parameters=PARAMS, batch_rows=20))
+
+
+class _Reads:
+    """A DuckDB connection that records how many rows each read brings into Python."""
+
+    def __init__(self, con, log: list[tuple[str, int]]):
+        self._con, self.log = con, log
+
+    def execute(self, sql: str, params=None):
+        self._con.execute(sql, params or [])
+        return _Result(self._con, sql, self.log)
+
+    def cursor(self):
+        return _Reads(self._con.cursor(), self.log)
+
+    def close(self):
+        self._con.close()
+
+
+class _Result:
+    def __init__(self, con, sql: str, log: list[tuple[str, int]]):
+        self._con, self._sql, self._log = con, sql, log
+
+    def pl(self) -> pl.DataFrame:
+        frame = self._con.pl()
+        self._log.append((self._sql, frame.height))
+        return frame
+
+    def fetchone(self):
+        self._log.append((self._sql, 1))
+        return self._con.fetchone()
+
+    def to_arrow_reader(self, batch_size: int):
+        reader = self._con.to_arrow_reader(batch_size)
+        log, sql = self._log, self._sql
+
+        class Reader:
+            schema = reader.schema
+
+            def __iter__(self):
+                for batch in reader:
+                    log.append((sql, batch.num_rows))
+                    yield batch
+
+        return Reader()
+
+
+def test_batches_read_no_more_than_about_batch_rows():
+    """Every read brings at most ~batch_rows rows into Python, and each pass reads each row once."""
+    messages = make_messages(make_battles(60))
+    batch_rows = 40
+    log: list[tuple[str, int]] = []
+    con = _Reads(_duckdb_with(messages=messages), log)
+    report = quality.validate_relation(con, '"s"."messages"', "messages", parameters=PARAMS, batch_rows=batch_rows)
+    assert report.results.equals(validate(messages, "messages").results)
+    streamed = [n for sql, n in log if "hash(" not in sql and quality.POSITION_COLUMN in sql]
+    partitioned = [n for sql, n in log if "hash(" in sql]
+    assert max(streamed) <= batch_rows and sum(streamed) == messages.height == 320
+    assert len(partitioned) == 8 and sum(partitioned) == messages.height
+    assert max(partitioned) <= 1.5 * batch_rows  # hash partitions: about batch_rows
+    others = [n for sql, n in log if quality.POSITION_COLUMN not in sql]
+    assert max(others) <= 1  # counts, the schema (LIMIT 0) and one row per dump
+
+
+def test_an_empty_table_gives_the_empty_frame_report(good):
+    empty = good.head(0)
+    batched = quality.validate_relation(_duckdb_with(battles=empty), '"s"."battles"', "battles",
+                                        parameters=PARAMS, batch_rows=BATCH)
+    assert batched.results.equals(validate(empty).results)
+    assert failed(batched) == {"row_count.at_least_1"} and batched.row_count == 0
+
+
+def test_plan_batches_of_the_shipped_suites():
+    battles = quality.read_suite("battles")
+    plan = quality.plan_batches(battles, {})
+    types = {e["id"]: e["type"] for e in battles["expectations"]}
+    assert {types[i] for i in plan.schema_ids} <= quality.SCHEMA_EXPECTATION_TYPES
+    assert plan.count_ids == ("row_count.at_least_1",)
+    rowwise, *keyed = plan.passes
+    assert (rowwise.key, rowwise.lacking) == ((), ())
+    assert {types[i] for i in rowwise.ids} <= quality.ROW_EXPECTATION_TYPES
+    assert [(p.key, p.lacking, p.ids) for p in keyed] == [
+        (("id",), (), ("id.unique",)), (("source_file", "source_row"), (), ("source.unique",))]
+    placed = [*plan.schema_ids, *plan.count_ids, *(i for p in plan.passes for i in p.ids)]
+    assert sorted(placed) == sorted(types)  # each expectation exactly once
+
+    messages = quality.plan_batches(quality.read_suite("messages"), {})
+    assert [(p.key, p.ids) for p in messages.passes[1:]] == [(("battle_id", "side", "position"), ("key.unique",))]
+
+    lacking = quality.plan_batches(battles, {"d": ["is_code", "math"]})
+    assert [(p.lacking, p.ids) for p in lacking.passes if p.lacking] == [
+        (("d",), ("is_code.not_null", "math.not_null"))]
+
+
+@pytest.mark.parametrize(("expectation", "message"), [
+    ({"type": "expect_column_mean_to_be_between", "kwargs": {"column": "turns", "min_value": 1}}, "no rule"),
+    ({"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "id", "mostly": 0.9}}, "mostly"),
+])
+def test_plan_batches_rejects_what_batches_cannot_merge(expectation, message):
+    suite = {"expectations": [{"id": "x", "meta": {"severity": "error"}, **expectation}]}
+    with pytest.raises(quality.SuiteError, match=message):
+        quality.plan_batches(suite, {})
+
+
+def _batch_row(**values) -> dict:
+    row = {"success": True, "element_count": 0, "unexpected_count": 0, "missing_count": 0,
+           "observed_value": None, "details": None, "sample_ids": [], "sample_values": [], "exception": None}
+    return {**row, **values}
+
+
+def test_merge_batch_results_sums_counts_and_keeps_the_first_samples_by_position():
+    rows = [
+        _batch_row(success=False, element_count=10, unexpected_count=2, missing_count=2,
+                   sample_ids=["c", "e"], sample_values=["3", "5"]),
+        _batch_row(element_count=5, unexpected_count=0, missing_count=0),
+        _batch_row(success=False, element_count=6, unexpected_count=3, missing_count=1,
+                   sample_ids=["a", "d", "f"], sample_values=["1", "4", "6"]),
+    ]
+    merged = quality.merge_batch_results(rows, [[3, 5], [], [1, 4, 6]], sample_size=3)
+    assert merged["success"] is False
+    assert (merged["element_count"], merged["unexpected_count"], merged["missing_count"]) == (21, 5, 3)
+    assert merged["unexpected_percent"] == 5 / 18 * 100  # of the non-null values, as GX
+    assert merged["sample_ids"] == ["a", "c", "d"] and merged["sample_values"] == ["1", "3", "4"]
+    # not_null counts no missing values: the share of all values; no positions: batch order
+    not_null = [_batch_row(element_count=4, unexpected_count=1, missing_count=None, sample_ids=["x"]),
+                _batch_row(element_count=4, unexpected_count=1, missing_count=None, sample_ids=["y"])]
+    merged = quality.merge_batch_results(not_null, [None, None], sample_size=10)
+    assert merged["unexpected_percent"] == 25.0 and merged["sample_ids"] == ["x", "y"]
+    assert merged["missing_count"] is None
+    # no value anywhere: no percentage, as GX
+    assert quality.merge_batch_results([_batch_row()], [[]], 10)["unexpected_percent"] is None
+
+
+def test_gx_lets_go_of_the_validated_frames(good, monkeypatch):
+    """Otherwise a batch would stay alive while the next is read, and a frame outlive its check."""
+    converted = []
+    to_pandas_values = quality.to_pandas_values
+
+    def keep_a_weak_reference(*args, **kwargs):
+        frame = to_pandas_values(*args, **kwargs)
+        converted.append(weakref.ref(frame))
+        return frame
+
+    monkeypatch.setattr(quality, "to_pandas_values", keep_a_weak_reference)
+    validate(make_messages(good.head(4)), "messages")
+    quality.validate_relation(_duckdb_with(messages=make_messages(good)), '"s"."messages"', "messages",
+                              parameters=PARAMS, batch_rows=BATCH)
+    gc.collect()
+    assert len(converted) > 2 and all(ref() is None for ref in converted)
