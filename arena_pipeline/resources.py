@@ -302,6 +302,8 @@ class Warehouse(DuckDBResource):
         con = warehouse.connect(database, read_only=read_only, timeout_s=self.lock_timeout_s,
                                 memory_limit=self.memory_limit, config=self.duckdb_settings())
         try:
+            if not read_only:
+                warehouse.check_is_warehouse(con, database)
             yield con
         finally:
             con.close()

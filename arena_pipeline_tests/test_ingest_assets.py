@@ -257,3 +257,23 @@ def test_the_order_of_the_dumps_is_part_of_the_revision(tmp_path):
     assert list(forward.latest_revisions()) == ["a.csv", "b.csv"]
     for source in (forward, backward):
         assert source.fetch().revision == source.latest_revision()  # the run's build and the sensor agree
+
+
+def test_a_warehouse_that_is_another_database_is_refused_before_anything_is_written(tmp_path):
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb")) as con:
+        con.execute("CREATE TABLE orders (id INTEGER, total DOUBLE)")
+        con.execute("CREATE SCHEMA sales")
+        con.execute("CREATE VIEW sales.big AS SELECT * FROM orders WHERE total > 100")
+    write_dump(tmp_path / "dump", n_rows=20)
+    result = _materialize(tmp_path, DumpSource(source=str(tmp_path / "dump"), cache_dir=str(tmp_path / "cache")),
+                          raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    message = failure.step_failure_data.error.message
+    assert "is a DuckDB database but not an arena_pipeline warehouse" in message
+    assert "main.orders" in message and "sales.big" in message
+    # nothing was written: the file holds what it held
+    assert sorted(_query(tmp_path, "SELECT schema_name, table_name FROM duckdb_tables() UNION ALL "
+                                   "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal")) == [
+        ("main", "orders"), ("sales", "big")]
+    assert not _query(tmp_path, "SELECT * FROM duckdb_schemas() WHERE schema_name LIKE 'arena%'")

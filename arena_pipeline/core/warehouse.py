@@ -27,6 +27,42 @@ class WarehouseCorruptError(RuntimeError):
     retryable = False
 
 
+class NotAWarehouseError(WarehouseCorruptError):
+    """The file is a DuckDB database of something else: nothing is written into it, never retried."""
+
+
+#: The schemas of a warehouse (constants.SCHEMA and VERSIONS_SCHEMA): a database holding objects
+#: in neither is some other database.
+WAREHOUSE_SCHEMAS = ("arena", "arena_versions")
+
+
+def check_is_warehouse(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Refuse a database that holds tables or views but none of a warehouse's schemas.
+
+    An empty file is a new warehouse. Checked on every writing connection, before anything is
+    written: a run pointed at some other database would otherwise write its tables beside that
+    database's and fail only at publication.
+
+    Raises
+    ------
+    NotAWarehouseError
+        Naming the file and, for a start, what it holds.
+    """
+    rows = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal AND NOT temporary "
+        "UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary"
+    ).fetchall()
+    if not rows or any(schema in WAREHOUSE_SCHEMAS for schema, _ in rows):
+        return
+    names = ", ".join(f"{schema}.{name}" for schema, name in sorted(rows)[:5])
+    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+    raise NotAWarehouseError(
+        f"{path} is a DuckDB database but not an arena_pipeline warehouse: it holds {len(rows)} "
+        f"table(s) or view(s) ({names}{more}) and no schema {' or '.join(WAREHOUSE_SCHEMAS)}; nothing "
+        f"was written into it. Point ARENA_WAREHOUSE (or the Warehouse resource's database) at a new "
+        f"file or at a warehouse")
+
+
 #: Lower-case fragments of DuckDB's messages for a damaged database file.
 CORRUPTION_MARKERS: tuple[str, ...] = (
     "could not read enough bytes",

@@ -58,3 +58,23 @@ def test_a_sound_file_and_other_errors_are_unchanged(tmp_path):
     junk.write_text("not a database")
     with pytest.raises(duckdb.IOException, match="not a valid DuckDB database file"):
         connect(str(junk))
+
+
+def test_check_is_warehouse_takes_a_new_file_or_a_warehouse_and_refuses_another_database(tmp_path):
+    import duckdb
+    import pytest
+
+    from arena_pipeline.core.warehouse import NotAWarehouseError, check_is_warehouse
+
+    with duckdb.connect(str(tmp_path / "new.duckdb")) as con:
+        check_is_warehouse(con, "new.duckdb")  # empty: a new warehouse
+        con.execute("CREATE SCHEMA arena_versions")
+        con.execute("CREATE TABLE arena_versions.builds (build_id VARCHAR)")
+        con.execute("CREATE TABLE notes (x INTEGER)")  # a warehouse with a table of someone's beside it
+        check_is_warehouse(con, "new.duckdb")
+    with duckdb.connect(str(tmp_path / "other.duckdb")) as con:
+        for i in range(7):
+            con.execute(f"CREATE TABLE t{i} (x INTEGER)")
+        with pytest.raises(NotAWarehouseError, match=r"other\.duckdb .* 7 table\(s\) or view\(s\) "
+                                                    r"\(main\.t0, .*main\.t4 and 2 more\)"):
+            check_is_warehouse(con, "other.duckdb")
