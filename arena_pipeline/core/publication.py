@@ -82,7 +82,7 @@ CREATE TABLE IF NOT EXISTS {table} (
 
 STATUSES = ("fetched", "loaded", "failed", "published", "superseded")
 #: how a build ends (``arena_versions.builds.status``; 'running' until then)
-FINISHED = ("published", "failed", "refused")
+FINISHED = ("published", "failed", "refused", "abandoned")
 #: statuses a dump keeps whatever a later run of it does (a failed re-run does not un-publish it)
 SETTLED = ("published", "superseded")
 
@@ -219,10 +219,25 @@ class Build:
         return build_key(self.build_id)
 
 
+def close_abandoned_builds(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """End 'abandoned' the running builds whose process is gone (it ran on this host and has exited:
+    killed before it finished); return their ids. Their unpublished versions go at the next
+    publication's retention."""
+    running = con.execute(f"SELECT build_id, host, pid FROM {BUILDS} WHERE status = 'running'").fetchall()
+    gone = [(build_id, host, pid) for build_id, host, pid in running if _process_gone(host, pid)]
+    for build_id, host, pid in gone:
+        finish_build(con, build_id, "abandoned", f"its process ({pid} on {host}) ended before the build finished")
+    return [build_id for build_id, _, _ in gone]
+
+
 def start_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str,
                 manifest: DumpManifest) -> Build:
-    """Register (or re-register, for a retried step) the build of ``build_id`` on ``manifest``'s revision."""
+    """Register (or re-register, for a retried step) the build of ``build_id`` on ``manifest``'s revision.
+
+    Builds of this host whose process is gone are ended first (:func:`close_abandoned_builds`).
+    """
     ensure_catalog(con, schema)
+    close_abandoned_builds(con)
     existing = _build_row(con, build_id)
     if existing and existing["revision"] != manifest.revision:
         raise PublicationError(
@@ -266,6 +281,7 @@ def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str) ->
         raise NothingPublishedError(
             "nothing is published yet and this run does not fetch the dump: materialize the whole "
             "graph first (dagster asset materialize -m arena_pipeline.definitions --select '*')")
+    close_abandoned_builds(con)
     source = con.execute(f"SELECT manifest FROM {BUILDS} WHERE build_id = ?", [live["run_id"]]).fetchone()
     manifest = source[0] if source else None
     _insert_build(con, build_id, live["revision"], manifest, on_conflict="DO NOTHING")
@@ -280,7 +296,7 @@ def refuse_build(con: duckdb.DuckDBPyConnection, schema: str, build: Build, mess
 
 
 def finish_build(con: duckdb.DuckDBPyConnection, build_id: str, status: str, detail: str | None = None) -> None:
-    """Record how a build ended ('published', 'failed', 'refused' by the gate)."""
+    """Record how a build ended ('published', 'failed', 'refused' by the gate, 'abandoned': killed)."""
     con.execute(f"UPDATE {BUILDS} SET status = ?, status_detail = ?, finished_at = ? WHERE build_id = ?",
                 [status, detail, _now(), build_id])
 

@@ -244,3 +244,24 @@ def test_publication_is_atomic_when_it_fails_before_commit(con):
     assert _tags(con, "battles") == {"run-one"}
     assert con.execute("SELECT count(*) FROM arena.publications").fetchone() == (1,)
     assert con.execute("SELECT status FROM arena.dumps WHERE revision = ?", [SHA1]).fetchone() == ("published",)
+
+
+def test_a_build_whose_process_is_gone_is_ended_abandoned_by_the_next_run(con):
+    import socket
+    import subprocess
+    import sys
+
+    from arena_pipeline.constants import VERSIONS_SCHEMA
+
+    killed = start_build(con, "arena", "run-killed", _manifest("a" * 40))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid of this host that has exited: the killed run's process
+    con.execute(f'UPDATE "{VERSIONS_SCHEMA}".builds SET pid = ? WHERE build_id = ?', [gone.pid, killed.build_id])
+    alive = start_build(con, "arena", "run-alive", _manifest("b" * 40))  # this process: still running
+    start_build(con, "arena", "run-next", _manifest("c" * 40))
+    rows = dict((r[0], r[1:]) for r in con.execute(
+        f'SELECT build_id, status, status_detail, finished_at FROM "{VERSIONS_SCHEMA}".builds').fetchall())
+    status, detail, finished = rows[killed.build_id]
+    assert status == "abandoned" and finished is not None
+    assert f"({gone.pid} on {socket.gethostname()})" in detail
+    assert rows[alive.build_id][0] == "running"
