@@ -165,7 +165,9 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     with warehouse.connection() as con:
         build = run_build(context, con)
         manifest = build.manifest
+        # what the flat tables are made from besides the revision and the code (the reuse key)
         settings = {"aliases_sha256": table_sha256(aliases), "source": manifest.source if manifest else None,
+                    "csv_max_cell_bytes": manifest.csv_max_cell_bytes if manifest else None,
                     "package_version": package_version()}
         reused = _reuse_flat_tables(con, build, settings)
         if reused is not None:
