@@ -11,7 +11,8 @@ of at most ~``DEFAULT_BATCH_ROWS`` rows of the suite's columns, so the check's m
 batch, not the table; its report is the one a single whole-table validation gives.
 
 ``models_confusable`` (WARN, never blocking) names the model names of ``arena.models`` that look
-alike (Unicode TR39 skeletons) without being merged: add an alias row when they are one model.
+alike (Unicode TR39 skeletons of their visible form, invisible characters removed): add an alias
+row when they are one model.
 """
 
 import datetime as dt
@@ -175,8 +176,10 @@ messages_quality = _suite_checks(MESSAGES_TABLE)
 
 
 @dg.asset_check(asset=MODELS, name="models_confusable", blocking=False,
-                description="Model names that look alike (Unicode TR39 confusable skeletons) but are not "
-                "merged; merge them with an alias row when they are one model. Warning only.")
+                description="Model names that look alike but are not merged: equal once invisible characters "
+                "(default-ignorable code points, format and control characters) are removed and blanks read as "
+                "spaces, or equal Unicode TR39 confusable skeletons; merge them with an alias row when they are "
+                "one model. Warning only.")
 def models_confusable(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
     with warehouse.connection() as con:
         frame = read_input(con, SCHEMA, MODELS_TABLE, run_build(context, con), "model")

@@ -81,7 +81,14 @@ def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
 
 
 def export_folder_problem(out_dir: Path, names: set[str] = EXPORT_FILES) -> str | None:
-    """Why ``out_dir`` cannot receive an export (None when it can: new, empty or an earlier export)."""
+    """Why ``out_dir`` cannot receive an export (None when it can: new, empty or an earlier export).
+
+    A symbolic link is judged by the folder it leads to (:func:`export_tables` writes there); a link
+    that leads to no folder (its target missing, or a loop of links) is refused rather than replaced.
+    """
+    if out_dir.is_symlink() and not out_dir.exists():  # exists() follows the link; False on a loop too
+        return (f"{out_dir} is a symbolic link to {os.readlink(out_dir)}, which is no folder; "
+                "create the folder or give another path for OUT_DIR")
     if out_dir.exists() and not out_dir.is_dir():
         return f"{out_dir} exists and is not a folder; give a folder path for OUT_DIR"
     if out_dir.is_dir():
@@ -97,8 +104,12 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
                   ) -> tuple[dict[str, dict[str, object]], list[str], str | None]:
     """Write every table of :data:`EXPORT_TABLES` present (one snapshot) and ``manifest.json`` into a
     temporary folder beside ``out_dir``, then swap it in: a failure (a full disk) leaves ``out_dir``
-    as it was, never a mix of two revisions. Returns the tables written (file, rows), the tables
+    as it was, never a mix of two revisions. When ``out_dir`` is a symbolic link (to a link, ...), the
+    folder it finally leads to is the one written and swapped, beside itself (on its own file system):
+    the link stays and points at the new export. Returns the tables written (file, rows), the tables
     missing and the published revision. Raises OSError or duckdb.Error with nothing changed."""
+    if out_dir.is_symlink():  # swapping the link itself would replace it with a plain folder
+        out_dir = Path(os.path.realpath(out_dir))
     suffix, options = (".parquet", "FORMAT parquet") if fmt == "parquet" else (".csv", "FORMAT csv, HEADER true")
     written: dict[str, dict[str, object]] = {}
     skipped: list[str] = []

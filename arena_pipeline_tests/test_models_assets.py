@@ -99,16 +99,19 @@ def test_no_board_configured_skips_the_comparison_visibly(tmp_path, monkeypatch)
 
 
 def test_look_alike_names_merge_or_warn(tmp_path):
-    """Invisible characters merge into the real name; a Cyrillic look-alike stays apart and the
-    non-blocking models_confusable check names the pair while the run succeeds."""
+    """Invisible characters merge into the real name (format characters, and the default-ignorable
+    code points and blanks that are not: combining grapheme joiner, braille blank, Hangul filler,
+    variation selector 16, which used to give rows that look the same); a Cyrillic look-alike stays
+    apart and the non-blocking models_confusable check names the pair while the run succeeds."""
     import polars as pl
 
     votes = pl.read_csv(REAL_CSV, infer_schema=False)
     name = "gemma-3-27b-it"
     rows = votes.with_row_index("_i").filter(pl.col("model_a") == name).get_column("_i").to_list()
-    assert len(rows) >= 3
+    assert len(rows) >= 6
     variants = {rows[0]: "gemma\u200b-3-27b-it", rows[1]: "\ufeffgemma-3-27b-it",
-                rows[2]: "g\u0435mma-3-27b-it"}
+                rows[2]: "g\u0435mma-3-27b-it", rows[3]: "gemma\u034f-3-27b-it", rows[4]: "gemma-3-27b-it\u2800",
+                rows[5]: "\u3164gemma-3-27b-it\ufe0f"}
     model_a = votes.get_column("model_a").to_list()
     for i, v in variants.items():
         model_a[i] = v
@@ -123,8 +126,9 @@ def test_look_alike_names_merge_or_warn(tmp_path):
     )
     assert result.success
     models = {m for (m,) in _rows(tmp_path, "select model from arena.models")}
-    assert name in models and "g\u0435mma-3-27b-it" in models
-    assert not any("\u200b" in m or "\ufeff" in m for m in models)
+    assert {m for m in models if m.endswith("-3-27b-it")} == {name, "g\u0435mma-3-27b-it"}
+    (aliases,), = _rows(tmp_path, f"select aliases from arena.models where model = '{name}'")
+    assert {v for v in variants.values() if "\u0435" not in v} <= set(aliases)
     evaluation = {e.check_name: e for e in result.get_asset_check_evaluations()}["models_confusable"]
     assert not evaluation.passed
     assert evaluation.severity == dg.AssetCheckSeverity.WARN

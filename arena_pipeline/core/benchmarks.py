@@ -16,8 +16,9 @@ A location is a local file, or a Hub dataset (``org/name`` when no such local pa
 LLM Leaderboard layout.
 
 A file that cannot be read raises :class:`BenchmarkFormatError` naming the file and the line
-(CSV: the physical line, the header being line 1; parquet: the 1-based row). Model names go
-through :func:`arena_pipeline.core.models.canonical_name_expr` (normalization + alias table), as
+(CSV: the physical line, the header being line 1; parquet: the 1-based row); so does a score that is
+not a finite number within ``±MAX_ABS_SCORE`` (1e6), the range the report's charts can draw. Model
+names go through :func:`arena_pipeline.core.models.canonical_name_expr` (normalization + alias table), as
 every external board does; a name that several rows of one benchmark share after that, or a row
 without a score, is kept and reported, never silently used or dropped.
 
@@ -67,6 +68,12 @@ OLL_BENCHMARKS: dict[str, str] = {
 Layout = Literal["long", "wide", "open_llm_leaderboard"]
 LAYOUTS: tuple[str, ...] = ("long", "wide", "open_llm_leaderboard")
 
+#: The largest magnitude a score may have: a score outside ``[-MAX_ABS_SCORE, MAX_ABS_SCORE]`` makes the
+#: file invalid. Benchmark scales (fractions, percentages, Elo-style ratings, counts of problems) stay far
+#: below it, and every score within it can be drawn: the report's scatter widens a range of equal scores
+#: by a step of 2e-10, which is lost in rounding above ~2e6 (floats there lie more than 4e-10 apart: an axis
+#: of zero length), and scores near 1.7e308 overflow its arithmetic. Rescale a file in other units.
+MAX_ABS_SCORE = 1e6
 #: Fewer matched models than this give no coefficient.
 MIN_MODELS = 5
 #: Bootstrap resamples over models per (category, method, benchmark), and the base seed.
@@ -291,6 +298,11 @@ def _check_scores(long: pl.DataFrame, path: Path, unit: str, layout: Layout) -> 
         raise BenchmarkFormatError(
             path, f"score for {row['benchmark']!r} must be a finite number, got {row['value']!r}",
             row["_line"], unit)
+    row = first(present & (number.abs() > MAX_ABS_SCORE))
+    if row:
+        raise BenchmarkFormatError(
+            path, f"score for {row['benchmark']!r} must be between {-MAX_ABS_SCORE:,.0f} and "
+            f"{MAX_ABS_SCORE:,.0f}, got {row['value']!r}", row["_line"], unit)
     named = pl.col("model").is_not_null() & (pl.col("model").str.strip_chars() != "")
     checked = long.filter(named).select(
         "model", "benchmark", pl.when(present).then(number).alias("score"),
@@ -335,8 +347,9 @@ def read_benchmark_file(path: str | Path, aliases: pl.DataFrame | None = None,
     ------
     BenchmarkFormatError
         Unreadable or ragged CSV, non-UTF-8 text, unreadable parquet, an unknown layout, an empty
-        model or benchmark name, a score that is not a finite number, a model scored twice for
-        one benchmark (long and wide layouts); the message gives the file and line (or row).
+        model or benchmark name, a score that is not a finite number or is larger in magnitude than
+        :data:`MAX_ABS_SCORE`, a model scored twice for one benchmark (long and wide layouts); the
+        message gives the file and line (or row).
     FileNotFoundError
         ``path`` does not exist.
     """

