@@ -603,6 +603,41 @@ def test_export_is_all_or_nothing_on_a_full_disk(warehouse, tmp_path, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # no temporary folder left
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_to_a_link_lands_in_its_folder_and_keeps_the_link(warehouse, tmp_path, fmt):
+    """OUT_DIR a symbolic link to a folder (elsewhere, through a link in a link): the export replaces the
+    folder's content, twice over, and the link stays a link to it. It used to be renamed away and
+    replaced by a plain folder, the target left as it was."""
+    target = tmp_path / "elsewhere" / "exports"
+    target.mkdir(parents=True)
+    (tmp_path / "links").mkdir()
+    hop, link = tmp_path / "links" / "hop", tmp_path / "links" / "latest"
+    hop.symlink_to(target)
+    link.symlink_to(hop)
+    for _ in range(2):  # a new folder, then an earlier export's folder
+        assert main(["export", "--warehouse", str(warehouse), "--format", fmt, str(link)]) == EXIT_OK
+        assert link.is_symlink() and os.readlink(link) == str(hop)
+        assert hop.is_symlink() and os.readlink(hop) == str(target)
+        assert json.loads((target / "manifest.json").read_text())["revision"] == REVISION
+        assert (target / f"leaderboard.{fmt}").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "links"]
+    assert [p.name for p in (tmp_path / "elsewhere").iterdir()] == ["exports"]  # no temporary folder left
+    assert sorted(p.name for p in (tmp_path / "links").iterdir()) == ["hop", "latest"]
+
+
+def test_export_to_a_link_that_leads_nowhere_is_refused_in_one_line(warehouse, tmp_path, capsys):
+    dangling, loop = tmp_path / "dangling", tmp_path / "loop"
+    dangling.symlink_to(tmp_path / "gone")
+    loop.symlink_to(loop)
+    for link in (dangling, loop):
+        assert main(["export", "--warehouse", str(warehouse), str(link)]) == EXIT_NO_DATA
+        assert capsys.readouterr().err.strip() == (
+            f"arena-pipeline: error: {link} is a symbolic link to {os.readlink(link)}, which is no folder; "
+            "create the folder or give another path for OUT_DIR")
+    assert dangling.is_symlink() and loop.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "loop"]
+
+
 def test_export_and_report_targets_of_the_wrong_kind_are_one_line_errors(warehouse, tmp_path, capsys):
     a_file = tmp_path / "taken.csv"
     a_file.write_text("x\n")
