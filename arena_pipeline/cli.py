@@ -100,8 +100,13 @@ def text_table(frame: pl.DataFrame, **formats: object) -> str:
 
 def format_board(board: pl.DataFrame) -> str:
     """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
-    ci = [None if lo is None or hi is None else f"[{lo:.1f}, {hi:.1f}]"
-          for lo, hi in board.select("ci_lower", "ci_upper").iter_rows()]
+    # both bounds missing on a board with an interval method: its reference model (the anchor, whose
+    # rating is pinned: an interval is of a rating's difference from it); an infinite bound: a
+    # clustered interval of a model seen in one session only (presentation.templating.interval_note)
+    method = board.get_column("ci_method") if "ci_method" in board.columns else pl.Series([None] * board.height)
+    ci = [("reference" if m not in (None, "none") else None) if lo is None or hi is None
+          else "unbounded" if math.isinf(lo) or math.isinf(hi) else f"[{lo:.1f}, {hi:.1f}]"
+          for (lo, hi), m in zip(board.select("ci_lower", "ci_upper").iter_rows(), method, strict=True)]
     table = board.select(Rank="rank", UB="rank_ub", Model="model", Rating="rating",
                          **{"95% CI": pl.Series(ci, dtype=pl.String)}, Battles="n_battles")
     return text_table(table, floatfmt=".1f", intfmt=("", "", "", "", "", ","))
@@ -190,7 +195,8 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
         print(text_table(unrated.select(Model="model", Battles="battles", **{
             "W/L/T": pl.format("{}/{}/{}", "wins", "losses", "ties")}, Reason="reason"), intfmt=","))
     if shown.height and "ci_method" in shown.columns:
-        print(f"\n95% CI: {shown.get_column('ci_method')[0]} interval. UB: best rank the interval allows.")
+        print(f"\n95% CI: {shown.get_column('ci_method')[0]} interval of the rating's difference from the board's "
+          "reference model (rating 1000, no interval). UB: best rank the interval allows.")
     if (missing := pub.no_board()).height:
         print(f"\nCategories without a board ({missing.height}):")
         print(text_table(missing.select(Category="category", Status="status",

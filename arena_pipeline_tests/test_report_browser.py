@@ -397,9 +397,11 @@ def test_benchmark_panel_scatter_and_agreement_figures(page, benchmark_report, t
             benchmark: svg.dataset.benchmark, width: svg.getBoundingClientRect().width,
             label: [...svg.getAttribute('aria-labelledby').split(' ')].map(i => document.getElementById(i).textContent),
             points: [...svg.querySelectorAll('g.point')].map(g => {{
-              const c = g.querySelector('circle').getBoundingClientRect(), bar = g.querySelector('line.ci').getBoundingClientRect();
+              const c = g.querySelector('circle').getBoundingClientRect(), l = g.querySelector('line.ci'),
+                    bar = l ? l.getBoundingClientRect() : null;
               return {{model: g.dataset.model, title: g.querySelector('title').textContent,
-                       x: c.x + c.width / 2, y: c.y + c.height / 2, top: bar.top, bottom: bar.bottom}}; }})}}))""")
+                       x: c.x + c.width / 2, y: c.y + c.height / 2,
+                       top: bar ? bar.top : null, bottom: bar ? bar.bottom : null}}; }})}}))""")
         assert [s["benchmark"] for s in shown] == ["reasoning", "tiny"]
         board = synthetic_outputs().leaderboard.filter(
             (pl.col("category") == category) & (pl.col("method") == "bt"))
@@ -415,7 +417,10 @@ def test_benchmark_panel_scatter_and_agreement_figures(page, benchmark_report, t
                 p = by_model[m["canonical"]]
                 assert p["title"].startswith(f"{m['canonical']}: {svg['benchmark']} ")
                 assert f"rating {m['rating']:,.1f}" in p["title"]
-                assert p["top"] <= p["y"] <= p["bottom"]  # the interval bar spans the point
+                if m["ci_lower"] is None:  # the board's reference: its rating is the anchor, no interval
+                    assert p["top"] is None and "no interval" in p["title"], p
+                else:
+                    assert p["top"] <= p["y"] <= p["bottom"]  # the interval bar spans the point
             ordered = matched.sort("score")
             xs = [by_model[m]["x"] for m in ordered.get_column("canonical")]
             assert xs == sorted(xs)

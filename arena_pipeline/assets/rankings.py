@@ -90,7 +90,9 @@ class RankingRunConfig(dg.Config):
     style_bootstrap_rounds: int = Field(default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only; each round refits the per-battle model).")
     primary_interval: Literal["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"] = Field(
         default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich (LMArena's), the "
-        "bootstrap, or one clustered by evaluation session (bt only; others fall back to the sandwich).")
+        "bootstrap, or one clustered by evaluation session (bt only; others fall back to the sandwich). ci_lower/ci_upper "
+        "bound rating - 1000, the difference from the board's reference (which has none); rank_ub compares the same "
+        "method's intervals of the models' own strengths.")
     seed: int = Field(default=42, ge=0, description="Bootstrap seed: the same seed gives identical output.")
     min_battles: int = Field(default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category are left out of its fit (1: fit every battle, as LMArena).")
     display_min_battles: int = Field(default=301, ge=0, description="Models with fewer battles on a board are marked provisional and ranked apart (301: LMArena shows more than 300).")

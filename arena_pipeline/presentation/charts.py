@@ -15,7 +15,7 @@ import polars as pl
 from arena_pipeline.core.categories import category_label
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.read import Published
-from arena_pipeline.presentation.templating import environment, is_num, slug
+from arena_pipeline.presentation.templating import ci_title, environment, is_finite, is_num, slug
 
 #: Marker colour and shape of each method (colour-blind safe; the template draws the shapes).
 METHOD_STYLE: dict[str, tuple[str, str]] = {
@@ -36,7 +36,8 @@ def _macros() -> Any:
 
 def _axis(values: list[float], ticks: int, start: float, length: float) -> tuple[Callable, list[tuple]]:
     """A scale from the range of ``values``, widened to a nice step (a flat range spans one), onto ``start``
-    .. ``start + length`` (a position rounded to 0.1, None for a non-number), and its (position, label) ticks."""
+    .. ``start + length`` (a position rounded to 0.1, None for a non-number or an infinite one), and its
+    (position, label) ticks."""
     lo, hi = min(values, default=0.0), max(values, default=1.0)
     raw = max(hi - lo, 1e-9) / ticks
     power = 10 ** math.floor(math.log10(raw))
@@ -46,7 +47,7 @@ def _axis(values: list[float], ticks: int, start: float, length: float) -> tuple
     per = length / (hi - lo)
 
     def at(v: Any) -> float | None:
-        return round(start + (v - lo) * per, 1) if is_num(v) else None
+        return round(start + (v - lo) * per, 1) if is_finite(v) else None
 
     return at, [(at(v), f"{v:,.{digits}f}") for v in (lo + i * step for i in range(round((hi - lo) / step) + 1))]
 
@@ -58,19 +59,24 @@ def _forest(series: dict[str, tuple[pl.DataFrame, list[str], list[str]]], labels
     k, left = len(series), 12 + 6.8 * max((min(len(s), 40) for s in labels), default=4)
     row_h, top = (18, 12) if k == 1 else (24, 34)
     ys = {label: top + row_h * (i + 0.5) for i, label in enumerate(labels)}
-    rows = {m: [r for r in zip(shown, names, *(board.get_column(c).to_list() for c in (*_CI, "rank")), strict=True)
-                if r[0] in ys]
+    rows = {m: [r for r in zip(shown, names, *(board.get_column(c).to_list() for c in (*_CI, "rank")),
+                               _ci_methods(board), strict=True) if r[0] in ys]
             for m, (board, shown, names) in series.items()}
-    x, ticks = _axis([v for r in itertools.chain(*rows.values()) for v in r[2:5] if is_num(v)], 6, left,
+    x, ticks = _axis([v for r in itertools.chain(*rows.values()) for v in r[2:5] if is_finite(v)], 6, left,
                      width - left - 24)
     # each legend entry starts where the previous one's label ends (the last end is not used)
     legend = [*itertools.accumulate((26 + 7 * len(method_label(m)) for m in rows), initial=left)][:-1]
     drawn = [(m, *METHOD_STYLE.get(m, ("#444", "circle")), legend_x, [
-        (name, rating, lo, hi, rank, x(rating), x(lo), x(hi), ys[label] + (j - (k - 1) / 2) * 7)
-        for label, name, rating, lo, hi, rank in rows[m]]) for j, (m, legend_x)
+        (name, rating, ci_title(lo, hi, how), rank, x(rating), x(lo), x(hi), ys[label] + (j - (k - 1) / 2) * 7)
+        for label, name, rating, lo, hi, rank, how in rows[m]]) for j, (m, legend_x)
              in enumerate(zip(rows, legend, strict=True))]
     return str(_macros().forest(chart_id, css_class, width, title, desc, list(ys.items()), ticks, drawn, left, top,
                                  row_h))
+
+
+def _ci_methods(board: pl.DataFrame) -> list[str | None]:
+    """Each row's ``ci_method`` (None without the column): tells the reference model from a board without intervals."""
+    return board.get_column("ci_method").to_list() if "ci_method" in board.columns else [None] * board.height
 
 
 def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequence[str] = ("bt",),
@@ -139,7 +145,7 @@ def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, c
     columns = ("model", "score", *_CI, "our_rank", "benchmark_rank")
     rows = list(zip(*(points.get_column(c).to_list() for c in columns), strict=True))
     x, x_ticks = _axis([r[1] for r in rows], 5, plot[0], plot[2])
-    y, y_ticks = _axis([v for r in rows for v in r[2:5] if is_num(v)], 5, plot[1] + plot[3], -plot[3])
-    drawn = [(*r, x(r[1]), y(r[2]), y(r[3]), y(r[4])) for r in rows]
+    y, y_ticks = _axis([v for r in rows for v in r[2:5] if is_finite(v)], 5, plot[1] + plot[3], -plot[3])
+    drawn = [(r[0], r[1], r[2], ci_title(r[3], r[4]), *r[5:], x(r[1]), y(r[2]), y(r[3]), y(r[4])) for r in rows]
     return str(_macros().scatter(chart_id, benchmark, category_label(category), figures, width, height, plot,
                                  x_ticks, y_ticks, drawn, METHOD_STYLE["bt"][0]))

@@ -16,7 +16,8 @@ def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt"
 
     Columns ``Rank``, ``UB`` (best rank the interval allows), ``Model`` (``|`` escaped), ``Rating``,
     ``95% CI`` (``−below/+above`` the rating, whole points, so a row fits the UI's metadata panel on
-    a 1400 px screen), ``Battles``; numbers right-aligned, ``–`` for a missing or NaN value.
+    a 1400 px screen; the interval of the rating's difference from the reference model, which shows
+    ``reference``), ``Battles``; numbers right-aligned, ``–`` for a missing or NaN value.
 
     Raises
     ------
@@ -27,9 +28,13 @@ def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt"
     board = pub.board(category, method).head(n)
     rating, lower, upper = (pl.col(c).fill_nan(None) for c in ("rating", "ci_lower", "ci_upper"))
     below, above = (d.round(0).cast(pl.Int64, strict=False) for d in (rating - lower, upper - rating))
-    rows = board.select(  # a NaN or null bound leaves the interval's cell empty
-        Rank="rank", UB="rank_ub", Model="model", Rating=rating,
-        **{"95% CI": pl.format("−{}/+{}", below, above)}, Battles="n_battles")
+    has_interval = pl.col("ci_method") != "none" if "ci_method" in board.columns else pl.lit(False)
+    pinned = lower.is_null() & upper.is_null() & has_interval
+    ci = (pl.when(pinned).then(pl.lit("reference"))  # the reference model: its rating is pinned
+          .when(lower.is_infinite() | upper.is_infinite()).then(pl.lit("unbounded"))
+          .otherwise(pl.format("−{}/+{}", below, above)))  # else a null bound leaves the cell empty
+    rows = board.select(Rank="rank", UB="rank_ub", Model="model", Rating=rating, **{"95% CI": ci},
+                        Battles="n_battles")
     table = frame_table(rows, "pipe", markdown_escape, floatfmt=",.1f", intfmt=("", "", "", "", "", ","),
                         missingval="–")
     title = f"**{category_label(category)}: {method_label(method)}** (top {board.height})"

@@ -37,14 +37,39 @@ def _row_type(columns: tuple[str, ...]) -> type:
     return namedtuple("Row", columns, rename=True)
 
 
+def is_finite(value: Any) -> bool:
+    """True for an int or a float that is neither NaN nor infinite."""
+    return is_num(value) and math.isfinite(value)
+
+
+def interval_note(lower: Any, upper: Any, ci_method: Any = None) -> str | None:
+    """Why a rating's interval is not drawn as two numbers, or None when it is.
+
+    ``"reference"``: the board's reference model, whose rating is pinned (an interval is of a
+    rating's difference from the reference, so it has none; ``ci_method`` names the board's
+    interval, its bounds are missing); ``"unbounded"``: an infinite bound (a clustered interval of
+    a model seen in one session only); ``"–"``: no interval on this board.
+    """
+    if is_finite(lower) and is_finite(upper):
+        return None
+    if is_num(lower) or is_num(upper):
+        return "unbounded"
+    return "reference" if ci_method not in (None, "none") else "–"
+
+
 def _ci(r: Any) -> str:
     lo, hi, rating = r.ci_lower, r.ci_upper, r.rating
-    return f"+{hi - rating:.1f} / −{rating - lo:.1f}" if all(map(is_num, (lo, hi, rating))) else "–"
+    note = interval_note(lo, hi, getattr(r, "ci_method", None))
+    return note if note or not is_num(rating) else f"+{hi - rating:.1f} / −{rating - lo:.1f}"
 
 
 def _half_width(r: Any) -> float | None:
+    """The interval's half-width (the sort key of the 95% CI column): 0 for the reference model, whose
+    rating is exact by definition; None without a finite interval."""
     lo, hi = r.ci_lower, r.ci_upper
-    return (hi - lo) / 2 if is_num(lo) and is_num(hi) else None
+    if is_finite(lo) and is_finite(hi):
+        return (hi - lo) / 2
+    return 0.0 if interval_note(lo, hi, getattr(r, "ci_method", None)) == "reference" else None
 
 
 def _td(shown: Any, value: Any = None) -> Markup:
@@ -71,6 +96,15 @@ def _model_cell(name: str, model_ids: dict[str, str]) -> Markup:
 def coef(value: Any) -> str:
     """A coefficient to 3 decimals, or '–'."""
     return f"{value:.3f}" if is_num(value) else "–"
+
+
+def ci_title(lower: Any, upper: Any, ci_method: Any = None) -> str:
+    """A rating's interval in words for a chart's tooltip: ``95% CI [lower, upper]`` or why there is none."""
+    note = interval_note(lower, upper, ci_method)
+    if note is None:
+        return f"95% CI [{lower:,.1f}, {upper:,.1f}]"
+    return {"reference": "reference model: rating pinned, no interval", "unbounded": "95% CI unbounded"}.get(
+        note, "no interval")
 
 
 def interval(lower: Any, upper: Any) -> str:

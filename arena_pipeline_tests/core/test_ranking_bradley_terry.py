@@ -13,6 +13,7 @@ import statsmodels.api as sm
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.board import NOT_CONNECTED, ONLY_LOSSES, ONLY_WINS
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt, mle_support
+from arena_pipeline.core.ranking.scale import percentile_interval
 
 FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
 PPL = 400.0 / math.log(10.0)  # rating points per natural log-odds
@@ -147,6 +148,56 @@ def test_sandwich_interval_matches_statsmodels_hc0():
         half = row["sandwich_upper"] - row["rating"]
         assert half == pytest.approx(expected[row["model"]], rel=1e-6)
         assert row["rating"] - row["sandwich_lower"] == pytest.approx(half, rel=1e-9)
+
+
+def test_anchored_sandwich_interval_is_the_reference_contrast_of_statsmodels_hc0():
+    """On an anchored board the interval is that of rating - 1000, i.e. of theta_i - theta_ref:
+    statsmodels GLM HC0 with the reference's column left out (its coefficients are then exactly
+    theta_i - theta_ref, no contrast algebra), relative tolerance 1e-6. The reference has none."""
+    frame = load_fixture()
+    models, x, y = design(frame)
+    ref = models.index("model-d")
+    keep = [i for i in range(len(models)) if i != ref]
+    fit = sm.GLM(y, x[:, keep], family=sm.families.Binomial()).fit(
+        tol=1e-13, maxiter=200, cov_type="HC0"
+    )
+    expected = dict(zip([models[i] for i in keep], Z95 * PPL * np.sqrt(np.diag(fit.cov_params())),
+                        strict=True))
+    board, _ = bt_board(frame, anchor_model="model-d")
+    for row in board.iter_rows(named=True):
+        if row["model"] == "model-d":
+            assert row["rating"] == 1000.0 and row["ci_lower"] is None and row["ci_upper"] is None
+            continue
+        assert row["rating"] - 1000.0 == pytest.approx(PPL * fit.params[keep.index(models.index(row["model"]))],
+                                                     abs=0.01)
+        assert row["ci_upper"] - row["rating"] == pytest.approx(expected[row["model"]], rel=1e-6)
+        assert row["rating"] - row["ci_lower"] == pytest.approx(expected[row["model"]], rel=1e-6)
+
+
+def test_two_models_anchored_intervals_are_twice_the_centred_ones():
+    """Known answer: with two models the centred strengths are +-d/2 and the anchored rating is d,
+    so every interval of the non-reference model (sandwich, and the bootstrap re-anchored in each
+    round, same resamples) is exactly twice as wide; the reference has none; rank_ub is the same."""
+    rows = [("p", "q", "model_a")] * 14 + [("q", "p", "model_a")] * 6 + [("p", "q", "tie")] * 5
+    frame = frame_from(rows)
+    centred, _ = bt_board(frame, bootstrap_rounds=200)
+    anchored, _ = bt_board(frame, bootstrap_rounds=200, anchor_model="q")
+    p_centred = centred.filter(pl.col("model") == "p").row(0, named=True)
+    p_anchored = anchored.filter(pl.col("model") == "p").row(0, named=True)
+    for k in ("sandwich", "bootstrap"):
+        w_c = p_centred[f"{k}_upper"] - p_centred[f"{k}_lower"]
+        assert p_anchored[f"{k}_upper"] - p_anchored[f"{k}_lower"] == pytest.approx(2.0 * w_c, rel=1e-9)
+    q_anchored = anchored.filter(pl.col("model") == "q").row(0, named=True)
+    assert q_anchored["sandwich_lower"] is None and q_anchored["bootstrap_upper"] is None
+    assert anchored.sort("model").get_column("rank_ub").equals(centred.sort("model").get_column("rank_ub"))
+
+
+def test_percentile_interval_takes_the_b_plus_one_alpha_order_statistics():
+    # 99 replicates 1..99: the (B + 1) alpha-th smallest is the 5th for a 90% interval, and the
+    # 2.5th (interpolated) for a 95% one (Davison and Hinkley 1997, section 5.2)
+    samples = np.arange(1.0, 100.0)
+    assert percentile_interval(samples, 0.90) == (pytest.approx(5.0), pytest.approx(95.0))
+    assert percentile_interval(samples, 0.95) == (pytest.approx(2.5), pytest.approx(97.5))
 
 
 # --------------------------------------------------------------------------- invariants

@@ -252,24 +252,37 @@ def test_config_is_validated(bad):
 
 def test_reference_model_is_pinned_on_every_board_it_is_on(battles):
     tagged, _ = tag_categories(battles)
+    settings = {"bootstrap_rounds": 30, "primary_interval": "bootstrap"}
     config = RankingConfig(
-        methods=("bt", "spectral"), bootstrap_rounds=0, anchor_models=("not-here", "model-c", "model-a")
+        methods=("bt", "spectral"), anchor_models=("not-here", "model-c", "model-a"), **settings
     )
     out = compute_rankings(battles, tagged, config)
     assert set(out.metadata["anchors"].values()) == {"model-c"}
     pinned = out.leaderboard.filter(pl.col("model") == "model-c")
     assert np.allclose(pinned.get_column("rating").to_numpy(), 1000.0)
-    # anchoring translates a board: ratings and interval bounds move by one constant
+    # the reference's rating is exact by definition: no interval of any kind
+    bounds = pinned.select("^.*_(lower|upper)$")
+    assert bounds.null_count().sum_horizontal().item() == bounds.width * bounds.height
+    # anchoring moves the ratings by one constant; rank_ub, which compares models with each other
+    # (not with the reference), is that of the centred board, whichever interval feeds it
     centred = compute_rankings(
-        battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0, anchor_models=())
-    ).leaderboard.filter(pl.col("category") == "math").sort("model")
-    anchored = out.leaderboard.filter(pl.col("category") == "math", pl.col("method") == "bt")
-    anchored = anchored.sort("model")
-    assert centred.get_column("rating").mean() == pytest.approx(1000.0)
-    for column in ("rating", "ci_lower", "ci_upper", "sandwich_lower"):
-        diff = (anchored.get_column(column) - centred.get_column(column)).to_numpy()
+        battles, tagged, RankingConfig(methods=("bt", "spectral"), anchor_models=(), **settings)
+    ).leaderboard.filter(pl.col("category") == "math").sort("method", "model")
+    anchored = out.leaderboard.filter(pl.col("category") == "math").sort("method", "model")
+    assert centred.filter(pl.col("method") == "bt").get_column("rating").mean() == pytest.approx(1000.0)
+    for method in ("bt", "spectral"):
+        diff = (anchored.filter(pl.col("method") == method).get_column("rating")
+                - centred.filter(pl.col("method") == method).get_column("rating")).to_numpy()
         assert np.allclose(diff, diff[0]) and abs(diff[0]) > 1.0
     assert anchored.get_column("rank_ub").equals(centred.get_column("rank_ub"))
+    assert anchored.get_column("rank").equals(centred.get_column("rank"))
+    # the others' intervals are of the difference from the reference: each replicate re-anchored
+    others = anchored.filter(pl.col("model") != "model-c")
+    assert (others.get_column("ci_lower") < others.get_column("rating")).all()
+    assert (others.get_column("rating") < others.get_column("ci_upper")).all()
+    assert others.select("^.*_(lower|upper)$").drop("^cluster_.*$").null_count().sum_horizontal().sum() == (
+        others.filter(pl.col("method") == "spectral").height * 2  # spectral has no sandwich
+    )
 
 
 def test_board_without_any_reference_is_centred(battles):

@@ -146,7 +146,14 @@ def test_rating_chart_is_valid_svg_with_one_point_and_interval_per_model(outputs
     assert len(root.findall(f".//{SVG}g[@class='series-bt']/{SVG}circle")) == board.height
     assert len(root.findall(f".//{SVG}g[@class='series-bt_style']/{SVG}polygon")) == board.height
     assert len(root.findall(f".//{SVG}polygon")) == board.height + 1  # + the legend's diamond
-    assert len(root.findall(f".//{SVG}line[@class='ci']")) == 3 * 2 * board.height
+    # an interval (3 lines) per model and series but the reference's: an interval is of a rating's
+    # difference from the reference, whose own rating is pinned
+    assert len(root.findall(f".//{SVG}line[@class='ci']")) == 3 * 2 * (board.height - 1)
+    reference = outputs.metadata["anchors"]["math"]
+    titles = [g.find(f"{SVG}title").text for g in root.findall(f".//{SVG}g[@class='series-bt']")]
+    assert [t for t in titles if "reference model" in t] == [
+        f"{reference} (Bradley-Terry): rating 1,000.0, reference model: rating pinned, no interval, rank "
+        f"{board.filter(pl.col('model') == reference).get_column('rank')[0]}"]
     assert "math" in root.find(f"{SVG}title").text.lower()
     assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
@@ -434,6 +441,32 @@ def test_top_n_markdown_rows_stay_narrow_beside_long_model_names(outputs):
     assert max(widths) <= longest + 44
 
 
+def test_the_reference_model_and_an_unbounded_interval_render_in_words(outputs):
+    """The reference model (null bounds on a board with an interval) reads "reference" in the
+    Markdown table, the report's tables and the chart's tooltip; an infinite bound (a clustered
+    interval of a model seen in one session) reads "unbounded" and draws no bar."""
+    reference = outputs.metadata["anchors"]["overall"]
+    pub = pub_of(outputs.leaderboard)
+    lines = top_n_markdown(pub, "overall", "bt", n=20).splitlines()
+    row = next(md_cells(line) for line in lines if f"| {reference} " in line)
+    assert row[3:5] == ["1,000.0", "reference"]
+    page = build_report_html(Published.from_output(outputs), generated_at=dt.datetime(2025, 7, 2, tzinfo=dt.UTC))
+    cells = re.findall(rf'>{re.escape(reference)}</a></th><td class="num" data-value="1000.0">1,000.0</td>'
+                       r'<td class="num" data-value="([^"]*)">([^<]*)</td>', page)
+    assert cells and set(cells) == {("0.0", "reference")}
+    model = outputs.leaderboard.filter(pl.col("model") != reference).get_column("model")[0]
+    unbounded = outputs.leaderboard.with_columns(
+        ci_lower=pl.when(pl.col("model") == model).then(float("-inf")).otherwise("ci_lower"),
+        ci_upper=pl.when(pl.col("model") == model).then(float("inf")).otherwise("ci_upper"))
+    pub = pub_of(unbounded)
+    root = ET.fromstring(rating_chart_svg(pub, "overall"))
+    group = next(g for g in root.findall(f".//{SVG}g[@class='series-bt']")
+                 if g.find(f"{SVG}title").text.startswith(f"{model} "))
+    assert "95% CI unbounded" in group.find(f"{SVG}title").text and group.find(f"{SVG}line") is None
+    lines = top_n_markdown(pub, "overall", "bt", n=20).splitlines()
+    assert next(md_cells(line) for line in lines if f"| {model} " in line)[4] == "unbounded"
+
+
 def test_benchmark_scatter_places_each_model_by_score_and_rating():
     pub = synthetic_published(benchmarks=synthetic_benchmarks())
     points = pub.benchmark_points("overall", "bt", "reasoning")
@@ -449,8 +482,13 @@ def test_benchmark_scatter_places_each_model_by_score_and_rating():
     by_rating = points.sort("rating").get_column("model").to_list()
     assert [cx[m] for m in by_score] == sorted(cx.values())
     assert [cy[m] for m in by_rating] == sorted(cy.values(), reverse=True)  # SVG y grows downwards
-    for g in groups:  # the vertical 95% bar through the point
+    for g in groups:  # the vertical 95% bar through the point, but for the reference model
         line, circle = g.find(f"{SVG}line"), g.find(f"{SVG}circle")
+        if line is None:
+            assert g.get("data-model") == pub.leaderboard.filter(pl.col("ci_lower").is_null()).get_column(
+                "model").unique().item()
+            assert "no interval" in g.find(f"{SVG}title").text
+            continue
         assert line.get("x1") == line.get("x2") == circle.get("cx")
         assert float(line.get("y2")) <= float(circle.get("cy")) <= float(line.get("y1"))
     # one model, no interval, a flat score range: still a valid chart

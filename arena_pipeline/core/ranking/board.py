@@ -53,6 +53,33 @@ from arena_pipeline.core.ranking.types import (
 
 Interval = tuple[np.ndarray, np.ndarray]
 
+#: The interval columns of a board, in the order ``Board.frame`` falls back through them.
+INTERVALS: tuple[str, ...] = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """One interval method's bounds on a board, in rating points.
+
+    Attributes
+    ----------
+    shown
+        The interval of the displayed rating, for the statement the rating makes: on an
+        anchored board, of ``rating - anchor_rating``, i.e. of the reference contrast
+        ``theta_i - theta_ref`` (the reference's own bounds are NaN: its rating is
+        ``anchor_rating`` by definition); on a centred board, of ``theta_i - mean(theta)``.
+    ranking
+        The interval of each model's centred strength ``theta_i - mean(theta)``, moved with
+        the board (translated by the shift that pins the reference): what ``rank_ub``
+        compares. Comparing two models does not involve the reference, so this does not
+        carry the reference's own uncertainty, and ``rank_ub`` is the same on an anchored
+        and a centred board.
+    """
+
+    shown: Interval
+    ranking: Interval
+
+
 #: Why a model with battles has no rating (``select_models``); shown as is in the report and CLI.
 ONLY_LOSSES = "only losses: never won or drew, so its Bradley-Terry rating has no finite estimate"
 ONLY_WINS = "only wins: never lost or drew, so its Bradley-Terry rating has no finite estimate"
@@ -187,42 +214,87 @@ class Board:
         """Number of models."""
         return len(self.models)
 
-    def rate(self, theta: np.ndarray) -> np.ndarray:
-        """Log-strengths (..., m) -> centred ratings (mean ``anchor_rating``).
+    def rate(self, theta: np.ndarray, anchored: bool = True) -> np.ndarray:
+        """Log-strengths (..., m) -> ratings.
 
-        The reference model is pinned afterwards by a translation (:meth:`frame`), so
-        intervals measure the uncertainty of each model's centred strength, as LMArena's
-        do, and are not widened by the reference model's own uncertainty.
+        Anchored (default, on a board with a reference): the reference is at ``anchor_rating``
+        in every row, so rating replicates (bootstrap) are re-anchored each, as FastChat's are.
+        ``anchored=False``, or a board without a reference: centred (mean ``anchor_rating``).
         """
         c = self.config
-        return to_ratings(theta, None, c.anchor_rating, c.scale, c.base)
+        return to_ratings(theta, self.anchor if anchored else None, c.anchor_rating, c.scale, c.base)
 
-    def half_width(self, cov_theta: np.ndarray) -> np.ndarray:
-        """Normal half-width in rating points of the centred strengths."""
-        contrast = anchor_matrix(self.m, None)
-        var = np.diag(contrast @ cov_theta @ contrast.T)
+    def shift(self, theta: np.ndarray) -> float:
+        """Points from the centred ratings of ``theta`` (m,) to the anchored ones (0 without a reference)."""
+        if self.anchor is None:
+            return 0.0
+        return self.config.anchor_rating - float(self.rate(theta, anchored=False)[self.anchor])
+
+    def half_width(self, cov_theta: np.ndarray, anchored: bool = True) -> np.ndarray:
+        """Normal half-width in rating points of ``theta_i - theta_ref`` (anchored, default)
+        or of the centred strengths ``theta_i - mean(theta)``.
+
+        The variance of the contrast ``A theta`` is ``diag(A C A^T)`` with ``A`` from
+        :func:`scale.anchor_matrix`: for the reference contrast, ``C_ii + C_rr - 2 C_ir``.
+        """
+        contrast = anchor_matrix(self.m, self.anchor if anchored else None)
+        var = np.einsum("ij,jk,ik->i", contrast, cov_theta, contrast)
         ppl = points_per_logit(self.config.scale, self.config.base)
         return z_value(self.config.confidence) * ppl * np.sqrt(np.clip(var, 0.0, None))
+
+    def normal_bounds(
+        self, theta: np.ndarray, cov_theta: np.ndarray, unbounded: np.ndarray | None = None
+    ) -> Bounds:
+        """Normal (sandwich) bounds of the ratings of ``theta`` from its covariance.
+
+        ``unbounded``: models whose strength the covariance cannot bound
+        (:class:`bradley_terry.ClusterCovariance`): their bounds are infinite, and all shown
+        bounds are when the reference is one of them.
+        """
+        rating = self.rate(theta)
+        shown = self.half_width(cov_theta)
+        ranking = self.half_width(cov_theta, anchored=False)
+        if unbounded is not None and unbounded.any():
+            ranking = np.where(unbounded, np.inf, ranking)
+            cut = unbounded | (self.anchor is not None and bool(unbounded[self.anchor]))
+            shown = np.where(cut, np.inf, shown)
+        bounds = Bounds((rating - shown, rating + shown), (rating - ranking, rating + ranking))
+        return self._without_reference(bounds)
+
+    def percentile_bounds(self, theta: np.ndarray, replicates: np.ndarray) -> Bounds:
+        """Percentile bounds from log-strength replicates (rounds, m) around the estimate ``theta``.
+
+        Shown: each replicate re-anchored (the reference at ``anchor_rating`` in every round),
+        so the interval is that of ``theta_i - theta_ref``. Ranking: the centred replicates'
+        interval translated by the board's shift, as before anchoring changed meaning.
+        """
+        level = self.config.confidence
+        shown = percentile_interval(self.rate(replicates), level)
+        lower, upper = percentile_interval(self.rate(replicates, anchored=False), level)
+        shift = self.shift(theta)
+        return self._without_reference(Bounds(shown, (lower + shift, upper + shift)))
+
+    def _without_reference(self, bounds: Bounds) -> Bounds:
+        """NaN shown bounds for the reference model (its rating is exact by definition)."""
+        if self.anchor is None:
+            return bounds
+        lower, upper = (np.array(x, dtype=float) for x in bounds.shown)
+        lower[self.anchor] = upper[self.anchor] = np.nan
+        return Bounds((lower, upper), bounds.ranking)
 
     def rng(self, stream: str) -> np.random.Generator:
         """Generator for one (category, stream): independent of the other boards computed."""
         keys = [self.config.seed, zlib.crc32(self.category.encode()), zlib.crc32(stream.encode())]
         return np.random.default_rng(keys)
 
-    def frame(
-        self,
-        method: str,
-        rating: np.ndarray,
-        boot: Interval | None,
-        sandwich: Interval | None,
-        clustered: dict[str, Interval] | None = None,
-    ) -> pl.DataFrame:
+    def frame(self, method: str, rating: np.ndarray, bounds: dict[str, Bounds | None]) -> pl.DataFrame:
         """The board as leaderboard rows.
 
-        ``clustered`` holds the ``cluster_sandwich`` / ``cluster_bootstrap`` intervals
-        when computed. The primary interval (``ci_lower``/``ci_upper``, feeding
-        ``rank_ub``) is the one ``config.primary_interval`` names when the method has it,
-        else the sandwich, else the bootstrap.
+        ``bounds`` maps the interval methods computed (:data:`INTERVALS`) to their bounds;
+        each ``<method>_lower/_upper`` column holds the shown bounds. The primary interval
+        (``ci_lower``/``ci_upper``) is the one ``config.primary_interval`` names when the
+        method has it, else the sandwich, else the bootstrap; ``rank_ub`` compares that
+        method's ranking bounds (:class:`Bounds`).
         ``rank`` and ``rank_ub`` of a shown model count only shown (non-provisional)
         models, as LMArena ranks after hiding low-count models; a provisional model is
         ranked among all models of the board (so it moves no shown model, and a board with
@@ -230,23 +302,10 @@ class Board:
         """
         m = self.m
         nulls = np.full(m, np.nan)
-        clustered = clustered or {}
-        # pin the reference model: translate the board (ratings and every interval)
-        shift = 0.0 if self.anchor is None else self.config.anchor_rating - rating[self.anchor]
-        rating = rating + shift
-        boot, sandwich = (
-            None if iv is None else (iv[0] + shift, iv[1] + shift) for iv in (boot, sandwich)
-        )
-        clustered = {k: (lo + shift, hi + shift) for k, (lo, hi) in clustered.items()}
-        choices = {
-            "sandwich": sandwich,
-            "bootstrap": boot,
-            "cluster_sandwich": clustered.get("cluster_sandwich"),
-            "cluster_bootstrap": clustered.get("cluster_bootstrap"),
-        }
         order = (self.config.primary_interval, "sandwich", "bootstrap")
-        ci_method = next((k for k in order if choices[k] is not None), "none")
-        lower, upper = choices[ci_method] if ci_method != "none" else (nulls, nulls)
+        ci_method = next((k for k in order if bounds.get(k) is not None), "none")
+        primary = bounds.get(ci_method)
+        lower, upper = primary.shown if primary is not None else (nulls, nulls)
         stats = model_stats(self.a, self.b, self.o, m)
         threshold = self.config.display_min_battles
         provisional = stats["n_battles"] < threshold
@@ -255,12 +314,18 @@ class Board:
         # shown models are ranked among themselves (LMArena); provisional ones among all
         rank = np.where(provisional, ranks(rating), ranks(rating, shown))
         rank_ub = nulls
-        if ci_method != "none":
+        if primary is not None:
+            r_lower, r_upper = primary.ranking
             rank_ub = np.where(
                 provisional,
-                rank_upper_bounds(lower, upper),
-                rank_upper_bounds(lower, upper, shown),
+                rank_upper_bounds(r_lower, r_upper),
+                rank_upper_bounds(r_lower, r_upper, shown),
             ).astype(float)
+        columns = {
+            f"{name}_{side}": bounds[name].shown[i] if bounds.get(name) is not None else nulls
+            for name in INTERVALS
+            for i, side in enumerate(("lower", "upper"))
+        }
         data = {
             "category": [self.category] * m,
             "method": [method] * m,
@@ -272,16 +337,7 @@ class Board:
             "rank": rank,
             "rank_ub": rank_ub,
             **stats,
-            "sandwich_lower": sandwich[0] if sandwich is not None else nulls,
-            "sandwich_upper": sandwich[1] if sandwich is not None else nulls,
-            "bootstrap_lower": boot[0] if boot is not None else nulls,
-            "bootstrap_upper": boot[1] if boot is not None else nulls,
-            **{
-                f"{name}_{side}": bounds[i] if bounds is not None else nulls
-                for name in ("cluster_sandwich", "cluster_bootstrap")
-                for i, side in enumerate(("lower", "upper"))
-                for bounds in [choices[name]]
-            },
+            **columns,
             "provisional": provisional,
             "provisional_reason": [reason if p else None for p in provisional],
         }
@@ -304,45 +360,50 @@ class BTResult:
 def fit_bt_board(board: Board) -> BTResult:
     """Exact Bradley-Terry MLE, sandwich interval and (if configured) bootstrap interval.
 
-    With clusters (evaluation sessions), also the cluster-robust sandwich and (with
-    ``bootstrap_rounds > 0``) the cluster bootstrap, which resamples whole sessions.
+    With clusters (evaluation sessions), also the cluster-robust sandwich (CR3, see
+    :func:`bradley_terry.bt_cluster_sandwich_covariance`) and (with ``bootstrap_rounds > 0``)
+    the cluster bootstrap, which resamples whole sessions.
 
     The bootstrap replicates are resampled battles aggregated per (pair, outcome) cell
     (``bradley_terry.bootstrap_counts``), refitted from the point estimate with
-    ``BOOTSTRAP_RIDGE``; the same replicates serve the spectral board.
+    ``BOOTSTRAP_RIDGE``; the same replicates serve the spectral board. Every interval is
+    that of the displayed rating (:class:`Bounds`).
     """
     c = board.config
     pairs = aggregate_pairs(board.a, board.b, board.o, board.m)
     fit = fit_bt(pairs, tol=c.tol, max_iter=c.max_iter)
     theta = fit.x[0]
     rating = board.rate(theta)
-    half = board.half_width(bt_sandwich_covariance(pairs, theta))
+    bounds: dict[str, Bounds | None] = {
+        "sandwich": board.normal_bounds(theta, bt_sandwich_covariance(pairs, theta))
+    }
     info: dict[str, Any] = {"iterations": fit.iterations, "grad_norm": float(fit.grad_norm[0])}
-    boot = resampled = None
+    resampled = None
     if c.bootstrap_rounds > 0:
         resampled = bootstrap_counts(pairs, c.bootstrap_rounds, board.rng("pairs"))
         refit = fit_bt(pairs, resampled, BOOTSTRAP_RIDGE, theta, c.tol, c.max_iter)
-        boot = percentile_interval(board.rate(refit.x), c.confidence)
+        bounds["bootstrap"] = board.percentile_bounds(theta, refit.x)
         info.update(
             bootstrap_iterations=refit.iterations,
             bootstrap_max_grad_norm=float(refit.grad_norm.max()),
             bootstrap_degenerate_rounds=degenerate_rounds(pairs, resampled),
         )
-    clustered: dict[str, Interval] = {}
     if board.cluster is not None:
-        cov = bt_cluster_sandwich_covariance(pairs, theta, board.a, board.b, board.o, board.cluster)
-        c_half = board.half_width(cov)
-        clustered["cluster_sandwich"] = (rating - c_half, rating + c_half)
+        robust = bt_cluster_sandwich_covariance(
+            pairs, theta, board.a, board.b, board.o, board.cluster
+        )
+        bounds["cluster_sandwich"] = board.normal_bounds(theta, robust.cov, robust.unbounded)
         info["clusters"] = int(board.cluster.max()) + 1 if len(board.cluster) else 0
+        info["cluster_unbounded_models"] = [board.models[i] for i in np.flatnonzero(robust.unbounded)]
         if c.bootstrap_rounds > 0:
             cells = battle_cells(board.a, board.b, board.o, board.m)
             counts = cluster_bootstrap_counts(
                 pairs, cells, board.cluster, c.bootstrap_rounds, board.rng("clusters")
             )
             refit = fit_bt(pairs, counts, BOOTSTRAP_RIDGE, theta, c.tol, c.max_iter)
-            clustered["cluster_bootstrap"] = percentile_interval(board.rate(refit.x), c.confidence)
+            bounds["cluster_bootstrap"] = board.percentile_bounds(theta, refit.x)
             info["cluster_bootstrap_max_grad_norm"] = float(refit.grad_norm.max())
-    frame = board.frame("bt", rating, boot, (rating - half, rating + half), clustered)
+    frame = board.frame("bt", rating, bounds)
     return BTResult(frame, info, pairs, theta, rating, resampled)
 
 
@@ -372,7 +433,7 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
     x_hat = fit.x[0]
     cov = bt_style_sandwich_covariance(design, x_hat, l2, weights)
     rating = board.rate(x_hat[:m])
-    half = board.half_width(cov[:m, :m])
+    bounds: dict[str, Bounds | None] = {"sandwich": board.normal_bounds(x_hat[:m], cov[:m, :m])}
     beta = x_hat[m:]
     beta_half = z_value(c.confidence) * np.sqrt(np.clip(np.diag(cov)[m:], 0.0, None))
     info: dict[str, Any] = {
@@ -383,7 +444,7 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
         "style_method": c.style_method,
         "l2_on_summed_loss": l2,
     }
-    boot = beta_boot = None
+    beta_boot = None
     if c.style_bootstrap_rounds > 0:
         reps, steps, worst = bootstrap_bt_style(
             design,
@@ -396,10 +457,10 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
             c.max_iter,
             weights,
         )
-        boot = percentile_interval(board.rate(reps[:, :m]), c.confidence)
+        bounds["bootstrap"] = board.percentile_bounds(x_hat[:m], reps[:, :m])
         beta_boot = percentile_interval(reps[:, m:], c.confidence)
         info.update(bootstrap_iterations=steps, bootstrap_max_grad_norm=worst)
-    frame = board.frame("bt_style", rating, boot, (rating - half, rating + half))
+    frame = board.frame("bt_style", rating, bounds)
     use_boot = beta_boot is not None and c.primary_interval == "bootstrap"
     lower, upper = beta_boot if use_boot else (beta - beta_half, beta + beta_half)
     nulls = np.full(k, np.nan)
@@ -432,7 +493,7 @@ def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict]:
     pairs = bt.pairs
     log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, board.m)
     rating = board.rate(log_pi)
-    boot = None
+    bounds: dict[str, Bounds | None] = {}
     if bt.resampled is not None:
         draws = 0.5 * bt.resampled[:, :, 2]
         log_pi_boot = rank_centrality(
@@ -443,9 +504,9 @@ def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict]:
             board.m,
             smoothing=BOOTSTRAP_SMOOTHING,
         )
-        boot = percentile_interval(board.rate(log_pi_boot), board.config.confidence)
+        bounds["bootstrap"] = board.percentile_bounds(log_pi, log_pi_boot)
     tau = float(kendalltau(bt.rating, rating).statistic)
-    return board.frame("spectral", rating, boot, None), {"kendall_tau_vs_bt": tau}
+    return board.frame("spectral", rating, bounds), {"kendall_tau_vs_bt": tau}
 
 
 def degenerate_rounds(pairs: PairCounts, resampled: np.ndarray) -> int:

@@ -116,8 +116,9 @@ def compute_rankings(
     3. ``bt``: exact MLE by Newton's method on per-pair counts (gradient norm below
        ``tol``). Intervals: percentile bootstrap over ``bootstrap_rounds`` resamples of
        the battles (drawn with replacement and aggregated per (pair, outcome) cell: the
-       counts are multinomial, exactly as when resampling rows), and the sandwich (HC0)
-       normal interval.
+       counts are multinomial, exactly as when resampling rows; each replicate re-anchored
+       on the reference), and the sandwich (HC0) normal interval of the difference from the
+       reference.
     4. ``bt_style``: the same with four style covariates fitted jointly per battle
        (see :class:`RankingConfig.style_method`); bootstrap (``style_bootstrap_rounds``,
        default 0) by resampling battles.
@@ -144,11 +145,16 @@ def compute_rankings(
         "sandwich"; spectral has only "bootstrap", or "none" without bootstrap);
         ``sandwich_lower``/``sandwich_upper`` and ``bootstrap_lower``/``bootstrap_upper``
         both intervals (null where not computed); ``provisional`` (and
-        ``provisional_reason``) marks models under ``display_min_battles``; ``rank`` is
-        1 + the number of non-provisional models with a higher rating; ``rank_ub`` 1 +
-        the number of non-provisional models whose ``ci_lower`` is above this model's
-        ``ci_upper`` (a provisional model is ranked the same way among all models of the
-        board, so it moves no shown model); ``n_battles``, ``wins``,
+        ``provisional_reason``) marks models under ``display_min_battles``; every interval
+        is of the rating's difference from the board's reference model (null for the
+        reference itself; from the mean on a centred board); ``rank`` is 1 + the number of
+        non-provisional models with a higher rating; ``rank_ub`` 1 + the number of
+        non-provisional models whose lower bound is above this model's upper bound, both of
+        the primary method's interval of each model's own (centred) strength, moved with the
+        board (``board.Bounds.ranking``: comparing two models does not involve the
+        reference; on a centred board these are ``ci_lower``/``ci_upper``). A provisional
+        model is ranked the same way among all models of the board, so it moves no shown
+        model; ``n_battles``, ``wins``,
         ``losses``, ``ties`` (tie + both_bad) count the battles the fit used and
         ``win_rate = (wins + ties / 2) / n_battles``.
 
@@ -176,11 +182,15 @@ def compute_rankings(
     metadata: dict[str, Any] = {
         "config": asdict(config),
         "interval": (
-            f"{config.confidence:.0%} intervals; ci_lower/ci_upper: {config.primary_interval} "
+            f"{config.confidence:.0%} intervals of the rating's difference from the board's reference "
+            "model (metadata anchors; the reference has none), or from the board's mean where "
+            f"there is no reference; ci_lower/ci_upper: {config.primary_interval} "
             "(spectral: bootstrap); sandwich_lower/sandwich_upper: robust sandwich (HC0) "
             f"normal interval; bootstrap_lower/bootstrap_upper: percentile bootstrap "
-            f"({config.bootstrap_rounds} rounds); cluster_*: the same with the votes of one "
-            f"{config.cluster_column} resampled / summed together (bt, when the column exists)"
+            f"({config.bootstrap_rounds} rounds, re-anchored in each); cluster_*: the same with "
+            f"the votes of one {config.cluster_column} summed together (CR3 sandwich) / resampled "
+            "together (bt, when the column exists); rank_ub compares the primary method's "
+            "intervals of the models' own strengths, which do not involve the reference"
         ),
         "models": len(names),
         "dropped": {

@@ -90,14 +90,24 @@ def z_value(level: float) -> float:
 
 
 def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap interval over axis 0 (linear interpolation, NumPy's default).
+    """Percentile bootstrap interval over axis 0, ends at the ``(B + 1) alpha``-th order statistics.
+
+    Of ``B`` replicates, the ``k``-th smallest lies below a fresh draw from the same
+    distribution with probability ``k / (B + 1)``; so the ``(B + 1) alpha``-th and
+    ``(B + 1)(1 - alpha)``-th order statistics (interpolated: NumPy's ``weibull`` rule,
+    Hyndman and Fan's type 6), ``alpha = (1 - level) / 2``, hold a fresh draw with probability
+    ``level`` (Davison and Hinkley 1997, section 5.2). NumPy's default rule takes the
+    ``1 + (B - 1) alpha``-th, which holds it with probability ``level (B - 1) / (B + 1)``: 93.1%
+    for a 95% interval from 100 replicates, before any error of the bootstrap itself
+    (``benchmarks/bench_coverage.py --variants``: 1.6 points less coverage than this rule at 100
+    rounds on the same tournaments, 94.4% against 96.0%; 1,000 rounds, 10x the time, 95.8%).
 
     Parameters
     ----------
     samples
         Bootstrap replicates, shape (rounds, ...).
     level
-        Confidence level, e.g. 0.95 for the 2.5% and 97.5% quantiles.
+        Confidence level, e.g. 0.95 for the 2.5% and 97.5% points.
 
     Returns
     -------
@@ -105,7 +115,7 @@ def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, 
         Lower and upper bounds.
     """
     tail = (1.0 - level) / 2.0
-    lower, upper = np.quantile(samples, [tail, 1.0 - tail], axis=0)
+    lower, upper = np.quantile(samples, [tail, 1.0 - tail], axis=0, method="weibull")
     return lower, upper
 
 

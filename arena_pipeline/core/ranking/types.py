@@ -87,7 +87,8 @@ class RankingConfig:
         leaderboard counts (the pairwise table still lists them).
     bootstrap_rounds
         Bootstrap replicates of the second interval (``bootstrap_lower``/``bootstrap_upper``);
-        0 skips the bootstrap.
+        0 skips the bootstrap. 100 rounds with the ``(B + 1) alpha`` rule cover as well as
+        1,000 with NumPy's default quantiles (``benchmarks/bench_coverage.py --variants``).
     style_bootstrap_rounds
         Bootstrap replicates of ``bt_style``'s second interval (default 0: none). Each
         round refits the per-battle style model (about 0.05-0.5 s per board on the full
@@ -95,18 +96,25 @@ class RankingConfig:
         as LMArena publishes for style control.
     primary_interval
         Which interval fills ``ci_lower``/``ci_upper`` and feeds ``rank_ub``: ``"sandwich"``
-        (default, as LMArena publishes since mid-2025; calibrated, see
-        ``test_ranking_coverage.py``) or ``"bootstrap"`` (percentile, ``bootstrap_rounds``
-        rounds; 100 rounds cover about 93%), or the clustered ``"cluster_sandwich"`` /
-        ``"cluster_bootstrap"`` (``bt`` only, when ``cluster_column`` is present). A board
-        without the named interval falls back to the sandwich, then the bootstrap
-        (``spectral`` has only its bootstrap); ``ci_method`` says which was used.
+        (default, as LMArena publishes since mid-2025) or ``"bootstrap"`` (percentile,
+        ``bootstrap_rounds`` rounds, ends at the ``(B + 1) alpha``-th order statistics), or the
+        clustered ``"cluster_sandwich"`` / ``"cluster_bootstrap"`` (``bt`` only, when
+        ``cluster_column`` is present). A board without the named interval falls back to the
+        sandwich, then the bootstrap (``spectral`` has only its bootstrap); ``ci_method`` says
+        which was used. Every interval is of the displayed statement (see ``anchor_models``)
+        and covers it 94-96% of the time in ``benchmarks/bench_coverage.py`` (sandwich and
+        100-round bootstrap on independent votes; the clustered ones when sessions re-vote).
+        ``rank_ub`` compares the same method's intervals of each model's own (centred)
+        strength, moved with the board, which do not carry the reference's uncertainty:
+        comparing two models does not involve the reference.
     cluster_column
         Battles column of the evaluation session (default ``evaluation_session_id``).
         When present, ``bt`` also gets intervals that treat the votes of one session as
-        dependent: ``cluster_sandwich_*`` (cluster-robust CR0 sandwich) and
+        dependent: ``cluster_sandwich_*`` (cluster-robust sandwich with the CR3 small-sample
+        correction, ``bradley_terry.bt_cluster_sandwich_covariance``) and
         ``cluster_bootstrap_*`` (whole sessions resampled, ``bootstrap_rounds`` rounds). A
-        null session counts as a session of its own. None disables them.
+        null session counts as a session of its own. A model whose battles all come from one
+        session has unbounded clustered bounds (-inf, inf). None disables them.
     seed
         Seed of the bootstrap; each (category, stream) gets its own generator derived
         from it, so a board does not depend on which other boards are computed.
@@ -123,12 +131,15 @@ class RankingConfig:
         Anchoring, which makes ratings comparable across boards and dumps: on every board
         the first of ``anchor_models`` (default :data:`REFERENCE_MODELS`) that is on the
         board has rating ``anchor_rating`` (1000), so a rating ``R`` means odds of
-        ``10 ** ((R - 1000) / 400)`` against the reference model. Pinning translates the
-        board (ratings and interval bounds by one constant): intervals keep the width of
-        the centred strengths, as LMArena's, rather than adding the reference model's own
-        uncertainty. ``anchor_model``, when
-        set, replaces the list by that one model. A board without any of them falls back
-        to centring (mean rating ``anchor_rating``), noted in
+        ``10 ** ((R - 1000) / 400)`` against the reference model: ``R - 1000`` estimates
+        ``400 / ln(10) * (theta_i - theta_ref)``. Every interval is an interval of that
+        difference (the sandwich of the contrast with the reference's unit vector; the
+        bootstrap re-anchored in every round, as FastChat's), so it carries the reference's
+        own uncertainty, and the reference has no interval (null bounds). Only the first
+        reference on a board anchors it; the others are ordinary models. ``anchor_model``,
+        when set, replaces the list by that one model. A board without any of them falls back
+        to centring (mean rating ``anchor_rating``: ``R - 1000`` estimates
+        ``400 / ln(10) * (theta_i - mean(theta))`` and intervals are of that), noted in
         ``metadata["categories"][c]["anchor"]`` (None) and, for an explicit
         ``anchor_model``, ``anchor_missing``. ``anchor_models=()`` centres every board.
     style_method

@@ -1,0 +1,296 @@
+"""Coverage of the displayed intervals for the statement the page makes, by simulation.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/bench_coverage.py                  # ~2.5 min on 2 shared cores
+    .venv/bin/python benchmarks/bench_coverage.py --replicates 300 --variants   # ~8 min
+    .venv/bin/python benchmarks/bench_coverage.py --replicates 3000 --seed 7 --scenario sessions
+
+Prints figures only; it is not a test (``test_ranking_coverage.py`` and ``test_ranking_clustered.py``
+are the fast checks that run in CI).
+
+The statement. A board pins its reference model at ``anchor_rating`` (1000) and the README says a
+rating ``R`` means odds of ``10 ** ((R - 1000) / 400)`` against the reference: the displayed rating of
+model ``i`` estimates ``1000 + 400 / ln(10) * (theta_i - theta_ref)``. An interval is counted as
+covering when it contains that true value. The reference itself is left out (its displayed rating
+is 1000 by definition, there is nothing to cover). ``--statement centred`` fits centred boards (no
+reference pinned, as a board without any reference model) and scores their intervals against
+``1000 + 400 / ln(10) * (theta_i - mean(theta))``, the meaning of a centred board.
+
+The tournaments. ``--models`` models (default 40) with log-strengths ``N(0, 0.7)`` (a ~500-point
+spread); a skewed schedule: each model has a popularity drawn log-uniform over 100x and a pair meets in
+proportion to the product of its models' popularities, scaled so that the least-played model has about
+``--min-battles`` (150) battles: models have from 100s to 10,000s of battles (about 55,000 battles in
+all). Every replicate draws a new tournament (strengths, schedule, outcomes), so the coverage is an
+average over tournaments, not that of one schedule. The
+reference is the model whose battle count is closest to ``--reference-battles`` (3,000; the
+packaged reference, llama-3.3-70b-instruct, has 4,905 on the real overall board and fewer on most
+others). Ties as LMArena counts them: a vote with win probability ``p = sigmoid(theta_a - theta_b)``
+is a tie (tie or both_bad, half each) with probability ``tau = 0.35 * 4 p (1 - p)`` (35% between
+equals), else a win for a with probability ``p - tau / 2``: a tie scores half a win each way, so the
+expected score of a is exactly ``p`` and the true strengths are the estimand of the half-tie fit.
+
+Two scenarios, each fitted with the project's code (``core.ranking.board.fit_bt_board``):
+
+``independent``
+    every vote independent: ``sandwich`` (the primary interval) and the ``bootstrap``
+    (percentile, ``--rounds`` rounds).
+``sessions``
+    votes come in evaluation sessions that re-vote one pair: Geometric(0.4) votes (1 or more, mean 2.5),
+    each repeating the session's previous vote with probability 0.6, else drawn afresh (so every
+    vote is still exactly the law above; only independence fails): the vote-level intervals and
+    the clustered ``cluster_sandwich`` and ``cluster_bootstrap``.
+
+Each table row gives the coverage (%) in a battle-count band (a model's battles on that replicate),
+the number of (model, replicate) indicators, and the Monte-Carlo standard error: indicators of one
+replicate are correlated (all ratings share the reference's error), so the s.e. treats the
+replicate as the unit (the ratio estimator's s.e. over replicates). Also the mean width in points.
+
+``--variants`` adds the percentile bootstrap (vote level in ``independent``, whole sessions in
+``sessions``), re-anchored in every replicate, at other round counts (``--variant-rounds``) and with
+two quantile rules: NumPy's default (linear) and the ``(B + 1) alpha``-th order statistic of Davison
+and Hinkley (1997, section 5.2; NumPy's ``weibull``), each with its CPU time per board; and, in
+``sessions``, the uncorrected CR0 cluster sandwich beside the CR3 one the boards use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.bradley_terry import (
+    BOOTSTRAP_RIDGE,
+    aggregate_pairs,
+    battle_cells,
+    bootstrap_counts,
+    bt_cluster_sandwich_covariance,
+    cluster_bootstrap_counts,
+    fit_bt,
+)
+from arena_pipeline.core.ranking.scale import anchor_matrix, points_per_logit, to_ratings, z_value
+from arena_pipeline.core.ranking.types import RankingConfig
+
+#: Battle-count bands of the table: [low, high).
+BANDS: tuple[tuple[int, float], ...] = ((0, 1000), (1000, 5000), (5000, math.inf))
+#: Ties (tie + both_bad) between equals; LMArena's text votes have about a third.
+TIE_SHARE = 0.35
+
+
+@dataclass(frozen=True)
+class Tournament:
+    """Known strengths and a fixed schedule: side a, side b (and session) of every vote."""
+
+    theta: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    session: np.ndarray
+    reference: int
+
+
+def skewed_tournament(rng: np.random.Generator, models: int, min_battles: float, reference_battles: float,
+                      mean_session: float = 1.0) -> Tournament:
+    """Strengths ``N(0, 0.7)`` and a schedule where model popularity spans 100x.
+
+    Parameters
+    ----------
+    rng
+        Generator.
+    models
+        Number of models.
+    min_battles
+        Expected battles of the least popular model.
+    reference_battles
+        The reference is the model whose expected battle count is closest to this.
+    mean_session
+        Mean votes per session (1: every vote its own session; else Geometric, 1 or more, with this mean).
+
+    Returns
+    -------
+    Tournament
+    """
+    theta = rng.normal(0.0, 0.7, models)
+    popularity = np.exp(rng.uniform(0.0, math.log(100.0), models))
+    lo, hi = np.triu_indices(models, k=1)
+    weight = popularity[lo] * popularity[hi]
+    share = weight / weight.sum()
+    per_model = np.bincount(lo, share, models) + np.bincount(hi, share, models)
+    total = min_battles / per_model.min()  # expected votes
+    expected = total * per_model
+    reference = int(np.argmin(np.abs(np.log(expected / reference_battles))))
+    if mean_session == 1.0:
+        per_pair = rng.poisson(total * share)
+        a, b = np.repeat(lo, per_pair), np.repeat(hi, per_pair)
+        return Tournament(theta, a, b, np.arange(a.size), reference)
+    n_sessions = rng.poisson(total * share / mean_session)
+    pair = np.repeat(np.arange(lo.size), n_sessions)
+    size = rng.geometric(1.0 / mean_session, pair.size)
+    session = np.repeat(np.arange(pair.size), size)
+    return Tournament(theta, lo[pair][session], hi[pair][session], session, reference)
+
+
+def draw_outcomes(rng: np.random.Generator, t: Tournament, repeat: float) -> np.ndarray:
+    """Outcome codes (0 a won, 1 b won, 2 tie, 3 both_bad), expected score of a = sigmoid(theta_a - theta_b).
+
+    Within a session each vote after the first copies the session's latest fresh vote with
+    probability ``repeat``.
+    """
+    p = 1.0 / (1.0 + np.exp(-(t.theta[t.a] - t.theta[t.b])))
+    tau = TIE_SHARE * 4.0 * p * (1.0 - p)
+    u = rng.random(t.a.size)
+    fresh = np.where(u < p - tau / 2.0, 0, np.where(u < p + tau / 2.0, 2 + (rng.random(t.a.size) < 0.5), 1))
+    if repeat == 0.0:
+        return fresh
+    first = np.r_[True, t.session[1:] != t.session[:-1]]
+    copies = rng.random(t.a.size) < repeat
+    source = np.maximum.accumulate(np.where(first | ~copies, np.arange(t.a.size), 0))
+    return fresh[source]
+
+
+def truth(t: Tournament, config: RankingConfig, statement: str) -> np.ndarray:
+    """The true value of every model's displayed rating under the statement scored."""
+    anchor = t.reference if statement == "reference" else None
+    return to_ratings(t.theta, anchor, config.anchor_rating, config.scale, config.base)
+
+
+class Tally:
+    """Coverage indicators and widths per (interval, band), kept per replicate."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, int], list[tuple[int, int, float]]] = {}
+
+    def add(self, name: str, lower: np.ndarray, upper: np.ndarray, target: np.ndarray, battles: np.ndarray,
+            keep: np.ndarray) -> None:
+        covered = (lower <= target) & (target <= upper)
+        for band, (low, high) in enumerate((*BANDS, (0, math.inf))):
+            sel = keep & (battles >= low) & (battles < high)
+            row = (int(covered[sel].sum()), int(sel.sum()), float((upper - lower)[sel].sum()))
+            self.rows.setdefault((name, band), []).append(row)
+
+    def table(self, title: str) -> str:
+        names = list(dict.fromkeys(name for name, _ in self.rows))
+        labels = [f"{lo:,}-{hi - 1:,}" if math.isfinite(hi) else f"{lo:,}+" for lo, hi in BANDS] + ["all"]
+        lines = [title, f"  {'interval':<20}{'battles':>14}{'n':>9}{'coverage %':>12}{'s.e.':>7}{'width':>8}"]
+        for name in names:
+            for band, label in enumerate(labels):
+                hits, n, width = (np.array(c, dtype=float) for c in zip(*self.rows[name, band], strict=True))
+                if n.sum() == 0:
+                    continue
+                cov = hits.sum() / n.sum()
+                # ratio estimator over replicates (the replicate is the independent unit)
+                r = len(n)
+                se = math.sqrt(((hits - cov * n) ** 2).sum() * r / max(r - 1, 1)) / n.sum()
+                lines.append(f"  {name:<20}{label:>14}{int(n.sum()):>9}{100 * cov:>12.1f}{100 * se:>7.1f}"
+                             f"{width.sum() / n.sum():>8.1f}")
+        return "\n".join(lines)
+
+
+def percentile(samples: np.ndarray, level: float, method: str) -> tuple[np.ndarray, np.ndarray]:
+    tail = (1.0 - level) / 2.0
+    lower, upper = np.quantile(samples, [tail, 1.0 - tail], axis=0, method=method)
+    return lower, upper
+
+
+def cluster_cr0(pairs, theta, t: Tournament, o: np.ndarray, anchor: int | None, config: RankingConfig):
+    """The uncorrected (CR0) cluster sandwich interval of the displayed rating (this code's API only)."""
+    if "correction" not in inspect.signature(bt_cluster_sandwich_covariance).parameters:
+        return None
+    cov = bt_cluster_sandwich_covariance(pairs, theta, t.a, t.b, o, t.session, correction="CR0").cov
+    contrast = anchor_matrix(len(theta), anchor)
+    var = np.einsum("ij,jk,ik->i", contrast, cov, contrast)
+    half = z_value(config.confidence) * points_per_logit(config.scale, config.base) * np.sqrt(np.clip(var, 0, None))
+    rating = to_ratings(theta, anchor, config.anchor_rating, config.scale, config.base)
+    return rating - half, rating + half
+
+
+def run(scenario: str, args: argparse.Namespace) -> str:
+    rng = np.random.default_rng([args.seed, 0 if scenario == "independent" else 1])
+    sessions = scenario == "sessions"
+    config = RankingConfig(methods=("bt",), bootstrap_rounds=args.rounds, display_min_battles=0)
+    names = [f"m{i:02d}" for i in range(args.models)]
+    tally = Tally()
+    intervals = ("sandwich", "bootstrap") + (("cluster_sandwich", "cluster_bootstrap") if sessions else ())
+    variants = [(b, m) for b in args.variant_rounds for m in ("linear", "weibull")] if args.variants else []
+    spent = dict.fromkeys(["board", *variants], 0.0)
+    votes, ref_battles, low, high = [], [], math.inf, 0
+    for rep in range(args.replicates):
+        t = skewed_tournament(rng, args.models, args.min_battles, args.reference_battles,
+                              mean_session=2.5 if sessions else 1.0)
+        anchor = t.reference if args.statement == "reference" else None
+        target = truth(t, config, args.statement)
+        keep = np.arange(args.models) != anchor
+        o = draw_outcomes(rng, t, 0.6 if sessions else 0.0)
+        board = Board("sim", config, names, t.a, t.b, o, None, anchor, t.session if sessions else None)
+        started = time.process_time()
+        frame = fit_bt_board(board).frame
+        spent["board"] += time.process_time() - started
+        battles = frame.get_column("n_battles").to_numpy()
+        votes.append(t.a.size)
+        ref_battles.append(battles[t.reference])
+        low, high = min(low, battles.min()), max(high, battles.max())
+        for name in intervals:
+            lower, upper = (frame.get_column(f"{name}_{s}").to_numpy() for s in ("lower", "upper"))
+            tally.add(name, lower, upper, target, battles, keep)
+        if not variants:
+            continue
+        pairs = aggregate_pairs(t.a, t.b, o, args.models)
+        theta = fit_bt(pairs).x[0]
+        if sessions and (cr0 := cluster_cr0(pairs, theta, t, o, anchor, config)) is not None:
+            tally.add("cluster_sandwich CR0", *cr0, target, battles, keep)
+        vrng = np.random.default_rng([args.seed, 2, rep])
+        cache: dict[int, np.ndarray] = {}
+        for rounds, method in variants:
+            started = time.process_time()
+            if rounds not in cache:
+                if sessions:
+                    cells = battle_cells(t.a, t.b, o, args.models)
+                    counts = cluster_bootstrap_counts(pairs, cells, t.session, rounds, vrng)
+                else:
+                    counts = bootstrap_counts(pairs, rounds, vrng)
+                refit = fit_bt(pairs, counts, BOOTSTRAP_RIDGE, theta).x
+                # each replicate re-anchored (or centred): the displayed statement's interval
+                cache[rounds] = to_ratings(refit, anchor, config.anchor_rating)
+            lower, upper = percentile(cache[rounds], config.confidence, method)
+            spent[rounds, method] += time.process_time() - started
+            kind = "cluster boot" if sessions else "boot"
+            tally.add(f"{kind} {rounds} {method}", lower, upper, target, battles, keep)
+    head = (f"[{scenario}] {args.replicates} replicates (a new tournament each), {args.models} models, "
+            f"{np.mean(votes):,.0f} votes on average" + (" in sessions of 2.5" if sessions else "")
+            + f"; battles per model {low:,}-{high:,}; reference: {np.median(ref_battles):,.0f} battles (median)"
+            f"; statement: {args.statement}")
+    cost = "  CPU per board: " + ", ".join(
+        f"{k if isinstance(k, str) else f'{kind} {k[0]} {k[1]}'} {1000 * v / args.replicates:.0f} ms"
+        for k, v in spent.items())
+    return tally.table(head) + "\n" + cost
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--models", type=int, default=40)
+    parser.add_argument("--min-battles", type=float, default=150.0)
+    parser.add_argument("--reference-battles", type=float, default=3000.0)
+    parser.add_argument("--rounds", type=int, default=100, help="bootstrap rounds of the boards")
+    parser.add_argument("--seed", type=int, default=20251201)
+    parser.add_argument("--scenario", choices=("independent", "sessions", "both"), default="both")
+    parser.add_argument("--statement", choices=("reference", "centred"), default="reference",
+                        help="reference: anchored boards scored against the rating relative to the reference "
+                        "(what the page shows); centred: centred boards (no reference) against the rating "
+                        "relative to the mean")
+    parser.add_argument("--variants", action="store_true", help="percentile bootstrap variants (independent)")
+    parser.add_argument("--variant-rounds", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000])
+    args = parser.parse_args()
+    started = time.perf_counter()
+    for scenario in ("independent", "sessions") if args.scenario == "both" else (args.scenario,):
+        print(run(scenario, args), flush=True)
+        print()
+    print(f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
