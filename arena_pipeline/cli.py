@@ -116,6 +116,11 @@ def _models(n: int) -> str:
     return f"{n} model{'' if n == 1 else 's'}"
 
 
+def _name(ctx: click.Context, param: click.Parameter, text: str) -> str:
+    """A category or method as typed or as printed: ``Math``, ``Instruction following`` -> the name."""
+    return re.sub(r"[\s-]+", "_", text.strip()).lower()
+
+
 def _seconds(ctx: click.Context, param: click.Parameter, text: str) -> float:
     """``--timeout``: a finite number of seconds, 0 or more (``nan`` and ``inf`` would wait forever)."""
     try:
@@ -151,8 +156,10 @@ def cli() -> None:
 
 
 @cli.command(short_help="print one leaderboard as a table")
-@click.option("--category", default="overall", show_default=True, help="category name")
-@click.option("--method", default="bt", show_default=True, help=f"ranking method: {', '.join(METHODS)}")
+@click.option("--category", default="overall", show_default=True, callback=_name,
+              help="category name, or its label as printed ('Math', 'Instruction following'); any case")
+@click.option("--method", default="bt", show_default=True, callback=_name,
+              help=f"ranking method: {', '.join(METHODS)}; any case")
 @click.option("--top", type=str, callback=_count, default=20, show_default=True, metavar="N",
               help="rows shown, 0 for all")
 @click.option("--dump", metavar="NAME", help="one loaded dump's own board (arena.dump_leaderboard), not the combined one")

@@ -33,7 +33,7 @@ from arena_pipeline.core.benchmarks import read_benchmarks
 from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
 from arena_pipeline.core.manifest import combine, combined_revision
-from arena_pipeline.core.models import load_aliases
+from arena_pipeline.core.models import AliasTableError, load_aliases
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
     SourceError,
@@ -334,6 +334,21 @@ class ModelCatalog(dg.ConfigurableResource):
     def aliases(self) -> pl.DataFrame:
         """The merged alias table."""
         return load_aliases(_setting(self.aliases_path, "ARENA_MODEL_ALIASES", None))
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Check the alias file when the run starts (a missing or malformed one failed the load step,
+        half a minute in, inside a traceback): one line naming the setting and the file."""
+        path = _setting(self.aliases_path, "ARENA_MODEL_ALIASES", None)
+        if path is None:
+            return
+        where = "ModelCatalog.aliases_path" if self.aliases_path not in (None, "") else "ARENA_MODEL_ALIASES"
+        if not Path(path).is_file():
+            raise dg.Failure(description=f"{where} is {path!r}, which is not a file: give the path of a CSV "
+                             "'alias,canonical[,provider]' or leave it unset", allow_retries=False)
+        try:
+            self.aliases()
+        except (AliasTableError, OSError, ValueError) as exc:
+            raise dg.Failure(description=f"{where} ({path}): {exc}", allow_retries=False) from None
 
     def board_path(self) -> str | None:
         return _setting(self.published_board, "ARENA_PUBLISHED_BOARD", None)

@@ -114,6 +114,15 @@ def test_leaderboard_category_method_and_all_rows(warehouse, capsys):
     assert "&lt;" not in out and "<b>odd|model</b> & co" in out  # plain text, not HTML
 
 
+@pytest.mark.parametrize(("category", "method"), [("Math", "BT_style"), (" MATH ", "bt_style"),
+                                                  ("math", "Bt_Style")])
+def test_category_and_method_as_printed_or_in_any_case(warehouse, capsys, category, method):
+    """The CLI prints 'Math'; typing it back (or MATH) finds the math board."""
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", category,
+                 "--method", method]) == EXIT_OK
+    assert capsys.readouterr().out.startswith("Math - Bradley-Terry, style-controlled (bt_style)")
+
+
 def test_unknown_category_and_method_list_the_valid_ones(warehouse, capsys):
     assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "poetry"]) == EXIT_USAGE
     err = capsys.readouterr().err

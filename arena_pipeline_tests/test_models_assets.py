@@ -134,3 +134,26 @@ def test_look_alike_names_merge_or_warn(tmp_path):
     assert evaluation.severity == dg.AssetCheckSeverity.WARN
     pairs = evaluation.metadata["pairs"].value
     assert [(p["model"], p["other"]) for p in pairs] == [(name, "g\u0435mma-3-27b-it")]
+
+
+def test_a_missing_alias_file_fails_the_run_at_launch_naming_the_setting(tmp_path, monkeypatch):
+    import dagster as dg
+
+    from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
+    from arena_pipeline.resources import DumpSource, Warehouse
+    from arena_pipeline_tests.fixtures import write_dump
+
+    write_dump(tmp_path / "dump", n_rows=20)
+    monkeypatch.setenv("ARENA_MODEL_ALIASES", str(tmp_path / "no-such-aliases.csv"))
+    result = dg.materialize(
+        [*ASSETS, *ASSET_CHECKS],
+        resources={**default_resources(), "dump_source": DumpSource(source=str(tmp_path / "dump")),
+                   "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb"))},
+        raise_on_error=False)
+    assert not result.success
+    # nothing ran: the run failed while its resources were set up, before raw_dump
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert not (tmp_path / "warehouse.duckdb").exists()
+    messages = [f"{e.message} {e.event_specific_data}" for e in result.all_events]
+    assert any("ARENA_MODEL_ALIASES is" in m and "no-such-aliases.csv" in m and "which is not a file" in m
+               for m in messages), messages[-3:]
