@@ -66,7 +66,7 @@ def test_no_board_names_what_left_each_model_out():
     row = rank(one).board_status.row(0, named=True)
     assert row["status"] == "no_board"
     assert row["reason"] == ("fewer than 2 models have a finite Bradley-Terry rating (left out: 1 only wins, "
-                             "1 fewer than min_battles=1 battles against the models kept)")
+                             "1 no battles left against rated models)")
 
 
 def test_models_with_the_same_record_share_a_rank():

@@ -152,7 +152,9 @@ def select_models(
             excluded += [
                 {
                     "model": names[i],
-                    "reason": f"fewer than min_battles={min_battles} battles against the models kept",
+                    # with min_battles=1 the cut only removes a model whose every opponent was removed
+                    "reason": (f"fewer than min_battles={min_battles} battles against the models kept"
+                               if min_battles > 1 else "no battles left against rated models"),
                     "n_battles": int(stats["n_battles"][i]),
                 }
                 for i in np.flatnonzero(low)

@@ -98,7 +98,8 @@ def category_status(
     if board is None:
         # a reason's head: "only wins", "not connected to the rest of the comparison graph", ...
         excluded = Counter(e["reason"].split(":")[0].split(" (")[0] for e in info["excluded_models"])
-        if excluded and info["models"] == 0 and all(r.startswith("fewer than min_battles") for r in excluded):
+        cut = ("fewer than min_battles", "no battles left")
+        if excluded and info["models"] == 0 and all(r.startswith(cut) for r in excluded):
             reason = f"no model passes min_battles={config.min_battles}"
         else:
             reason = "fewer than 2 models have a finite Bradley-Terry rating" + (
