@@ -273,3 +273,24 @@ def test_unrated_models_and_board_status_are_published_with_the_boards(published
     page = (published.root / "report" / "index.html").read_text(encoding="utf-8")
     assert 'id="unrated"' in page and ('id="no-board"' in page) == any(s[1] != "board" for s in status)
     assert page.count('class="model-panel"') == len({m for _, m in on_boards})
+
+
+def test_moving_to_another_dump_is_refused_as_a_change_of_source(setup):
+    """The live boards show every model (display_min_battles 0, as the README's sample run); a run on
+    another dump under the default threshold would show none: the refusal says it is another source."""
+    assert setup.run(rank={"display_min_battles": 0}).success
+    before = fingerprint(setup.warehouse)
+    write_dump(setup.root / "other", n_rows=ROWS, n_shards=1, seed=12)
+    other = Setup(setup.root, setup.root / "other", setup.warehouse)
+    result = other.run()
+    assert not result.success
+    text = " ".join(e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure)
+    assert "would no longer be shown" in text or "no longer" in text
+    assert f"The live boards are of source {str(setup.dump)!r} and this run's of {str(other.dump)!r}" in text
+    assert "another dump, not a new revision of the live one" in text and "max_model_drop" in text
+    assert fingerprint(setup.warehouse) == before
+    # a refusal on the live dump itself says nothing of a change of source
+    same = setup.run(rank={"display_min_battles": 10**6})
+    assert not same.success
+    text = " ".join(e.step_failure_data.error.to_string() for e in same.all_events if e.is_step_failure)
+    assert "publication refused" in text and "The live boards are of source" not in text

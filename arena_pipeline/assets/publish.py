@@ -5,6 +5,7 @@ from pydantic import Field
 
 from arena_pipeline.assets.builds import finished_check, package_version, run_build
 from arena_pipeline.constants import (
+    BATTLES_TABLE,
     BUILT_TOGETHER,
     CHECKED_TABLES,
     DERIVED_FROM,
@@ -91,7 +92,7 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
                        if live and LEADERBOARD_TABLE in live["tables"] else None)
             problems = board_problems(candidate, current, config.policy())
             if problems:
-                refusal = refusal_message(problems)
+                refusal = refusal_message(problems, _sources(con, live, chosen))
                 refuse_build(con, SCHEMA, build, refusal)
                 raise dg.Failure(description=refusal, allow_retries=False)
             settings = {"package_version": package_version(), "gate": config.policy().__dict__,
@@ -120,6 +121,15 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
             data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
         )
     yield _render_report(context, warehouse, report_settings)
+
+
+def _sources(con, live: dict | None, chosen: dict[str, str]) -> tuple[str | None, str | None] | None:
+    """(the live boards' source, this run's), as recorded with their battles versions; None before the
+    first publication."""
+    if not live or BATTLES_TABLE not in live["tables"]:
+        return None
+    return tuple(publication_settings(con, {BATTLES_TABLE: version}).get(BATTLES_TABLE, {}).get("source")
+                 for version in (live["tables"][BATTLES_TABLE], chosen[BATTLES_TABLE]))
 
 
 def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,

@@ -97,6 +97,16 @@ RELAX_HINT = ("to publish it anyway, set the published_dump run config allow_deg
               "max_model_drop / max_category_drop")
 
 
-def refusal_message(problems: list[str]) -> str:
-    """The gate's one-paragraph refusal: what changed, then which setting relaxes it."""
-    return "publication refused, nothing changed: " + "; ".join(problems) + f" ({RELAX_HINT})"
+def refusal_message(problems: list[str], sources: tuple[str | None, str | None] | None = None) -> str:
+    """The gate's one-paragraph refusal: what changed, then which setting relaxes it.
+
+    ``sources`` (live, this run's), when they differ, adds that the run is of another source (a
+    different dump, not a new revision of the live one): its board is judged against the live one
+    all the same, so moving to another dump is a deliberate act with the settings named.
+    """
+    text = "publication refused, nothing changed: " + "; ".join(problems)
+    if sources is not None and sources[0] != sources[1]:
+        text += (f". The live boards are of source {sources[0]!r} and this run's of {sources[1]!r}: another dump, "
+                 "not a new revision of the live one. Replacing the live boards by another dump's is a deliberate "
+                 "act; if it is meant")
+    return text + f" ({RELAX_HINT})"
