@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.assets import rankings as ranking_assets
+from arena_pipeline.definitions import ASSET_CHECKS, ASSETS
 from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.publication_support import (
@@ -294,3 +295,23 @@ def test_moving_to_another_dump_is_refused_as_a_change_of_source(setup):
     assert not same.success
     text = " ".join(e.step_failure_data.error.to_string() for e in same.all_events if e.is_step_failure)
     assert "publication refused" in text and "The live boards are of source" not in text
+
+
+def test_the_report_or_the_gate_can_be_selected_alone(setup):
+    """`--select leaderboard_report` re-renders the live publication's report; `--select published_dump`
+    runs the gate (nothing new here) and keeps the report in step. Each raised DagsterInvalidSubsetError."""
+    report = setup.root / "report" / "index.html"
+    before = fingerprint(setup.warehouse)
+    assert not report.exists()
+    def run(selection):  # no rankings config: the rankings step is not selected
+        return dg.materialize([*ASSETS, *ASSET_CHECKS], selection=selection, resources=setup.resources(),
+                              raise_on_error=False)
+
+    alone = run(["leaderboard_report"])
+    assert alone.success and report.is_file()
+    assert [e.asset_key.to_user_string() for e in alone.get_asset_materialization_events()] == ["leaderboard_report"]
+    report.unlink()
+    gate = run(["published_dump"])
+    assert gate.success and report.is_file()  # the page follows what is live, recorded or not
+    assert [e.asset_key.to_user_string() for e in gate.get_asset_materialization_events()] == ["published_dump"]
+    assert fingerprint(setup.warehouse) == before and len(publications(setup.warehouse)) == 1
