@@ -128,6 +128,7 @@ def test_aliases_resolve_renamed_models(aliases: pl.DataFrame) -> None:
         "o3",
         "meta-llama/Llama-3.3-70B-Instruct",
         "Gemini 2.5 Pro",
+        "qwen2.5-max",
         "some-new-model",
         None,
     ]
@@ -143,6 +144,7 @@ def test_aliases_resolve_renamed_models(aliases: pl.DataFrame) -> None:
         "o3-2025-04-16",
         "llama-3.3-70b-instruct",
         "gemini-2.5-pro",
+        "qwen-max-2025-01-25",  # lmarena.ai's qwen2.5-max
         "some-new-model",
         None,
     ]
