@@ -506,3 +506,23 @@ def test_report_benchmark_panel_only_with_the_live_comparison():
     failed = build_report_html(synthetic_published(benchmarks=Benchmarks(problem="scores.csv: line 3: bad")))
     assert "failed its check" in failed and "scores.csv: line 3: bad" in failed
     assert 'class="chart benchmark-scatter"' not in failed
+
+
+def test_provisional_note_says_how_many_the_threshold_keeps_out_and_never_points_at_no_model(outputs):
+    """A tab with shown models says its provisional ones are not ranked among them, how many the
+    display threshold keeps out and how to rank them all; a tab with none shown says they are
+    ranked among themselves ('the models above' pointed at nothing)."""
+    board = outputs.leaderboard.filter(pl.col("category") == "overall")
+    mixed = board.with_columns(provisional=pl.col("rank") > 2,
+                               provisional_reason=pl.lit("fewer than 301 battles"))
+    none_shown = board.with_columns(provisional=pl.lit(True), provisional_reason=pl.lit("fewer than 301 battles"))
+    for frame, shown in ((mixed, True), (none_shown, False)):
+        page = build_report_html(pub_of(frame, outputs))
+        section = page.split('id="cat-overall"')[1].split("</section>")[0]
+        bt = frame.filter(pl.col("method") == "bt")
+        kept_out = bt.filter("provisional").height
+        assert (f"keeps {kept_out} of this board&#39;s {bt.height} models out of its ranking" in section
+                or f"keeps {kept_out} of this board's {bt.height} models out of its ranking" in section)
+        assert "display_min_battles: 0" in section
+        assert ("Not ranked among the models above" in section) is shown
+        assert ("Ranked among themselves" in section) is not shown
