@@ -21,9 +21,9 @@ validation wall time of each suite (pandas conversion included) and of ``split_q
 The asset checks' path (a table in DuckDB, validated as ``checks._suite_checks`` does) is measured
 in two steps, so that each method's peak RSS is its own process's::
 
-    .venv/bin/python benchmarks/bench_quality.py --write-db /tmp/q.duckdb [--scale 4]
-    .venv/bin/python benchmarks/bench_quality.py --db /tmp/q.duckdb --method batched [--batch-rows N]
-    .venv/bin/python benchmarks/bench_quality.py --db /tmp/q.duckdb --method whole
+    .venv/bin/python benchmarks/bench_quality.py --write-db q.duckdb [--scale 4]
+    .venv/bin/python benchmarks/bench_quality.py --db q.duckdb --method batched [--batch-rows N]
+    .venv/bin/python benchmarks/bench_quality.py --db q.duckdb --method whole
 
 ``--write-db`` stores the two frames above as ``bench.battles`` / ``bench.messages`` (``--scale N``:
 N copies, ids suffixed, built inside DuckDB). ``--method whole`` is the check before batching: the
