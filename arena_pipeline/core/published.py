@@ -37,6 +37,7 @@ LOADED_ROWS_SCHEMA: dict[str, pl.DataType] = {"outcome": pl.String(), "rows": pl
 RANK_CHANGES_SCHEMA: dict[str, pl.DataType] = {
     "category": pl.String(), "model": pl.String(), "rank_bt": pl.Int64(), "rank_bt_style": pl.Int64(),
     "rank_change": pl.Int64(), "rating_bt": pl.Float64(), "rating_bt_style": pl.Float64(),
+    "provisional": pl.Boolean(),
 }
 #: A check failed: its outcome is false or missing.
 FAILED = ~pl.col("success").fill_null(False)
@@ -123,13 +124,21 @@ def quality_summary(quality_results: pl.DataFrame | None) -> pl.DataFrame:
 
 def rank_changes(leaderboard: pl.DataFrame, category: str | None = None) -> pl.DataFrame:
     """``bt`` against ``bt_style`` rank per (category, model) on both boards (positive: moves up once
-    style is controlled for); :data:`RANK_CHANGES_SCHEMA`, in board order."""
+    style is controlled for); :data:`RANK_CHANGES_SCHEMA`, in board order, the shown models first.
+
+    A model provisional on either board is ``provisional``: its ranks are among every model of the
+    board, the shown models' among the shown ones, so the two are kept apart as on the boards."""
     lb = of_category(leaderboard, category)
+    if "provisional" not in lb.columns:
+        lb = lb.with_columns(provisional=pl.lit(False))
     bt, style = (lb.filter(pl.col("method") == m).select("category", "model", pl.col("rank").alias(f"rank_{m}"),
-                                                         pl.col("rating").alias(f"rating_{m}"))
+                                                         pl.col("rating").alias(f"rating_{m}"),
+                                                         pl.col("provisional").fill_null(False).alias(f"provisional_{m}"))
                  for m in ("bt", "bt_style"))
-    out = bt.join(style, on=["category", "model"]).with_columns(rank_change=pl.col("rank_bt") - pl.col("rank_bt_style"))
-    return out.sort(category_order(), "category", "rank_bt_style", "model").select(
+    out = bt.join(style, on=["category", "model"]).with_columns(
+        rank_change=pl.col("rank_bt") - pl.col("rank_bt_style"),
+        provisional=pl.col("provisional_bt") | pl.col("provisional_bt_style"))
+    return out.sort(category_order(), "category", "provisional", "rank_bt_style", "model").select(
         [pl.col(c).cast(t) for c, t in RANK_CHANGES_SCHEMA.items()])
 
 

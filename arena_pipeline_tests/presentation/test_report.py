@@ -299,7 +299,7 @@ def test_report_page_has_every_section_per_category(outputs, tmp_path):
         assert 'class="sortable leaderboard' in section  # shown models, else only provisional ones
         assert 'class="chart rating-chart"' in section
         assert 'class="chart heatmap"' in section
-        assert 'class="sortable rank-changes"' in section
+        assert 'class="sortable rank-changes' in section  # shown models, else only provisional ones
         assert 'class="style-coefficients"' in section
     board = outputs.leaderboard.filter(pl.col("method") == "bt")
     assert page.count('<th scope="row"') >= board.height  # one row header per model and board
@@ -526,3 +526,23 @@ def test_provisional_note_says_how_many_the_threshold_keeps_out_and_never_points
         assert "display_min_battles: 0" in section
         assert ("Not ranked among the models above" in section) is shown
         assert ("Ranked among themselves" in section) is not shown
+
+
+def test_rank_changes_keep_provisional_models_apart(outputs):
+    """Ranks among the shown models and ranks among every model are never in one column: the
+    provisional models come after the shown ones and get a table of their own on the page."""
+    lb = outputs.leaderboard.filter(pl.col("category") == "overall").with_columns(
+        provisional=pl.col("model").is_in(outputs.leaderboard.filter(
+            (pl.col("category") == "overall") & (pl.col("method") == "bt")).sort("rank").get_column("model")[1:3]
+            .implode()))
+    changes = pub_of(lb).rank_changes()
+    flags = changes.get_column("provisional").to_list()
+    assert flags == sorted(flags) and sum(flags) == 2  # shown first, then the two provisional
+    page = build_report_html(pub_of(lb, outputs))
+    section = page.split('id="cat-overall"')[1].split("</section>")[0]
+    tables = section.split('<table class="sortable rank-changes')[1:]
+    assert len(tables) == 2 and tables[1].startswith(' provisional"')
+    assert "ranks are among every model of the board" in tables[1] and f"of {len(flags) - 2} models" in tables[0]
+    for model in changes.filter("provisional").get_column("model"):
+        assert f'data-value="{model}"' in tables[1].split("</table>")[0] or model in tables[1].split("</table>")[0]
+        assert model not in tables[0].split("</table>")[0]
