@@ -347,36 +347,10 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
         (scratch / "run").mkdir()
         child = ["--child", "refresh", "--dump", str(dump), "--scratch", str(scratch / "run"),
                  "--bootstrap", str(args.bootstrap)]
-        result, usage = run_child(child, scratch / "refresh.log")
-        if result is None:
-            entry["refresh_error"] = f"exit code {usage['exit_code']}"
+        if not run_job(entry, "refresh", child, scratch, warehouse, report):
             break
-        refresh = {**result, **usage, "warehouse_mb": file_bytes(warehouse) / MB}
-        report("refresh", refresh)
-        if not refresh["success"]:
-            print("    refresh FAILED:")
-            for message in refresh["failures"]:
-                print(f"      {message}")
-        entry["refresh"] = keep_best(entry["refresh"], refresh)
-        entry["checksum"] = boards_checksum(warehouse)
-        entry["leaderboard_hashes"].append(entry["checksum"]["leaderboard_sha256"])
-
         if args.rerun:
-            before = file_bytes(warehouse)
-            result, usage = run_child(child, scratch / "rerun.log")
-            if result is None:
-                entry["rerun_error"] = f"exit code {usage['exit_code']}"
-                continue
-            rerun = {**result, **usage, "warehouse_before_mb": before / MB,
-                     "warehouse_mb": file_bytes(warehouse) / MB}
-            report("rerun", rerun)
-            if not rerun["success"]:
-                print("    rerun FAILED:")
-                for message in rerun["failures"]:
-                    print(f"      {message}")
-            entry["rerun"] = keep_best(entry["rerun"], rerun)
-            entry["rerun_checksum"] = boards_checksum(warehouse)
-            entry["leaderboard_hashes"].append(entry["rerun_checksum"]["leaderboard_sha256"])
+            run_job(entry, "rerun", child, scratch, warehouse, report)
 
     if args.keep:
         print(f"  kept    {scratch}")
@@ -384,6 +358,30 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
     print_size(entry)
     return entry
+
+
+def run_job(entry: dict, name: str, child: list[str], scratch: Path, warehouse: Path, report) -> bool:
+    """Run the refresh child once as ``name`` ("refresh", or "rerun" on the same warehouse) and keep
+    its figures, the warehouse's size before and after, and the checksum of what it published in
+    ``entry``; False when the child itself died."""
+    before = file_bytes(warehouse) if warehouse.exists() else None
+    result, usage = run_child(child, scratch / f"{name}.log")
+    if result is None:
+        entry[f"{name}_error"] = f"exit code {usage['exit_code']}"
+        return False
+    run = {**result, **usage, "warehouse_mb": file_bytes(warehouse) / MB}
+    if before is not None:
+        run["warehouse_before_mb"] = before / MB
+    report(name, run)
+    if not run["success"]:
+        print(f"    {name} FAILED:")
+        for message in run["failures"]:
+            print(f"      {message}")
+    entry[name] = keep_best(entry[name], run)
+    checksum = "checksum" if name == "refresh" else f"{name}_checksum"
+    entry[checksum] = boards_checksum(warehouse)
+    entry["leaderboard_hashes"].append(entry[checksum]["leaderboard_sha256"])
+    return True
 
 
 def print_size(entry: dict) -> None:

@@ -192,7 +192,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
             f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
             f"{report.quarantined} quarantined in {report.seconds:.1f} s"
         )
-    yield from _flat_results(build.revision, build, counts, report)
+    yield from _flat_results(build, counts, report)
 
 
 def _load(con, build, aliases) -> LoadReport:
@@ -224,8 +224,9 @@ def _reuse_flat_tables(con, build, settings) -> dict[str, int] | None:
     return {name: rows for name, (_, rows) in found.items()}
 
 
-def _flat_results(revision: str, build, counts: dict[str, int], report: LoadReport | None):
+def _flat_results(build, counts: dict[str, int], report: LoadReport | None):
     """The four materializations of flat_tables, with the load's figures (or the reused version)."""
+    revision = build.revision
     common = {"revision": revision, "version_suffix": version_name("", build)}
     if report is None:
         common["reused"] = True

@@ -301,6 +301,7 @@ def preference_pairs_sql(
     *,
     model_columns: tuple[str, str] = ("model_a", "model_b"),
     with_messages: bool = False,
+    ordered: bool = True,
 ) -> str:
     """The DuckDB query of chosen/rejected pairs for reward-model training, one row per decisive vote.
 
@@ -341,12 +342,14 @@ def preference_pairs_sql(
         canonical names).
     with_messages
         Also return the unrendered message lists.
+    ordered
+        Order the rows by ``battle_id`` (False: no order, for rows that go into a table).
 
     Returns
     -------
     str
         A SELECT giving :data:`PREFERENCE_PAIRS_SCHEMA`'s columns (without the ``*_messages`` lists
-        unless ``with_messages``), ordered by ``battle_id``. ``categories`` lists the battle's
+        unless ``with_messages``), ordered by ``battle_id`` when ``ordered``. ``categories`` lists the battle's
         categories in board order (``categories.ordered_categories``; empty when it has none).
         Battles lacking a user message or a reply on either side are left out. The prompt is
         taken from the chosen side.
@@ -418,7 +421,7 @@ JOIN sides s ON s.battle_id = d.battle_id
 JOIN images i ON i.battle_id = d.battle_id
 LEFT JOIN tags t ON t.battle_id = d.battle_id
 WHERE s.prompt IS NOT NULL AND s.chosen IS NOT NULL AND s.rejected IS NOT NULL
-ORDER BY d.battle_id
+{"ORDER BY d.battle_id" if ordered else ""}
 """
 
 
@@ -507,7 +510,8 @@ def write_preference_pairs(
                     + preference_pairs_sql(
                         "(SELECT * EXCLUDE (batch) FROM _pair_battles LIMIT 0)",
                         f"(SELECT * FROM {messages_table} LIMIT 0)",
-                        "(SELECT * EXCLUDE (batch) FROM _pair_tags LIMIT 0)", model_columns=model_columns)
+                        "(SELECT * EXCLUDE (batch) FROM _pair_tags LIMIT 0)", model_columns=model_columns,
+                        ordered=False)
                     + ")")
         for i in range(batches):
             low, high = i * batch_messages, (i + 1) * batch_messages
@@ -516,8 +520,8 @@ def write_preference_pairs(
                 f"(SELECT * FROM {messages_table} WHERE rowid >= {low} AND rowid < {high + span} "
                 f"AND battle_id IN (SELECT id FROM _pair_battles WHERE batch = {i}))",
                 f"(SELECT * EXCLUDE (batch) FROM _pair_tags WHERE batch = {i})",
-                model_columns=model_columns,
-            ).replace("ORDER BY d.battle_id", "")
+                model_columns=model_columns, ordered=False,
+            )
             con.execute(f"INSERT INTO {target} SELECT *{extra} FROM ({query})")
     finally:
         for temp in ("_pair_bounds", "_pair_battles", "_pair_tags"):
