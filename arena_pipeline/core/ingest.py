@@ -30,6 +30,7 @@ from arena_pipeline.core.flatten import (
     flatten_messages,
 )
 from arena_pipeline.core.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.prefetch import prefetched
 from arena_pipeline.core.quarantine import (
     CONVERSATION_COLUMNS,
     CROSS_DUMP_RULE,
@@ -455,6 +456,56 @@ def _content_key(battles: pl.DataFrame, frame: pl.DataFrame) -> pl.Series:
     ).to_series().alias("content")
 
 
+@dataclass
+class _Screened:
+    """What the batches of a load leave besides their messages: the rows of battles and quarantine."""
+
+    kept: list[pl.DataFrame] = field(default_factory=list)
+    quarantine: list[pl.DataFrame] = field(default_factory=list)
+    cross: list[pl.DataFrame] = field(default_factory=list)
+    pairs: list[pl.DataFrame] = field(default_factory=list)
+    keys: list[pl.DataFrame] = field(default_factory=list)
+    formats: dict[str, str] = field(default_factory=dict)
+
+
+def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: LoadReport,
+                  screened: _Screened) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Read, screen and flatten ``manifest``'s files batch by batch: yield (messages, context messages).
+
+    Battles and quarantine rows accumulate in ``screened`` and the files' counts in ``report`` (read
+    them once the iterator is exhausted). Pure Polars and pyarrow: it runs in the loader's worker thread.
+    """
+    for shard in manifest.files:
+        file_rows = 0
+        # a manifest pickled before the field existed has no limit: the default applies
+        limit = getattr(manifest, "csv_max_cell_bytes", None)
+        dump = dump_label(manifest, shard)
+        adapter = file_adapter(Path(shard.path))
+        screened.formats.setdefault(dump, adapter.name)
+        stamp = content_unchanged(shard)
+        for table, battles, unparsed in _iter_file(shard, aliases, limit, dump, adapter):
+            file_rows += battles.height + unparsed.height
+            batch = battles  # row-aligned with table
+            battles, repeated, seen_in = _same_id_elsewhere(battles, screened.kept, dump)
+            clean, rejected = _screen(battles, screened.kept, adapter.unavailable)
+            screened.quarantine += [unparsed, rejected]
+            screened.cross.append(repeated)
+            screened.pairs.append(seen_in)
+            screened.kept.append(clean)
+            if clean.height < batch.height:
+                keep = batch.get_column("source_row").is_in(clean.get_column("source_row").implode())
+                table = table.filter(pa.array(keep.to_numpy()))
+            frame = pl.from_arrow(table)
+            screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
+                _content_key(clean, frame)))
+            yield flatten_messages(frame, dump), flatten_context_messages(frame, dump)
+        if file_stamp(shard.path) != stamp:
+            raise SourceError(f"{shard.name} ({shard.path}) changed while it was read: the tables would not be "
+                              f"the revision's content; run again (the changed file is a new revision)")
+        report.rows_read += file_rows
+        report.per_file.append({"file": shard.name, "rows": file_rows, "dump": dump, "format": adapter.name})
+
+
 def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str, suffix: str,
                  aliases: pl.DataFrame | None, report: LoadReport) -> None:
     """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
@@ -462,46 +513,18 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
     earlier already holds (same id, or same canonical models, winner and user texts) is moved to
     quarantine with :data:`~arena_pipeline.core.quarantine.CROSS_DUMP_RULE` and the kept row
-    lists the repeating dump in ``also_in_dumps``.
+    lists the repeating dump in ``also_in_dumps``. A worker thread reads and flattens the next
+    batch while this one's messages are stored (:func:`prefetch.prefetched`): the connection is
+    used by this thread only.
     """
-    kept: list[pl.DataFrame] = []
-    quarantine: list[pl.DataFrame] = []
-    cross: list[pl.DataFrame] = []
-    pairs: list[pl.DataFrame] = []
-    keys: list[pl.DataFrame] = []
-    formats: dict[str, str] = {}
-    for shard in manifest.files:
-        file_rows = 0
-        # a manifest pickled before the field existed has no limit: the default applies
-        limit = getattr(manifest, "csv_max_cell_bytes", None)
-        dump = dump_label(manifest, shard)
-        adapter = file_adapter(Path(shard.path))
-        formats.setdefault(dump, adapter.name)
-        stamp = content_unchanged(shard)
-        for table, battles, unparsed in _iter_file(shard, aliases, limit, dump, adapter):
-            file_rows += battles.height + unparsed.height
-            batch = battles  # row-aligned with table
-            battles, repeated, seen_in = _same_id_elsewhere(battles, kept, dump)
-            clean, rejected = _screen(battles, kept, adapter.unavailable)
-            quarantine += [unparsed, rejected]
-            cross.append(repeated)
-            pairs.append(seen_in)
-            kept.append(clean)
-            if clean.height < batch.height:
-                keep = batch.get_column("source_row").is_in(clean.get_column("source_row").implode())
-                table = table.filter(pa.array(keep.to_numpy()))
-            frame = pl.from_arrow(table)
-            keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
-                _content_key(clean, frame)))
-            report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, flatten_messages(frame, dump))
-            report.context_messages += warehouse.append(
-                con, schema, CONTEXT_MESSAGES_TABLE + suffix, flatten_context_messages(frame, dump)
-            )
-        if file_stamp(shard.path) != stamp:
-            raise SourceError(f"{shard.name} ({shard.path}) changed while it was read: the tables would not be "
-                              f"the revision's content; run again (the changed file is a new revision)")
-        report.rows_read += file_rows
-        report.per_file.append({"file": shard.name, "rows": file_rows, "dump": dump, "format": adapter.name})
+    screened = _Screened()
+    for messages, context_messages in prefetched(_flat_batches(manifest, aliases, report, screened)):
+        report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, messages)
+        report.context_messages += warehouse.append(con, schema, CONTEXT_MESSAGES_TABLE + suffix, context_messages)
+        del messages, context_messages  # not held while the next batch is made
+    kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,
+                                            screened.keys)
+    formats = screened.formats
     all_battles = pl.concat(kept) if kept else pl.DataFrame(schema=BATTLES_SCHEMA)
     all_quarantine = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
     all_quarantine = label_late_duplicates(all_quarantine, all_battles)
