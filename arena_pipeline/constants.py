@@ -27,6 +27,9 @@ BENCHMARK_AGREEMENT_TABLE = "benchmark_agreement"
 POSITION_BIAS_TABLE = "position_bias"
 RATING_TREND_TABLE = "rating_trend"
 PREFERENCE_PAIRS_TABLE = "preference_pairs"
+#: The preference pairs the loader makes beside the flat tables (internal, in the versions schema): the
+#: preference_pairs asset adopts it as its version (renamed, not copied)
+PAIRS_LOAD_TABLE = "preference_pairs_load"
 UNRATED_MODELS_TABLE = "unrated_models"
 BOARD_STATUS_TABLE = "board_status"
 DUMP_LEADERBOARD_TABLE = "dump_leaderboard"

@@ -202,7 +202,8 @@ def _load(con, build, aliases) -> LoadReport:
         raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
                          "include raw_dump in the selection", allow_retries=False)
     try:
-        return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases)
+        return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases,
+                         pairs_revision=build.revision)
     except Exception as exc:
         record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
         finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])

@@ -11,15 +11,18 @@ from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     MESSAGES_TABLE,
+    PAIRS_LOAD_TABLE,
     POSITION_BIAS_TABLE,
     PREFERENCE_PAIRS_TABLE,
     RATING_TREND_TABLE,
     SCHEMA,
+    VERSIONS_SCHEMA,
 )
 from arena_pipeline.core.analysis import (
     POSITION_BIAS_SCHEMA,
     PREFERENCE_PAIRS_SCHEMA,
     RATING_TREND_SCHEMA,
+    adopt_loaded_pairs,
     position_bias,
     rating_trend,
     sql_literal,
@@ -29,12 +32,15 @@ from arena_pipeline.core.publication import (
     base_version,
     input_version,
     read_input,
+    register_version,
     reusable_version,
     reuse_version,
+    version_name,
     versioned,
     write_version,
     write_version_with,
 )
+from arena_pipeline.core.warehouse import relation_exists
 from arena_pipeline.resources import Warehouse
 
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
@@ -113,6 +119,17 @@ def preference_pairs_table(context: dg.AssetExecutionContext, warehouse: Warehou
     with warehouse.connection() as con:
         build = run_build(context, con)
         settings = {"package_version": package_version()}
+        loaded = version_name(PAIRS_LOAD_TABLE, build)
+        if relation_exists(con, VERSIONS_SCHEMA, loaded):  # made by this run's flat_tables: adopt it
+            tags = input_version(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
+            rows, fixed = adopt_loaded_pairs(con, versioned(loaded), version_name(PREFERENCE_PAIRS_TABLE, build),
+                                             versioned(tags))
+            register_version(con, PREFERENCE_PAIRS_TABLE, build, rows, settings)
+            context.log.info(f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}: the {rows} pairs flat_tables made while loading "
+                             f"(categories set from {SCHEMA}.{BATTLE_CATEGORIES_TABLE} on {fixed} of them)")
+            return dg.MaterializeResult(metadata={"dagster/row_count": rows, "made_by": "flat_tables",
+                                                  "categories_set": fixed},
+                                        data_version=dg.DataVersion(build.revision))
         reusable = reusable_version(con, PREFERENCE_PAIRS_TABLE, build, settings)
         if reusable is not None:  # same inputs, settings and code: the earlier version, as a view
             base, rows = reusable

@@ -18,6 +18,7 @@ from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
     MESSAGES_TABLE,
+    PAIRS_LOAD_TABLE,
     QUARANTINE_TABLE,
 )
 from arena_pipeline.core import warehouse
@@ -30,6 +31,7 @@ from arena_pipeline.core.flatten import (
     flatten_messages,
 )
 from arena_pipeline.core.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA, pair_rows
 from arena_pipeline.core.prefetch import prefetched
 from arena_pipeline.core.quarantine import (
     CONVERSATION_COLUMNS,
@@ -172,6 +174,8 @@ class LoadReport:
     messages: int = 0
     context_messages: int = 0
     quarantined: int = 0
+    #: preference pairs made while loading (with ``pairs_revision``)
+    pairs: int = 0
     quarantine_by_rule: dict[str, int] = field(default_factory=dict)
     per_file: list[dict] = field(default_factory=list)
     #: per dump: format, rows read, battles, quarantined, votes kept from another dump
@@ -355,7 +359,8 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
-              suffix: str = "", aliases: pl.DataFrame | None = None) -> LoadReport:
+              suffix: str = "", aliases: pl.DataFrame | None = None,
+              pairs_revision: str | None = None) -> LoadReport:
     """Flatten every file of ``manifest`` into staging tables, then swap them in together.
 
     The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
@@ -372,6 +377,12 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
+    With ``pairs_revision``, the reward-model pairs of the kept votes are made from each batch's
+    nested rows as well (``core.pairs.pair_rows``, ``dump_revision`` set to it) into
+    ``schema.<PAIRS_LOAD_TABLE><suffix>``, which the preference_pairs asset adopts as its version:
+    the texts are assembled while they are in hand instead of being aggregated back from the
+    messages table, and written once.
+
     Raises
     ------
     SourceError
@@ -385,6 +396,8 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
         QUARANTINE_TABLE: QUARANTINE_SCHEMA,
     }
+    if pairs_revision is not None:
+        tables[PAIRS_LOAD_TABLE] = PAIR_ROWS_SCHEMA
     tables = {name + suffix: columns for name, columns in tables.items()}
     for table, columns in tables.items():
         warehouse.create_stage(con, schema, table, columns)
@@ -394,7 +407,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     con.execute("SET preserve_insertion_order = true")
     con.execute("BEGIN TRANSACTION")
     try:
-        _fill_stages(manifest, con, schema, suffix, aliases, report)
+        _fill_stages(manifest, con, schema, suffix, aliases, report, pairs_revision)
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -469,8 +482,10 @@ class _Screened:
 
 
 def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: LoadReport,
-                  screened: _Screened) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-    """Read, screen and flatten ``manifest``'s files batch by batch: yield (messages, context messages).
+                  screened: _Screened, pairs_revision: str | None = None
+                  ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]]:
+    """Read, screen and flatten ``manifest``'s files batch by batch: yield (messages, context messages,
+    preference pairs or None without ``pairs_revision``).
 
     Battles and quarantine rows accumulate in ``screened`` and the files' counts in ``report`` (read
     them once the iterator is exhausted). Pure Polars and pyarrow: it runs in the loader's worker thread.
@@ -498,7 +513,8 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
             frame = pl.from_arrow(table)
             screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
                 _content_key(clean, frame)))
-            yield flatten_messages(frame, dump), flatten_context_messages(frame, dump)
+            pairs = pair_rows(frame, clean, pairs_revision) if pairs_revision is not None else None
+            yield flatten_messages(frame, dump), flatten_context_messages(frame, dump), pairs
         if file_stamp(shard.path) != stamp:
             raise SourceError(f"{shard.name} ({shard.path}) changed while it was read: the tables would not be "
                               f"the revision's content; run again (the changed file is a new revision)")
@@ -507,7 +523,7 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
 
 
 def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str, suffix: str,
-                 aliases: pl.DataFrame | None, report: LoadReport) -> None:
+                 aliases: pl.DataFrame | None, report: LoadReport, pairs_revision: str | None = None) -> None:
     """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
@@ -518,10 +534,13 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
     used by this thread only.
     """
     screened = _Screened()
-    for messages, context_messages in prefetched(_flat_batches(manifest, aliases, report, screened)):
+    batches = prefetched(_flat_batches(manifest, aliases, report, screened, pairs_revision))
+    for messages, context_messages, pairs in batches:
         report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, messages)
         report.context_messages += warehouse.append(con, schema, CONTEXT_MESSAGES_TABLE + suffix, context_messages)
-        del messages, context_messages  # not held while the next batch is made
+        if pairs is not None:
+            report.pairs += warehouse.append(con, schema, PAIRS_LOAD_TABLE + suffix, pairs)
+        del messages, context_messages, pairs  # not held while the next batch is made
     kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,
                                             screened.keys)
     formats = screened.formats
@@ -534,13 +553,15 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
             cross.append(by_content)
             pairs.append(content_pairs)
             con.register("_gone_battles", by_content.select(battle_id="id").to_arrow())
+            staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE) + ((PAIRS_LOAD_TABLE,) if pairs_revision else ())
             removed = {table_name: con.execute(
                 f'DELETE FROM {schema}."{warehouse.STAGE_PREFIX}{table_name}{suffix}" WHERE battle_id IN '
                 "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
-                for table_name in (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE)}
+                for table_name in staged}
             con.unregister("_gone_battles")
             report.messages -= removed[MESSAGES_TABLE]
             report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
+            report.pairs -= removed.get(PAIRS_LOAD_TABLE, 0)
     all_battles = _mark_also_in(all_battles, pairs)
     all_quarantine = pl.concat([all_quarantine, *cross]) if cross else all_quarantine
     if all_battles.height + all_quarantine.height != report.rows_read:
