@@ -28,6 +28,7 @@ comparison instead of disappearing. Model names are matched through
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import warnings
@@ -945,3 +946,8 @@ def unaligned_record(board: str | None, reason: str, board_date: str | None = No
         "problem": reason,
         "boards": [],
     }
+
+
+def board_sha256(path: str | Path) -> str:
+    """SHA-256 of a published board file's bytes (recorded with an alignment)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
