@@ -91,6 +91,14 @@ def test_boards_move_by_the_recovered_shift_and_it_is_recorded(aligned):
     assert "Not aligned to the published board (the published board has no overall board for method bt_style)" in page
 
 
+def test_the_readme_query_of_the_alignment_record_runs(aligned):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    sql = readme.split("The alignment record of the live publication:", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
+    rows = {(r[0], r[1]): r for r in _frame(aligned["path"], sql).iter_rows()}
+    assert rows[("overall", "bt")][2:5] == ("full", rows[("overall", "bt")][3], round(SHIFT, 1))
+    assert rows[("overall", "bt_style")][4] is None and "bt_style" in rows[("overall", "bt_style")][5]
+
+
 @pytest.mark.parametrize(("value", "expected"), [(None, False), ("", False), ("true", True), ("1", True),
                                                  ("off", False), ("No", False)])
 def test_the_setting_is_off_unless_asked_for(monkeypatch, value, expected):
