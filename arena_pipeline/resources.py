@@ -324,6 +324,18 @@ class ModelCatalog(dg.ConfigurableResource):
         description="ARENA_PUBLISHED_BOARD: a published leaderboard file (LMArena JSON or CSV) to compare with.",
     )
 
+    align_to_published_board: bool | None = Field(
+        default=None,
+        description="ARENA_ALIGN_TO_PUBLISHED_BOARD: 'true' shifts each board of arena.leaderboard onto the "
+        "scale of ARENA_PUBLISHED_BOARD's board of the same category and method (median difference over the "
+        "matched shown models made zero; ratings and intervals move together; ranks do not). Off by default.",
+    )
+    published_board_date: str | None = Field(
+        default=None,
+        description="ARENA_PUBLISHED_BOARD_DATE: the date of the published board's snapshot (free text, e.g. "
+        "2025-11-05), shown beside an aligned board.",
+    )
+
     benchmarks: str | None = Field(
         default=None,
         description="ARENA_BENCHMARKS: benchmark scores to compare with: a CSV or parquet file (long "
@@ -337,7 +349,12 @@ class ModelCatalog(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Check the alias file when the run starts (a missing or malformed one failed the load step,
-        half a minute in, inside a traceback): one line naming the setting and the file."""
+        half a minute in, inside a traceback): one line naming the setting and the file. So is the
+        alignment switch (ARENA_ALIGN_TO_PUBLISHED_BOARD)."""
+        try:
+            self.align_to_board()
+        except ValueError as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
         path = _setting(self.aliases_path, "ARENA_MODEL_ALIASES", None)
         if path is None:
             return
@@ -357,6 +374,23 @@ class ModelCatalog(dg.ConfigurableResource):
         """The published board, or None when none is configured (BoardFormatError if malformed)."""
         path = self.board_path()
         return None if path is None else read_published_board(path, aliases=aliases, category_map=load_category_map())
+
+    def align_to_board(self) -> bool:
+        """Whether the boards are to be aligned to the published board (ARENA_ALIGN_TO_PUBLISHED_BOARD).
+
+        Raises ValueError for a value that is not a yes/no word, rather than guessing.
+        """
+        if self.align_to_published_board is not None:
+            return self.align_to_published_board
+        value = (_setting(None, "ARENA_ALIGN_TO_PUBLISHED_BOARD", "false") or "false").strip().lower()
+        if value in ("1", "true", "yes", "on"):
+            return True
+        if value in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"ARENA_ALIGN_TO_PUBLISHED_BOARD must be true or false, got {value!r}")
+
+    def board_date(self) -> str | None:
+        return _setting(self.published_board_date, "ARENA_PUBLISHED_BOARD_DATE", None)
 
     def benchmarks_location(self) -> str | None:
         return _setting(self.benchmarks, "ARENA_BENCHMARKS", None)

@@ -22,6 +22,14 @@ from arena_pipeline.constants import (
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.external import (
+    BoardFormatError,
+    alignment_record,
+    alignment_shifts,
+    apply_alignment,
+    board_sha256,
+    unaligned_record,
+)
 from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
@@ -35,7 +43,7 @@ from arena_pipeline.core.ranking import (
 )
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published
-from arena_pipeline.resources import Warehouse
+from arena_pipeline.resources import ModelCatalog, Warehouse
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
@@ -119,6 +127,30 @@ class RankingRunConfig(dg.Config):
         )
 
 
+def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model_catalog: ModelCatalog,
+             anchor_rating: float) -> tuple[pl.DataFrame, dict | None]:
+    """The leaderboard moved onto the published board's scale when ARENA_ALIGN_TO_PUBLISHED_BOARD asks for it,
+    and the record for the publication's settings (None: not asked). A missing or unreadable board leaves the
+    boards on our scale and says why in the record (the leaderboards are never blocked by it)."""
+    if not model_catalog.align_to_board():
+        return leaderboard, None
+    path, date = model_catalog.board_path(), model_catalog.board_date()
+    if path is None:
+        record = unaligned_record(None, "ARENA_PUBLISHED_BOARD is not set: no board to align to", date)
+    else:
+        aliases = model_catalog.aliases()
+        try:
+            theirs = model_catalog.read_board(aliases)
+        except (BoardFormatError, FileNotFoundError) as exc:
+            record = unaligned_record(path, f"the published board is unusable: {exc}", date)
+        else:
+            shifts = alignment_shifts(leaderboard, theirs, aliases)
+            return (apply_alignment(leaderboard, shifts),
+                    alignment_record(shifts, path, board_sha256(path), date, anchor_rating))
+    context.log.warning(f"boards not aligned: {record['problem']}")
+    return leaderboard, record
+
+
 _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
            "deps": [TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES]}
 
@@ -147,13 +179,19 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
     ],
     can_subset=True,
 )
-def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse):
+def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse,
+             model_catalog: ModelCatalog):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
     The six tables come from one fit: a publication takes them all from the same run, so select
     them together (the rerank_job does) to re-rank with other settings. arena.unrated_models and
     arena.board_status say what the boards leave out and why; arena.dump_leaderboard holds each
     loaded dump's own boards (arena.leaderboard is the board over every dump).
+
+    With ARENA_ALIGN_TO_PUBLISHED_BOARD (off by default) each board of arena.leaderboard is moved onto
+    the scale of ARENA_PUBLISHED_BOARD's board of the same category and method, and the shifts are
+    recorded in the settings (``alignment``) that reach arena.publications; arena.dump_leaderboard
+    stays on the reference scale.
     """
     with warehouse.connection() as con:
         build = run_build(context, con)
@@ -165,8 +203,9 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     output = compute_rankings(battles, tags, ranking_config)
     revision = pl.lit(build.revision).alias("dump_revision")
     selected = {key.path[-1] for key in context.selected_asset_keys}
+    board, alignment = _aligned(context, output.leaderboard, model_catalog, ranking_config.anchor_rating)
     frames = {
-        LEADERBOARD_TABLE: output.leaderboard.with_columns(revision),
+        LEADERBOARD_TABLE: board.with_columns(revision),
         PAIRWISE_TABLE: output.pairwise.with_columns(revision),
         STYLE_COEFFICIENTS_TABLE: output.style_coefficients.with_columns(revision),
         UNRATED_MODELS_TABLE: output.unrated_models.with_columns(revision),
@@ -177,7 +216,8 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard)
         frames[DUMP_LEADERBOARD_TABLE] = boards.with_columns(revision)
     frames = {name: frame for name, frame in frames.items() if name in selected}
-    settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version()}
+    settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version(),
+                **({"alignment": alignment} if alignment is not None else {})}
     with warehouse.connection() as con:
         for name, frame in frames.items():
             write_version(con, name, build, frame, settings)
@@ -187,13 +227,15 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         extra = {}
         if name == LEADERBOARD_TABLE:
             # the UI previews: top 10 per category (bt) and the overall ratings chart
-            previews = board_previews(Published.from_output(output))
+            previews = board_previews(Published.from_output(dataclasses.replace(output, leaderboard=board)))
             extra = {**{k: dg.MetadataValue.md(v) for k, v in previews.items()},
                 "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
                 "no_board": dg.MetadataValue.json({r["category"]: r["reason"] for r in
                                                    output.board_status.filter(pl.col("status") != "board").iter_rows(named=True)}),
                 "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
                 "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
+                "bt_style_votes_without_style_counts": dg.MetadataValue.json(meta.get("style_left_out", {})),
+                **({"alignment": dg.MetadataValue.json(alignment)} if alignment is not None else {}),
             }
         if name == DUMP_LEADERBOARD_TABLE:
             extra = {"seconds_per_dump": dg.MetadataValue.json({k: round(v, 3) for k, v in dump_seconds.items()})}

@@ -78,6 +78,9 @@ class Published:
     benchmarks: Benchmarks | None = None
     #: Where the input rows went (``core.published.loaded_rows``): the battles, then each quarantine rule.
     loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))
+    #: The live leaderboard's alignment to a published board (``core.external.alignment_record``, kept in
+    #: arena.publications' settings); None: not asked for.
+    alignment: dict[str, Any] | None = None
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -217,6 +220,22 @@ class Published:
         out = of_category(agreement, category)
         return out if method is None else out.filter(pl.col("method") == method)
 
+    def alignment_of(self, category: str, method: str) -> dict[str, Any] | None:
+        """One board's alignment entry (``core.external.ALIGNMENT_SCHEMA`` plus the board's name and date),
+        ``{"problem": ...}`` when alignment was asked for and not made, None when it was not asked for."""
+        record = self.alignment
+        if not record:
+            return None
+        if record.get("problem"):
+            return {"problem": record["problem"], "board_name": record.get("board_name")}
+        entry = next((b for b in record.get("boards", []) if b.get("category") == category
+                      and b.get("method") == method), None)
+        if entry is None:
+            return None
+        anchor = record.get("anchor_rating")
+        return {**entry, "board_name": record.get("board_name"), "board_date": record.get("board_date"),
+                "reference_at": anchor + entry["shift"] if entry.get("aligned") and anchor is not None else None}
+
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table (:func:`~arena_pipeline.core.published.quality_summary`)."""
         return quality_summary(self.quality_results)
@@ -257,11 +276,18 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
             live_benchmarks(con, schema, live),
             loaded_rows(con, schema),
+            alignment=_alignment(live),
         )
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(
             published.quality_results, published.revision, (live or {}).get("tables")))
     return published
+
+
+def _alignment(live: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The alignment record kept with the live publication's leaderboard version (None: none)."""
+    tables = ((live or {}).get("settings") or {}).get("tables") or {}
+    return (tables.get(LEADERBOARD_TABLE) or {}).get("alignment")
 
 
 def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SCHEMA) -> Published:
