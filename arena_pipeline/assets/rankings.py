@@ -30,7 +30,7 @@ from arena_pipeline.core.external import (
     board_sha256,
     unaligned_record,
 )
-from arena_pipeline.core.publication import read_input, write_version
+from arena_pipeline.core.publication import read_input, reusable_version, reuse_version, write_version
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
@@ -71,7 +71,12 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
         build = run_build(context, con)
         battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
         tags, meta = tag_categories(battles)
-        write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, {"package_version": package_version()})
+        settings = {"package_version": package_version()}
+        reusable = reusable_version(con, BATTLE_CATEGORIES_TABLE, build, settings)
+        if reusable is not None:  # the same battles and code tagged before: that version, as a view
+            reuse_version(con, BATTLE_CATEGORIES_TABLE, build, *reusable, settings)
+        else:
+            write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, settings)
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
     return dg.MaterializeResult(

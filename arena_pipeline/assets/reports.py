@@ -115,7 +115,10 @@ def rating_trend_table(context: dg.AssetExecutionContext, warehouse: Warehouse) 
 def preference_pairs_table(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """arena.preference_pairs: prompt, chosen and rejected responses of every decisive vote (ties and
     both_bad excluded), for reward-model training. The shared prompt is the first user message; the
-    rest of each side's conversation is its response (multi-turn sides differ after the first turn)."""
+    rest of each side's conversation is its response (multi-turn sides differ after the first turn).
+    The load makes the pairs from the nested rows and this step adopts that table (renamed, its
+    categories reconciled with arena.battle_categories); a partial run builds them in DuckDB from
+    the flat tables with the same definition."""
     with warehouse.connection() as con:
         build = run_build(context, con)
         settings = {"package_version": package_version()}
