@@ -32,8 +32,8 @@ from arena_pipeline.constants import (
 from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.benchmarks import read_benchmarks
 from arena_pipeline.core.external import load_category_map, read_published_board
-from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
-from arena_pipeline.core.manifest import combine, combined_revision
+from arena_pipeline.core.local_dump import ContentHashes, local_manifest, local_revision
+from arena_pipeline.core.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.models import AliasTableError, load_aliases
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,

@@ -15,7 +15,9 @@ from arena_pipeline.constants import (
     SCHEMA,
     VERSIONS_SCHEMA,
 )
-from arena_pipeline.core.ingest import DumpManifest, LoadReport, load_dump, local_revision
+from arena_pipeline.core.ingest import LoadReport, load_dump
+from arena_pipeline.core.local_dump import local_revision
+from arena_pipeline.core.manifest import DumpManifest
 from arena_pipeline.core.publication import (
     finish_build,
     record_dump,
