@@ -8,6 +8,7 @@ import polars as pl
 from arena_pipeline.assets.builds import package_version, run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
+from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
@@ -75,6 +76,7 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
             reuse_version(con, BATTLE_CATEGORIES_TABLE, build, *reusable, settings)
         else:
             write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, settings)
+    note_if_unpublished(context, warehouse)
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
     return dg.MaterializeResult(
@@ -208,4 +210,5 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
             metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},
             data_version=dg.DataVersion(build.revision),
         )
+    note_if_unpublished(context, warehouse)
 
