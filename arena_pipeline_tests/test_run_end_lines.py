@@ -12,7 +12,7 @@ import pytest
 
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
-from arena_pipeline_tests.publication_support import RANKING_SELECTION, REPO_ROOT, publications
+from arena_pipeline_tests.publication_support import RANKING_SELECTION, REPO_ROOT, publications, query
 
 SAMPLE = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
 #: what the gate says of the README's re-rank recipe on the sample, and with display_min_battles 0 added
@@ -76,6 +76,9 @@ def sample(tmp_path_factory):
 def test_readme_rerank_recipe_says_what_the_gate_says(sample):
     readme = _readme()
     assert RECIPE_REFUSAL in readme and WITH_DISPLAY_0 in readme
+    (shown,), = query(sample.warehouse, "SELECT count(*) FROM arena.leaderboard WHERE category = 'overall' "
+                      "AND method = 'bt' AND NOT provisional")
+    assert shown == 42 and f"(all {shown} models shown)" in readme  # the offline section's figure too
     select, config = _recipe()
     assert config["ops"]["rankings"]["config"] == {"ties": "drop", "bootstrap_rounds": 200}
     before = publications(sample.warehouse)
