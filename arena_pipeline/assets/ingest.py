@@ -7,6 +7,7 @@ from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.assets.metadata import table_spec
+from arena_pipeline.assets.run_config import check_ranking_run_config
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
@@ -103,8 +104,13 @@ def raw_dump(
     their content (sha256). Every parquet shard is opened and its schema checked before anything
     downstream uses it. This step starts the run's build: every table the run writes is a version
     of its own, published only by published_dump. Hub errors are retried inside the Hub client
-    only; the step itself is not retried.
+    only; the step itself is not retried. The run's ranking settings are checked first (a size
+    setting out of range fails here, with the memory it would need, not after the load).
     """
+    try:
+        check_ranking_run_config(context.run.run_config)
+    except ValueError as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
     try:
         manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry

@@ -1,15 +1,15 @@
 """Ranking assets: category tags and the per-category leaderboards, pairwise and style tables."""
 
 import dataclasses
-from typing import Literal
 
 import dagster as dg
 import polars as pl
-from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
+from arena_pipeline.assets.publish import note_if_unpublished
+from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
@@ -37,7 +37,6 @@ from arena_pipeline.core.ranking import (
     PAIRWISE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     UNRATED_MODELS_SCHEMA,
-    RankingConfig,
     compute_rankings,
     per_dump_leaderboards,
 )
@@ -77,6 +76,7 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
             reuse_version(con, BATTLE_CATEGORIES_TABLE, build, *reusable, settings)
         else:
             write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, settings)
+    note_if_unpublished(context, warehouse)
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
     return dg.MaterializeResult(
@@ -91,45 +91,6 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
         },
         data_version=dg.DataVersion(build.revision),
     )
-
-
-class RankingRunConfig(dg.Config):
-    """Settings of the leaderboards (run configuration; the defaults are LMArena's conventions)."""
-
-    ties: Literal["half", "drop"] = Field(
-        default="half", description="'half': tie and both_bad count half a win for each side; 'drop': ignore them."
-    )
-    bootstrap_rounds: int = Field(default=100, ge=0, description="Bootstrap rounds of the second (bootstrap) interval; 0 skips it.")
-    style_bootstrap_rounds: int = Field(default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only; each round refits the per-battle model).")
-    primary_interval: Literal["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"] = Field(
-        default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich (LMArena's), the "
-        "bootstrap, or one clustered by evaluation session (bt only; others fall back to the sandwich). ci_lower/ci_upper "
-        "bound rating - 1000, the difference from the board's reference (which has none); rank_ub compares the same "
-        "method's intervals of the models' own strengths.")
-    seed: int = Field(default=42, ge=0, description="Bootstrap seed: the same seed gives identical output.")
-    min_battles: int = Field(default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category are left out of its fit (1: fit every battle, as LMArena).")
-    display_min_battles: int = Field(default=301, ge=0, description="Models with fewer battles on a board are marked provisional and ranked apart (301: LMArena shows more than 300).")
-    anchor_models: list[str] | None = Field(
-        default=None, description="Reference models in order of preference: the first on a board is pinned at anchor_rating "
-        "(None: the packaged list, ranking.REFERENCE_MODELS; []: centre every board on its mean).")
-    anchor_model: str | None = Field(default=None, description="Pin this one model instead of the reference list.")
-    anchor_rating: float = Field(default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False, description="The reference model's rating (or the mean rating of a board without one).")
-    style_method: Literal["lmarena", "unweighted"] = Field(
-        default="lmarena", description="'lmarena': arena-rank's style control (pair reweighting, reg=1 on the mean loss); 'unweighted': the earlier variant (style_l2 on the summed loss).")
-    style_l2: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients of the 'unweighted' variant (None: library default).")
-
-    def ranking_config(self) -> RankingConfig:
-        extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}
-        if self.anchor_models is not None:
-            extra["anchor_models"] = tuple(self.anchor_models)
-        return RankingConfig(
-            ties=self.ties, bootstrap_rounds=self.bootstrap_rounds, seed=self.seed,
-            style_bootstrap_rounds=self.style_bootstrap_rounds,
-            min_battles=self.min_battles, display_min_battles=self.display_min_battles,
-            primary_interval=self.primary_interval, style_method=self.style_method,
-            anchor_model=self.anchor_model,
-            anchor_rating=self.anchor_rating, **extra,
-        )
 
 
 def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model_catalog: ModelCatalog,
@@ -249,4 +210,5 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
             metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},
             data_version=dg.DataVersion(build.revision),
         )
+    note_if_unpublished(context, warehouse)
 
