@@ -7,6 +7,7 @@ from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.assets.metadata import table_spec
+from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.run_config import check_ranking_run_config
 from arena_pipeline.constants import (
     BATTLES_TABLE,
@@ -201,6 +202,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
             f"{report.quarantined} quarantined in {report.seconds:.1f} s"
         )
     yield from _flat_results(build, counts, report)
+    note_if_unpublished(context, warehouse)
 
 
 def _load(con, build, aliases) -> LoadReport:
