@@ -47,6 +47,7 @@ def tournament(rng: np.random.Generator, theta: np.ndarray, n: int = BATTLES, dr
     b = np.where(swap, first[session], second[session])
     p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))
     draw = draws * 4.0 * p * (1.0 - p)
+    assert (draw / 2 <= np.minimum(p, 1 - p)).all(), "draws too frequent for these strengths"
     u = rng.random(n)
     o = np.where(u < p - draw / 2, 0, np.where(u < p + draw / 2, 2 + (u < p), 1))
     return a, b, o, session, p
@@ -122,6 +123,15 @@ def test_coin_flips_score_ln2_and_gain_nothing_over_win_rates():
     assert abs(row["brier"] - 0.25) < 0.002
     # every prediction is near 1/2, and so is every decile's observed rate
     assert (calibration["predicted"] < 0.56).all() and (abs(calibration["observed"] - 0.5) < 0.03).all()
+
+
+def test_a_board_of_mostly_draws_stays_near_ln2_and_says_why():
+    rng = np.random.default_rng(9)
+    a, b, o, session, p = tournament(rng, np.zeros(MODELS), n=20_000, draws=0.85)
+    row, _, _ = board_model_fit("draws", a, b, o, session, MODELS, CONFIG)
+    entropy, tolerance = expected_loss_and_tolerance(p, o, MODELS)
+    assert row["draw_share"] > 0.8 and abs(row["log_loss"] - math.log(2)) < tolerance
+    assert "draws (tie, both_bad) are 8" in row["note"] and "at least ln 2" in row["note"]
 
 
 def test_an_intransitive_cycle_is_flagged_as_poorly_described():

@@ -12,7 +12,9 @@ wins" are scored on the same held-out battles:
   ((wins + draws / 2) / battles) over its training battles: the mean of "a scores its usual
   rate" and "b concedes its usual rate", symmetric under a swap of sides. It knows how good each
   model is overall, not whom it met: the question is whether Bradley-Terry's pairing structure
-  predicts better than the win-rate column of the board.
+  predicts better than the win-rate column of the board. Averaging two rates pulls its predictions
+  towards 1/2 (a strong model's win rate is diluted by the weak opponents it met), so part of
+  Bradley-Terry's gain is calibration; the calibration table shows how much.
 
 A draw (``tie`` or ``both_bad``) is scored as an outcome of 1/2 for each side, exactly as the fit
 counts it (``ties: half``): the log-loss of outcome ``y`` at probability ``p`` is ``-[y log p +
@@ -49,10 +51,8 @@ from arena_pipeline.core.ranking.types import RankingConfig
 
 #: Folds of the cross-validation (by session).
 FOLDS = 5
-#: Equal-count groups of the calibration table (deciles).
+#: Quantile groups of the calibration table (deciles).
 CALIBRATION_BINS = 10
-#: Predictors of the calibration table: the fitted model and the win-rate baseline.
-PREDICTORS: tuple[str, ...] = ("bt", "win_rate")
 #: The normal quantile of the 95% intervals.
 Z95 = 1.959963984540054
 
@@ -392,8 +392,8 @@ def board_model_fit(
         notes.append(NO_GAIN)
     draws = mean(y == 0.5)
     if draws > 0.5:
-        notes.append(f"draws (tie, both_bad) are {draws:.0%} of the votes: each scores 1/2, which no "
-                     "rating predicts better than a coin flip")
+        notes.append(f"draws (tie, both_bad) are {draws:.0%} of the votes: on a draw every prediction "
+                     "loses at least ln 2, so the log-loss stays near it whatever the ratings")
     row = {
         "category": category, "method": "bt", "ties": config.ties, "folds": folds, "battles": len(a),
         "sessions": int(np.count_nonzero(np.bincount(session))), "scored": scored, "draw_share": draws,
