@@ -83,6 +83,8 @@ def render_report(pub: Published, out_path: str | os.PathLike[str] = DEFAULT_REP
     agreement with each benchmark and a scatter of rating against score; ``pub.benchmarks``), the
     data-quality summary and the dump. ``options``: ``title``, ``heatmap_models``,
     ``generated_at`` of :func:`build_report_html`. Written atomically (temporary file, then rename).
+    With ``arena.model_fit`` published, a section after the models without a rating shows each board's
+    held-out goodness of fit: a table and a calibration chart per board.
 
     Raises
     ------
