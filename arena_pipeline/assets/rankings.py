@@ -16,6 +16,8 @@ from arena_pipeline.constants import (
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
     LEADERBOARD_TABLE,
+    MODEL_FIT_CALIBRATION_TABLE,
+    MODEL_FIT_TABLE,
     PAIRWISE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
@@ -40,6 +42,11 @@ from arena_pipeline.core.ranking import (
     compute_rankings,
     per_dump_leaderboards,
 )
+from arena_pipeline.core.ranking.model_fit import (
+    MODEL_FIT_CALIBRATION_SCHEMA,
+    MODEL_FIT_SCHEMA,
+    compute_model_fit,
+)
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published
 from arena_pipeline.resources import ModelCatalog, Warehouse
@@ -48,7 +55,8 @@ BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
                 for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
-                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE)}
+                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE,
+                             MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE)}
 
 
 @dg.asset(
@@ -142,6 +150,12 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
                    **_RANKED,
                    description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
                    "methods and intervals; arena.leaderboard is the board over every dump, each vote once."),
+        table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier "
+                   "score of Bradley-Terry against the models' win rates, with the calibration error."),
+        table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
+                   "the held-out predictions, the predicted and observed probability that the favourite wins."),
     ],
     can_subset=True,
 )
@@ -158,6 +172,10 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     the scale of ARENA_PUBLISHED_BOARD's board of the same category and method, and the shifts are
     recorded in the settings (``alignment``) that reach arena.publications; arena.dump_leaderboard
     stays on the reference scale.
+
+    arena.model_fit and arena.model_fit_calibration (core/ranking/model_fit.py) say how well each
+    Bradley-Terry board predicts held-out votes (on the reference scale: the fit's models and votes);
+    they are built with the six, from the same settings.
     """
     with warehouse.connection() as con:
         build = run_build(context, con)
@@ -181,6 +199,12 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     if DUMP_LEADERBOARD_TABLE in selected:
         boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard)
         frames[DUMP_LEADERBOARD_TABLE] = boards.with_columns(revision)
+    fit_seconds = None
+    if selected & {MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE}:
+        fit = compute_model_fit(battles, tags, output.leaderboard, ranking_config)
+        frames[MODEL_FIT_TABLE] = fit.summary.with_columns(revision)
+        frames[MODEL_FIT_CALIBRATION_TABLE] = fit.calibration.with_columns(revision)
+        fit_seconds = round(fit.metadata["seconds"], 3)
     frames = {name: frame for name, frame in frames.items() if name in selected}
     settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version(),
                 **({"alignment": alignment} if alignment is not None else {})}
@@ -205,6 +229,9 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
             }
         if name == DUMP_LEADERBOARD_TABLE:
             extra = {"seconds_per_dump": dg.MetadataValue.json({k: round(v, 3) for k, v in dump_seconds.items()})}
+        if name == MODEL_FIT_TABLE:
+            extra = {"seconds": fit_seconds, "log_loss_bt_vs_win_rate": dg.MetadataValue.json(
+                {r["category"]: [r["log_loss"], r["log_loss_baseline"]] for r in frame.iter_rows(named=True)})}
         yield dg.MaterializeResult(
             asset_key=RANKING_KEYS[name],
             metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},

@@ -184,3 +184,35 @@ def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, c
     drawn = [(r[0], r[1], r[2], ci_title(r[3], r[4]), *r[5:], x(r[1]), y(r[2]), y(r[3]), y(r[4])) for r in rows]
     return str(_macros().scatter(chart_id, benchmark, category_label(category), figures, width, height, plot,
                                  x_ticks, y_ticks, drawn, METHOD_STYLE["bt"][0]))
+
+
+#: Marker colour and shape of the calibration chart's predictors (``arena.model_fit_calibration.predictor``).
+PREDICTOR_STYLE: dict[str, tuple[str, str, str]] = {
+    "bt": (METHOD_STYLE["bt"][0], "circle", "Bradley-Terry"), "win_rate": ("#6b6b6b", "square", "Win rates"),
+}
+
+
+def calibration_chart_svg(calibration: pl.DataFrame, category: str, chart_id: str, size: int = 300) -> str:
+    """Held-out calibration of one board (its ``arena.model_fit_calibration`` rows): per decile of the
+    predictions, the predicted (across) against the observed (up, with its 95% interval) probability
+    that the favourite wins, one series per predictor, the diagonal for a perfect calibration. Both
+    axes share one range (from the data, 0.5 included), so the diagonal is at 45 degrees. '' without rows."""
+    if calibration.is_empty():
+        return ""
+    plot = (54, 28, size - 70, size - 70)  # left, top, width, height of the (square) plotting area
+    lows = calibration.get_column("observed_lower").to_list()
+    highs = [*calibration.get_column("observed_upper").to_list(), *calibration.get_column("predicted").to_list()]
+    values = [v for v in (0.5, *lows, *highs) if is_finite(v)]
+    x, ticks = _axis(values, 4, plot[0], plot[2])
+    y, y_ticks = _axis(values, 4, plot[1] + plot[3], -plot[3])
+    series = []
+    for name, (colour, shape, label) in PREDICTOR_STYLE.items():
+        rows = calibration.filter(pl.col("predictor") == name).sort("decile")
+        points = [(r["decile"], r["battles"], r["predicted"], r["observed"], r["observed_lower"], r["observed_upper"],
+                   x(r["predicted"]), y(r["observed"]), y(r["observed_lower"]), y(r["observed_upper"]))
+                  for r in rows.iter_rows(named=True)]
+        if points:
+            series.append((name, label, colour, shape, points))
+    diagonal = (ticks[0][0], y_ticks[0][0], ticks[-1][0], y_ticks[-1][0])  # one scale on both axes
+    return str(_macros().calibration(chart_id, category_label(category), size, plot, ticks, y_ticks, diagonal,
+                                     series))
