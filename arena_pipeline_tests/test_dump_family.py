@@ -120,7 +120,7 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
     print("\nrows per dump:", counts)
     # the 33k dump loads first: the 100k's repeated question ids are counted, not loaded twice; the
     # 55k's votes repeated from the 100k are dropped where the 100k's copy was kept
-    t100 = fx.make_100k(shared_ids=tuple(fx.make_33k().column("question_id").to_pylist()[: fx.SHARED_ID_ROWS]))
+    t100 = fx.make_100k(shared=fx.make_33k())
     repeated = [r["question_id"] for r in t100.to_pylist() if r["winner"] != "tie (bothbad)"]
     by_content = len([q for q in repeated[: fx.SHARED_CONTENT_ROWS] if q not in t100["question_id"][:3].to_pylist()])
     anon = fx.NOT_ANONYMOUS  # votes cast with the model names shown: quarantined (not_anonymous)
