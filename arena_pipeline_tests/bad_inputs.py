@@ -368,3 +368,26 @@ def bad_values() -> list[BadValue]:
     cases.append(BadValue("140k", "num_tokens=2^40 (int64)", lambda t: with_num_tokens(t, _BIG), "count_out_of_range",
                           _count("conversation_b num_tokens")))
     return cases
+
+
+# ---------------------------------------------------------------------------
+# One vote id in several dumps, with other content
+# ---------------------------------------------------------------------------
+
+def conflicting_dumps(root: Path, names: tuple[str, str, str]) -> tuple[list[dict], list[dict]]:
+    """Three dumps A, B, C (``names``) under ``root/<name>``, 140k format: A has 12 votes; B repeats
+    A's votes 0-7 (0-2 as they are, 3 with its sides swapped, 4-5 with another winner, 6 with another
+    model, 7 with the winner 'draw') and has 2 votes of its own; C is A's votes 0-5 unchanged.
+    Returns A's and B's rows."""
+    a = make_rows(12, seed=1)
+    b = copy.deepcopy(a[:8]) + make_rows(2, seed=2)
+    b[3].update(model_a=a[3]["model_b"], model_b=a[3]["model_a"],
+                winner={"model_a": "model_b", "model_b": "model_a"}.get(a[3]["winner"], a[3]["winner"]))
+    for i in (4, 5):
+        b[i]["winner"] = other_winner(a[i]["winner"])
+    b[6]["model_b"] = next(m for m in ("llama-4-maverick", "deepseek-v3-0324") if m not in (a[6]["model_a"],
+                                                                                          a[6]["model_b"]))
+    b[7]["winner"] = "draw"
+    for name, rows in zip(names, (a, b, copy.deepcopy(a[:6])), strict=True):
+        write_shards(root / name, [table_of(rows)])
+    return a, b

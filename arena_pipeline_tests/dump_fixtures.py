@@ -11,7 +11,7 @@ call :func:`write_family` or the ``make_*`` functions. A few dozen rows per dump
 
 Rows 9, 19, 29... of the 33k and 100k dumps are not anonymous (quarantined as ``not_anonymous``).
 Overlaps on purpose (what the combined load must keep once and count): the 100k dump repeats
-:data:`SHARED_ID_ROWS` votes of the 33k dump (same question id, models and winner), and the 55k dump repeats
+:data:`SHARED_ID_ROWS` votes of the 33k dump (same question id and content), and the 55k dump repeats
 :data:`SHARED_CONTENT_ROWS` votes of the 100k dump by content (same models, winner and prompt).
 """
 
@@ -160,7 +160,7 @@ def _meta(vote: dict, rng: random.Random) -> dict:
 
 def make_100k(n: int = ROWS[DUMP_100K], seed: int = 100, shared: pa.Table | None = None) -> pa.Table:
     """``n`` votes of arena-human-preference-100k (2024); the first :data:`SHARED_ID_ROWS` repeat the
-    first votes of ``shared`` (a 33k table): the same question id, models and winner."""
+    first votes of ``shared`` (a 33k table): the same question id, models, winner and conversations."""
     rng = random.Random(seed)
     start = dt.datetime(2024, 5, 2, tzinfo=dt.UTC).timestamp()
     repeated = shared.slice(0, SHARED_ID_ROWS).to_pylist() if shared is not None else []
@@ -168,7 +168,8 @@ def make_100k(n: int = ROWS[DUMP_100K], seed: int = 100, shared: pa.Table | None
     for i in range(n):
         vote = _vote(rng, MODELS_2024, i, ("model_a", "model_b", "tie", "tie (bothbad)"))
         if i < len(repeated):
-            vote.update({k: repeated[i][k] for k in ("question_id", "model_a", "model_b", "winner")})
+            vote.update({k: repeated[i][k] for k in ("question_id", "model_a", "model_b", "winner", "turn",
+                                                     "conversation_a", "conversation_b")})
         rows.append({
             **{k: vote[k] for k in ("question_id", "model_a", "model_b", "winner", "conversation_a",
                                     "conversation_b", "turn", "anony", "language")},

@@ -3,7 +3,6 @@ formats, is one line; a vote two dumps hold with other content is a conflicting 
 
 from __future__ import annotations
 
-import copy
 import io
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dum
 from arena_pipeline.core.sources import SourceError, parse_source
 from arena_pipeline_tests import bad_inputs as bi
 from arena_pipeline_tests import dump_fixtures as fx
-from arena_pipeline_tests.fixtures import make_rows, make_table
+from arena_pipeline_tests.fixtures import make_table
 
 ROWS = 6
 TABLES = {"33k": lambda: fx.make_33k(n=ROWS), "100k": lambda: fx.make_100k(n=ROWS),
@@ -151,28 +150,10 @@ def test_a_folder_mixing_formats_is_refused_before_hashing(tmp_path, monkeypatch
 A, B, C = "org/a", "org/b", "org/c"
 
 
-def _conflicting_family(root: Path) -> tuple[list[dict], list[dict]]:
-    """Dump A (12 votes); B repeats A's votes 0-7 (0-2 as they are, 3 with its sides swapped, 4-5 with
-    another winner, 6 with another model, 7 with the winner 'draw') and has 2 votes of its own; C is
-    A's votes 0-5 unchanged."""
-    a = make_rows(12, seed=1)
-    b = copy.deepcopy(a[:8]) + make_rows(2, seed=2)
-    b[3].update(model_a=a[3]["model_b"], model_b=a[3]["model_a"],
-                winner={"model_a": "model_b", "model_b": "model_a"}.get(a[3]["winner"], a[3]["winner"]))
-    for i in (4, 5):
-        b[i]["winner"] = bi.other_winner(a[i]["winner"])
-    b[6]["model_b"] = next(m for m in ("llama-4-maverick", "deepseek-v3-0324") if m not in (a[6]["model_a"],
-                                                                                          a[6]["model_b"]))
-    b[7]["winner"] = "draw"
-    for name, rows in ((A, a), (B, b), (C, copy.deepcopy(a[:6]))):
-        bi.write_shards(root / name, [bi.table_of(rows)])
-    return a, b
-
-
 @pytest.fixture(scope="module")
 def conflicting(tmp_path_factory):
     root = tmp_path_factory.mktemp("conflicting")
-    a, b = _conflicting_family(root)
+    a, b = bi.conflicting_dumps(root, (A, B, C))
     manifest = combine([(name, local_manifest(parse_source(str(root / name)))) for name in (A, B, C)])
     con = duckdb.connect()
     con.execute("CREATE SCHEMA s")
