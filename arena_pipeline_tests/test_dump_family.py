@@ -228,6 +228,9 @@ def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
     meta = {m.asset_key.to_user_string(): m.metadata for m in result.asset_materializations_for_node("flat_tables")}
     assert meta["arena/quarantine"]["by_rule"].value["conflicting_duplicate"] == 4
     assert meta["arena/battles"]["per_dump"].value["b"]["conflicting_duplicates"] == 4
+    # the report's dump section counts them with the other quarantine rules (by rule list, as they are stored)
+    assert ("duplicate_across_dumps 10, conflicting_duplicate 3, unknown_winner,conflicting_duplicate 1"
+            in (tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
     with duckdb.connect(str(warehouse), read_only=True) as con:
         boards = con.execute("SELECT dump, model, rating, n_battles FROM arena.dump_leaderboard WHERE method = 'bt' "
                              "AND category = 'overall' ORDER BY model").pl()

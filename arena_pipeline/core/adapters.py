@@ -15,7 +15,8 @@ Decisions
   ``optional``) and the categories and quality checks read "a column entirely null within a dump"
   as "unavailable for that dump" (``core/dumps.py``).
 - **Battle ids are the dump's own ids** (``id``, ``question_id``, or the Kaggle row id): unique
-  within a dump; the same id in two dumps is the same vote (the loader keeps one copy).
+  within a dump; the same id in two dumps is the same vote (the loader keeps one copy) unless the
+  copies disagree on the models or the winner (``quarantine.CONFLICT_RULE``).
 - **Anonymous votes only.** The 33k and 100k dumps also hold votes cast with the model names
   shown (``anony`` false); LMArena's boards leave them out, so the loader moves them to
   quarantine (rule ``not_anonymous``) instead of dropping them silently.
