@@ -19,11 +19,13 @@ from arena_pipeline.constants import (
     MODEL_FIT_CALIBRATION_TABLE,
     MODEL_FIT_TABLE,
     PAIRWISE_TABLE,
+    QUARANTINE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dumps import conflicting_copies
 from arena_pipeline.core.external import (
     BoardFormatError,
     alignment_record,
@@ -147,9 +149,11 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
                    description="arena.board_status: one row per category rule: board, no_board (and why) or "
                    "unavailable, with battles and rated / shown / provisional / unrated model counts."),
         table_spec(DUMP_LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN, "dump": pl.String()},
-                   **_RANKED,
+                   **{**_RANKED, "deps": [*_RANKED["deps"], TABLE_KEYS[QUARANTINE_TABLE]]},
                    description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
-                   "methods and intervals; arena.leaderboard is the board over every dump, each vote once."),
+                   "methods and intervals, each dump's own votes (its conflicting copies of another dump's "
+                   "votes, in arena.quarantine, included); arena.leaderboard is the board over every dump, "
+                   "each vote once."),
         table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier "
                    "score of Bradley-Terry against the models' win rates, with the calibration error."),
@@ -181,12 +185,16 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         build = run_build(context, con)
         battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
         tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
+        selected = {key.path[-1] for key in context.selected_asset_keys}
+        # each dump's board counts its copies of votes another dump holds with other content
+        copies = conflicting_copies(read_input(con, SCHEMA, QUARANTINE_TABLE, build, "rule, raw")) \
+            if DUMP_LEADERBOARD_TABLE in selected else None
     # the leaderboards rank canonical names (core/models.py); raw names stay in arena.battles
-    battles = battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
+    canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
+    battles = battles.with_columns(**canonical)
     ranking_config = config.ranking_config()
     output = compute_rankings(battles, tags, ranking_config)
     revision = pl.lit(build.revision).alias("dump_revision")
-    selected = {key.path[-1] for key in context.selected_asset_keys}
     board, alignment = _aligned(context, output.leaderboard, model_catalog, ranking_config.anchor_rating)
     frames = {
         LEADERBOARD_TABLE: board.with_columns(revision),
@@ -197,7 +205,8 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     }
     dump_seconds: dict[str, float] = {}
     if DUMP_LEADERBOARD_TABLE in selected:
-        boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard)
+        boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard,
+                                                     copies.with_columns(**canonical))
         frames[DUMP_LEADERBOARD_TABLE] = boards.with_columns(revision)
     fit_seconds = None
     if selected & {MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE}:

@@ -31,11 +31,13 @@ from arena_pipeline.core.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA, pair_rows
 from arena_pipeline.core.prefetch import prefetched
 from arena_pipeline.core.quarantine import (
+    CONFLICT_RULE,
     CONVERSATION_COLUMNS,
     CROSS_DUMP_RULE,
     conversation_defects,
     count_by_rule,
     quarantine_rows,
+    split_cross_dump,
     split_quarantine,
 )
 from arena_pipeline.core.schema import (
@@ -129,18 +131,19 @@ def _iter_parquet(path: Path, adapter: Adapter = ARENA_140K):
     columns = adapter.read_columns(parquet.schema_arrow)
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
         raw = pa.Table.from_batches([batch])
-        excluded = adapter.exclude(raw) if adapter.exclude is not None else None
+        excluded = adapter.screen(raw)
         table = adapter.convert(raw)
         yield table, offset, excluded
         offset += table.num_rows
 
 
-def _excluded(table: pa.Table, battles: pl.DataFrame, excluded: pl.Series | None, adapter: Adapter
+def _excluded(table: pa.Table, battles: pl.DataFrame, screened: pl.DataFrame, adapter: Adapter
               ) -> tuple[pa.Table, pl.DataFrame, pl.DataFrame]:
-    """Move the rows the format marks as no leaderboard votes (``Adapter.exclude``) to quarantine."""
-    if excluded is None or not excluded.any():
+    """Move the rows that break a rule of the format (``Adapter.row_rules``) to quarantine."""
+    excluded = screened.get_column("rule").is_not_null()
+    if not excluded.any():
         return table, battles, pl.DataFrame(schema=QUARANTINE_SCHEMA)
-    moved = quarantine_rows(battles.filter(excluded), adapter.exclude_rule, adapter.exclude_detail)
+    moved = quarantine_rows(battles.filter(excluded), *screened.filter(excluded).get_columns())
     return table.filter(pa.array((~excluded).to_numpy())), battles.filter(~excluded), moved
 
 
@@ -333,17 +336,11 @@ def _move_repeats(battles: pl.DataFrame, hit: pl.DataFrame, detail: pl.Expr, pai
     return battles.join(hit.select("id"), on="id", how="anti"), moved, pairs
 
 
-def _same_id_elsewhere(battles: pl.DataFrame, seen: list[pl.DataFrame], dump: str
+def _same_id_elsewhere(battles: pl.DataFrame, seen: list[pl.DataFrame], dump: str, optional: tuple[str, ...] = ()
                       ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Split off the rows whose id another dump's kept rows have: (rest, quarantine rows, pairs)."""
+    """Split off the rows whose id another dump's kept rows have (``quarantine.split_cross_dump``)."""
     others = [part for part in (part.filter(pl.col("dump") != dump) for part in seen) if part.height]
-    hit = battles.clear()
-    if others:
-        kept = pl.concat(others).select("id", kept_dump="dump", kept_file="source_file", kept_row="source_row")
-        hit = battles.join(kept, on="id", how="inner")
-    detail = pl.format("the same vote (id {}) is kept from dump {} ({} row {})",
-                       "id", "kept_dump", "kept_file", "kept_row")
-    return _move_repeats(battles, hit, detail, hit.select("id", dump=pl.lit(dump, pl.String)))
+    return split_cross_dump(battles, pl.concat(others) if others else None, optional)
 
 
 def _content_duplicates(keys: pl.DataFrame) -> pl.DataFrame:
@@ -400,7 +397,7 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
         for table, battles, unparsed in _iter_file(shard, aliases, limit, dump, adapter):
             file_rows += battles.height + unparsed.height
             batch = battles  # row-aligned with table
-            battles, repeated, seen_in = _same_id_elsewhere(battles, screened.kept, dump)
+            battles, repeated, seen_in = _same_id_elsewhere(battles, screened.kept, dump, adapter.unavailable)
             clean, rejected = _screen(battles, screened.kept, adapter.unavailable)
             screened.quarantine += [unparsed, rejected]
             screened.cross.append(repeated)
@@ -499,7 +496,9 @@ def _per_dump(battles: pl.DataFrame, quarantine: pl.DataFrame, formats: dict[str
     kept = dict(battles.group_by("dump").len().iter_rows())
     rejected = dict(quarantine.group_by("dump").len().iter_rows())
     across = dict(quarantine.filter(pl.col("rule") == CROSS_DUMP_RULE).group_by("dump").len().iter_rows())
+    conflicts = dict(quarantine.filter(pl.col("rule").str.split(",").list.contains(CONFLICT_RULE))
+                     .group_by("dump").len().iter_rows())
     return {dump: {"format": fmt, "battles": kept.get(dump, 0), "quarantined": rejected.get(dump, 0),
-                   "kept_in_another_dump": across.get(dump, 0),
+                   "kept_in_another_dump": across.get(dump, 0), "conflicting_duplicates": conflicts.get(dump, 0),
                    "rows_read": kept.get(dump, 0) + rejected.get(dump, 0)}
             for dump, fmt in formats.items()}

@@ -14,6 +14,7 @@ from arena_pipeline.core.sources import (
     file_sha256,
     file_stamp,
     local_shards,
+    single_format,
     verify_shard,
 )
 
@@ -104,6 +105,8 @@ def local_manifest(spec: SourceSpec, hashes: ContentHashes | None = None,
     paths = local_files(spec)
     files = []
     root = _root(spec)
+    if spec.kind == "parquet_dir":  # before hashing: a folder of two formats is refused at once
+        single_format(root, paths)
     for path in paths:
         digest, stamp = hashes.stamped(path)
         rows = verify_shard(path) if path.suffix.lower() == ".parquet" else csv_row_count(path)
