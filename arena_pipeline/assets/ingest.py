@@ -94,6 +94,14 @@ def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceE
                     source_kind=spec.kind, requested_revision=requested, detail=f"rejected: {exc}"[:2000])
 
 
+def _run_config(context: dg.AssetExecutionContext) -> dict:
+    """The run's configuration ({} for an asset invoked directly, which has no run)."""
+    try:
+        return context.run.run_config
+    except dg.DagsterError:
+        return {}
+
+
 @dg.asset(key=RAW_DUMP, group_name="ingest", kinds={"huggingface", "parquet"})
 def raw_dump(
     context: dg.AssetExecutionContext, config: FetchConfig, dump_source: DumpSource, warehouse: Warehouse
@@ -109,7 +117,7 @@ def raw_dump(
     setting out of range fails here, with the memory it would need, not after the load).
     """
     try:
-        check_ranking_run_config(context.run.run_config)
+        check_ranking_run_config(_run_config(context))
     except ValueError as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     try:
