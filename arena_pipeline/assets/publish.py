@@ -11,10 +11,12 @@ from arena_pipeline.constants import (
     DERIVED_FROM,
     HISTORY_TABLES,
     LEADERBOARD_TABLE,
+    PUBLICATION_CHANGES_TABLE,
     PUBLISHED_TABLES,
     PUBLISHED_TAG,
     SCHEMA,
 )
+from arena_pipeline.core.changes import write_publication_changes
 from arena_pipeline.core.publication import (
     NothingBuiltError,
     PublicationError,
@@ -104,6 +106,9 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
                 refusal = refusal_message(problems, _sources(con, live, chosen))
                 refuse_build(con, SCHEMA, build, refusal)
                 raise dg.Failure(description=refusal, allow_retries=False)
+            # what changed against the live publication: a table of this publication, written by the gate
+            chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
+            rebuilt.append(PUBLICATION_CHANGES_TABLE)
             settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                         "tables": publication_settings(con, chosen)}
             report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,

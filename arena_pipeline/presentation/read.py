@@ -21,6 +21,7 @@ from arena_pipeline.constants import (
     DUMP_LEADERBOARD_TABLE,
     LEADERBOARD_TABLE,
     PAIRWISE_TABLE,
+    PUBLICATION_CHANGES_TABLE,
     QUALITY_RESULTS_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
@@ -28,6 +29,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_order, ordered_categories
+from arena_pipeline.core.changes import CHANGES_SCHEMA
 from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.published import (
     FAILED,
@@ -81,6 +83,8 @@ class Published:
     #: The live leaderboard's alignment to a published board (``core.external.alignment_record``, kept in
     #: arena.publications' settings); None: not asked for.
     alignment: dict[str, Any] | None = None
+    #: ``arena.publication_changes``: the boards against the previous publication's (``core.changes``).
+    changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CHANGES_SCHEMA))
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -236,6 +240,11 @@ class Published:
         return {**entry, "board_name": record.get("board_name"), "board_date": record.get("board_date"),
                 "reference_at": anchor + entry["shift"] if entry.get("aligned") and anchor is not None else None}
 
+    def changes_of(self, category: str, method: str) -> pl.DataFrame:
+        """One board's rows of ``arena.publication_changes``: the kept models by the size of their
+        move (largest first), then the new, then the gone."""
+        return self.changes.filter((pl.col("category") == category) & (pl.col("method") == method))
+
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table (:func:`~arena_pipeline.core.published.quality_summary`)."""
         return quality_summary(self.quality_results)
@@ -277,6 +286,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             live_benchmarks(con, schema, live),
             loaded_rows(con, schema),
             alignment=_alignment(live),
+            changes=table_frame(con, schema, PUBLICATION_CHANGES_TABLE, CHANGES_SCHEMA),
         )
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(
