@@ -60,7 +60,8 @@ class PublishConfig(dg.Config):
                      deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES],
                      description="The publication gate: re-points every arena.* view at this run's tables "
                      "(with the live publication's for what the run did not rebuild) in one DuckDB "
-                     "transaction, after checking them; recorded in arena.publications."),
+                     "transaction, after checking them; recorded in arena.publications, with "
+                     "arena.publication_changes (the new boards against the live ones), written by the gate."),
         dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP],
                      description="A static, offline HTML report of the live publication (default "
                      "data/report/index.html), re-rendered after every publication (and by "
