@@ -38,6 +38,7 @@ from arena_pipeline.constants import (
     LEADERBOARD_TABLE,
     PUBLICATION_CHANGES_TABLE,
     PUBLICATIONS_TABLE,
+    VERSIONS_SCHEMA,
 )
 from arena_pipeline.core.categories import category_order
 from arena_pipeline.core.publication import (
@@ -89,7 +90,7 @@ def data_relation(con: duckdb.DuckDBPyConnection, before: str | None, after: str
     if base_version(con, before) == base_version(con, after):
         return SAME_VOTES
     names = [base_version(con, v) for v in (before, after)]
-    if not all(relation_exists(con, "arena_versions", n) for n in names):
+    if not all(relation_exists(con, VERSIONS_SCHEMA, n) for n in names):
         return UNKNOWN
     cols = ", ".join(f'"{c}"' for c in VOTE_COLUMNS)
     old, new = (f"SELECT {cols} FROM {versioned(n)}" for n in names)
