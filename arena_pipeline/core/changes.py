@@ -94,9 +94,12 @@ def data_relation(con: duckdb.DuckDBPyConnection, before: str | None, after: str
         return UNKNOWN
     cols = ", ".join(f'"{c}"' for c in VOTE_COLUMNS)
     old, new = (f"SELECT {cols} FROM {versioned(n)}" for n in names)
-    missing, old_n, new_n = con.execute(
-        f"SELECT (SELECT count(*) FROM ({old} EXCEPT {new})), (SELECT count(*) FROM ({old})), "
-        f"(SELECT count(*) FROM ({new}))").fetchone()
+    try:
+        missing, old_n, new_n = con.execute(
+            f"SELECT (SELECT count(*) FROM ({old} EXCEPT {new})), (SELECT count(*) FROM ({old})), "
+            f"(SELECT count(*) FROM ({new}))").fetchone()
+    except duckdb.BinderException:  # a version from before a vote column existed: not comparable
+        return UNKNOWN
     if missing:
         return VOTES_CHANGED
     return SAME_VOTES if old_n == new_n else VOTES_ADDED

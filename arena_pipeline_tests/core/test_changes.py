@@ -151,4 +151,6 @@ def test_data_relation_compares_the_votes_in_duckdb():
     assert data_relation(con, "grown", "old") == VOTES_CHANGED
     assert data_relation(con, "old", "edited") == VOTES_CHANGED
     assert data_relation(con, "dropped", "old") == UNKNOWN
+    con.execute(f"CREATE TABLE {versioned('older')} AS SELECT id, winner FROM {versioned('old')}")  # no canonical names
+    assert data_relation(con, "older", "old") == UNKNOWN
     assert data_relation(con, None, "old") == UNKNOWN
