@@ -33,7 +33,8 @@ PAIRS_LOAD_TABLE = "preference_pairs_load"
 UNRATED_MODELS_TABLE = "unrated_models"
 BOARD_STATUS_TABLE = "board_status"
 DUMP_LEADERBOARD_TABLE = "dump_leaderboard"
-#: written by the publication gate itself (the candidate boards against the live ones), published with the rest
+#: written by the publication gate itself (the candidate boards against the live ones), published with the
+#: rest; not an asset, so not in PUBLISHED_TABLES / DERIVED_FROM (which describe the asset graph)
 PUBLICATION_CHANGES_TABLE = "publication_changes"
 DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"
@@ -80,7 +81,6 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     UNRATED_MODELS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
     BOARD_STATUS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
     DUMP_LEADERBOARD_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
-    PUBLICATION_CHANGES_TABLE: (BATTLES_TABLE, LEADERBOARD_TABLE),
 }
 #: Tables computed in one step (one load, one fit): a publication takes them from one run.
 BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
