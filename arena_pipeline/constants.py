@@ -35,6 +35,9 @@ BOARD_STATUS_TABLE = "board_status"
 DUMP_LEADERBOARD_TABLE = "dump_leaderboard"
 MODEL_FIT_TABLE = "model_fit"
 MODEL_FIT_CALIBRATION_TABLE = "model_fit_calibration"
+#: written by the publication gate itself (the candidate boards against the live ones), published with the
+#: rest; not an asset, so not in PUBLISHED_TABLES / DERIVED_FROM (which describe the asset graph)
+PUBLICATION_CHANGES_TABLE = "publication_changes"
 DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"
 

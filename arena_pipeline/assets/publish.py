@@ -14,10 +14,12 @@ from arena_pipeline.constants import (
     DERIVED_FROM,
     HISTORY_TABLES,
     LEADERBOARD_TABLE,
+    PUBLICATION_CHANGES_TABLE,
     PUBLISHED_TABLES,
     PUBLISHED_TAG,
     SCHEMA,
 )
+from arena_pipeline.core.changes import write_publication_changes
 from arena_pipeline.core.publication import (
     NothingBuiltError,
     PublicationError,
@@ -61,7 +63,8 @@ class PublishConfig(dg.Config):
                      deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES],
                      description="The publication gate: re-points every arena.* view at this run's tables "
                      "(with the live publication's for what the run did not rebuild) in one DuckDB "
-                     "transaction, after checking them; recorded in arena.publications."),
+                     "transaction, after checking them; recorded in arena.publications, with "
+                     "arena.publication_changes (the new boards against the live ones), written by the gate."),
         dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP],
                      description="A static, offline HTML report of the live publication (default "
                      "data/report/index.html), re-rendered after every publication (and by "
@@ -110,6 +113,9 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
                 refuse_build(con, SCHEMA, build, refusal)
                 raise dg.Failure(description=_still_live(refusal, con, warehouse, report_settings),
                                  allow_retries=False)
+            # what changed against the live publication: a table of this publication, written by the gate
+            chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
+            rebuilt.append(PUBLICATION_CHANGES_TABLE)
             settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                         "tables": publication_settings(con, chosen)}
             report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,

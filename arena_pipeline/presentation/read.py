@@ -23,6 +23,7 @@ from arena_pipeline.constants import (
     MODEL_FIT_CALIBRATION_TABLE,
     MODEL_FIT_TABLE,
     PAIRWISE_TABLE,
+    PUBLICATION_CHANGES_TABLE,
     QUALITY_RESULTS_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
@@ -30,6 +31,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_order, ordered_categories
+from arena_pipeline.core.changes import CHANGES_SCHEMA
 from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.published import (
     FAILED,
@@ -88,6 +90,8 @@ class Published:
     model_fit: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_SCHEMA))
     model_fit_calibration: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA))
+    #: ``arena.publication_changes``: the boards against the previous publication's (``core.changes``).
+    changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CHANGES_SCHEMA))
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -252,6 +256,11 @@ class Published:
         rows = of_category(self.model_fit_calibration, category).filter(pl.col("method") == "bt")
         return rows.sort("predictor", "decile")
 
+    def changes_of(self, category: str, method: str) -> pl.DataFrame:
+        """One board's rows of ``arena.publication_changes``: the kept models by the size of their
+        move (largest first), then the new, then the gone."""
+        return self.changes.filter((pl.col("category") == category) & (pl.col("method") == method))
+
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table (:func:`~arena_pipeline.core.published.quality_summary`)."""
         return quality_summary(self.quality_results)
@@ -296,6 +305,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             model_fit=table_frame(con, schema, MODEL_FIT_TABLE, MODEL_FIT_SCHEMA),
             model_fit_calibration=table_frame(con, schema, MODEL_FIT_CALIBRATION_TABLE,
                                               MODEL_FIT_CALIBRATION_SCHEMA),
+            changes=table_frame(con, schema, PUBLICATION_CHANGES_TABLE, CHANGES_SCHEMA),
         )
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(
