@@ -22,7 +22,7 @@ from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core.sources import SourceError
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, defs
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK
-from arena_pipeline.refresh import REASON_TAG
+from arena_pipeline.refresh import REASON_TAG, Decision, Live
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
@@ -222,3 +222,17 @@ def test_a_requested_run_says_why_in_a_tag(setup, tmp_path):
             "dump_source": source, "warehouse": Warehouse(database=str(setup.warehouse))}, live).run_requests
         assert request.tags[REASON_TAG] == (f"dump revision {revision} is not refreshed yet; "
                                             f"live: publication 1 of revision {live}")
+
+
+def test_the_reason_tag_of_every_kind_of_request():
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    live = Live(True, 4, "local-older")
+    assert Decision(sha, None, live=live).because() == (
+        "dump revision 0123456789ab is not refreshed yet; live: publication 4 of revision local-older")
+    assert Decision(sha, None, live=live, again=True).because() == (
+        "dump revision 0123456789ab was refreshed before but is not live; live: publication 4 of revision local-older")
+    several = Decision(sha, None, revisions={"a/x": "1", "b/y": "2"}, changes={"new": ["b/y"], "changed": ["a/x"],
+                                                                               "gone": []}, live=Live())
+    assert several.because() == ("dump revisions changed (new: b/y; changed: a/x), combined revision 0123456789ab; "
+                                 "the live publication is unknown (the warehouse was busy)")
+    assert Decision(None, "a\nb").skip_text() == "a b" and Decision(sha, None).skip_text() is None
