@@ -98,8 +98,10 @@ def short_revision(revision: str) -> str:
 
 
 def format_age(age: dt.timedelta) -> str:
-    """An age in hours below two days, else in days (one decimal)."""
+    """An age in minutes below an hour, in hours below two days, else in days."""
     hours = age.total_seconds() / 3600
+    if hours < 1:
+        return f"{hours * 60:.0f} min"
     return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
 
 

@@ -165,6 +165,7 @@ def test_small_helpers():
     assert short_revision("0123456789abcdef0123456789abcdef01234567") == "0123456789ab"
     assert short_revision("local-3f2a") == "local-3f2a"
     assert format_age(dt.timedelta(hours=47.94)) == "47.9 h" and format_age(dt.timedelta(days=3)) == "3.0 days"
+    assert format_age(dt.timedelta(minutes=36.4)) == "36 min" and format_age(dt.timedelta(hours=1)) == "1.0 h"
     assert one_line("a\n  b\tc ") == "a b c" and one_line("abcdef", 4) == "abc…"
 
 
