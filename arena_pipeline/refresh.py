@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from arena_pipeline.assets.rankings import RankingRunConfig
+from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
 from arena_pipeline.core import warehouse as core_warehouse
 from arena_pipeline.core.freshness import one_line, short_revision

@@ -13,6 +13,7 @@ import datetime as dt
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -33,8 +34,8 @@ from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.benchmarks import read_benchmarks
 from arena_pipeline.core.external import load_category_map, read_published_board
 from arena_pipeline.core.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
-from arena_pipeline.core.manifest import combine, combined_revision
+from arena_pipeline.core.local_dump import ContentHashes, local_manifest, local_revision
+from arena_pipeline.core.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.models import AliasTableError, load_aliases
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -64,6 +65,15 @@ def _hub_not_found_note(spec: SourceSpec) -> Iterator[None]:
         if not note:
             raise
         raise hub.HubNotFound(f"{exc}{note}", path=exc.path) from None
+
+
+@dataclass(frozen=True)
+class HubAccess:
+    """How the Hub is reached: the settings :class:`DumpSource` resolves, used by every Hub read."""
+
+    cache_dir: Path
+    endpoint: str | None
+    token: str | None
 
 
 class DumpSource(dg.ConfigurableResource):
@@ -141,6 +151,10 @@ class DumpSource(dg.ConfigurableResource):
 
     def cache_root(self) -> Path:
         return Path(_setting(self.cache_dir, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR))
+
+    def hub_access(self) -> HubAccess:
+        """The Hub settings (cache, endpoint, token) for the other Hub reads, e.g. benchmark scores."""
+        return HubAccess(self.cache_root(), self.endpoint(), self._token())
 
     def content_hashes(self) -> ContentHashes:
         """The remembered sha256 of local files (so an unchanged local dump is not re-hashed)."""
@@ -418,18 +432,17 @@ class ModelCatalog(dg.ConfigurableResource):
     def benchmarks_location(self) -> str | None:
         return _setting(self.benchmarks, "ARENA_BENCHMARKS", None)
 
-    def read_benchmarks(self, aliases: pl.DataFrame) -> pl.DataFrame | None:
+    def read_benchmarks(self, aliases: pl.DataFrame, hub_access: HubAccess) -> pl.DataFrame | None:
         """The benchmark scores (``core.benchmarks.READ_SCHEMA``), or None when none are configured.
 
-        A Hub id is fetched with HF_ENDPOINT / HF_TOKEN / ARENA_CACHE_DIR as read now (at run time).
-        Raises BenchmarkFormatError (file and line), FileNotFoundError or a ``core.hub`` error.
+        A Hub id is fetched with ``hub_access`` (``DumpSource.hub_access()``: the run's one set of Hub
+        settings). Raises BenchmarkFormatError (file and line), FileNotFoundError or a ``core.hub`` error.
         """
         location = self.benchmarks_location()
         if location is None:
             return None
-        return read_benchmarks(location, aliases,
-                               cache_dir=_setting(None, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR),
-                               endpoint=_setting(None, "HF_ENDPOINT", None), token=_setting(None, "HF_TOKEN", None))
+        return read_benchmarks(location, aliases, cache_dir=hub_access.cache_dir, endpoint=hub_access.endpoint,
+                               token=hub_access.token)
 
 
 class ReportSettings(dg.ConfigurableResource):

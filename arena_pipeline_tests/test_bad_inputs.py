@@ -26,7 +26,8 @@ import pytest
 from arena_pipeline.assets.ingest import FetchConfig, raw_dump
 from arena_pipeline.constants import VERSIONS_SCHEMA
 from arena_pipeline.core import ingest
-from arena_pipeline.core.ingest import load_dump, local_manifest
+from arena_pipeline.core.ingest import load_dump
+from arena_pipeline.core.local_dump import local_manifest
 from arena_pipeline.core.schema import QUARANTINE_SCHEMA
 from arena_pipeline.core.sources import parse_source
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources

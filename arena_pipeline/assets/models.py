@@ -6,7 +6,7 @@ import polars as pl
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
-from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.assets.publish import PUBLISHED_DUMP, note_if_unpublished
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
@@ -48,6 +48,7 @@ def models(context: dg.AssetExecutionContext, warehouse: Warehouse,
         write_version(con, MODELS_TABLE, build, table,
                       {"aliases_sha256": table_sha256(aliases), "package_version": package_version()})
     merged = merged_names(battles, aliases)
+    note_if_unpublished(context, warehouse)
     return dg.MaterializeResult(
         metadata={
             "revision": build.revision,

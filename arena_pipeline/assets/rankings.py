@@ -1,21 +1,23 @@
 """Ranking assets: category tags and the per-category leaderboards, pairwise and style tables."""
 
 import dataclasses
-from typing import Literal
 
 import dagster as dg
 import polars as pl
-from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
+from arena_pipeline.assets.publish import note_if_unpublished
+from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
     LEADERBOARD_TABLE,
+    MODEL_FIT_CALIBRATION_TABLE,
+    MODEL_FIT_TABLE,
     PAIRWISE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
@@ -30,16 +32,20 @@ from arena_pipeline.core.external import (
     board_sha256,
     unaligned_record,
 )
-from arena_pipeline.core.publication import read_input, write_version
+from arena_pipeline.core.publication import read_input, reusable_version, reuse_version, write_version
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     UNRATED_MODELS_SCHEMA,
-    RankingConfig,
     compute_rankings,
     per_dump_leaderboards,
+)
+from arena_pipeline.core.ranking.model_fit import (
+    MODEL_FIT_CALIBRATION_SCHEMA,
+    MODEL_FIT_SCHEMA,
+    compute_model_fit,
 )
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published
@@ -49,7 +55,8 @@ BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
                 for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
-                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE)}
+                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE,
+                             MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE)}
 
 
 @dg.asset(
@@ -71,7 +78,13 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
         build = run_build(context, con)
         battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
         tags, meta = tag_categories(battles)
-        write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, {"package_version": package_version()})
+        settings = {"package_version": package_version()}
+        reusable = reusable_version(con, BATTLE_CATEGORIES_TABLE, build, settings)
+        if reusable is not None:  # the same battles and code tagged before: that version, as a view
+            reuse_version(con, BATTLE_CATEGORIES_TABLE, build, *reusable, settings)
+        else:
+            write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, settings)
+    note_if_unpublished(context, warehouse)
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
     return dg.MaterializeResult(
@@ -86,45 +99,6 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
         },
         data_version=dg.DataVersion(build.revision),
     )
-
-
-class RankingRunConfig(dg.Config):
-    """Settings of the leaderboards (run configuration; the defaults are LMArena's conventions)."""
-
-    ties: Literal["half", "drop"] = Field(
-        default="half", description="'half': tie and both_bad count half a win for each side; 'drop': ignore them."
-    )
-    bootstrap_rounds: int = Field(default=100, ge=0, description="Bootstrap rounds of the second (bootstrap) interval; 0 skips it.")
-    style_bootstrap_rounds: int = Field(default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only; each round refits the per-battle model).")
-    primary_interval: Literal["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"] = Field(
-        default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich (LMArena's), the "
-        "bootstrap, or one clustered by evaluation session (bt only; others fall back to the sandwich). ci_lower/ci_upper "
-        "bound rating - 1000, the difference from the board's reference (which has none); rank_ub compares the same "
-        "method's intervals of the models' own strengths.")
-    seed: int = Field(default=42, ge=0, description="Bootstrap seed: the same seed gives identical output.")
-    min_battles: int = Field(default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category are left out of its fit (1: fit every battle, as LMArena).")
-    display_min_battles: int = Field(default=301, ge=0, description="Models with fewer battles on a board are marked provisional and ranked apart (301: LMArena shows more than 300).")
-    anchor_models: list[str] | None = Field(
-        default=None, description="Reference models in order of preference: the first on a board is pinned at anchor_rating "
-        "(None: the packaged list, ranking.REFERENCE_MODELS; []: centre every board on its mean).")
-    anchor_model: str | None = Field(default=None, description="Pin this one model instead of the reference list.")
-    anchor_rating: float = Field(default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False, description="The reference model's rating (or the mean rating of a board without one).")
-    style_method: Literal["lmarena", "unweighted"] = Field(
-        default="lmarena", description="'lmarena': arena-rank's style control (pair reweighting, reg=1 on the mean loss); 'unweighted': the earlier variant (style_l2 on the summed loss).")
-    style_l2: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients of the 'unweighted' variant (None: library default).")
-
-    def ranking_config(self) -> RankingConfig:
-        extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}
-        if self.anchor_models is not None:
-            extra["anchor_models"] = tuple(self.anchor_models)
-        return RankingConfig(
-            ties=self.ties, bootstrap_rounds=self.bootstrap_rounds, seed=self.seed,
-            style_bootstrap_rounds=self.style_bootstrap_rounds,
-            min_battles=self.min_battles, display_min_battles=self.display_min_battles,
-            primary_interval=self.primary_interval, style_method=self.style_method,
-            anchor_model=self.anchor_model,
-            anchor_rating=self.anchor_rating, **extra,
-        )
 
 
 def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model_catalog: ModelCatalog,
@@ -176,6 +150,12 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
                    **_RANKED,
                    description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
                    "methods and intervals; arena.leaderboard is the board over every dump, each vote once."),
+        table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier "
+                   "score of Bradley-Terry against the models' win rates, with the calibration error."),
+        table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
+                   "the held-out predictions, the predicted and observed probability that the favourite wins."),
     ],
     can_subset=True,
 )
@@ -192,6 +172,10 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     the scale of ARENA_PUBLISHED_BOARD's board of the same category and method, and the shifts are
     recorded in the settings (``alignment``) that reach arena.publications; arena.dump_leaderboard
     stays on the reference scale.
+
+    arena.model_fit and arena.model_fit_calibration (core/ranking/model_fit.py) say how well each
+    Bradley-Terry board predicts held-out votes (on the reference scale: the fit's models and votes);
+    they are built with the six, from the same settings.
     """
     with warehouse.connection() as con:
         build = run_build(context, con)
@@ -215,6 +199,12 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     if DUMP_LEADERBOARD_TABLE in selected:
         boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard)
         frames[DUMP_LEADERBOARD_TABLE] = boards.with_columns(revision)
+    fit_seconds = None
+    if selected & {MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE}:
+        fit = compute_model_fit(battles, tags, output.leaderboard, ranking_config)
+        frames[MODEL_FIT_TABLE] = fit.summary.with_columns(revision)
+        frames[MODEL_FIT_CALIBRATION_TABLE] = fit.calibration.with_columns(revision)
+        fit_seconds = round(fit.metadata["seconds"], 3)
     frames = {name: frame for name, frame in frames.items() if name in selected}
     settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version(),
                 **({"alignment": alignment} if alignment is not None else {})}
@@ -239,9 +229,13 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
             }
         if name == DUMP_LEADERBOARD_TABLE:
             extra = {"seconds_per_dump": dg.MetadataValue.json({k: round(v, 3) for k, v in dump_seconds.items()})}
+        if name == MODEL_FIT_TABLE:
+            extra = {"seconds": fit_seconds, "log_loss_bt_vs_win_rate": dg.MetadataValue.json(
+                {r["category"]: [r["log_loss"], r["log_loss_baseline"]] for r in frame.iter_rows(named=True)})}
         yield dg.MaterializeResult(
             asset_key=RANKING_KEYS[name],
             metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},
             data_version=dg.DataVersion(build.revision),
         )
+    note_if_unpublished(context, warehouse)
 

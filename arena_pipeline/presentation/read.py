@@ -20,6 +20,8 @@ from arena_pipeline.constants import (
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
     LEADERBOARD_TABLE,
+    MODEL_FIT_CALIBRATION_TABLE,
+    MODEL_FIT_TABLE,
     PAIRWISE_TABLE,
     QUALITY_RESULTS_TABLE,
     SCHEMA,
@@ -53,6 +55,7 @@ from arena_pipeline.core.ranking import (
     UNRATED_MODELS_SCHEMA,
     RankingOutput,
 )
+from arena_pipeline.core.ranking.model_fit import MODEL_FIT_CALIBRATION_SCHEMA, MODEL_FIT_SCHEMA
 from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.warehouse import quoted, read_frame, read_snapshot, relation_exists
 
@@ -81,6 +84,10 @@ class Published:
     #: The live leaderboard's alignment to a published board (``core.external.alignment_record``, kept in
     #: arena.publications' settings); None: not asked for.
     alignment: dict[str, Any] | None = None
+    #: Held-out goodness of fit of each board and its calibration deciles (``core.ranking.model_fit``).
+    model_fit: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_SCHEMA))
+    model_fit_calibration: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA))
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -236,6 +243,15 @@ class Published:
         return {**entry, "board_name": record.get("board_name"), "board_date": record.get("board_date"),
                 "reference_at": anchor + entry["shift"] if entry.get("aligned") and anchor is not None else None}
 
+    def fit_summary(self) -> pl.DataFrame:
+        """``arena.model_fit`` in board order."""
+        return self.model_fit.sort(category_order(), "category", "method")
+
+    def calibration(self, category: str) -> pl.DataFrame:
+        """One board's ``arena.model_fit_calibration`` rows (``bt``), by predictor and decile."""
+        rows = of_category(self.model_fit_calibration, category).filter(pl.col("method") == "bt")
+        return rows.sort("predictor", "decile")
+
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table (:func:`~arena_pipeline.core.published.quality_summary`)."""
         return quality_summary(self.quality_results)
@@ -277,6 +293,9 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             live_benchmarks(con, schema, live),
             loaded_rows(con, schema),
             alignment=_alignment(live),
+            model_fit=table_frame(con, schema, MODEL_FIT_TABLE, MODEL_FIT_SCHEMA),
+            model_fit_calibration=table_frame(con, schema, MODEL_FIT_CALIBRATION_TABLE,
+                                              MODEL_FIT_CALIBRATION_SCHEMA),
         )
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(

@@ -22,7 +22,8 @@ from arena_pipeline.core.adapters import (
     csv_schema,
 )
 from arena_pipeline.core.dumps import dump_battles, unavailable_columns
-from arena_pipeline.core.ingest import load_dump, local_manifest
+from arena_pipeline.core.ingest import load_dump
+from arena_pipeline.core.local_dump import local_manifest
 from arena_pipeline.core.manifest import combine, combined_revision
 from arena_pipeline.core.quality import validate_dumps, validate_frame
 from arena_pipeline.core.quarantine import CROSS_DUMP_RULE

@@ -13,7 +13,8 @@ from arena_pipeline.core import ingest
 from arena_pipeline.core.analysis import adopt_loaded_pairs, preference_pairs, write_preference_pairs
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.flatten import flatten_table
-from arena_pipeline.core.ingest import load_dump, local_manifest
+from arena_pipeline.core.ingest import load_dump
+from arena_pipeline.core.local_dump import local_manifest
 from arena_pipeline.core.manifest import combine
 from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA, pair_rows
 from arena_pipeline.core.sources import parse_source, read_csv_export
