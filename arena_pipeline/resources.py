@@ -9,6 +9,7 @@ settings. Nothing here reads the environment at import time.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from arena_pipeline.constants import (
 from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.benchmarks import read_benchmarks
 from arena_pipeline.core.external import load_category_map, read_published_board
+from arena_pipeline.core.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.local_dump import ContentHashes, local_manifest, local_revision
 from arena_pipeline.core.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.models import AliasTableError, load_aliases
@@ -296,8 +298,29 @@ class Warehouse(DuckDBResource):
         "publication drops them (runs known to the Dagster instance as finished are cleaned at once).",
     )
 
+    max_publication_age_hours: float | None = Field(
+        default=None, gt=0,
+        description="ARENA_MAX_PUBLICATION_AGE_HOURS: the live publication (arena.publications.published_at) "
+        f"older than this fails the publication_age check (default {DEFAULT_MAX_AGE_HOURS:g}: a week).",
+    )
+
     def database_path(self) -> str:
         return _setting(self.database, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)
+
+    def max_publication_age(self) -> dt.timedelta:
+        """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
+
+        Raises ValueError for a value that is not a positive number of hours, rather than guessing.
+        """
+        configured = None if self.max_publication_age_hours is None else str(self.max_publication_age_hours)
+        value = _setting(configured, "ARENA_MAX_PUBLICATION_AGE_HOURS", str(DEFAULT_MAX_AGE_HOURS))
+        try:
+            hours = float(value)
+        except ValueError:
+            hours = float("nan")
+        if not hours > 0 or hours == float("inf"):
+            raise ValueError(f"ARENA_MAX_PUBLICATION_AGE_HOURS must be a positive number of hours, got {value!r}")
+        return dt.timedelta(hours=hours)
 
     def duckdb_settings(self) -> dict:
         """DuckDB settings of every connection: ``connection_config`` over the bounded-memory defaults
