@@ -386,6 +386,8 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
     Battles and quarantine rows accumulate in ``screened`` and the files' counts in ``report`` (read
     them once the iterator is exhausted). Pure Polars and pyarrow: it runs in the loader's worker thread.
     """
+    # content duplicates are looked for across dumps only: one dump's votes need no content key
+    several_dumps = len({dump_label(manifest, shard) for shard in manifest.files}) > 1
     for shard in manifest.files:
         file_rows = 0
         # a manifest pickled before the field existed has no limit: the default applies
@@ -407,8 +409,9 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
                 keep = batch.get_column("source_row").is_in(clean.get_column("source_row").implode())
                 table = table.filter(pa.array(keep.to_numpy()))
             frame = pl.from_arrow(table)
-            screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
-                _content_key(clean, frame)))
+            if several_dumps:
+                screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
+                    _content_key(clean, frame)))
             pairs = pair_rows(frame, clean, pairs_revision) if pairs_revision is not None else None
             yield flatten_messages(frame, dump), flatten_context_messages(frame, dump), pairs
         if file_stamp(shard.path) != stamp:

@@ -106,6 +106,7 @@ def pair_rows(frame: pl.DataFrame, battles: pl.DataFrame, dump_revision: str) ->
     decided = battles.filter(pl.col("winner").is_in(["model_a", "model_b"]))
     if decided.is_empty():
         return pl.DataFrame(schema=PAIR_ROWS_SCHEMA)
+    frame = frame.join(decided.select("id"), on="id", how="semi")  # render the decided votes only
     user_a, first_a = _first_user("conversation_a")
     user_b, first_b = _first_user("conversation_b")
     sides = frame.select(
