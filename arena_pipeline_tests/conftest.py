@@ -27,8 +27,8 @@ def _isolated_settings(tmp_path_factory):
         yield scratch
 
 
-#: Instances entered and not exited yet, by ``id``.
-_OPEN_INSTANCES: dict[int, str] = {}
+#: The ``id`` of every instance entered and not exited yet.
+_OPEN_INSTANCES: set[int] = set()
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -46,11 +46,11 @@ def _track_instances():
     enter, exit_ = dg.DagsterInstance.__enter__, dg.DagsterInstance.__exit__
 
     def tracked_enter(self):
-        _OPEN_INSTANCES[id(self)] = type(self).__name__
+        _OPEN_INSTANCES.add(id(self))
         return enter(self)
 
     def tracked_exit(self, *exc):
-        _OPEN_INSTANCES.pop(id(self), None)
+        _OPEN_INSTANCES.discard(id(self))
         return exit_(self, *exc)
 
     with pytest.MonkeyPatch.context() as patch:
@@ -68,9 +68,8 @@ def _no_instance_left_open(_track_instances):
     """
     before = set(_OPEN_INSTANCES)
     yield
-    left = set(_OPEN_INSTANCES) - before
-    for key in left:
-        del _OPEN_INSTANCES[key]
+    left = _OPEN_INSTANCES - before
+    _OPEN_INSTANCES.difference_update(left)
     assert not left, (f"{len(left)} Dagster instance(s) entered and not exited by this test: enter them "
                       "with 'with' (dg.DagsterInstance.ephemeral(), dg.instance_for_test(), build_*_context)")
 
