@@ -10,6 +10,9 @@ The validation (``core.quality.validate_relation``) reads the checked version fr
 of at most ~``DEFAULT_BATCH_ROWS`` rows of the suite's columns, so the check's memory follows the
 batch, not the table; its report is the one a single whole-table validation gives.
 
+``board_freshness`` (WARN or ERROR, never blocking) checks ``published_dump``: the live publication's
+age and the newer dump revisions seen but not published (``arena_pipeline/freshness.py``).
+
 ``models_confusable`` (WARN, never blocking) names the model names of ``arena.models`` that look
 alike (Unicode TR39 skeletons of their visible form, invisible characters removed): add an alias
 row when they are one model.
@@ -24,6 +27,7 @@ import polars as pl
 from arena_pipeline.assets.builds import run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.models import MODELS
+from arena_pipeline.assets.publish import PUBLISHED_DUMP
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     MESSAGES_TABLE,
@@ -41,7 +45,8 @@ from arena_pipeline.core.publication import (
     versioned,
 )
 from arena_pipeline.core.quality import QualityReport, suite_path, validate_relation
-from arena_pipeline.core.warehouse import quoted
+from arena_pipeline.core.warehouse import WarehouseCorruptError, WarehouseLockedError, quoted
+from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK, SETTING, assess_board, outcomes
 from arena_pipeline.resources import Warehouse
 
 QUALITY_RESULTS_DDL = """
@@ -196,3 +201,31 @@ def models_confusable(context: dg.AssetCheckExecutionContext, warehouse: Warehou
             ),
         },
     )
+
+
+@dg.multi_asset_check(
+    name="board_freshness",
+    specs=[
+        dg.AssetCheckSpec(AGE_CHECK, asset=PUBLISHED_DUMP, blocking=False,
+                          description="The live publication (arena.publications.published_at of its newest row, "
+                          "not the last materialization) is at most the allowed age old: "
+                          f"{SETTING}, default a week. Warning only."),
+        dg.AssetCheckSpec(PENDING_CHECK, asset=PUBLISHED_DUMP, blocking=False,
+                          description="No dump revision seen after the live one (a refresh requested for it by "
+                          "the sensor or the schedule, or a run that fetched it) waits unpublished; else which "
+                          "one and why: queued or running (warning), refused by the gate, failed, canceled or "
+                          "abandoned (error), with the run."),
+    ],
+)
+def board_freshness(context: dg.AssetCheckExecutionContext, warehouse: Warehouse):
+    """Is the live board fresh: its publication's age, and a newer dump revision not published.
+
+    Runs after every publication; ``board_freshness_sensor`` reports the same checks between runs.
+    """
+    try:
+        freshness = assess_board(context.instance, warehouse, timeout_s=warehouse.lock_timeout_s)
+    except (ValueError, WarehouseLockedError, WarehouseCorruptError) as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from None
+    context.log.info(freshness.summary())
+    for outcome in outcomes(freshness):
+        yield outcome.result()

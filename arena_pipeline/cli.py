@@ -19,8 +19,16 @@ import click
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import DEFAULT_REPORT_PATH, DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import (
+    DEFAULT_REPORT_PATH,
+    DEFAULT_WAREHOUSE,
+    LEADERBOARD_TABLE,
+    PUBLICATION_CHANGES_TABLE,
+    SCHEMA,
+)
 from arena_pipeline.core.categories import category_label
+from arena_pipeline.core.changes import changes_between, summary
+from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.ranking import METHODS, method_label
 from arena_pipeline.core.warehouse import (
     WarehouseCorruptError,
@@ -28,6 +36,7 @@ from arena_pipeline.core.warehouse import (
     connect,
     corruption_error,
     quoted,
+    read_frame,
     relation_exists,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
@@ -256,6 +265,87 @@ def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout:
         raise CliError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
     n = len(pub.categories())
     print(f"wrote {written} ({n} {'category' if n == 1 else 'categories'}; dump {pub.revision or 'unknown'})")
+    return EXIT_OK
+
+
+def _signed(value: float | int | None, digits: int = 1) -> str | None:
+    return None if value is None else f"{value:+,.{digits}f}" if isinstance(value, float) else f"{value:+d}"
+
+
+def format_changes(rows: pl.DataFrame) -> str:
+    """A plain-text table of ``arena.publication_changes`` rows: model, status, rating before and
+    after, change with its 95% interval and whether the move is beyond it, rank and rank UB moves."""
+    ci = [None if lo is None or hi is None else "unbounded" if math.isinf(lo) or math.isinf(hi)
+          else f"[{lo:+.1f}, {hi:+.1f}]" for lo, hi in rows.select("change_ci_lower", "change_ci_upper").iter_rows()]
+    beyond = ["yes" if b else "no" if b is not None else None for b in rows.get_column("beyond_interval")]
+    table = rows.select(
+        Model="model", Status="status", Before="rating_before", After="rating_after",
+        Change=pl.Series([_signed(v) for v in rows.get_column("rating_change")], dtype=pl.String),
+        **{"95% CI of change": pl.Series(ci, dtype=pl.String), "Beyond": pl.Series(beyond, dtype=pl.String)},
+        Rank=pl.format("{} -> {}", *(pl.col(c).cast(pl.String).fill_null("-") for c in ("rank_before", "rank_after"))),
+        UB=pl.format("{} -> {}", *(pl.col(c).cast(pl.String).fill_null("-") for c in ("rank_ub_before", "rank_ub_after"))))
+    return text_table(table, floatfmt=".1f")
+
+
+@cli.command(short_help="what changed since the previous (or an earlier) publication")
+@click.option("--since", type=int, metavar="ID", help=(
+    "compare with this earlier publication (its boards must still be kept in arena.leaderboard_history); "
+    "default: the previous one, as published in arena.publication_changes"))
+@click.option("--category", callback=lambda ctx, param, text: None if text is None else _name(ctx, param, text),
+              help="one category (name or label, any case); default: every category")
+@click.option("--method", default="bt", show_default=True, callback=_name,
+              help=f"ranking method: {', '.join(METHODS)}; any case")
+@click.option("--top", type=str, callback=_count, default=20, show_default=True, metavar="N",
+              help="kept models shown per board, largest moves first, 0 for all (new and gone: all)")
+@reads_warehouse
+def changes(since: int | None, category: str | None, method: str, top: int, warehouse: Path,
+            timeout: float) -> int:
+    """Print, per category, how the live boards moved since the previous publication (or --since
+    ID): new and gone models, each rating's change with a 95% interval for the change (how the two
+    fits' votes relate decides it: README, Changes between publications), rank and rank UB moves."""
+    with open_warehouse(warehouse, timeout) as con:
+        live = live_publication(con, SCHEMA)
+        if live is None:
+            raise CliError(f"{warehouse} records no publication; {MATERIALIZE_HINT}")
+        try:
+            if since is not None:
+                rows = changes_between(con, SCHEMA, since, live["publication_id"])
+            elif relation_exists(con, SCHEMA, PUBLICATION_CHANGES_TABLE):
+                rows = read_frame(con, f"SELECT * FROM {quoted(SCHEMA, PUBLICATION_CHANGES_TABLE)}")
+            else:
+                raise CliError(f"publication {live['publication_id']} has no {SCHEMA}.{PUBLICATION_CHANGES_TABLE} "
+                               "(published before the table existed): compare with --since ID")
+        except LookupError as exc:
+            raise CliError(str(exc)) from None
+    if rows.is_empty():
+        print(f"publication {live['publication_id']} is the first: nothing to compare it with")
+        return EXIT_OK
+    present = rows.get_column("category").unique(maintain_order=True).to_list()
+    if category is not None and category not in present:
+        raise CliError(f"unknown category {category!r}; categories on either board: {', '.join(present)}", EXIT_USAGE)
+    if method not in (methods := rows.get_column("method").unique(maintain_order=True).to_list()):
+        raise CliError(f"unknown method {method!r}; methods on either board: {', '.join(methods)}", EXIT_USAGE)
+    first = rows.row(0, named=True)
+    since_at = first["since_published_at"]
+    print(terminal_safe(f"Changes of publication {live['publication_id']} ({live['revision']}) since publication "
+                        f"{first['since_publication']} ({first['since_revision']}"
+                        + (f", {since_at:%Y-%m-%d %H:%M} UTC" if since_at else "") + f"): {first['data_relation']}"
+                        + {True: ", other ranking settings", False: ", the same ranking settings"}.get(
+                            first["settings_changed"], "")))
+    for c in [category] if category else present:
+        board = rows.filter((pl.col("category") == c) & (pl.col("method") == method))
+        if board.is_empty():
+            continue
+        n = summary(board)
+        kept = board.filter(pl.col("status") == "kept")
+        shown = pl.concat([kept.head(top or kept.height), board.filter(pl.col("status") != "kept")])
+        print()
+        print(terminal_safe(f"{category_label(c)} - {method_label(method)}: {_models(n['kept'])} kept "
+                            f"({n['beyond']} moved beyond the interval), {n['new']} new, {n['gone']} gone"
+                            + (f"; top {top} moves shown" if top and kept.height > top else "")))
+        print(format_changes(shown))
+    print(f"\nChange: rating after minus before; 95% CI of change: its interval given how the votes relate "
+          f"({first['data_relation']}); Beyond: the move is larger than the interval allows. Rank: before -> after.")
     return EXIT_OK
 
 

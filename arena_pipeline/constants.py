@@ -27,9 +27,17 @@ BENCHMARK_AGREEMENT_TABLE = "benchmark_agreement"
 POSITION_BIAS_TABLE = "position_bias"
 RATING_TREND_TABLE = "rating_trend"
 PREFERENCE_PAIRS_TABLE = "preference_pairs"
+#: The preference pairs the loader makes beside the flat tables (internal, in the versions schema): the
+#: preference_pairs asset adopts it as its version (renamed, not copied)
+PAIRS_LOAD_TABLE = "preference_pairs_load"
 UNRATED_MODELS_TABLE = "unrated_models"
 BOARD_STATUS_TABLE = "board_status"
 DUMP_LEADERBOARD_TABLE = "dump_leaderboard"
+MODEL_FIT_TABLE = "model_fit"
+MODEL_FIT_CALIBRATION_TABLE = "model_fit_calibration"
+#: written by the publication gate itself (the candidate boards against the live ones), published with the
+#: rest; not an asset, so not in PUBLISHED_TABLES / DERIVED_FROM (which describe the asset graph)
+PUBLICATION_CHANGES_TABLE = "publication_changes"
 DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"
 
@@ -61,6 +69,8 @@ PUBLISHED_TABLES = (
     UNRATED_MODELS_TABLE,
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
+    MODEL_FIT_TABLE,
+    MODEL_FIT_CALIBRATION_TABLE,
 )
 #: What each published table is computed from (a publication never shows a table next to a rebuilt input).
 DERIVED_FROM: dict[str, tuple[str, ...]] = {
@@ -74,13 +84,16 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     PREFERENCE_PAIRS_TABLE: (BATTLES_TABLE, MESSAGES_TABLE, BATTLE_CATEGORIES_TABLE),
     UNRATED_MODELS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
     BOARD_STATUS_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
-    DUMP_LEADERBOARD_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    DUMP_LEADERBOARD_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE, QUARANTINE_TABLE),
+    MODEL_FIT_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    MODEL_FIT_CALIBRATION_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
 }
 #: Tables computed in one step (one load, one fit): a publication takes them from one run.
 BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
     (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE),
     (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE,
-     DUMP_LEADERBOARD_TABLE),
+     DUMP_LEADERBOARD_TABLE,
+     MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE),
 )
 #: Tables whose blocking expectation suites must have passed on the exact version published.
 CHECKED_TABLES: tuple[str, ...] = (BATTLES_TABLE, MESSAGES_TABLE)

@@ -8,11 +8,11 @@ from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.assets.rankings import battle_categories, rankings
 from arena_pipeline.assets.reports import position_bias_table, preference_pairs_table, rating_trend_table
-from arena_pipeline.checks import battles_quality, messages_quality, models_confusable
+from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
 from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
-from arena_pipeline.sensors import new_dump_sensor
+from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
 
 ASSETS = [
     raw_dump,
@@ -28,6 +28,7 @@ ASSETS = [
     benchmark_comparison,
 ]
 ASSET_CHECKS = [battles_quality, messages_quality, models_confusable]
+ASSET_CHECKS.append(board_freshness)  # the live board's freshness (issue 27)
 
 
 def default_resources() -> dict:
@@ -45,7 +46,7 @@ defs = dg.Definitions(
     asset_checks=ASSET_CHECKS,
     jobs=[refresh_job, rerank_job],
     schedules=[nightly_refresh],
-    sensors=[new_dump_sensor],
+    sensors=[new_dump_sensor, board_freshness_sensor],
     resources=default_resources(),
     # steps run one after another (one DuckDB writer): one process saves a re-import per step
     executor=dg.in_process_executor,

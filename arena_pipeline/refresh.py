@@ -10,9 +10,10 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from arena_pipeline.assets.rankings import RankingRunConfig
+from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
 from arena_pipeline.core import warehouse as core_warehouse
+from arena_pipeline.core.freshness import one_line, short_revision
 from arena_pipeline.core.hub import HubError
 from arena_pipeline.core.manifest import combined_revision
 from arena_pipeline.core.publication import live_publication
@@ -23,6 +24,10 @@ from arena_pipeline.resources import DumpSource, Warehouse
 SETTINGS_WAIT_S = 5.0
 #: The tag naming the publication whose ranking settings a refresh run was given.
 SETTINGS_TAG = "arena/ranking_settings_of"
+#: The tag saying, in one line, why the sensor or the schedule requested a refresh run.
+REASON_TAG = "arena/requested_because"
+#: The longest reason a tag or a skip shows (a Hub error can be long).
+REASON_CHARS = 400
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -81,6 +86,29 @@ class Decision:
     live: Live = field(default_factory=Live)
     #: an earlier run already refreshed this revision (it is no longer, or not, what is live)
     again: bool = False
+
+    def skip_text(self) -> str | None:
+        """The skip reason in one line (a Hub error's message may span several), or None."""
+        return one_line(self.skip_reason, REASON_CHARS) if self.skip_reason else None
+
+    def because(self) -> str:
+        """Why a run is requested, in one line: what is new, and what is live."""
+        live = self.live
+        if not live.known:
+            shown = "the live publication is unknown (the warehouse was busy)"
+        elif live.publication_id is None:
+            shown = "nothing is published yet"
+        else:
+            shown = f"live: publication {live.publication_id} of revision {short_revision(live.revision or '')}"
+        if self.again:
+            what = f"dump revision {short_revision(self.revision or '')} was refreshed before but is not live"
+        elif self.revisions:
+            moved = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in self.changes.items() if names)
+            what = (f"dump revisions changed ({moved or 'first look'}), combined revision "
+                    f"{short_revision(self.revision or '')}")
+        else:
+            what = f"dump revision {short_revision(self.revision or '')} is not refreshed yet"
+        return one_line(f"{what}; {shown}", REASON_CHARS)
 
     def cursor(self) -> str | None:
         """What the sensor stores: the revision, or with several dumps a JSON of each one's."""
@@ -179,7 +207,7 @@ def run_request(decision: Decision) -> dg.RunRequest:
     revision, live = decision.revision, decision.live
     config: dict = {"revisions": dict(decision.revisions)} if decision.revisions else {"revision": revision}
     run_config: dict = {"ops": {"raw_dump": {"config": config}}}
-    tags = {REVISION_TAG: revision}
+    tags = {REVISION_TAG: revision, REASON_TAG: decision.because()}
     if live.ranking:
         run_config["ops"]["rankings"] = {"config": live.ranking}
         tags[SETTINGS_TAG] = f"publication {live.publication_id}"

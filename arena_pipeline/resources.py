@@ -8,9 +8,11 @@ it: every setting is optional. Nothing here reads the environment at import time
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -30,8 +32,9 @@ from arena_pipeline.constants import (
 from arena_pipeline.core import hub, warehouse
 from arena_pipeline.core.benchmarks import read_benchmarks
 from arena_pipeline.core.external import load_category_map, read_published_board
-from arena_pipeline.core.ingest import ContentHashes, DumpManifest, local_manifest, local_revision
-from arena_pipeline.core.manifest import combine, combined_revision
+from arena_pipeline.core.freshness import DEFAULT_MAX_AGE_HOURS
+from arena_pipeline.core.local_dump import ContentHashes, local_manifest, local_revision
+from arena_pipeline.core.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.models import AliasTableError, load_aliases
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -61,6 +64,15 @@ def _hub_not_found_note(spec: SourceSpec) -> Iterator[None]:
         if not note:
             raise
         raise hub.HubNotFound(f"{exc}{note}", path=exc.path) from None
+
+
+@dataclass(frozen=True)
+class HubAccess:
+    """How the Hub is reached: the settings :class:`DumpSource` resolves, used by every Hub read."""
+
+    cache_dir: Path
+    endpoint: str | None
+    token: str | None
 
 
 class DumpSource(dg.ConfigurableResource):
@@ -138,6 +150,10 @@ class DumpSource(dg.ConfigurableResource):
 
     def cache_root(self) -> Path:
         return Path(_setting(self.cache_dir, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR))
+
+    def hub_access(self) -> HubAccess:
+        """The Hub settings (cache, endpoint, token) for the other Hub reads, e.g. benchmark scores."""
+        return HubAccess(self.cache_root(), self.endpoint(), self._token())
 
     def content_hashes(self) -> ContentHashes:
         """The remembered sha256 of local files (so an unchanged local dump is not re-hashed)."""
@@ -281,8 +297,29 @@ class Warehouse(DuckDBResource):
         "publication drops them (runs known to the Dagster instance as finished are cleaned at once).",
     )
 
+    max_publication_age_hours: float | None = Field(
+        default=None, gt=0,
+        description="ARENA_MAX_PUBLICATION_AGE_HOURS: the live publication (arena.publications.published_at) "
+        f"older than this fails the publication_age check (default {DEFAULT_MAX_AGE_HOURS:g}: a week).",
+    )
+
     def database_path(self) -> str:
         return _setting(self.database, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)
+
+    def max_publication_age(self) -> dt.timedelta:
+        """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
+
+        Raises ValueError for a value that is not a positive number of hours, rather than guessing.
+        """
+        configured = None if self.max_publication_age_hours is None else str(self.max_publication_age_hours)
+        value = _setting(configured, "ARENA_MAX_PUBLICATION_AGE_HOURS", str(DEFAULT_MAX_AGE_HOURS))
+        try:
+            hours = float(value)
+        except ValueError:
+            hours = float("nan")
+        if not hours > 0 or hours == float("inf"):
+            raise ValueError(f"ARENA_MAX_PUBLICATION_AGE_HOURS must be a positive number of hours, got {value!r}")
+        return dt.timedelta(hours=hours)
 
     def duckdb_settings(self) -> dict:
         """DuckDB settings of every connection: ``connection_config`` over the bounded-memory defaults
@@ -323,6 +360,18 @@ class ModelCatalog(dg.ConfigurableResource):
         description="ARENA_PUBLISHED_BOARD: a published leaderboard file (LMArena JSON or CSV) to compare with.",
     )
 
+    align_to_published_board: bool | None = Field(
+        default=None,
+        description="ARENA_ALIGN_TO_PUBLISHED_BOARD: 'true' shifts each board of arena.leaderboard onto the "
+        "scale of ARENA_PUBLISHED_BOARD's board of the same category and method (median difference over the "
+        "matched shown models made zero; ratings and intervals move together; ranks do not). Off by default.",
+    )
+    published_board_date: str | None = Field(
+        default=None,
+        description="ARENA_PUBLISHED_BOARD_DATE: the date of the published board's snapshot (free text, e.g. "
+        "2025-11-05), shown beside an aligned board.",
+    )
+
     benchmarks: str | None = Field(
         default=None,
         description="ARENA_BENCHMARKS: benchmark scores to compare with: a CSV or parquet file (long "
@@ -336,7 +385,12 @@ class ModelCatalog(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Check the alias file when the run starts (a missing or malformed one failed the load step,
-        half a minute in, inside a traceback): one line naming the setting and the file."""
+        half a minute in, inside a traceback): one line naming the setting and the file. So is the
+        alignment switch (ARENA_ALIGN_TO_PUBLISHED_BOARD)."""
+        try:
+            self.align_to_board()
+        except ValueError as exc:
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
         path = _setting(self.aliases_path, "ARENA_MODEL_ALIASES", None)
         if path is None:
             return
@@ -357,21 +411,37 @@ class ModelCatalog(dg.ConfigurableResource):
         path = self.board_path()
         return None if path is None else read_published_board(path, aliases=aliases, category_map=load_category_map())
 
+    def align_to_board(self) -> bool:
+        """Whether the boards are to be aligned to the published board (ARENA_ALIGN_TO_PUBLISHED_BOARD).
+
+        Raises ValueError for a value that is not a yes/no word, rather than guessing.
+        """
+        if self.align_to_published_board is not None:
+            return self.align_to_published_board
+        value = (_setting(None, "ARENA_ALIGN_TO_PUBLISHED_BOARD", "false") or "false").strip().lower()
+        if value in ("1", "true", "yes", "on"):
+            return True
+        if value in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"ARENA_ALIGN_TO_PUBLISHED_BOARD must be true or false, got {value!r}")
+
+    def board_date(self) -> str | None:
+        return _setting(self.published_board_date, "ARENA_PUBLISHED_BOARD_DATE", None)
+
     def benchmarks_location(self) -> str | None:
         return _setting(self.benchmarks, "ARENA_BENCHMARKS", None)
 
-    def read_benchmarks(self, aliases: pl.DataFrame) -> pl.DataFrame | None:
+    def read_benchmarks(self, aliases: pl.DataFrame, hub_access: HubAccess) -> pl.DataFrame | None:
         """The benchmark scores (``core.benchmarks.READ_SCHEMA``), or None when none are configured.
 
-        A Hub id is fetched with HF_ENDPOINT / HF_TOKEN / ARENA_CACHE_DIR as read now (at run time).
-        Raises BenchmarkFormatError (file and line), FileNotFoundError or a ``core.hub`` error.
+        A Hub id is fetched with ``hub_access`` (``DumpSource.hub_access()``: the run's one set of Hub
+        settings). Raises BenchmarkFormatError (file and line), FileNotFoundError or a ``core.hub`` error.
         """
         location = self.benchmarks_location()
         if location is None:
             return None
-        return read_benchmarks(location, aliases,
-                               cache_dir=_setting(None, "ARENA_CACHE_DIR", DEFAULT_CACHE_DIR),
-                               endpoint=_setting(None, "HF_ENDPOINT", None), token=_setting(None, "HF_TOKEN", None))
+        return read_benchmarks(location, aliases, cache_dir=hub_access.cache_dir, endpoint=hub_access.endpoint,
+                               token=hub_access.token)
 
 
 class ReportSettings(dg.ConfigurableResource):

@@ -18,12 +18,13 @@ def make_nightly_schedule(cron: str = NIGHTLY_CRON) -> dg.ScheduleDefinition:
         execution_timezone="UTC",
         default_status=dg.DefaultScheduleStatus.STOPPED,
         description="Nightly refresh; skips (no download, no recomputation) when the revision is already done; "
-        "the run ranks with the live publication's ranking settings.",
+        "the run ranks with the live publication's ranking settings. Every skipped tick says why in one line; a "
+        "requested run's tag arena/requested_because says why it was requested.",
     )
     def nightly_refresh(context: dg.ScheduleEvaluationContext, dump_source: DumpSource, warehouse: Warehouse):
         decision = decide(context.instance, dump_source, cursor=None, warehouse=warehouse)
         if decision.skip_reason:
-            return dg.SkipReason(decision.skip_reason)
+            return dg.SkipReason(decision.skip_text())
         return run_request(decision)
 
     return nightly_refresh

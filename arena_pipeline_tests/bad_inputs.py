@@ -285,3 +285,109 @@ def csv_row_level(path: Path, marker: Path) -> tuple[Path, list[BadRow]]:
     broken(CSV_CASES[4], 30, "category_tag", "{'criteria_v0.1': 'yes'}", unparseable,
            "category_tag: ArrowTypeError")
     return write_csv(path, header, records), bad
+
+
+# ---------------------------------------------------------------------------
+# One bad value in each dump format (parquet): one quarantined vote each
+# ---------------------------------------------------------------------------
+
+#: The row of each small fixture table that gets the bad value.
+BAD_ROW = 1
+
+
+def set_value(table: pa.Table, path: tuple, value, dtype: pa.DataType | None = None, row: int = BAD_ROW) -> pa.Table:
+    """``table`` with the (nested) value at ``path`` of ``row`` replaced; ``dtype`` retypes a
+    top-level column or struct field at ``path`` (for values its card type cannot hold)."""
+    rows = copy.deepcopy(table.to_pylist())
+    target = rows[row]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    schema = table.schema if dtype is None else schema_with_nested_type(path, dtype, table.schema)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def with_timestamp_unit(table: pa.Table, unit: str, value: int, row: int = BAD_ROW) -> pa.Table:
+    """``table`` (140k) with ``timestamp`` stored in ``unit`` and ``value`` (in that unit) at ``row``."""
+    index = table.schema.get_field_index("timestamp")
+    values = table.column("timestamp").cast(pa.timestamp(unit)).cast(pa.int64()).to_pylist()
+    values[row] = value
+    return table.set_column(index, "timestamp", pa.array(values, pa.int64()).cast(pa.timestamp(unit)))
+
+
+def with_num_tokens(table: pa.Table, value: int, row: int = BAD_ROW) -> pa.Table:
+    """``table`` (140k) with ``conversation_b``'s ``num_tokens`` as int64 and ``value`` in ``row``'s second message."""
+    rows = copy.deepcopy(table.to_pylist())
+    rows[row]["conversation_b"][1]["num_tokens"] = value
+    message = table.schema.field("conversation_b").type.value_type
+    wide = pa.list_(pa.struct([pa.field(f.name, pa.int64() if f.name == "num_tokens" else f.type) for f in message]))
+    index = table.schema.get_field_index("conversation_b")
+    return pa.Table.from_pylist(rows, schema=table.schema.set(index, pa.field("conversation_b", wide)))
+
+
+@dataclass
+class BadValue:
+    """One value a dump format's file can hold but the canonical tables cannot, and its outcome."""
+
+    format: str  # "33k", "100k" or "140k" (dump_fixtures / fixtures tables)
+    case: str
+    build: object  # table -> table with the bad value in row BAD_ROW
+    rule: str
+    detail: str  # the exact quarantine.detail
+
+
+_TIME = "(seconds since 1970) is not a time the dataset card's timestamp[ns] holds (finite, from 1677-09-22 to before " \
+        "2262-04-11)"
+_BIG = 2**40
+
+
+def _count(column: str) -> str:
+    return f"count out of range of its stored type: {column}={_BIG} (stored as Int32)"
+
+
+def bad_values() -> list[BadValue]:
+    """Each bad value of the issue in each format that can hold it (a CSV cell is covered by ``csv_row_level``)."""
+    cases = []
+    for fmt in ("33k", "100k"):
+        for value, shown in ((float("inf"), "inf"), (float("nan"), "NaN"), (1e300, "1e+300"),
+                             (-1e15, "-1000000000000000.0"), (1e11, "100000000000.0")):
+            cases.append(BadValue(fmt, f"tstamp={shown}", lambda t, v=value: set_value(t, ("tstamp",), v),
+                                  "unparseable_field", f"tstamp={shown} {_TIME}"))
+        cases.append(BadValue(fmt, "turn=2^40", lambda t: set_value(t, ("turn",), _BIG), "count_out_of_range",
+                              _count("turn")))
+    cases.append(BadValue("100k", "conv_metadata.sum_user_tokens=2^40",
+                          lambda t: set_value(t, ("conv_metadata", "sum_user_tokens"), _BIG), "count_out_of_range",
+                          _count("sum_user_tokens")))
+    cases.append(BadValue("140k", "evaluation_order=2^40 (int64)",
+                          lambda t: set_value(t, ("evaluation_order",), _BIG, pa.int64()), "count_out_of_range",
+                          _count("evaluation_order")))
+    cases.append(BadValue("140k", "timestamp[ms] in year 318857", lambda t: with_timestamp_unit(t, "ms", 10**16),
+                          "unparseable_field", f"timestamp=10000000000000.0 {_TIME}"))
+    cases.append(BadValue("140k", "timestamp[us] in year 287,000", lambda t: with_timestamp_unit(t, "us", 9 * 10**18),
+                          "unparseable_field", f"timestamp=9000000000000.0 {_TIME}"))
+    cases.append(BadValue("140k", "num_tokens=2^40 (int64)", lambda t: with_num_tokens(t, _BIG), "count_out_of_range",
+                          _count("conversation_b num_tokens")))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# One vote id in several dumps, with other content
+# ---------------------------------------------------------------------------
+
+def conflicting_dumps(root: Path, names: tuple[str, str, str]) -> tuple[list[dict], list[dict]]:
+    """Three dumps A, B, C (``names``) under ``root/<name>``, 140k format: A has 12 votes; B repeats
+    A's votes 0-7 (0-2 as they are, 3 with its sides swapped, 4-5 with another winner, 6 with another
+    model, 7 with the winner 'draw') and has 2 votes of its own; C is A's votes 0-5 unchanged.
+    Returns A's and B's rows."""
+    a = make_rows(12, seed=1)
+    b = copy.deepcopy(a[:8]) + make_rows(2, seed=2)
+    b[3].update(model_a=a[3]["model_b"], model_b=a[3]["model_a"],
+                winner={"model_a": "model_b", "model_b": "model_a"}.get(a[3]["winner"], a[3]["winner"]))
+    for i in (4, 5):
+        b[i]["winner"] = other_winner(a[i]["winner"])
+    b[6]["model_b"] = next(m for m in ("llama-4-maverick", "deepseek-v3-0324") if m not in (a[6]["model_a"],
+                                                                                          a[6]["model_b"]))
+    b[7]["winner"] = "draw"
+    for name, rows in zip(names, (a, b, copy.deepcopy(a[:6])), strict=True):
+        write_shards(root / name, [table_of(rows)])
+    return a, b

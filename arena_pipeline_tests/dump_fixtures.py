@@ -11,7 +11,7 @@ call :func:`write_family` or the ``make_*`` functions. A few dozen rows per dump
 
 Rows 9, 19, 29... of the 33k and 100k dumps are not anonymous (quarantined as ``not_anonymous``).
 Overlaps on purpose (what the combined load must keep once and count): the 100k dump repeats
-:data:`SHARED_ID_ROWS` question ids of the 33k dump, and the 55k dump repeats
+:data:`SHARED_ID_ROWS` votes of the 33k dump (same question id and content), and the 55k dump repeats
 :data:`SHARED_CONTENT_ROWS` votes of the 100k dump by content (same models, winner and prompt).
 """
 
@@ -158,15 +158,18 @@ def _meta(vote: dict, rng: random.Random) -> dict:
     return {**meta, "sum_user_tokens": rng.choice((12, 40, 700)), "turns": vote["turn"]}
 
 
-def make_100k(n: int = ROWS[DUMP_100K], seed: int = 100, shared_ids: tuple[str, ...] = ()) -> pa.Table:
-    """``n`` votes of arena-human-preference-100k (2024); the first ``shared_ids`` reuse those question ids."""
+def make_100k(n: int = ROWS[DUMP_100K], seed: int = 100, shared: pa.Table | None = None) -> pa.Table:
+    """``n`` votes of arena-human-preference-100k (2024); the first :data:`SHARED_ID_ROWS` repeat the
+    first votes of ``shared`` (a 33k table): the same question id, models, winner and conversations."""
     rng = random.Random(seed)
     start = dt.datetime(2024, 5, 2, tzinfo=dt.UTC).timestamp()
+    repeated = shared.slice(0, SHARED_ID_ROWS).to_pylist() if shared is not None else []
     rows = []
     for i in range(n):
         vote = _vote(rng, MODELS_2024, i, ("model_a", "model_b", "tie", "tie (bothbad)"))
-        if i < len(shared_ids):
-            vote["question_id"] = shared_ids[i]
+        if i < len(repeated):
+            vote.update({k: repeated[i][k] for k in ("question_id", "model_a", "model_b", "winner", "turn",
+                                                     "conversation_a", "conversation_b")})
         rows.append({
             **{k: vote[k] for k in ("question_id", "model_a", "model_b", "winner", "conversation_a",
                                     "conversation_b", "turn", "anony", "language")},
@@ -215,7 +218,7 @@ def make_55k_csv(n: int = ROWS[DUMP_55K], seed: int = 55, shared: pa.Table | Non
 def family_files(seed: int = 0) -> dict[str, dict[str, bytes]]:
     """Each fixture dump's files as the Hub lays them out (repo path -> bytes), by dataset id."""
     t33 = make_33k()
-    t100 = make_100k(shared_ids=tuple(t33.column("question_id").to_pylist()[:SHARED_ID_ROWS]))
+    t100 = make_100k(shared=t33)
     t140 = make_table(ROWS[DUMP_140K], seed)
 
     def parquet(table: pa.Table) -> bytes:

@@ -16,7 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 RANK = {"min_battles": 5, "bootstrap_rounds": 5}
 #: Every table of the rankings fit (built together: a publication takes them from one run).
 RANKING_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "arena/unrated_models",
-                     "arena/board_status", "arena/dump_leaderboard"]
+                     "arena/board_status", "arena/dump_leaderboard", "arena/model_fit", "arena/model_fit_calibration"]
 RERANK_SELECTION = [*RANKING_SELECTION, "published_dump",
                     "leaderboard_report"]
 

@@ -25,7 +25,8 @@ import pytest
 from arena_pipeline.assets.ingest import FetchConfig, raw_dump
 from arena_pipeline.constants import VERSIONS_SCHEMA
 from arena_pipeline.core import ingest
-from arena_pipeline.core.ingest import load_dump, local_manifest
+from arena_pipeline.core.ingest import load_dump
+from arena_pipeline.core.local_dump import local_manifest
 from arena_pipeline.core.schema import QUARANTINE_SCHEMA
 from arena_pipeline.core.sources import parse_source
 from arena_pipeline.resources import DumpSource, Warehouse
@@ -581,3 +582,21 @@ def test_message_defect_quarantines_one_vote_instead_of_blocking_the_dump(tmp_pa
     left = query(tmp_path / "w.duckdb", "select count(*) from arena.messages where battle_id in (?, ?, ?)",
                  [rows[2]["id"], rows[3]["id"], rows[4]["id"]])
     assert left == [(0,)]
+
+
+def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tmp_path):
+    """A 33k dump with a tstamp of inf and a turn of 2^40 used to stop flat_tables with a raw Polars
+    InvalidOperationError and mark the whole dump failed (issue 25 item 4)."""
+    from arena_pipeline_tests import dump_fixtures as fx
+
+    table = bi.set_value(bi.set_value(fx.make_33k(n=8), ("tstamp",), float("inf")), ("turn",), 2**40, row=4)
+    bi.write_shards(tmp_path / "dump", [table])
+    result = materialize(tmp_path / "dump", tmp_path / "w.duckdb")
+    assert result.success
+    ids = table.column("question_id").to_pylist()
+    assert query(tmp_path / "w.duckdb", "select id, rule, split_part(detail, ' (', 1) from arena.quarantine "
+                                        "order by source_row") == [
+        (ids[bi.BAD_ROW], "unparseable_field", "tstamp=inf"),
+        (ids[4], "count_out_of_range", "count out of range of its stored type: turn=1099511627776")]
+    assert query(tmp_path / "w.duckdb", "select count(*) from arena.battles") == [(6,)]
+    assert "published_dump" in materialized(result)

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from arena_pipeline.core.benchmarks import benchmark_panel
-from arena_pipeline.resources import ModelCatalog
+from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.materialize import REAL_CSV, materialized, run_sample
 
 OLL = Path(__file__).parent / "data" / "benchmarks" / "open_llm_leaderboard.csv"
@@ -151,11 +151,12 @@ def test_the_setting_is_read_at_run_time_and_a_hub_id_goes_through_hf_endpoint(t
     from arena_pipeline.core.models import load_aliases
     from arena_pipeline_tests.hub_server import fake_hub_server
 
-    catalog = ModelCatalog()  # built before the variables are set: nothing is read at construction
+    # built before the variables are set: nothing is read at construction
+    catalog, source = ModelCatalog(), DumpSource()
     aliases = load_aliases()
-    assert catalog.read_benchmarks(aliases) is None
+    assert catalog.read_benchmarks(aliases, source.hub_access()) is None
     monkeypatch.setenv("ARENA_BENCHMARKS", str(OLL))
-    assert catalog.read_benchmarks(aliases).height == 9 * 7
+    assert catalog.read_benchmarks(aliases, source.hub_access()).height == 9 * 7
     parquet = tmp_path / "contents.parquet"
     pl.read_csv(OLL, infer_schema_length=None).write_parquet(parquet)
     with fake_hub_server(tmp_path / "hub") as hub:
@@ -163,7 +164,12 @@ def test_the_setting_is_read_at_run_time_and_a_hub_id_goes_through_hf_endpoint(t
         monkeypatch.setenv("ARENA_BENCHMARKS", "open-llm-leaderboard/contents")
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
-        read = catalog.read_benchmarks(aliases)
+        read = catalog.read_benchmarks(aliases, source.hub_access())
         assert hub.file_gets() and read.get_column("source")[0].startswith(
             "hf://datasets/open-llm-leaderboard/contents@")
+        # the dump source's own fields are the Hub settings of every Hub read, not the variables
+        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+        explicit = DumpSource(hf_endpoint=hub.url, cache_dir=str(tmp_path / "cache2"))
+        assert catalog.read_benchmarks(aliases, explicit.hub_access()).height == read.height
     assert list((tmp_path / "cache").iterdir())  # downloaded into ARENA_CACHE_DIR
+    assert list((tmp_path / "cache2").iterdir())  # and into the dump source's cache_dir

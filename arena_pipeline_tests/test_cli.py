@@ -334,7 +334,8 @@ def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, c
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["revision"] == REVISION and manifest["format"] == "parquet"
     assert manifest["missing_tables"] == ["style_coefficients_history", "models", "dump_leaderboard",
-                                          *VALIDATION_TABLES]
+                                          *VALIDATION_TABLES, "model_fit", "model_fit_calibration",
+                                          "publication_changes"]
     assert manifest["tables"]["leaderboard_history"]["rows"] == manifest["tables"]["leaderboard"]["rows"]
     lb = pl.read_parquet(out_dir / "leaderboard.parquet")
     expected = synthetic_outputs().leaderboard

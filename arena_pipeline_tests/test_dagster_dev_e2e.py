@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -297,3 +298,84 @@ def test_dagster_dev_sensor_refreshes_on_new_hub_revision(tmp_path):
           f"revision 2: {json.dumps({k: v for k, v in second.items() if k != 'run'})}; "
           f"no-op daemon ticks: median {statistics.median(tick_s):.3f} s, max {max(tick_s):.3f} s "
           f"over {len(tick_s)}; shutdown {shutdown_s:.1f} s")
+
+
+def _alive_in_group(pgid: int) -> list[str]:
+    """The processes of group ``pgid`` still running (zombies left for init to reap do not count)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()  # state, ppid, pgrp, ...
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(text[:text.rindex(")") + 1])
+    return alive
+
+
+def _await_ready(url: str, log: Path, proc: subprocess.Popen) -> None:
+    """The webserver answers and the daemon has started (what stopping must then undo)."""
+    def ready():
+        assert proc.poll() is None, log.read_text(errors="replace")[-4000:]
+        try:
+            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as resp:
+                up = resp.status == 200
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+        return up and "Instance is configured with the following daemons" in log.read_text(errors="replace")
+
+    _wait_for(ready, 120, "dagster dev's webserver and daemon")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
+@pytest.mark.parametrize("how", ["ctrl-c in its terminal", "kill -INT, started by a script with set -m"])
+def test_dagster_dev_stops_on_ctrl_c(tmp_path, how):
+    """Ctrl-C (SIGINT to the terminal's foreground process group) stops ``dagster dev`` cleanly: the
+    webserver, the daemon and the code servers exit, and so does dagster dev, with status 0. Started
+    in the background by a script, it stops the same on ``kill -INT`` when the script has job control
+    (``set -m``): without it the shell starts background commands with SIGINT ignored, and dagster dev
+    then ignores SIGTERM too (it gives SIGTERM SIGINT's handler) -- the README says so."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(DAGSTER_YAML, home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "HF_", "DAGSTER_"))}
+    env.update(DAGSTER_HOME=str(home), ARENA_WAREHOUSE=str(tmp_path / "warehouse.duckdb"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    port, log = _free_port(), tmp_path / "dagster_dev.log"
+    dev = [sys.executable, "-m", "dagster", "dev", "-m", LOCATION_MODULE, "-h", "127.0.0.1", "-p", str(port)]
+    (tmp_path / "cwd").mkdir()
+    pgid = None
+    with open(log, "wb") as out:
+        if how.startswith("ctrl-c"):
+            proc = subprocess.Popen(dev, env=env, cwd=tmp_path / "cwd", stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            pgid = target = proc.pid
+        else:
+            pid_file = tmp_path / "dev.pid"
+            script = f"set -m\n{shlex.join(dev)} &\necho $! > {shlex.quote(str(pid_file))}\nwait $!\n"
+            proc = subprocess.Popen(["bash", "-c", script], env=env, cwd=tmp_path / "cwd", stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            target = int(_wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 30, "the pid"))
+            pgid = target  # set -m: the background job is a process group of its own
+    try:
+        _await_ready(f"http://127.0.0.1:{port}", log, proc)
+        started = time.monotonic()
+        if how.startswith("ctrl-c"):
+            os.killpg(pgid, signal.SIGINT)
+        else:
+            os.kill(target, signal.SIGINT)
+        returncode = proc.wait(timeout=90)
+        _wait_for(lambda: not _alive_in_group(pgid), 30, "every process dagster dev started to exit")
+        stop_s = time.monotonic() - started
+    finally:
+        for group in {proc.pid, pgid} - {None}:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = log.read_text(errors="replace")
+    assert returncode == 0, text[-4000:]
+    assert "Dagster services shut down." in text and "did not terminate cleanly" not in text, text[-4000:]
+    print(f"\ndagster dev stopped ({how}) in {stop_s:.1f} s")

@@ -117,11 +117,10 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
     assert result.success
     counts = _table_counts(warehouse)
     print("\nrows per dump:", counts)
-    # the 33k dump loads first: the 100k's repeated question ids are counted, not loaded twice; the
-    # 55k's votes repeated from the 100k are dropped where the 100k's copy was kept
-    t100 = fx.make_100k(shared_ids=tuple(fx.make_33k().column("question_id").to_pylist()[: fx.SHARED_ID_ROWS]))
-    repeated = [r["question_id"] for r in t100.to_pylist() if r["winner"] != "tie (bothbad)"]
-    by_content = len([q for q in repeated[: fx.SHARED_CONTENT_ROWS] if q not in t100["question_id"][:3].to_pylist()])
+    # the 33k dump loads first: the 100k's repeated votes are counted, not loaded twice; the 55k's
+    # votes repeated from the 100k are dropped (the copy kept is the 100k's, or the 33k's where the
+    # 100k repeats the 33k)
+    by_content = fx.SHARED_CONTENT_ROWS
     anon = fx.NOT_ANONYMOUS  # votes cast with the model names shown: quarantined (not_anonymous)
     assert counts["battles"] == {fx.DUMP_33K: 36 - anon[fx.DUMP_33K],
                                  fx.DUMP_100K: 40 - fx.SHARED_ID_ROWS - anon[fx.DUMP_100K],
@@ -200,3 +199,53 @@ def test_schedule_pins_every_dump_and_an_unreachable_hub_skips(hub, shas, tmp_pa
         result, _ = _tick(hub, tmp_path, instance, None)
         assert not result.run_requests
         assert result.skip_message.startswith("could not look up the dump revisions: HubUnavailable")
+
+
+@pytest.mark.slow
+def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
+    """Dump b repeats 8 votes of dump a, 4 with other content; dump c is 6 of a's votes. b's conflicting
+    copies used to be duplicate_across_dumps and c got no board ('no boards'); issue 25 item 2."""
+    import polars as pl
+
+    from arena_pipeline.core.categories import tag_categories
+    from arena_pipeline.core.ingest import load_dump
+    from arena_pipeline.core.local_dump import local_manifest
+    from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+    from arena_pipeline.core.sources import parse_source
+    from arena_pipeline_tests import bad_inputs as bi
+
+    names = ("org/a", "org/b", "org/c")
+    bi.conflicting_dumps(tmp_path / "dumps", names)
+    warehouse = tmp_path / "warehouse.duckdb"
+    source = DumpSource(datasets=",".join(str(tmp_path / "dumps" / n) for n in names), cache_dir=str(tmp_path / "c"))
+    result = materialize(
+        {"dump_source": source, "warehouse": Warehouse(database=str(warehouse)),
+         "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
+        run_config={"ops": {"rankings": {"config": {"min_battles": 1, "bootstrap_rounds": 5}}}},
+    )
+    assert result.success
+    meta = {m.asset_key.to_user_string(): m.metadata for m in result.asset_materializations_for_node("flat_tables")}
+    assert meta["arena/quarantine"]["by_rule"].value["conflicting_duplicate"] == 4
+    assert meta["arena/battles"]["per_dump"].value["b"]["conflicting_duplicates"] == 4
+    # the report's dump section counts them with the other quarantine rules (by rule list, as they are stored)
+    assert ("duplicate_across_dumps 10, conflicting_duplicate 3, unknown_winner,conflicting_duplicate 1"
+            in (tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        boards = con.execute("SELECT dump, model, rating, n_battles FROM arena.dump_leaderboard WHERE method = 'bt' "
+                             "AND category = 'overall' ORDER BY model").pl()
+    assert set(boards["dump"]) == {"a", "b", "c"}
+    # b's board is the board of b loaded alone: its 4 shared votes, 3 conflicting copies and 2 of its own
+    with duckdb.connect() as alone:
+        load_dump(local_manifest(parse_source(str(tmp_path / "dumps" / "org/b"))), alone, "v")
+        own = alone.execute("SELECT * FROM v.battles").pl().with_columns(
+            model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
+    assert own.height == 9
+    expected = compute_rankings(own, tag_categories(own)[0], RankingConfig(min_battles=1, bootstrap_rounds=5)
+                                ).leaderboard.filter((pl.col("method") == "bt") & (pl.col("category") == "overall"))
+    got = boards.filter(pl.col("dump") == "b")
+    assert got["model"].to_list() == expected.sort("model")["model"].to_list()
+    assert got["n_battles"].to_list() == expected.sort("model")["n_battles"].to_list()
+    assert got["rating"].to_list() == pytest.approx(expected.sort("model")["rating"].to_list(), abs=1e-6)
+    capsys.readouterr()
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--dump", "c", "--top", "0"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("; dump c")

@@ -59,5 +59,5 @@ def test_report_templates_ship_as_package_data():
     patterns = _setuptools()["package-data"]["arena_pipeline.presentation"]
     folder = ROOT / "arena_pipeline" / "presentation" / "templates"
     shipped = sorted(p.name for p in folder.iterdir() if any(fnmatch(f"templates/{p.name}", g) for g in patterns))
-    assert shipped == ["charts.svg.j2", "report.css", "report.html.j2", "report.js"]
+    assert shipped == ["changes.html.j2", "charts.svg.j2", "report.css", "report.html.j2", "report.js"]
     assert all(files("arena_pipeline.presentation").joinpath("templates", n).is_file() for n in shipped)

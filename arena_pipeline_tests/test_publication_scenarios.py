@@ -72,8 +72,9 @@ def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(set
     after = fingerprint(setup.warehouse)
     assert after["leaderboard"] != before["leaderboard"] and after["battles"] == before["battles"]
     (first, _, _), (second, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["board_status", "dump_leaderboard", "leaderboard", "pairwise",
-                               "style_coefficients", "unrated_models"]
+    assert sorted(rebuilt) == ["board_status", "dump_leaderboard", "leaderboard", "model_fit",
+                               "model_fit_calibration", "pairwise", "publication_changes", "style_coefficients",
+                               "unrated_models"]
     settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications "
                                                  "WHERE publication_id = ?", [second])[0][0])
     assert settings["tables"]["leaderboard"]["ranking"]["ties"] == "drop"
@@ -222,8 +223,9 @@ def test_partial_runs_from_the_cli_without_dagster_home(setup):
                   "-c", str(config_file))
     assert rerank.returncode == 0, rerank.stderr[-3000:]
     (_, _, _), (_, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["board_status", "dump_leaderboard", "leaderboard", "pairwise",
-                               "style_coefficients", "unrated_models"]
+    assert sorted(rebuilt) == ["board_status", "dump_leaderboard", "leaderboard", "model_fit",
+                               "model_fit_calibration", "pairwise", "publication_changes", "style_coefficients",
+                               "unrated_models"]
     assert_live_is_one_publication(setup.warehouse)
 
 

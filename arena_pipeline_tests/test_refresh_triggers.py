@@ -35,7 +35,7 @@ def test_names_and_cron_are_pinned():
     assert new_dump_sensor.job_name == "refresh_job"
     assert new_dump_sensor.minimum_interval_seconds == 600
     assert {s.name for s in defs.schedules} == {"nightly_refresh"}
-    assert {s.name for s in defs.sensors} == {"new_dump_sensor"}
+    assert {s.name for s in defs.sensors} == {"new_dump_sensor", "board_freshness_sensor"}
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from arena_pipeline_tests.publication_support import (
 )
 
 ROWS = 200
-HEAVY = ("battles", "messages", "context_messages", "quarantine", "preference_pairs")
+HEAVY = ("battles", "messages", "context_messages", "quarantine", "preference_pairs", "battle_categories")
 
 
 def _live_tables(setup: Setup) -> dict[str, str]:
@@ -84,4 +84,6 @@ def test_unchanged_rerun_reuses_the_heavy_versions_and_retention_keeps_what_they
                                                   "'arena_versions' UNION ALL SELECT view_name FROM duckdb_views() "
                                                   "WHERE schema_name = 'arena_versions'")}
     assert not ({first[t] for t in HEAVY} | {second[t] for t in HEAVY}) & names
+    # the pairs the loads made were adopted as preference_pairs versions: none is left behind
+    assert not {n for n in names if n.startswith("preference_pairs_load")}
     assert_live_is_one_publication(setup.warehouse)

@@ -352,7 +352,8 @@ def phase_load_dump(dump: Path, db: Path) -> dict:
     """
     from arena_pipeline.constants import SCHEMA
     from arena_pipeline.core import warehouse
-    from arena_pipeline.core.ingest import load_dump, local_manifest
+    from arena_pipeline.core.ingest import load_dump
+    from arena_pipeline.core.local_dump import local_manifest
     from arena_pipeline.core.sources import SourceSpec
 
     t0 = time.perf_counter()

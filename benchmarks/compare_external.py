@@ -24,8 +24,10 @@ and read back with ``read_published_board``, so the comparison goes through the 
 real published file. Its names are the raw names of the votes; the comparison matches them
 through the normalization and alias table.
 
-Prints timings, the merged-names report, the per-category agreement (``compare_boards``), the
-top of the overall boards side by side and the largest centred differences.
+Prints timings, the merged-names report, the per-category agreement (``compare_boards``), how far
+the scales agree (slope, intercept and residual RMS of theirs on ours, the median shift and the RMS
+after the best shift), the shift ``alignment_shifts`` would apply to each board, the top of the
+overall boards side by side and the largest centred differences.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ i
 
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.external import (
+    alignment_shifts,
     compare_boards,
     load_category_map,
     read_published_board,
@@ -270,9 +273,17 @@ def main() -> None:
             "kendall",
             "mean_abs_diff",
             "max_abs_diff",
-            "slope",
         )
     )
+    print("\nhow far the scales agree (theirs ~ intercept + slope * ours; RMS of the residuals; the median "
+          "shift; RMS after the best shift):")
+    print(
+        result.summary.select(
+            "category", "n_matched", "slope", "intercept", "rms_residual", "median_shift", "rms_after_shift"
+        )
+    )
+    print("\nalignment (ARENA_ALIGN_TO_PUBLISHED_BOARD): shift per board over the matched shown models:")
+    print(alignment_shifts(ours, theirs, aliases))
     print(
         result.summary.select("category", "unmatched_ours", "unmatched_theirs", "ambiguous")
         .filter(

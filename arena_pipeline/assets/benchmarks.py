@@ -20,7 +20,7 @@ from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA
 from arena_pipeline.core.warehouse import quoted, read_frame, write_table
 from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.presentation.read import read_published
-from arena_pipeline.resources import ModelCatalog, ReportSettings, Warehouse
+from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 
 BENCHMARK_SCORES = dg.AssetKey([SCHEMA, BENCHMARK_SCORES_TABLE])
 BENCHMARK_AGREEMENT = dg.AssetKey([SCHEMA, BENCHMARK_AGREEMENT_TABLE])
@@ -52,7 +52,7 @@ BENCHMARKS_CHECK = "benchmark_file_valid"
     can_subset=True,  # so that the tables and the check may be left out (skipped)
 )
 def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
-                         model_catalog: ModelCatalog, report_settings: ReportSettings):
+                         model_catalog: ModelCatalog, report_settings: ReportSettings, dump_source: DumpSource):
     """arena.benchmark_scores and arena.benchmark_agreement: the live publication's boards against automated
     benchmark scores (ARENA_BENCHMARKS: a long or wide CSV/parquet, the Open LLM Leaderboard's layout, or its
     Hub id), matched through the model-name normalization and aliases.
@@ -67,7 +67,7 @@ def benchmark_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse
     aliases = model_catalog.aliases()
     location = model_catalog.benchmarks_location()
     try:
-        read = model_catalog.read_benchmarks(aliases)
+        read = model_catalog.read_benchmarks(aliases, dump_source.hub_access())
     except (BenchmarkFormatError, FileNotFoundError, HubError, ValueError) as exc:
         context.log.warning(f"skipped: benchmark scores unusable: {exc}")
         with warehouse.connection() as con:

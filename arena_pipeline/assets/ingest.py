@@ -7,6 +7,8 @@ from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.assets.metadata import table_spec
+from arena_pipeline.assets.publish import note_if_unpublished
+from arena_pipeline.assets.run_config import check_ranking_run_config
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
@@ -15,7 +17,9 @@ from arena_pipeline.constants import (
     SCHEMA,
     VERSIONS_SCHEMA,
 )
-from arena_pipeline.core.ingest import DumpManifest, LoadReport, load_dump, local_revision
+from arena_pipeline.core.ingest import LoadReport, load_dump
+from arena_pipeline.core.local_dump import local_revision
+from arena_pipeline.core.manifest import DumpManifest
 from arena_pipeline.core.publication import (
     finish_build,
     record_dump,
@@ -90,6 +94,14 @@ def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceE
                     source_kind=spec.kind, requested_revision=requested, detail=f"rejected: {exc}"[:2000])
 
 
+def _run_config(context: dg.AssetExecutionContext) -> dict:
+    """The run's configuration ({} for an asset invoked directly, which has no run)."""
+    try:
+        return context.run.run_config
+    except dg.DagsterError:
+        return {}
+
+
 @dg.asset(key=RAW_DUMP, group_name="ingest", kinds={"huggingface", "parquet"})
 def raw_dump(
     context: dg.AssetExecutionContext, config: FetchConfig, dump_source: DumpSource, warehouse: Warehouse
@@ -101,8 +113,13 @@ def raw_dump(
     their content (sha256). Every parquet shard is opened and its schema checked before anything
     downstream uses it. This step starts the run's build: every table the run writes is a version
     of its own, published only by published_dump. Hub errors are retried inside the Hub client
-    only; the step itself is not retried.
+    only; the step itself is not retried. The run's ranking settings are checked first (a size
+    setting out of range fails here, with the memory it would need, not after the load).
     """
+    try:
+        check_ranking_run_config(_run_config(context))
+    except ValueError as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
     try:
         manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry
@@ -193,6 +210,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
             f"{report.quarantined} quarantined in {report.seconds:.1f} s"
         )
     yield from _flat_results(build, counts, report)
+    note_if_unpublished(context, warehouse)
 
 
 def _load(con, build, aliases) -> LoadReport:
@@ -202,7 +220,8 @@ def _load(con, build, aliases) -> LoadReport:
         raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
                          "include raw_dump in the selection", allow_retries=False)
     try:
-        return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases)
+        return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases,
+                         pairs_revision=build.revision)
     except Exception as exc:
         record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
         finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])

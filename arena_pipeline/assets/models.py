@@ -6,7 +6,7 @@ import polars as pl
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
-from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.assets.publish import PUBLISHED_DUMP, note_if_unpublished
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
@@ -48,6 +48,7 @@ def models(context: dg.AssetExecutionContext, warehouse: Warehouse,
         write_version(con, MODELS_TABLE, build, table,
                       {"aliases_sha256": table_sha256(aliases), "package_version": package_version()})
     merged = merged_names(battles, aliases)
+    note_if_unpublished(context, warehouse)
     return dg.MaterializeResult(
         metadata={
             "revision": build.revision,
@@ -73,7 +74,7 @@ BOARD_CHECK = "published_board_valid"
         EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"}, deps=[PUBLISHED_DUMP],
         skippable=True,
         description="Our published boards against ARENA_PUBLISHED_BOARD (rank correlations, rating "
-        "differences); skipped when no board is configured or the board is unusable "
+        "differences, slope and residual RMS of published ~ a + b * ours); skipped when no board is configured or the board is unusable "
         "(then the published_board_valid check fails).",
     )],
     check_specs=[dg.AssetCheckSpec(
@@ -86,7 +87,9 @@ def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
                         model_catalog: ModelCatalog):
     """arena.external_comparison (per category) and arena.external_comparison_models (per model): our
     published boards against a published leaderboard file (ARENA_PUBLISHED_BOARD), matched through the
-    model-name normalization and aliases; rank correlations and rating differences after centring.
+    model-name normalization and aliases; rank correlations and rating differences after centring, and how
+    far the scales agree (slope, intercept and residual RMS of published ~ intercept + slope * ours, the
+    median shift, the RMS after the best shift).
 
     Runs after publication, so a missing or malformed board never blocks the leaderboards. Skipped
     (not materialized) when no board is configured; a board that cannot be read fails the check
@@ -127,7 +130,8 @@ def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
         write_table(con, SCHEMA, EXTERNAL_COMPARISON_TABLE, summary)
         write_table(con, SCHEMA, EXTERNAL_COMPARISON_MODELS_TABLE, per_model)
     headline = summary.filter(pl.col("method") == "bt").select(
-        "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff"
+        "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff", "slope", "rms_residual",
+        "median_shift",
     )
     yield dg.AssetCheckResult(check_name=BOARD_CHECK, passed=True,
                               metadata={"board": str(model_catalog.board_path()), "rows": theirs.height})

@@ -1,6 +1,9 @@
 """The publication gate: a run's tables made visible together, checked, recorded, and the report re-rendered."""
 
+from pathlib import Path
+
 import dagster as dg
+import duckdb
 from pydantic import Field
 
 from arena_pipeline.assets.builds import finished_check, package_version, run_build
@@ -11,10 +14,12 @@ from arena_pipeline.constants import (
     DERIVED_FROM,
     HISTORY_TABLES,
     LEADERBOARD_TABLE,
+    PUBLICATION_CHANGES_TABLE,
     PUBLISHED_TABLES,
     PUBLISHED_TAG,
     SCHEMA,
 )
+from arena_pipeline.core.changes import write_publication_changes
 from arena_pipeline.core.publication import (
     NothingBuiltError,
     PublicationError,
@@ -58,7 +63,8 @@ class PublishConfig(dg.Config):
                      deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES],
                      description="The publication gate: re-points every arena.* view at this run's tables "
                      "(with the live publication's for what the run did not rebuild) in one DuckDB "
-                     "transaction, after checking them; recorded in arena.publications."),
+                     "transaction, after checking them; recorded in arena.publications, with "
+                     "arena.publication_changes (the new boards against the live ones), written by the gate."),
         dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP],
                      description="A static, offline HTML report of the live publication (default "
                      "data/report/index.html), re-rendered after every publication (and by "
@@ -83,6 +89,7 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
     """
     if PUBLISHED_DUMP not in context.selected_asset_keys:
         yield _render_report(context, warehouse, report_settings)
+        context.log.info(f"report re-rendered: {_live_now(warehouse, report_settings)}")
         return
     with warehouse.connection() as con:
         build = run_build(context, con)
@@ -93,7 +100,8 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
             chosen = None
         except PublicationError as exc:
             refuse_build(con, SCHEMA, build, str(exc))
-            raise dg.Failure(description=str(exc), allow_retries=False) from exc
+            raise dg.Failure(description=_still_live(str(exc), con, warehouse, report_settings),
+                             allow_retries=False) from exc
         if chosen is not None:
             live = live_publication(con, SCHEMA)
             candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
@@ -103,7 +111,11 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
             if problems:
                 refusal = refusal_message(problems, _sources(con, live, chosen))
                 refuse_build(con, SCHEMA, build, refusal)
-                raise dg.Failure(description=refusal, allow_retries=False)
+                raise dg.Failure(description=_still_live(refusal, con, warehouse, report_settings),
+                                 allow_retries=False)
+            # what changed against the live publication: a table of this publication, written by the gate
+            chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
+            rebuilt.append(PUBLICATION_CHANGES_TABLE)
             settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                         "tables": publication_settings(con, chosen)}
             report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
@@ -132,6 +144,54 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
     rendered = _render_report(context, warehouse, report_settings)
     if REPORT in context.selected_asset_keys:
         yield rendered
+    # the step's last line: what users see now, where (a CLI user reads nothing else)
+    context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
+                     f"{_live_now(warehouse, report_settings)}")
+
+
+def _live_text(live: dict | None, warehouse: Warehouse, report_settings: ReportSettings | None = None) -> str:
+    """What users see, in words: the live publication, the warehouse file and the report file."""
+    where = f"warehouse {Path(warehouse.database_path()).resolve()}"
+    if live is None:
+        return f"nothing is published yet in {where}"
+    text = f"live is publication {live['publication_id']} (revision {live['revision']}) in {where}"
+    if report_settings is not None:
+        report = report_settings.path().resolve()
+        text += f", report {report}" if report.is_file() else f", no report at {report}"
+    return text
+
+
+def _still_live(refusal: str, con, warehouse: Warehouse, report_settings: ReportSettings) -> str:
+    """A refusal ended by what is still live (``con`` is the gate's connection)."""
+    live = _live_text(live_publication(con, SCHEMA), warehouse, report_settings)
+    return f"{refusal.rstrip('.')}. Nothing was published: {live}"
+
+
+def _live_now(warehouse: Warehouse, report_settings: ReportSettings | None = None) -> str:
+    """:func:`_live_text` of what is live now, in one short read-only look (a line to log: a warehouse
+    that cannot be read now is said so, it does not fail the step)."""
+    try:
+        with warehouse.connection(read_only=True) as con:
+            return _live_text(live_publication(con, SCHEMA), warehouse, report_settings)
+    except (WarehouseLockedError, duckdb.Error) as exc:
+        return f"warehouse {Path(warehouse.database_path()).resolve()} (what is live could not be read now: {exc})"
+
+
+def note_if_unpublished(context: dg.AssetExecutionContext, warehouse: Warehouse) -> None:
+    """End a step that built tables with one line when its run publishes nothing: the run's selection
+    has no published_dump and no selected asset comes after this step's. The line says that what
+    users see did not change, what is live, and the selection that publishes (only the gate does)."""
+    graph = context.job_def.asset_layer.asset_graph  # the run's job (a repository is not always there)
+    selection = set(context.run.asset_selection or graph.executable_asset_keys)
+    if PUBLISHED_DUMP in selection:
+        return
+    later = dg.AssetSelection.assets(*context.selected_asset_keys).downstream(include_self=False).resolve(graph)
+    if later & selection:  # a later step of this run ends it
+        return
+    context.log.info(
+        f"this run publishes nothing: its tables are built beside the live ones and what users see is unchanged, "
+        f"{_live_now(warehouse)}. Only the publication gate changes it: add published_dump,leaderboard_report to "
+        "the selection (a re-rank: with the six ranking tables, or the rerank_job; a rebuild: --select '*')")
 
 
 def _sources(con, live: dict | None, chosen: dict[str, str]) -> tuple[str | None, str | None] | None:

@@ -1,47 +1,64 @@
 """Ranking assets: category tags and the per-category leaderboards, pairwise and style tables."""
 
 import dataclasses
-from typing import Literal
 
 import dagster as dg
 import polars as pl
-from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
+from arena_pipeline.assets.publish import note_if_unpublished
+from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
     LEADERBOARD_TABLE,
+    MODEL_FIT_CALIBRATION_TABLE,
+    MODEL_FIT_TABLE,
     PAIRWISE_TABLE,
+    QUARANTINE_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.publication import read_input, write_version
+from arena_pipeline.core.dumps import conflicting_copies
+from arena_pipeline.core.external import (
+    BoardFormatError,
+    alignment_record,
+    alignment_shifts,
+    apply_alignment,
+    board_sha256,
+    unaligned_record,
+)
+from arena_pipeline.core.publication import read_input, reusable_version, reuse_version, write_version
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     UNRATED_MODELS_SCHEMA,
-    RankingConfig,
     compute_rankings,
     per_dump_leaderboards,
 )
+from arena_pipeline.core.ranking.model_fit import (
+    MODEL_FIT_CALIBRATION_SCHEMA,
+    MODEL_FIT_SCHEMA,
+    compute_model_fit,
+)
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published
-from arena_pipeline.resources import Warehouse
+from arena_pipeline.resources import ModelCatalog, Warehouse
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
                 for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
-                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE)}
+                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE,
+                             MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE)}
 
 
 @dg.asset(
@@ -63,7 +80,13 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
         build = run_build(context, con)
         battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
         tags, meta = tag_categories(battles)
-        write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, {"package_version": package_version()})
+        settings = {"package_version": package_version()}
+        reusable = reusable_version(con, BATTLE_CATEGORIES_TABLE, build, settings)
+        if reusable is not None:  # the same battles and code tagged before: that version, as a view
+            reuse_version(con, BATTLE_CATEGORIES_TABLE, build, *reusable, settings)
+        else:
+            write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, settings)
+    note_if_unpublished(context, warehouse)
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
     return dg.MaterializeResult(
@@ -80,43 +103,28 @@ def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -
     )
 
 
-class RankingRunConfig(dg.Config):
-    """Settings of the leaderboards (run configuration; the defaults are LMArena's conventions)."""
-
-    ties: Literal["half", "drop"] = Field(
-        default="half", description="'half': tie and both_bad count half a win for each side; 'drop': ignore them."
-    )
-    bootstrap_rounds: int = Field(default=100, ge=0, description="Bootstrap rounds of the second (bootstrap) interval; 0 skips it.")
-    style_bootstrap_rounds: int = Field(default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only; each round refits the per-battle model).")
-    primary_interval: Literal["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"] = Field(
-        default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich (LMArena's), the "
-        "bootstrap, or one clustered by evaluation session (bt only; others fall back to the sandwich). ci_lower/ci_upper "
-        "bound rating - 1000, the difference from the board's reference (which has none); rank_ub compares the same "
-        "method's intervals of the models' own strengths.")
-    seed: int = Field(default=42, ge=0, description="Bootstrap seed: the same seed gives identical output.")
-    min_battles: int = Field(default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category are left out of its fit (1: fit every battle, as LMArena).")
-    display_min_battles: int = Field(default=301, ge=0, description="Models with fewer battles on a board are marked provisional and ranked apart (301: LMArena shows more than 300).")
-    anchor_models: list[str] | None = Field(
-        default=None, description="Reference models in order of preference: the first on a board is pinned at anchor_rating "
-        "(None: the packaged list, ranking.REFERENCE_MODELS; []: centre every board on its mean).")
-    anchor_model: str | None = Field(default=None, description="Pin this one model instead of the reference list.")
-    anchor_rating: float = Field(default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False, description="The reference model's rating (or the mean rating of a board without one).")
-    style_method: Literal["lmarena", "unweighted"] = Field(
-        default="lmarena", description="'lmarena': arena-rank's style control (pair reweighting, reg=1 on the mean loss); 'unweighted': the earlier variant (style_l2 on the summed loss).")
-    style_l2: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="L2 penalty on style coefficients of the 'unweighted' variant (None: library default).")
-
-    def ranking_config(self) -> RankingConfig:
-        extra = {} if self.style_l2 is None else {"style_l2": self.style_l2}
-        if self.anchor_models is not None:
-            extra["anchor_models"] = tuple(self.anchor_models)
-        return RankingConfig(
-            ties=self.ties, bootstrap_rounds=self.bootstrap_rounds, seed=self.seed,
-            style_bootstrap_rounds=self.style_bootstrap_rounds,
-            min_battles=self.min_battles, display_min_battles=self.display_min_battles,
-            primary_interval=self.primary_interval, style_method=self.style_method,
-            anchor_model=self.anchor_model,
-            anchor_rating=self.anchor_rating, **extra,
-        )
+def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model_catalog: ModelCatalog,
+             anchor_rating: float) -> tuple[pl.DataFrame, dict | None]:
+    """The leaderboard moved onto the published board's scale when ARENA_ALIGN_TO_PUBLISHED_BOARD asks for it,
+    and the record for the publication's settings (None: not asked). A missing or unreadable board leaves the
+    boards on our scale and says why in the record (the leaderboards are never blocked by it)."""
+    if not model_catalog.align_to_board():
+        return leaderboard, None
+    path, date = model_catalog.board_path(), model_catalog.board_date()
+    if path is None:
+        record = unaligned_record(None, "ARENA_PUBLISHED_BOARD is not set: no board to align to", date)
+    else:
+        aliases = model_catalog.aliases()
+        try:
+            theirs = model_catalog.read_board(aliases)
+        except (BoardFormatError, FileNotFoundError) as exc:
+            record = unaligned_record(path, f"the published board is unusable: {exc}", date)
+        else:
+            shifts = alignment_shifts(leaderboard, theirs, aliases)
+            return (apply_alignment(leaderboard, shifts),
+                    alignment_record(shifts, path, board_sha256(path), date, anchor_rating))
+    context.log.warning(f"boards not aligned: {record['problem']}")
+    return leaderboard, record
 
 
 _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
@@ -141,32 +149,55 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
                    description="arena.board_status: one row per category rule: board, no_board (and why) or "
                    "unavailable, with battles and rated / shown / provisional / unrated model counts."),
         table_spec(DUMP_LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN, "dump": pl.String()},
-                   **_RANKED,
+                   **{**_RANKED, "deps": [*_RANKED["deps"], TABLE_KEYS[QUARANTINE_TABLE]]},
                    description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
-                   "methods and intervals; arena.leaderboard is the board over every dump, each vote once."),
+                   "methods and intervals, each dump's own votes (its conflicting copies of another dump's "
+                   "votes, in arena.quarantine, included); arena.leaderboard is the board over every dump, "
+                   "each vote once."),
+        table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier "
+                   "score of Bradley-Terry against the models' win rates, with the calibration error."),
+        table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
+                   "the held-out predictions, the predicted and observed probability that the favourite wins."),
     ],
     can_subset=True,
 )
-def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse):
+def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse,
+             model_catalog: ModelCatalog):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
     The six tables come from one fit: a publication takes them all from the same run, so select
     them together (the rerank_job does) to re-rank with other settings. arena.unrated_models and
     arena.board_status say what the boards leave out and why; arena.dump_leaderboard holds each
     loaded dump's own boards (arena.leaderboard is the board over every dump).
+
+    With ARENA_ALIGN_TO_PUBLISHED_BOARD (off by default) each board of arena.leaderboard is moved onto
+    the scale of ARENA_PUBLISHED_BOARD's board of the same category and method, and the shifts are
+    recorded in the settings (``alignment``) that reach arena.publications; arena.dump_leaderboard
+    stays on the reference scale.
+
+    arena.model_fit and arena.model_fit_calibration (core/ranking/model_fit.py) say how well each
+    Bradley-Terry board predicts held-out votes (on the reference scale: the fit's models and votes);
+    they are built with the six, from the same settings.
     """
     with warehouse.connection() as con:
         build = run_build(context, con)
         battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
         tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
+        selected = {key.path[-1] for key in context.selected_asset_keys}
+        # each dump's board counts its copies of votes another dump holds with other content
+        copies = conflicting_copies(read_input(con, SCHEMA, QUARANTINE_TABLE, build, "rule, raw")) \
+            if DUMP_LEADERBOARD_TABLE in selected else None
     # the leaderboards rank canonical names (core/models.py); raw names stay in arena.battles
-    battles = battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
+    canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
+    battles = battles.with_columns(**canonical)
     ranking_config = config.ranking_config()
     output = compute_rankings(battles, tags, ranking_config)
     revision = pl.lit(build.revision).alias("dump_revision")
-    selected = {key.path[-1] for key in context.selected_asset_keys}
+    board, alignment = _aligned(context, output.leaderboard, model_catalog, ranking_config.anchor_rating)
     frames = {
-        LEADERBOARD_TABLE: output.leaderboard.with_columns(revision),
+        LEADERBOARD_TABLE: board.with_columns(revision),
         PAIRWISE_TABLE: output.pairwise.with_columns(revision),
         STYLE_COEFFICIENTS_TABLE: output.style_coefficients.with_columns(revision),
         UNRATED_MODELS_TABLE: output.unrated_models.with_columns(revision),
@@ -174,10 +205,18 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     }
     dump_seconds: dict[str, float] = {}
     if DUMP_LEADERBOARD_TABLE in selected:
-        boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard)
+        boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard,
+                                                     copies.with_columns(**canonical))
         frames[DUMP_LEADERBOARD_TABLE] = boards.with_columns(revision)
+    fit_seconds = None
+    if selected & {MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE}:
+        fit = compute_model_fit(battles, tags, output.leaderboard, ranking_config)
+        frames[MODEL_FIT_TABLE] = fit.summary.with_columns(revision)
+        frames[MODEL_FIT_CALIBRATION_TABLE] = fit.calibration.with_columns(revision)
+        fit_seconds = round(fit.metadata["seconds"], 3)
     frames = {name: frame for name, frame in frames.items() if name in selected}
-    settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version()}
+    settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version(),
+                **({"alignment": alignment} if alignment is not None else {})}
     with warehouse.connection() as con:
         for name, frame in frames.items():
             write_version(con, name, build, frame, settings)
@@ -187,19 +226,25 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         extra = {}
         if name == LEADERBOARD_TABLE:
             # the UI previews: top 10 per category (bt) and the overall ratings chart
-            previews = board_previews(Published.from_output(output))
+            previews = board_previews(Published.from_output(dataclasses.replace(output, leaderboard=board)))
             extra = {**{k: dg.MetadataValue.md(v) for k, v in previews.items()},
                 "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
                 "no_board": dg.MetadataValue.json({r["category"]: r["reason"] for r in
                                                    output.board_status.filter(pl.col("status") != "board").iter_rows(named=True)}),
                 "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
                 "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
+                "bt_style_votes_without_style_counts": dg.MetadataValue.json(meta.get("style_left_out", {})),
+                **({"alignment": dg.MetadataValue.json(alignment)} if alignment is not None else {}),
             }
         if name == DUMP_LEADERBOARD_TABLE:
             extra = {"seconds_per_dump": dg.MetadataValue.json({k: round(v, 3) for k, v in dump_seconds.items()})}
+        if name == MODEL_FIT_TABLE:
+            extra = {"seconds": fit_seconds, "log_loss_bt_vs_win_rate": dg.MetadataValue.json(
+                {r["category"]: [r["log_loss"], r["log_loss_baseline"]] for r in frame.iter_rows(named=True)})}
         yield dg.MaterializeResult(
             asset_key=RANKING_KEYS[name],
             metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},
             data_version=dg.DataVersion(build.revision),
         )
+    note_if_unpublished(context, warehouse)
 

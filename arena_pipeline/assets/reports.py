@@ -6,20 +6,24 @@ import polars as pl
 from arena_pipeline.assets.builds import package_version, run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     MESSAGES_TABLE,
+    PAIRS_LOAD_TABLE,
     POSITION_BIAS_TABLE,
     PREFERENCE_PAIRS_TABLE,
     RATING_TREND_TABLE,
     SCHEMA,
+    VERSIONS_SCHEMA,
 )
 from arena_pipeline.core.analysis import (
     POSITION_BIAS_SCHEMA,
     PREFERENCE_PAIRS_SCHEMA,
     RATING_TREND_SCHEMA,
+    adopt_loaded_pairs,
     position_bias,
     rating_trend,
     sql_literal,
@@ -29,12 +33,15 @@ from arena_pipeline.core.publication import (
     base_version,
     input_version,
     read_input,
+    register_version,
     reusable_version,
     reuse_version,
+    version_name,
     versioned,
     write_version,
     write_version_with,
 )
+from arena_pipeline.core.warehouse import relation_exists
 from arena_pipeline.resources import Warehouse
 
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
@@ -69,6 +76,7 @@ def position_bias_table(context: dg.AssetExecutionContext, warehouse: Warehouse)
         table = position_bias(battles, tags).with_columns(dump_revision=pl.lit(build.revision))
         write_version(con, POSITION_BIAS_TABLE, build, table, {"package_version": package_version()})
     overall = table.filter(pl.col("category") == "overall").to_dicts()
+    note_if_unpublished(context, warehouse)
     return dg.MaterializeResult(
         metadata={"dagster/row_count": table.height, "overall": dg.MetadataValue.json(overall)},
         data_version=dg.DataVersion(build.revision),
@@ -93,6 +101,7 @@ def rating_trend_table(context: dg.AssetExecutionContext, warehouse: Warehouse) 
         table = rating_trend(_canonical(battles), tags).with_columns(dump_revision=pl.lit(build.revision))
         write_version(con, RATING_TREND_TABLE, build, table, {"package_version": package_version()})
     months = table.get_column("month").n_unique() if table.height else 0
+    note_if_unpublished(context, warehouse)
     return dg.MaterializeResult(
         metadata={"dagster/row_count": table.height, "months": months},
         data_version=dg.DataVersion(build.revision),
@@ -109,10 +118,25 @@ def rating_trend_table(context: dg.AssetExecutionContext, warehouse: Warehouse) 
 def preference_pairs_table(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
     """arena.preference_pairs: prompt, chosen and rejected responses of every decisive vote (ties and
     both_bad excluded), for reward-model training. The shared prompt is the first user message; the
-    rest of each side's conversation is its response (multi-turn sides differ after the first turn)."""
+    rest of each side's conversation is its response (multi-turn sides differ after the first turn).
+    The load makes the pairs from the nested rows and this step adopts that table (renamed, its
+    categories reconciled with arena.battle_categories); a partial run builds them in DuckDB from
+    the flat tables with the same definition."""
     with warehouse.connection() as con:
         build = run_build(context, con)
         settings = {"package_version": package_version()}
+        loaded = version_name(PAIRS_LOAD_TABLE, build)
+        if relation_exists(con, VERSIONS_SCHEMA, loaded):  # made by this run's flat_tables: adopt it
+            tags = input_version(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
+            rows, fixed = adopt_loaded_pairs(con, versioned(loaded), version_name(PREFERENCE_PAIRS_TABLE, build),
+                                             versioned(tags))
+            register_version(con, PREFERENCE_PAIRS_TABLE, build, rows, settings)
+            context.log.info(f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}: the {rows} pairs flat_tables made while loading "
+                             f"(categories set from {SCHEMA}.{BATTLE_CATEGORIES_TABLE} on {fixed} of them)")
+            note_if_unpublished(context, warehouse)
+            return dg.MaterializeResult(metadata={"dagster/row_count": rows, "made_by": "flat_tables",
+                                                  "categories_set": fixed},
+                                        data_version=dg.DataVersion(build.revision))
         reusable = reusable_version(con, PREFERENCE_PAIRS_TABLE, build, settings)
         if reusable is not None:  # same inputs, settings and code: the earlier version, as a view
             base, rows = reusable
@@ -132,6 +156,7 @@ def preference_pairs_table(context: dg.AssetExecutionContext, warehouse: Warehou
                     extra_columns=f"{sql_literal(build.revision)} AS dump_revision")
 
             rows = write_version_with(con, PREFERENCE_PAIRS_TABLE, build, fill, settings)
+    note_if_unpublished(context, warehouse)
     return dg.MaterializeResult(
         metadata={"dagster/row_count": rows},
         data_version=dg.DataVersion(build.revision),

@@ -15,24 +15,41 @@ Decisions
   ``optional``) and the categories and quality checks read "a column entirely null within a dump"
   as "unavailable for that dump" (``core/dumps.py``).
 - **Battle ids are the dump's own ids** (``id``, ``question_id``, or the Kaggle row id): unique
-  within a dump; the same id in two dumps is the same vote (the loader keeps one copy).
+  within a dump; the same id in two dumps is the same vote (the loader keeps one copy) unless the
+  copies disagree on the models or the winner (``quarantine.CONFLICT_RULE``).
 - **Anonymous votes only.** The 33k and 100k dumps also hold votes cast with the model names
   shown (``anony`` false); LMArena's boards leave them out, so the loader moves them to
   quarantine (rule ``not_anonymous``) instead of dropping them silently.
 - **Language names** of the 2023-2024 dumps (``English``) become the codes of the 140k dump
   (``en``) through :data:`LANGUAGE_CODES`; unknown names are kept as they are.
+- **A bad value is one quarantined vote.** Values the canonical schema cannot hold (a ``tstamp`` of
+  inf, NaN or 1e300, a timestamp outside the card's ``timestamp[ns]`` range, a ``turn`` or
+  ``evaluation_order`` outside Int32) break a rule of :attr:`Adapter.row_rules`, checked on the
+  file's own columns: the loader quarantines the row (``unparseable_field`` /
+  ``count_out_of_range``, the detail naming the column and the value) and the conversion turns
+  the value into null instead of failing the batch. Nested counts stay Int64 through the
+  conversion, so ``quarantine.split_quarantine``'s ``count_out_of_range`` names them as for the
+  140k dump.
+- **A column of the wrong type family** (a null-typed ``conversation_a``, a string ``tstamp``)
+  fails the file with one line naming the file, the column, its type and the expected one. An
+  all-null *scalar* column is accepted (its nulls meet the row rules); an all-null list or struct
+  column is not.
+- **One-hot winners** are read as numbers: ``1``, ``1.0`` and `` 1 `` are the same flag.
 
 Sources: the dataset cards, see ``docs/dump_formats.md``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from arena_pipeline.core.quarantine import QuarantineRule, screen_rows
 from arena_pipeline.core.schema import (
     BATTLES_NESTED_PATHS,
     CATEGORY_TAG_TYPE,
@@ -99,9 +116,10 @@ class Adapter:
         Flat battles columns (``schema.BATTLES_SCHEMA``) this format cannot fill: null in every row.
     convert
         Arrow table with (at least) ``columns`` -> table with ``DATASET_ARROW_SCHEMA``.
-    exclude
-        Optional: the rows (of the file's own table, a boolean Series) that are not leaderboard
-        votes; the loader moves them to quarantine with rule ``exclude_rule``.
+    row_rules
+        Rules checked on the file's own columns before conversion (``quarantine.screen_rows``;
+        timestamp columns read as epoch seconds): values the canonical schema cannot hold, rows
+        that are not leaderboard votes. The loader moves the rows breaking one to quarantine.
     """
 
     name: str
@@ -111,20 +129,33 @@ class Adapter:
     optional: tuple[str, ...] = ()
     unavailable: tuple[str, ...] = ()
     notes: str = ""
-    exclude: Callable[[pa.Table], pl.Series] | None = None
-    exclude_rule: str = ""
-    exclude_detail: str = ""
+    row_rules: tuple[QuarantineRule, ...] = ()
 
     def mismatches(self, schema: pa.Schema) -> list[str]:
-        """What keeps ``schema`` from this format: missing columns and wrong type families."""
+        """What keeps ``schema`` from this format: missing columns and wrong type families.
+
+        A null-typed column (all values null) passes for a scalar column, not for a list or struct.
+        """
         present = {f.name: f.type for f in schema}
         problems = []
         for column, families in self.columns.items():
             if column not in present:
                 problems.append(f"missing {column}")
-            elif "any" not in families and type_family(present[column]) not in families + ("null",):
+                continue
+            nested = bool(set(families) & {"list", "struct"})
+            if "any" not in families and type_family(present[column]) not in families + (() if nested else ("null",)):
                 problems.append(f"{column} is {present[column]}, expected {' or '.join(families)}")
         return problems
+
+    def screen(self, table: pa.Table) -> pl.DataFrame:
+        """Per row of ``table`` (the file's own columns), the :attr:`row_rules` it breaks.
+
+        Returns
+        -------
+        pl.DataFrame
+            ``rule`` (null for a row that breaks none) and ``detail``, row-aligned with ``table``.
+        """
+        return screen_rows(_rule_frame(table, self.row_rules), self.row_rules)
 
     def read_columns(self, schema: pa.Schema) -> list[str]:
         """The columns of ``schema`` this adapter reads."""
@@ -139,7 +170,11 @@ def _null(dtype: pa.DataType) -> pl.Expr:
 
 
 def _conform(expr: pl.Expr, source: pa.DataType | None, target: pa.DataType) -> pl.Expr:
-    """``expr`` (of Arrow type ``source``) reshaped to ``target``: struct fields by name, missing ones null."""
+    """``expr`` (of Arrow type ``source``) reshaped to ``target``: struct fields by name, missing ones null.
+
+    Integer fields stay Int64 (see :data:`CONVERTED_SCHEMA`): a count too large for the card's
+    type reaches the ``count_out_of_range`` rule with its value instead of turning into null.
+    """
     if source is None:
         return _null(target)
     if pa.types.is_struct(target) and pa.types.is_struct(source):
@@ -150,6 +185,8 @@ def _conform(expr: pl.Expr, source: pa.DataType | None, target: pa.DataType) -> 
             for i in range(target.num_fields)
         ]
         return pl.when(expr.is_null()).then(None).otherwise(pl.struct(fields))
+    if pa.types.is_integer(target):
+        return expr.cast(pl.Int64, strict=False)
     return expr.cast(pl.from_arrow(pa.array([], type=target)).dtype, strict=False)
 
 
@@ -170,21 +207,92 @@ def _openai_messages(column: str, with_tokens: bool) -> pl.Expr:
 
 def _winner(column: str = "winner") -> pl.Expr:
     """Documented spellings mapped; anything else kept so ``unknown_winner`` quarantines it by name."""
-    return pl.col(column).replace(WINNER_MAP)
+    return pl.col(column).cast(pl.String).replace(WINNER_MAP)
+
+
+#: Epoch seconds the dataset card's ``timestamp[ns]`` holds (the int64 nanosecond range, in whole days).
+EPOCH_RANGE = (dt.datetime(1677, 9, 22, tzinfo=dt.UTC).timestamp(), dt.datetime(2262, 4, 11, tzinfo=dt.UTC).timestamp())
+
+
+def _epoch_ok(value: pl.Expr) -> pl.Expr:
+    """True where ``value`` (epoch seconds) is finite and in :data:`EPOCH_RANGE` (null stays null)."""
+    seconds = value.cast(pl.Float64)
+    return seconds.is_finite() & seconds.is_between(*EPOCH_RANGE, closed="left")
 
 
 def _epoch_seconds(column: str) -> pl.Expr:
-    return (pl.col(column).cast(pl.Float64) * 1e6).round().cast(pl.Int64).cast(pl.Datetime("us"))
+    """Epoch seconds -> Datetime(us); a value :func:`_epoch_ok` rejects becomes null (its row is quarantined)."""
+    seconds = pl.when(_epoch_ok(pl.col(column))).then(pl.col(column).cast(pl.Float64))
+    return (seconds * 1e6).round().cast(pl.Int64).cast(pl.Datetime("us"))
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _int32_ok(value: pl.Expr) -> pl.Expr:
+    return value.is_between(*_INT32)
+
+
+def _bad_time(column: str) -> QuarantineRule:
+    """``unparseable_field``: ``column`` (epoch seconds) is not a time the canonical schema holds."""
+    lo, hi = (dt.datetime.fromtimestamp(t, dt.UTC).date().isoformat() for t in EPOCH_RANGE)
+    return QuarantineRule(
+        "unparseable_field", pl.col(column).is_not_null() & ~_epoch_ok(pl.col(column)),
+        f"{column}={{{column}}} (seconds since 1970) is not a time the dataset card's timestamp[ns] "
+        f"holds (finite, from {lo} to before {hi})")
+
+
+def _bad_count(column: str, what: str | None = None, value: pl.Expr | None = None) -> QuarantineRule:
+    """``count_out_of_range``: ``value`` (default the column) does not fit Int32, as the flat rule says it."""
+    value = pl.col(column) if value is None else value
+    return QuarantineRule(
+        "count_out_of_range", value.is_not_null() & ~_int32_ok(value),
+        pl.format(f"count out of range of its stored type: {what or column}={{}} (stored as Int32)",
+                  value.cast(pl.String)))
+
+
+def _rule_frame(table: pa.Table, rules: tuple[QuarantineRule, ...]) -> pl.DataFrame:
+    """The columns of ``table`` that ``rules`` read, timestamps as epoch seconds (Float64), as Polars."""
+    names = set()
+    for rule in rules:
+        names |= set(rule.condition.meta.root_names()) | set(rule.detail_expr().meta.root_names())
+    columns = {}
+    for name in (n for n in table.column_names if n in names):
+        column = table.column(name)
+        if pa.types.is_timestamp(column.type):  # as numbers: Polars cannot hold every timestamp[ms]
+            per_second = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[column.type.unit]
+            column = pc.divide(pc.cast(pc.cast(column, pa.int64()), pa.float64(), safe=False), per_second)
+        elif pa.types.is_list(column.type) and pa.types.is_struct(column.type.value_type):
+            # messages: only their integer fields (num_tokens), not the texts
+            counts = [f for f in column.type.value_type if pa.types.is_integer(f.type)]
+            column = column.cast(pa.list_(pa.struct(counts)))
+        columns[name] = column
+    if not columns:
+        return pl.DataFrame({"_": [None] * table.num_rows}, schema={"_": pl.Null})
+    return pl.from_arrow(pa.table(columns))
 
 
 def _language(column: str = "language") -> pl.Expr:
-    return pl.col(column).replace(LANGUAGE_CODES)
+    return pl.col(column).cast(pl.String).replace(LANGUAGE_CODES)
+
+
+def _widen(dtype: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(dtype):
+        return pa.struct([pa.field(f.name, _widen(f.type)) for f in dtype])
+    return pa.int64() if pa.types.is_integer(dtype) else dtype
+
+
+#: What the older formats convert to: :data:`~arena_pipeline.core.schema.DATASET_ARROW_SCHEMA` with
+#: the integers of conv_metadata and category_tag as int64 (any integer width passes the card check;
+#: flattening keeps them Int64 until the ``count_out_of_range`` rule has seen them).
+CONVERTED_SCHEMA = pa.schema([pa.field(f.name, _widen(f.type)) if f.name in ("conv_metadata", "category_tag")
+                              else f for f in DATASET_ARROW_SCHEMA])
 
 
 def _finish(frame: pl.DataFrame) -> pa.Table:
-    """Columns in canonical order, cast to the canonical Arrow schema."""
-    table = frame.select(DATASET_ARROW_SCHEMA.names).to_arrow()
-    return table.cast(DATASET_ARROW_SCHEMA)
+    """Columns in canonical order, cast to :data:`CONVERTED_SCHEMA`."""
+    table = frame.select(CONVERTED_SCHEMA.names).to_arrow()
+    return table.cast(CONVERTED_SCHEMA)
 
 
 def _source_type(table: pa.Table, column: str) -> pa.DataType | None:
@@ -200,15 +308,30 @@ def _conv_metadata(table: pa.Table, turns: pl.Expr) -> pl.Expr:
         f = CONV_METADATA_TYPE.field(i)
         value = conformed.struct.field(f.name) if conformed is not None else _null(f.type)
         if f.name == "turns":
-            value = pl.coalesce(value, turns.cast(pl.Int32))
+            value = pl.coalesce(value, pl.when(_int32_ok(turns)).then(turns).cast(pl.Int64))
         fields.append(value.alias(f.name))
     return pl.struct(fields)
 
 
 # --------------------------------------------------------------------------- conversions
 
+def _nulled(column: pa.ChunkedArray, ok: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.if_else(ok, column, pa.scalar(None, column.type))
+
+
 def _from_140k(table: pa.Table) -> pa.Table:
-    return table.select(DATASET_ARROW_SCHEMA.names)
+    """The card's columns as they are, but for values no flat column holds (null: the row breaks a
+    :data:`ARENA_140K` row rule and is quarantined): a timestamp out of ``timestamp[ns]``, an
+    ``evaluation_order`` out of Int32."""
+    table = table.select(DATASET_ARROW_SCHEMA.names)
+    frame = _rule_frame(table, (_bad_time("timestamp"), _bad_count("evaluation_order")))
+    checks = {"timestamp": _epoch_ok(pl.col("timestamp")), "evaluation_order": _int32_ok(pl.col("evaluation_order"))}
+    for name, ok in checks.items():
+        if name in frame.columns and not frame.select(ok.fill_null(True).all()).item():
+            index = table.schema.get_field_index(name)
+            table = table.set_column(index, name, _nulled(table.column(name),
+                                                          frame.select(ok.fill_null(True)).to_series().to_arrow()))
+    return table
 
 
 def _from_conversations(table: pa.Table) -> pa.Table:
@@ -259,14 +382,16 @@ def _decode_lists(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame
 
 
 def _one_hot_winner() -> pl.Expr:
-    flags = {c: pl.col(c).cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
-             for c in ("winner_model_a", "winner_model_b", "winner_tie")}
+    """The one-hot flags as numbers (``1``, ``1.0``, `` 1 `` alike); a row that is not one-hot keeps
+    its cells, spelled out, so ``unknown_winner`` quarantines it by name."""
+    cells = {c: pl.col(c).cast(pl.String).str.strip_chars() for c in ("winner_model_a", "winner_model_b", "winner_tie")}
+    flags = {c: v.cast(pl.Float64, strict=False) for c, v in cells.items()}
 
     def exactly(name: str) -> pl.Expr:
         return pl.all_horizontal([(v == 1) if c == name else (v == 0) for c, v in flags.items()])
 
     spelled = pl.format("winner_model_a={}, winner_model_b={}, winner_tie={}",
-                        *[v.cast(pl.String).fill_null("null") for v in flags.values()])
+                        *[v.fill_null("null") for v in cells.values()])
     return (pl.when(exactly("winner_model_a")).then(pl.lit("model_a"))
             .when(exactly("winner_model_b")).then(pl.lit("model_b"))
             .when(exactly("winner_tie")).then(pl.lit("tie"))
@@ -323,17 +448,15 @@ def _from_kaggle(table: pa.Table) -> pa.Table:
 
 # --------------------------------------------------------------------------- the adapters
 
-def _not_anonymous(table: pa.Table) -> pl.Series:
-    """Votes cast with the model names shown (``anony`` false); null counts as anonymous."""
-    return (pl.from_arrow(table.column("anony")).cast(pl.Boolean) == False).fill_null(False)  # noqa: E712
+#: LMArena's leaderboards use anonymous votes only (``battles[battles.anony]`` in their notebooks):
+#: a vote cast with the model names shown (``anony`` false; null counts as anonymous) is quarantined.
+NOT_ANONYMOUS = QuarantineRule(
+    "not_anonymous", pl.col("anony").cast(pl.Boolean).not_(),
+    "anony is false: the voter saw the model names (LMArena's boards count anonymous votes only)")
 
-
-#: LMArena's leaderboards use anonymous votes only (``battles[battles.anony]`` in their notebooks).
-_ANONYMOUS_ONLY = {
-    "exclude": _not_anonymous,
-    "exclude_rule": "not_anonymous",
-    "exclude_detail": "anony is false: the voter saw the model names (LMArena's boards count anonymous votes only)",
-}
+#: The row rules of the conversations formats (33k, 100k): ``tstamp`` and ``turn`` must fit the
+#: canonical timestamp and Int32 turns; anonymous votes only.
+_CONVERSATIONS_RULES = (_bad_time("tstamp"), _bad_count("turn"), NOT_ANONYMOUS)
 
 def _canonical_families() -> dict[str, tuple[str, ...]]:
     return {f.name: (type_family(f.type),) for f in DATASET_ARROW_SCHEMA}
@@ -349,6 +472,12 @@ ARENA_140K = Adapter(
     card="lmarena-ai/arena-human-preference-140k",
     columns=_canonical_families(),
     convert=_from_140k,
+    row_rules=(
+        _bad_time("timestamp"), _bad_count("evaluation_order"),
+        _bad_count("conversation_b", "conversation_b num_tokens", pl.col("conversation_b").list.eval(
+            pl.element().struct.field("num_tokens")).list.eval(
+            pl.element().filter(~_int32_ok(pl.element()))).list.first()),
+    ),
     notes="the canonical schema (core/schema.py); read as is",
 )
 
@@ -363,7 +492,7 @@ ARENA_100K = Adapter(
     },
     optional=("judge_hash", "is_refusal", "dedup_tag"),
     convert=_from_conversations,
-    **_ANONYMOUS_ONLY,
+    row_rules=_CONVERSATIONS_RULES,
     # category_tag of the 100k card has criteria_v0.1, if_v0.1 and math_v0.1 only
     unavailable=_SESSION + ("creative_writing", "creative_writing_score"),
     notes="no sessions or full_conversation; creative_writing_v0.1 is not tagged",
@@ -379,7 +508,7 @@ CHATBOT_ARENA_33K = Adapter(
     },
     optional=("openai_moderation", "toxic_chat_tag"),
     convert=_from_conversations,
-    **_ANONYMOUS_ONLY,
+    row_rules=_CONVERSATIONS_RULES,
     unavailable=_SESSION + ("is_code",) + _METADATA_COLUMNS + _TAG_COLUMNS,
     notes="no conv_metadata (style control, token counts), no category tags, no is_code",
 )
@@ -390,8 +519,8 @@ KAGGLE_55K = Adapter(
     columns={
         "id": ("integer", "string"), "model_a": ("string",), "model_b": ("string",),
         "prompt": ("string",), "response_a": ("string",), "response_b": ("string",),
-        "winner_model_a": ("integer", "string"), "winner_model_b": ("integer", "string"),
-        "winner_tie": ("integer", "string"),
+        "winner_model_a": ("integer", "float", "string"), "winner_model_b": ("integer", "float", "string"),
+        "winner_tie": ("integer", "float", "string"),
     },
     convert=_from_kaggle,
     unavailable=_SESSION + ("is_code", "language", "timestamp") + _METADATA_COLUMNS + _TAG_COLUMNS,
@@ -418,9 +547,13 @@ def choose_adapter(schema: pa.Schema, where: str = "file") -> Adapter:
         if not adapter.mismatches(schema):
             return adapter
     nearest = nearest_adapter(schema)
+    problems = nearest.mismatches(schema)
+    if not [p for p in problems if p.startswith("missing ")]:  # the format's columns, a type wrong
+        raise UnknownFormatError(f"{where}: wrong column type for the {nearest.name} format ({nearest.card}): "
+                                 + "; ".join(problems))
     raise UnknownFormatError(
         f"{where}: no known dump format has these columns: {', '.join(schema.names) or '(none)'}; "
-        f"nearest: {nearest.name} ({nearest.card}), which needs: {'; '.join(nearest.mismatches(schema))}"
+        f"nearest: {nearest.name} ({nearest.card}), which needs: {'; '.join(problems)}"
     )
 
 

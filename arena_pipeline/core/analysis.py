@@ -16,6 +16,7 @@ import polars as pl
 from scipy.stats import binomtest
 
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_order
+from arena_pipeline.core.pairs import MESSAGE_SEPARATOR, ROLE_MARKERS
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 #: Columns and types of :func:`position_bias`.
@@ -68,13 +69,6 @@ PREFERENCE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
     "chosen_messages": pl.List(_MESSAGE),
     "rejected_messages": pl.List(_MESSAGE),
 }
-
-#: Role markers of the text rendering of :func:`preference_pairs`.
-ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "system": "System"}
-
-#: Separator between rendered messages.
-MESSAGE_SEPARATOR = "\n\n"
-
 
 def position_bias(
     battles: pl.DataFrame,
@@ -356,7 +350,6 @@ def preference_pairs_sql(
     """
     model_a, model_b = (f'"{c}"' for c in model_columns)
     render = _render_sql("m.role", "m.text")
-    order = " ".join(f"WHEN {sql_literal(c)} THEN {i}" for i, c in enumerate(CATEGORY_NAMES))
     sep = sql_literal(MESSAGE_SEPARATOR)
     names = ("prompt", "chosen", "rejected")
     # DuckDB's string aggregation is the cost of this query (~8x a max() over the same strings), so
@@ -409,9 +402,7 @@ WITH decided AS (
 ), images AS (
     SELECT battle_id, bool_or(has_image) AS has_images FROM labelled GROUP BY battle_id
 ), tags AS (
-    SELECT battle_id, list(category ORDER BY CASE category {order} ELSE {len(CATEGORY_NAMES)} END, category)
-           AS categories
-    FROM (SELECT DISTINCT battle_id, category FROM {battle_categories}) GROUP BY battle_id
+    {_categories_sql(battle_categories)}
 )
 SELECT d.battle_id, s.prompt, s.chosen, s.rejected, d.chosen_model, d.rejected_model, d.chosen_side,
        CAST(d.turns AS INTEGER) AS turns, d.language, CAST(d."timestamp" AS TIMESTAMP) AS "timestamp",
@@ -527,3 +518,41 @@ def write_preference_pairs(
         for temp in ("_pair_bounds", "_pair_battles", "_pair_tags"):
             con.execute(f"DROP TABLE IF EXISTS {temp}")
     return con.execute(f"SELECT count(*) FROM {target}").fetchone()[0]
+
+
+def _categories_sql(battle_categories: str) -> str:
+    """battle_id -> its categories in board order (``categories.ordered_categories``), in SQL."""
+    order = " ".join(f"WHEN {sql_literal(c)} THEN {i}" for i, c in enumerate(CATEGORY_NAMES))
+    return (f"SELECT battle_id, list(category ORDER BY CASE category {order} ELSE {len(CATEGORY_NAMES)} END, "
+            f"category) AS categories FROM (SELECT DISTINCT battle_id, category FROM {battle_categories}) "
+            "GROUP BY battle_id")
+
+
+def adopt_loaded_pairs(con: duckdb.DuckDBPyConnection, loaded: str, target: str, battle_categories: str
+                       ) -> tuple[int, int]:
+    """Make the loader's pairs table (``core.pairs.pair_rows``, batch by batch) the table ``target``.
+
+    The texts are kept as written (the table is renamed, not copied); each row's ``categories``
+    is set from ``battle_categories``, the published tagging, wherever the loader's per-batch
+    tagging gave another list (normally none). Returns (rows, rows whose categories were set).
+
+    Parameters
+    ----------
+    con
+        A connection to the database holding both.
+    loaded
+        Quoted, schema-qualified name of the loader's table.
+    target
+        Unquoted new name of that table, in the same schema (it must not exist).
+    battle_categories
+        A relation with ``battle_id``, ``category``.
+    """
+    fixed = con.execute(f"""UPDATE {loaded} AS p SET categories = t.categories
+        FROM (SELECT l.battle_id, coalesce(c.categories, CAST([] AS VARCHAR[])) AS categories
+              FROM (SELECT battle_id, categories FROM {loaded}) l
+              LEFT JOIN ({_categories_sql(battle_categories)}) c ON c.battle_id = l.battle_id
+              WHERE l.categories IS DISTINCT FROM coalesce(c.categories, CAST([] AS VARCHAR[]))) t
+        WHERE p.battle_id = t.battle_id""").fetchone()[0]
+    con.execute(f'ALTER TABLE {loaded} RENAME TO "{target}"')
+    schema = loaded.rsplit(".", 1)[0]
+    return con.execute(f'SELECT count(*) FROM {schema}."{target}"').fetchone()[0], fixed

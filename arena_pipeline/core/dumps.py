@@ -7,6 +7,9 @@ that is null in every row of a dump is *unavailable* for that dump: categories t
 reported unavailable there, and the quality suites do not check it there, instead of treating the
 nulls as false or as failures.
 
+A dump's own votes are those it keeps, those it holds as another dump's kept vote
+(``also_in_dumps``) and its copies of votes another dump holds with other content
+(``quarantine.CONFLICT_RULE``: out of the combined tables, read back by :func:`conflicting_copies`).
 Each dump's own boards are fitted by :func:`arena_pipeline.core.ranking.per_dump.per_dump_leaderboards`:
 this module only answers questions about the data, and imports nothing of the ranking step.
 """
@@ -18,6 +21,8 @@ from collections.abc import Iterable
 import polars as pl
 
 from arena_pipeline.core.adapters import ADAPTABLE_COLUMNS
+from arena_pipeline.core.quarantine import CONFLICT_RULE
+from arena_pipeline.core.schema import BATTLES_SCHEMA, FLAT_BATTLES_SCHEMA
 
 
 def unavailable_columns(battles: pl.DataFrame, columns: Iterable[str] | None = None) -> dict[str, list[str]]:
@@ -50,3 +55,40 @@ def dumps_of(battles: pl.DataFrame) -> list[str]:
     if "dump" not in battles.columns:
         return []
     return sorted(battles.get_column("dump").drop_nulls().unique().to_list())
+
+
+def board_dumps(battles: pl.DataFrame, copies: pl.DataFrame | None = None) -> list[str]:
+    """The dumps with votes of their own (sorted): kept in ``battles``, named in its ``also_in_dumps``
+    (every vote of the dump is held by a dump loaded earlier), or holding ``copies``."""
+    found = set(dumps_of(battles))
+    if "also_in_dumps" in battles.columns:
+        found |= set(battles.get_column("also_in_dumps").drop_nulls().str.split(",").explode().to_list())
+    if copies is not None:
+        found |= set(dumps_of(copies))
+    return sorted(d for d in found if d)
+
+
+def conflicting_copies(quarantine: pl.DataFrame) -> pl.DataFrame:
+    """The votes quarantined as :data:`~arena_pipeline.core.quarantine.CONFLICT_RULE` alone, as battles.
+
+    Such a vote is a dump's own copy of a vote id another dump holds with other content: the
+    combined tables keep the other copy, the dump's own board counts this one. A copy that also
+    broke a row rule (``rule`` lists it too) is not a vote of any board.
+
+    Parameters
+    ----------
+    quarantine
+        Rows of ``arena.quarantine`` (at least ``rule`` and ``raw``).
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`~arena_pipeline.core.schema.BATTLES_SCHEMA` rows decoded from ``raw``, one per
+        (dump, id): the first by (source_file, source_row).
+    """
+    rows = quarantine.filter(pl.col("rule") == CONFLICT_RULE)
+    if rows.is_empty():
+        return pl.DataFrame(schema=BATTLES_SCHEMA)
+    decoded = rows.select(pl.col("raw").str.json_decode(pl.Struct(FLAT_BATTLES_SCHEMA))).unnest("raw")
+    return (decoded.cast(BATTLES_SCHEMA).select(list(BATTLES_SCHEMA))
+            .sort("source_file", "source_row").unique(["dump", "id"], keep="first", maintain_order=True))

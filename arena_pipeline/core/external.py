@@ -1,4 +1,9 @@
-"""External validation: read a published leaderboard and compare it with ours.
+"""External validation: read a published leaderboard, compare it with ours, optionally align to it.
+
+Alignment (opt-in, :func:`alignment_shifts` / :func:`apply_alignment`): each of our boards is
+translated so that its matched shown models' median difference to the published board of the same
+category and method is zero; the shifts are recorded (:func:`alignment_record`) with the
+publication.
 
 Two file formats are read (local paths only):
 
@@ -23,6 +28,7 @@ comparison instead of disappearing. Model names are matched through
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import warnings
@@ -75,6 +81,10 @@ SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "mean_abs_diff": pl.Float64(),
     "max_abs_diff": pl.Float64(),
     "slope": pl.Float64(),
+    "intercept": pl.Float64(),
+    "rms_residual": pl.Float64(),
+    "median_shift": pl.Float64(),
+    "rms_after_shift": pl.Float64(),
 }
 
 #: Columns and types of ``ComparisonResult.models``.
@@ -102,7 +112,17 @@ SKIPPED_SCHEMA: dict[str, pl.DataType] = {
 }
 
 STATUSES = ("matched", "only_ours", "only_theirs", "ambiguous")
-_AGREEMENT = ("spearman", "kendall", "mean_abs_diff", "max_abs_diff", "slope")
+_AGREEMENT = (
+    "spearman",
+    "kendall",
+    "mean_abs_diff",
+    "max_abs_diff",
+    "slope",
+    "intercept",
+    "rms_residual",
+    "median_shift",
+    "rms_after_shift",
+)
 
 _JSON_SHAPE = '{category: {model: {"rating": r, "rating_q025": lo, "rating_q975": hi}}}'
 _CSV_COLUMNS = "model, rating[, ci_lower, ci_upper, category, method]"
@@ -530,7 +550,7 @@ def _scalar(value: float) -> float | None:
 
 
 def _agreement(ours: np.ndarray, theirs: np.ndarray) -> dict[str, float | None]:
-    """Spearman, Kendall tau-b, centred absolute differences and slope of matched ratings."""
+    """Rank correlations, centred differences, the line ``theirs ~ a + b ours`` and the shift."""
     n = len(ours)
     out: dict[str, float | None] = dict.fromkeys(_AGREEMENT)
     if n == 0:
@@ -540,13 +560,20 @@ def _agreement(ours: np.ndarray, theirs: np.ndarray) -> dict[str, float | None]:
     diff = np.abs(our_c - their_c)
     out["mean_abs_diff"] = float(diff.mean())
     out["max_abs_diff"] = float(diff.max())
+    out["median_shift"] = float(np.median(theirs - ours))
+    # the best (least-squares) shift is the mean difference: what is left is the centred diff
+    out["rms_after_shift"] = float(np.sqrt(np.mean((their_c - our_c) ** 2)))
     if n >= 2:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # constant input: NaN, reported as null
             out["spearman"] = _scalar(stats.spearmanr(ours, theirs).statistic)
             out["kendall"] = _scalar(stats.kendalltau(ours, theirs).statistic)
         denom = float(our_c @ our_c)
-        out["slope"] = float(our_c @ their_c) / denom if denom > 0 else None
+        if denom > 0:
+            slope = float(our_c @ their_c) / denom
+            out["slope"] = slope
+            out["intercept"] = float(theirs.mean() - slope * ours.mean())
+            out["rms_residual"] = float(np.sqrt(np.mean((their_c - slope * our_c) ** 2)))
     return out
 
 
@@ -588,8 +615,13 @@ def compare_boards(
         ``diff = our_centred - their_centred``; ``spearman`` and ``kendall`` (tau-b) are
         ``scipy.stats.spearmanr``/``kendalltau`` of the ratings (null under 2 models or
         constant ratings); ``mean_abs_diff``/``max_abs_diff`` of ``|diff|`` (null with no
-        match); ``slope`` the least-squares slope of their centred ratings on ours (1 when
-        the scales agree).
+        match); ``slope`` and ``intercept`` the least-squares line ``theirs ~ intercept +
+        slope * ours`` of the ratings (slope 1 when the scales agree; null under 2 models or
+        constant ratings of ours) and ``rms_residual`` the root mean square of its residuals;
+        ``median_shift`` the median of ``theirs - ours`` (what :func:`alignment_shifts` adds,
+        there over the shown models only) and ``rms_after_shift`` the root mean square of
+        ``theirs - ours`` after the best (least-squares, i.e. mean) shift, ``sqrt(mean(diff^2))``:
+        0 when their board is ours translated.
 
     Raises
     ------
@@ -728,3 +760,194 @@ def compare_boards(
         .select([pl.col(c).cast(t) for c, t in SUMMARY_SCHEMA.items()])
     )
     return ComparisonResult(summary=summary, models=models, method=their_method, skipped=skipped)
+
+
+# ---------------------------------------------------------------------------
+# Alignment to a published board's scale (opt-in)
+# ---------------------------------------------------------------------------
+
+#: Fewest matched shown models from which a board's shift is estimated; a board with fewer
+#: stays on our own scale (and the record says why).
+ALIGN_MIN_MODELS = 3
+
+#: How the shift of a board is estimated (recorded with it).
+ALIGN_ESTIMATOR = (
+    "median over the matched shown models of (published rating - our rating), same category "
+    "and method; every rating and interval bound of the board moved by it"
+)
+
+#: Columns and types of :func:`alignment_shifts`.
+ALIGNMENT_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(),
+    "method": pl.String(),
+    "published_board": pl.String(),  # their key(s) matched, e.g. 'full'; null when none
+    "n_matched": pl.Int64(),  # our shown models matched on that board
+    "shift": pl.Float64(),  # points added to the board; null: not aligned
+    "aligned": pl.Boolean(),
+    "reason": pl.String(),  # why not aligned; null when aligned
+}
+
+
+def rating_columns(columns: list[str]) -> list[str]:
+    """The columns of a leaderboard frame on the rating scale: ``rating`` and every interval bound."""
+    return [c for c in columns if c == "rating" or c.endswith(("_lower", "_upper"))]
+
+
+def alignment_shifts(
+    ours: pl.DataFrame,
+    theirs: pl.DataFrame,
+    aliases: pl.DataFrame | None = None,
+    min_models: int = ALIGN_MIN_MODELS,
+) -> pl.DataFrame:
+    """Per board of ours, the shift that puts it on a published board's scale.
+
+    The shift of our (category, method) board is the median of ``their rating - our rating``
+    over our shown (non-provisional) models matched on their board of the same category and
+    method (matching as :func:`compare_boards`, ``their_method="auto"``: their rows of that
+    method or of no stated method). So after shifting, the matched shown models' median
+    difference to the published board is zero. The median, not the mean, so that a few models
+    whose published rating moved since (or that the alias table pairs wrongly) do not drag the
+    whole board.
+
+    Parameters
+    ----------
+    ours
+        ``LEADERBOARD_SCHEMA`` rows (``category``, ``method``, ``model``, ``rating``,
+        ``provisional``), any number of methods.
+    theirs
+        :func:`read_published_board` output.
+    aliases
+        :func:`models.load_aliases` output; default packaged.
+    min_models
+        Fewest matched shown models to estimate a shift from.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`ALIGNMENT_SCHEMA`, one row per (category, method) of ``ours``, in the order of
+        ``ours``. A board with fewer than ``min_models`` matched shown models is not aligned
+        (``shift`` null, ``aligned`` false, ``reason`` says why).
+    """
+    aliases = load_aliases() if aliases is None else aliases
+    boards = ours.select("category", "method").unique(maintain_order=True)
+    shown = ours.filter(~pl.col("provisional").fill_null(False)) if "provisional" in ours.columns else ours
+    source = "source_category" if "source_category" in theirs.columns else "category"
+    their_method = pl.col("method") if "method" in theirs.columns else pl.lit(None, pl.String)
+    rows = []
+    for category, method in boards.iter_rows():  # a few dozen boards
+        theirs_here = theirs.filter(
+            (pl.col("category") == category) & (their_method.is_null() | (their_method == method))
+        )
+        keys = sorted(set(theirs_here.get_column(source).to_list()))
+        mine = shown.filter((pl.col("category") == category) & (pl.col("method") == method))
+        matched = (
+            compare_boards(mine, theirs_here, aliases).models.filter(pl.col("status") == "matched")
+            if mine.height and theirs_here.height
+            else pl.DataFrame(schema=COMPARISON_MODELS_SCHEMA)
+        )
+        n = matched.height
+        row = {
+            "category": category,
+            "method": method,
+            "published_board": ", ".join(keys) or None,
+            "n_matched": n,
+            "shift": None,
+            "aligned": False,
+            "reason": None,
+        }
+        if not keys:
+            row["reason"] = f"the published board has no {category} board for method {method}"
+        elif not mine.height:
+            row["reason"] = "no shown model on our board"
+        elif n < min_models:
+            row["reason"] = f"{n} matched shown model(s), fewer than the {min_models} needed"
+        else:
+            diff = matched.get_column("their_rating") - matched.get_column("our_rating")
+            row.update(shift=float(diff.median()), aligned=True)
+        rows.append(row)
+    return pl.DataFrame(rows, schema=ALIGNMENT_SCHEMA)
+
+
+def apply_alignment(leaderboard: pl.DataFrame, shifts: pl.DataFrame) -> pl.DataFrame:
+    """Move every rating and interval bound of each aligned board by its shift.
+
+    Parameters
+    ----------
+    leaderboard
+        ``LEADERBOARD_SCHEMA`` rows.
+    shifts
+        :func:`alignment_shifts` output; boards not listed or not aligned are left as they are.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``leaderboard`` with :func:`rating_columns` shifted, same columns and row order. Ranks,
+        ``rank_ub`` and counts do not change (a translation keeps every comparison).
+    """
+    add = shifts.filter(pl.col("aligned")).select("category", "method", pl.col("shift").alias("_shift"))
+    moved = leaderboard.join(add, on=["category", "method"], how="left", maintain_order="left")
+    return moved.with_columns(
+        (pl.col(c) + pl.col("_shift").fill_null(0.0)).alias(c) for c in rating_columns(leaderboard.columns)
+    ).select(leaderboard.columns)
+
+
+def alignment_record(
+    shifts: pl.DataFrame,
+    board: str,
+    board_sha256: str | None = None,
+    board_date: str | None = None,
+    anchor_rating: float | None = None,
+) -> dict[str, Any]:
+    """What the publication's settings keep about an alignment (plain, JSON-serialisable).
+
+    Parameters
+    ----------
+    shifts
+        :func:`alignment_shifts` output.
+    board
+        The published board file as configured (``ARENA_PUBLISHED_BOARD``).
+    board_sha256
+        Its content's SHA-256 (so a changed file is a changed setting).
+    board_date
+        The date of the published board's snapshot, as configured (free text), or None.
+    anchor_rating
+        Our boards' reference rating before the shift (the reference now sits at
+        ``anchor_rating + shift``).
+
+    Returns
+    -------
+    dict
+        ``requested`` (true), ``board``, ``board_name`` (file name), ``board_sha256``,
+        ``board_date``, ``estimator`` (:data:`ALIGN_ESTIMATOR`), ``min_models``,
+        ``anchor_rating``, ``boards``: one entry per (category, method) as :data:`ALIGNMENT_SCHEMA`.
+    """
+    entries = shifts.to_dicts()
+    return {
+        "requested": True,
+        "board": board,
+        "board_name": Path(board).name,
+        "board_sha256": board_sha256,
+        "board_date": board_date,
+        "estimator": ALIGN_ESTIMATOR,
+        "min_models": ALIGN_MIN_MODELS,
+        "anchor_rating": anchor_rating,
+        "boards": entries,
+    }
+
+
+def unaligned_record(board: str | None, reason: str, board_date: str | None = None) -> dict[str, Any]:
+    """The record of an alignment that was asked for and could not be made (no board, unreadable)."""
+    return {
+        "requested": True,
+        "board": board,
+        "board_name": Path(board).name if board else None,
+        "board_date": board_date,
+        "estimator": ALIGN_ESTIMATOR,
+        "problem": reason,
+        "boards": [],
+    }
+
+
+def board_sha256(path: str | Path) -> str:
+    """SHA-256 of a published board file's bytes (recorded with an alignment)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

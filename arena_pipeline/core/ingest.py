@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,11 +16,11 @@ from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
     MESSAGES_TABLE,
+    PAIRS_LOAD_TABLE,
     QUARANTINE_TABLE,
 )
 from arena_pipeline.core import warehouse
 from arena_pipeline.core.adapters import ARENA_140K, Adapter, csv_schema
-from arena_pipeline.core.atomic import write_text_atomic
 from arena_pipeline.core.flatten import (
     all_user_texts,
     flatten_battles,
@@ -30,12 +28,16 @@ from arena_pipeline.core.flatten import (
     flatten_messages,
 )
 from arena_pipeline.core.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA, pair_rows
+from arena_pipeline.core.prefetch import prefetched
 from arena_pipeline.core.quarantine import (
+    CONFLICT_RULE,
     CONVERSATION_COLUMNS,
     CROSS_DUMP_RULE,
     conversation_defects,
     count_by_rule,
     quarantine_rows,
+    split_cross_dump,
     split_quarantine,
 )
 from arena_pipeline.core.schema import (
@@ -47,14 +49,11 @@ from arena_pipeline.core.schema import (
 from arena_pipeline.core.sources import (
     DEFAULT_MAX_CELL_BYTES,
     SourceError,
-    SourceSpec,
     check_utf8,
     csv_adapter,
-    csv_row_count,
     dump_name,
     file_sha256,
     file_stamp,
-    local_shards,
     read_csv_export,
     read_csv_text,
     schema_adapter,
@@ -64,101 +63,6 @@ from arena_pipeline.core.sources import (
 #: Rows of a parquet shard flattened at a time: with DuckDB's memory_limit, this sets the load's peak
 #: memory (4,096 votes of the real dump are ~90 MB of Arrow data, about 4x that while flattened).
 BATCH_ROWS = 4_096
-
-
-class ContentHashes:
-    """sha256 of local files, remembered by (path, size, mtime, ctime, inode) in a JSON file.
-
-    The status-change time (ctime) cannot be set back by a program, so rewriting a file in place
-    with its old size and modification time still invalidates its entry; an unchanged dump costs
-    no re-hash. Without a ``path`` nothing is remembered.
-    """
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path
-        self._entries: dict[str, dict] = {}
-        self._dirty = False
-        if path is not None and path.is_file():
-            try:
-                self._entries = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                self._entries = {}
-
-    def stamped(self, path: Path) -> tuple[str, tuple[int, ...]]:
-        """(sha256, the file's stamp when it was taken: ``sources.file_stamp``)."""
-        key = str(path.resolve())
-        stamp = file_stamp(path)
-        entry = self._entries.get(key)
-        if entry and entry.get("stamp") == list(stamp):
-            return entry["sha256"], stamp
-        digest = file_sha256(path)
-        if file_stamp(path) == stamp:  # not changed while it was read
-            self._entries[key] = {"stamp": list(stamp), "sha256": digest}
-            self._dirty = True
-        return digest, stamp
-
-    def sha256(self, path: Path) -> str:
-        return self.stamped(path)[0]
-
-    def save(self) -> None:
-        if self.path is None or not self._dirty:
-            return
-        write_text_atomic(self.path, json.dumps(self._entries, sort_keys=True))
-        self._dirty = False
-
-
-def content_revision(names_and_digests: list[tuple[str, str]]) -> str:
-    """A local dump's revision: 'local-' + 16 hex of sha256 over its files' identities and contents."""
-    digest = hashlib.sha256()
-    for name, sha in sorted(names_and_digests):
-        digest.update(f"{name}\0{sha}\n".encode())
-    return "local-" + digest.hexdigest()[:16]
-
-
-def _root(spec: SourceSpec) -> Path:
-    return Path(spec.location) if spec.kind == "parquet_dir" else Path(spec.location).parent
-
-
-def local_revision(spec: SourceSpec, hashes: ContentHashes | None = None) -> str:
-    """The content-addressed revision of a local source (what the sensor and a manual run agree on)."""
-    hashes = hashes or ContentHashes()
-    root = _root(spec)
-    revision = content_revision([(_identity(spec, p.relative_to(root)), hashes.sha256(p)) for p in local_files(spec)])
-    hashes.save()
-    return revision
-
-
-def _identity(spec: SourceSpec, name) -> str:
-    """What of a file's name is part of the dump's identity: a shard's relative path (the shard order
-    decides which copy of a duplicate is kept), nothing for a single file."""
-    return str(name) if spec.kind == "parquet_dir" else ""
-
-
-def local_files(spec: SourceSpec) -> list[Path]:
-    """The files of a local source, in load order."""
-    if spec.kind == "parquet_dir":
-        return local_shards(Path(spec.location))
-    return [Path(spec.location)]
-
-
-def local_manifest(spec: SourceSpec, hashes: ContentHashes | None = None,
-                   csv_max_cell_bytes: int | None = None) -> DumpManifest:
-    """Describe a local dump in place (parquet shards are verified against the dataset card); its
-    revision comes from the files' content (see ``content_revision``).
-
-    ``csv_max_cell_bytes`` is the per-cell limit used when a CSV export is loaded (None: default).
-    """
-    hashes = hashes or ContentHashes()
-    paths = local_files(spec)
-    files = []
-    root = _root(spec)
-    for path in paths:
-        digest, stamp = hashes.stamped(path)
-        rows = verify_shard(path) if path.suffix.lower() == ".parquet" else csv_row_count(path)
-        files.append(ShardFile(str(path), str(path.relative_to(root)), stamp[0], rows, digest, stamp=stamp))
-    hashes.save()
-    revision = content_revision([(_identity(spec, f.name), f.sha256) for f in files])
-    return DumpManifest(spec.kind, spec.location, "local", revision, tuple(files), csv_max_cell_bytes)
 
 
 @dataclass
@@ -171,6 +75,8 @@ class LoadReport:
     messages: int = 0
     context_messages: int = 0
     quarantined: int = 0
+    #: preference pairs made while loading (with ``pairs_revision``)
+    pairs: int = 0
     quarantine_by_rule: dict[str, int] = field(default_factory=dict)
     per_file: list[dict] = field(default_factory=list)
     #: per dump: format, rows read, battles, quarantined, votes kept from another dump
@@ -225,18 +131,19 @@ def _iter_parquet(path: Path, adapter: Adapter = ARENA_140K):
     columns = adapter.read_columns(parquet.schema_arrow)
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
         raw = pa.Table.from_batches([batch])
-        excluded = adapter.exclude(raw) if adapter.exclude is not None else None
+        excluded = adapter.screen(raw)
         table = adapter.convert(raw)
         yield table, offset, excluded
         offset += table.num_rows
 
 
-def _excluded(table: pa.Table, battles: pl.DataFrame, excluded: pl.Series | None, adapter: Adapter
+def _excluded(table: pa.Table, battles: pl.DataFrame, screened: pl.DataFrame, adapter: Adapter
               ) -> tuple[pa.Table, pl.DataFrame, pl.DataFrame]:
-    """Move the rows the format marks as no leaderboard votes (``Adapter.exclude``) to quarantine."""
-    if excluded is None or not excluded.any():
+    """Move the rows that break a rule of the format (``Adapter.row_rules``) to quarantine."""
+    excluded = screened.get_column("rule").is_not_null()
+    if not excluded.any():
         return table, battles, pl.DataFrame(schema=QUARANTINE_SCHEMA)
-    moved = quarantine_rows(battles.filter(excluded), adapter.exclude_rule, adapter.exclude_detail)
+    moved = quarantine_rows(battles.filter(excluded), *screened.filter(excluded).get_columns())
     return table.filter(pa.array((~excluded).to_numpy())), battles.filter(~excluded), moved
 
 
@@ -354,7 +261,8 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
-              suffix: str = "", aliases: pl.DataFrame | None = None) -> LoadReport:
+              suffix: str = "", aliases: pl.DataFrame | None = None,
+              pairs_revision: str | None = None) -> LoadReport:
     """Flatten every file of ``manifest`` into staging tables, then swap them in together.
 
     The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
@@ -371,6 +279,12 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
+    With ``pairs_revision``, the reward-model pairs of the kept votes are made from each batch's
+    nested rows as well (``core.pairs.pair_rows``, ``dump_revision`` set to it) into
+    ``schema.<PAIRS_LOAD_TABLE><suffix>``, which the preference_pairs asset adopts as its version:
+    the texts are assembled while they are in hand instead of being aggregated back from the
+    messages table, and written once.
+
     Raises
     ------
     SourceError
@@ -384,6 +298,8 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
         QUARANTINE_TABLE: QUARANTINE_SCHEMA,
     }
+    if pairs_revision is not None:
+        tables[PAIRS_LOAD_TABLE] = PAIR_ROWS_SCHEMA
     tables = {name + suffix: columns for name, columns in tables.items()}
     for table, columns in tables.items():
         warehouse.create_stage(con, schema, table, columns)
@@ -393,7 +309,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     con.execute("SET preserve_insertion_order = true")
     con.execute("BEGIN TRANSACTION")
     try:
-        _fill_stages(manifest, con, schema, suffix, aliases, report)
+        _fill_stages(manifest, con, schema, suffix, aliases, report, pairs_revision)
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -420,17 +336,11 @@ def _move_repeats(battles: pl.DataFrame, hit: pl.DataFrame, detail: pl.Expr, pai
     return battles.join(hit.select("id"), on="id", how="anti"), moved, pairs
 
 
-def _same_id_elsewhere(battles: pl.DataFrame, seen: list[pl.DataFrame], dump: str
+def _same_id_elsewhere(battles: pl.DataFrame, seen: list[pl.DataFrame], dump: str, optional: tuple[str, ...] = ()
                       ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Split off the rows whose id another dump's kept rows have: (rest, quarantine rows, pairs)."""
+    """Split off the rows whose id another dump's kept rows have (``quarantine.split_cross_dump``)."""
     others = [part for part in (part.filter(pl.col("dump") != dump) for part in seen) if part.height]
-    hit = battles.clear()
-    if others:
-        kept = pl.concat(others).select("id", kept_dump="dump", kept_file="source_file", kept_row="source_row")
-        hit = battles.join(kept, on="id", how="inner")
-    detail = pl.format("the same vote (id {}) is kept from dump {} ({} row {})",
-                       "id", "kept_dump", "kept_file", "kept_row")
-    return _move_repeats(battles, hit, detail, hit.select("id", dump=pl.lit(dump, pl.String)))
+    return split_cross_dump(battles, pl.concat(others) if others else None, optional)
 
 
 def _content_duplicates(keys: pl.DataFrame) -> pl.DataFrame:
@@ -455,53 +365,81 @@ def _content_key(battles: pl.DataFrame, frame: pl.DataFrame) -> pl.Series:
     ).to_series().alias("content")
 
 
-def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str, suffix: str,
-                 aliases: pl.DataFrame | None, report: LoadReport) -> None:
-    """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
+@dataclass
+class _Screened:
+    """What the batches of a load leave besides their messages: the rows of battles and quarantine."""
 
-    Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
-    earlier already holds (same id, or same canonical models, winner and user texts) is moved to
-    quarantine with :data:`~arena_pipeline.core.quarantine.CROSS_DUMP_RULE` and the kept row
-    lists the repeating dump in ``also_in_dumps``.
+    kept: list[pl.DataFrame] = field(default_factory=list)
+    quarantine: list[pl.DataFrame] = field(default_factory=list)
+    cross: list[pl.DataFrame] = field(default_factory=list)
+    pairs: list[pl.DataFrame] = field(default_factory=list)
+    keys: list[pl.DataFrame] = field(default_factory=list)
+    formats: dict[str, str] = field(default_factory=dict)
+
+
+def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: LoadReport,
+                  screened: _Screened, pairs_revision: str | None = None
+                  ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]]:
+    """Read, screen and flatten ``manifest``'s files batch by batch: yield (messages, context messages,
+    preference pairs or None without ``pairs_revision``).
+
+    Battles and quarantine rows accumulate in ``screened`` and the files' counts in ``report`` (read
+    them once the iterator is exhausted). Pure Polars and pyarrow: it runs in the loader's worker thread.
     """
-    kept: list[pl.DataFrame] = []
-    quarantine: list[pl.DataFrame] = []
-    cross: list[pl.DataFrame] = []
-    pairs: list[pl.DataFrame] = []
-    keys: list[pl.DataFrame] = []
-    formats: dict[str, str] = {}
     for shard in manifest.files:
         file_rows = 0
         # a manifest pickled before the field existed has no limit: the default applies
         limit = getattr(manifest, "csv_max_cell_bytes", None)
         dump = dump_label(manifest, shard)
         adapter = file_adapter(Path(shard.path))
-        formats.setdefault(dump, adapter.name)
+        screened.formats.setdefault(dump, adapter.name)
         stamp = content_unchanged(shard)
         for table, battles, unparsed in _iter_file(shard, aliases, limit, dump, adapter):
             file_rows += battles.height + unparsed.height
             batch = battles  # row-aligned with table
-            battles, repeated, seen_in = _same_id_elsewhere(battles, kept, dump)
-            clean, rejected = _screen(battles, kept, adapter.unavailable)
-            quarantine += [unparsed, rejected]
-            cross.append(repeated)
-            pairs.append(seen_in)
-            kept.append(clean)
+            battles, repeated, seen_in = _same_id_elsewhere(battles, screened.kept, dump, adapter.unavailable)
+            clean, rejected = _screen(battles, screened.kept, adapter.unavailable)
+            screened.quarantine += [unparsed, rejected]
+            screened.cross.append(repeated)
+            screened.pairs.append(seen_in)
+            screened.kept.append(clean)
             if clean.height < batch.height:
                 keep = batch.get_column("source_row").is_in(clean.get_column("source_row").implode())
                 table = table.filter(pa.array(keep.to_numpy()))
             frame = pl.from_arrow(table)
-            keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
+            screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
                 _content_key(clean, frame)))
-            report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, flatten_messages(frame, dump))
-            report.context_messages += warehouse.append(
-                con, schema, CONTEXT_MESSAGES_TABLE + suffix, flatten_context_messages(frame, dump)
-            )
+            pairs = pair_rows(frame, clean, pairs_revision) if pairs_revision is not None else None
+            yield flatten_messages(frame, dump), flatten_context_messages(frame, dump), pairs
         if file_stamp(shard.path) != stamp:
             raise SourceError(f"{shard.name} ({shard.path}) changed while it was read: the tables would not be "
                               f"the revision's content; run again (the changed file is a new revision)")
         report.rows_read += file_rows
         report.per_file.append({"file": shard.name, "rows": file_rows, "dump": dump, "format": adapter.name})
+
+
+def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str, suffix: str,
+                 aliases: pl.DataFrame | None, report: LoadReport, pairs_revision: str | None = None) -> None:
+    """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
+
+    Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
+    earlier already holds (same id, or same canonical models, winner and user texts) is moved to
+    quarantine with :data:`~arena_pipeline.core.quarantine.CROSS_DUMP_RULE` and the kept row
+    lists the repeating dump in ``also_in_dumps``. A worker thread reads and flattens the next
+    batch while this one's messages are stored (:func:`prefetch.prefetched`): the connection is
+    used by this thread only.
+    """
+    screened = _Screened()
+    batches = prefetched(_flat_batches(manifest, aliases, report, screened, pairs_revision))
+    for messages, context_messages, pairs in batches:
+        report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, messages)
+        report.context_messages += warehouse.append(con, schema, CONTEXT_MESSAGES_TABLE + suffix, context_messages)
+        if pairs is not None:
+            report.pairs += warehouse.append(con, schema, PAIRS_LOAD_TABLE + suffix, pairs)
+        del messages, context_messages, pairs  # not held while the next batch is made
+    kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,
+                                            screened.keys)
+    formats = screened.formats
     all_battles = pl.concat(kept) if kept else pl.DataFrame(schema=BATTLES_SCHEMA)
     all_quarantine = pl.concat(quarantine) if quarantine else pl.DataFrame(schema=QUARANTINE_SCHEMA)
     all_quarantine = label_late_duplicates(all_quarantine, all_battles)
@@ -511,13 +449,15 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
             cross.append(by_content)
             pairs.append(content_pairs)
             con.register("_gone_battles", by_content.select(battle_id="id").to_arrow())
+            staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE) + ((PAIRS_LOAD_TABLE,) if pairs_revision else ())
             removed = {table_name: con.execute(
                 f'DELETE FROM {schema}."{warehouse.STAGE_PREFIX}{table_name}{suffix}" WHERE battle_id IN '
                 "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
-                for table_name in (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE)}
+                for table_name in staged}
             con.unregister("_gone_battles")
             report.messages -= removed[MESSAGES_TABLE]
             report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
+            report.pairs -= removed.get(PAIRS_LOAD_TABLE, 0)
     all_battles = _mark_also_in(all_battles, pairs)
     all_quarantine = pl.concat([all_quarantine, *cross]) if cross else all_quarantine
     if all_battles.height + all_quarantine.height != report.rows_read:
@@ -556,7 +496,9 @@ def _per_dump(battles: pl.DataFrame, quarantine: pl.DataFrame, formats: dict[str
     kept = dict(battles.group_by("dump").len().iter_rows())
     rejected = dict(quarantine.group_by("dump").len().iter_rows())
     across = dict(quarantine.filter(pl.col("rule") == CROSS_DUMP_RULE).group_by("dump").len().iter_rows())
+    conflicts = dict(quarantine.filter(pl.col("rule").str.split(",").list.contains(CONFLICT_RULE))
+                     .group_by("dump").len().iter_rows())
     return {dump: {"format": fmt, "battles": kept.get(dump, 0), "quarantined": rejected.get(dump, 0),
-                   "kept_in_another_dump": across.get(dump, 0),
+                   "kept_in_another_dump": across.get(dump, 0), "conflicting_duplicates": conflicts.get(dump, 0),
                    "rows_read": kept.get(dump, 0) + rejected.get(dump, 0)}
             for dump, fmt in formats.items()}

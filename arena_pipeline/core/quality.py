@@ -1120,6 +1120,19 @@ def merge_batch_results(
     }
 
 
+def _one_pass_per_rows(passes: Sequence[BatchPass]) -> tuple[BatchPass, ...]:
+    """The passes of a table that fits in one batch, merged by the rows they read (their ``lacking``).
+
+    Partitioning by a key only matters when the rows are split into batches; with one batch every
+    pass reads the whole table, so the expectations of the passes over the same rows run in one
+    GX validation (GX's cost is mostly per validation and expectation, not per row).
+    """
+    merged: dict[tuple[str, ...], list[str]] = {}
+    for step in passes:
+        merged.setdefault(step.lacking, []).extend(step.ids)
+    return tuple(BatchPass((), lacking, tuple(ids)) for lacking, ids in merged.items())
+
+
 def validate_relation(
     con: duckdb.DuckDBPyConnection,
     relation: str,
@@ -1200,6 +1213,8 @@ def validate_relation(
         k: v for k, v in run.result_format.items() if k != "unexpected_index_column_names"})
     configs = {e.id: e.configuration for e in run.suite.expectations}
     total = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
+    if total <= batch_rows:  # one batch holds the table: one validation per set of rows, not per partitioning
+        plan = replace(plan, passes=_one_pass_per_rows(plan.passes))
 
     once: dict[str, Any] = {}
     if plan.schema_ids:

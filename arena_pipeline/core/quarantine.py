@@ -496,7 +496,108 @@ def quarantine_rows(battles: pl.DataFrame, rule: pl.Series | str, detail: pl.Ser
     ).cast(QUARANTINE_SCHEMA)
 
 
+def screen_rows(frame: pl.DataFrame, rules: tuple[QuarantineRule, ...]) -> pl.DataFrame:
+    """Per row of ``frame``, the ``rules`` it breaks: ``rule`` and ``detail`` as in ``split_quarantine``.
+
+    Used on a file's own columns before conversion (``adapters.Adapter.row_rules``): values the
+    canonical schema cannot hold, rows that are not leaderboard votes.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``rule`` (the broken rules' names joined by ``','``, null for a row that breaks none) and
+        ``detail`` (their details joined by ``'; '``), row-aligned with ``frame``.
+    """
+    if not rules:
+        return pl.DataFrame({"rule": [None] * frame.height, "detail": [None] * frame.height},
+                            schema={"rule": pl.String, "detail": pl.String})
+    flags = [r.condition.fill_null(False) for r in rules]
+    broken = pl.any_horizontal(flags)
+    return frame.select(
+        pl.when(broken).then(pl.concat_str(
+            [pl.when(f).then(pl.lit(r.name)) for r, f in zip(rules, flags, strict=True)],
+            separator=",", ignore_nulls=True)).alias("rule"),
+        pl.when(broken).then(pl.concat_str(
+            [pl.when(f).then(r.detail_expr()) for r, f in zip(rules, flags, strict=True)],
+            separator="; ", ignore_nulls=True)).alias("detail"),
+    ).cast({"rule": pl.String, "detail": pl.String})
+
+
 #: Rule name of a vote another loaded dump holds too (same id, or same models, winner and
 #: prompt text): the copy of the dump loaded first is kept, this one is counted here
 #: (``core/ingest.py``); the kept row lists this dump in ``also_in_dumps``.
 CROSS_DUMP_RULE = "duplicate_across_dumps"
+
+#: Rule name of a vote id another loaded dump holds with other content (other models or another
+#: winner): the combined tables keep the copy of the dump listed first; this copy is quarantined,
+#: its detail names both dumps and both outcomes, and it counts on its own dump's board
+#: (``dumps.conflicting_copies``). A copy that also breaks a row rule has that rule too.
+CONFLICT_RULE = "conflicting_duplicate"
+
+
+def _outcome(prefix: str = "") -> list[pl.Expr]:
+    """(model, model, winner) of a vote with its sides in name order, so a copy that only swaps the
+    sides (and the winner with them) reads as the same outcome."""
+    a, b, w = (pl.col(f"{prefix}{c}") for c in ("model_a_canonical", "model_b_canonical", "winner"))
+    swap = a > b
+    flipped = w.replace({"model_a": "model_b", "model_b": "model_a"})
+    return [pl.when(swap).then(b).otherwise(a), pl.when(swap).then(a).otherwise(b),
+            pl.when(swap).then(flipped).otherwise(w)]
+
+
+def split_cross_dump(battles: pl.DataFrame, kept: pl.DataFrame | None, optional: Collection[str] = ()
+                     ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Split off the rows whose id another dump's kept rows have.
+
+    Parameters
+    ----------
+    battles
+        One batch of flat battles of one dump (``dump`` column set).
+    kept
+        The rows other dumps, loaded earlier, kept (None or empty: nothing is split off).
+    optional
+        The columns the batch's format lacks (as for :func:`split_quarantine`).
+
+    Returns
+    -------
+    rest, quarantine, pairs
+        ``rest``: the rows no other dump holds. ``quarantine``: a copy with the kept copy's
+        canonical models and winner (sides in either order) as :data:`CROSS_DUMP_RULE`; any other
+        copy as :data:`CONFLICT_RULE` (plus the row rules it breaks), its detail naming both dumps
+        and both outcomes. ``pairs``: (id, dump) of the agreeing copies, for ``also_in_dumps``.
+    """
+    pairs_schema = {"id": pl.String, "dump": pl.String}
+    if kept is None or kept.is_empty():
+        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema=pairs_schema)
+    other = kept.select("id", *[pl.col(c).alias(f"kept_{c}") for c in (
+        "dump", "source_file", "source_row", "model_a_canonical", "model_b_canonical", "winner")])
+    hit = battles.join(other, on="id", how="inner")
+    if hit.is_empty():
+        return battles, pl.DataFrame(schema=QUARANTINE_SCHEMA), pl.DataFrame(schema=pairs_schema)
+    same = pl.all_horizontal([x.eq_missing(y) for x, y in zip(_outcome(), _outcome("kept_"), strict=True)])
+    hit = hit.with_columns(same.alias("_same"))
+    agreeing, conflicting = hit.filter("_same"), hit.filter(~pl.col("_same"))
+    moved = [quarantine_rows(agreeing.select(battles.columns), CROSS_DUMP_RULE, agreeing.select(pl.format(
+        "the same vote (id {}) is kept from dump {} ({} row {})",
+        "id", "kept_dump", "kept_source_file", "kept_source_row")).to_series())] if agreeing.height else []
+    if conflicting.height:
+        note = conflicting.select(pl.format(
+            "id {} is also in dump {} with other content: there {} vs {}, winner {}; here (dump {}) {} vs {}, "
+            "winner {}. The combined tables keep the copy of the dump listed first ({} row {}); this copy "
+            "counts on its own dump's board only",
+            "id", "kept_dump", *[pl.col(f"kept_{c}").fill_null("null") for c in
+                                 ("model_a_canonical", "model_b_canonical", "winner")],
+            "dump", *[pl.col(c).fill_null("null") for c in ("model_a_canonical", "model_b_canonical", "winner")],
+            "kept_source_file", "kept_source_row")).to_series()
+        clean, broken = split_quarantine(conflicting.select(battles.columns), optional)
+        rows = pl.concat([quarantine_rows(clean, "", ""), broken])
+        notes = conflicting.select("source_file", "source_row", note=note)
+        rows = rows.join(notes, on=["source_file", "source_row"], how="left").with_columns(
+            rule=pl.concat_str([pl.col("rule").replace("", None), pl.lit(CONFLICT_RULE)],
+                               separator=",", ignore_nulls=True),
+            detail=pl.concat_str([pl.col("detail").replace("", None), "note"], separator="; ", ignore_nulls=True),
+        ).select(list(QUARANTINE_SCHEMA))
+        moved.append(rows)
+    rest = battles.join(hit.select("source_file", "source_row"), on=["source_file", "source_row"], how="anti")
+    pairs = agreeing.select("id", pl.col("dump").cast(pl.String))
+    return rest, pl.concat(moved), pairs

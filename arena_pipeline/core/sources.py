@@ -163,7 +163,9 @@ def _family(t: pa.DataType) -> str:
 
 def _compare(expected: pa.DataType, actual: pa.DataType, path: str, diff: SchemaDiff) -> None:
     fe, fa = _family(expected), _family(actual)
-    if fa == "null":  # an all-null column (e.g. a CSV without values) carries no type to check
+    # an all-null scalar column (e.g. a CSV without values) carries no type to check; an all-null list
+    # or struct has none of the fields the flattening reads
+    if fa == "null" and fe not in ("struct", "list"):
         return
     if fe != fa:
         diff.mismatched.append(f"{path}: expected {expected}, found {actual}")
@@ -228,6 +230,32 @@ def schema_adapter(schema: pa.Schema, path: Path) -> Adapter:
             if partial else ""
         raise SourceError(f"{path}: does not match the dataset card schema: " + "; ".join(problems) + found)
     return ARENA_140K
+
+
+def single_format(directory: Path, paths: list[Path]) -> Adapter:
+    """The one dump format of a folder's parquet files (read from their footers only).
+
+    Raises
+    ------
+    SourceError
+        The files are of several formats (the message names each format and its files), or one is
+        not readable or of no known format (as :func:`verify_shard` says it).
+    """
+    directory = Path(directory)
+    formats: dict[str, tuple[Adapter, list[str]]] = {}
+    for path in paths:
+        adapter = schema_adapter(_parquet_schema(Path(path))[0], Path(path))
+        formats.setdefault(adapter.name, (adapter, []))[1].append(Path(path).relative_to(directory).as_posix())
+    if len(formats) > 1:
+        def listed(files: list[str]) -> str:
+            return ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+
+        found = "; ".join(f"{name} ({adapter.card}): {listed(files)}" for name, (adapter, files) in formats.items())
+        raise SourceError(
+            f"{directory}: its parquet files are of {len(formats)} dump formats, {found}; a dump folder holds "
+            "one format: put each in a folder of its own and list the folders in ARENA_DATASETS (comma-separated) "
+            "to load them together")
+    return next(iter(formats.values()))[0] if formats else ARENA_140K
 
 
 def verify_shard(path: Path) -> int:

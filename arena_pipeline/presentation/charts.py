@@ -6,7 +6,9 @@ import base64
 import functools
 import itertools
 import math
+import sys
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -35,21 +37,54 @@ def _macros() -> Any:
 
 
 def _axis(values: list[float], ticks: int, start: float, length: float) -> tuple[Callable, list[tuple]]:
-    """A scale from the range of ``values``, widened to a nice step (a flat range spans one), onto ``start``
-    .. ``start + length`` (a position rounded to 0.1, None for a non-number or an infinite one), and its
-    (position, label) ticks."""
-    lo, hi = min(values, default=0.0), max(values, default=1.0)
-    raw = max(hi - lo, 1e-9) / ticks
-    power = 10 ** math.floor(math.log10(raw))
-    step = next((m * power for m in (1, 2, 2.5, 5) if m * power >= raw), 10 * power)
-    lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
-    hi, digits = (hi if hi > lo else lo + step), max(0, -math.floor(math.log10(step)))
-    per = length / (hi - lo)
+    """A scale from the range of the finite ``values`` onto ``start`` .. ``start + length`` (a position
+    rounded to 0.1, None for a non-number, an infinite one or one off the drawable range), and its
+    (position, label) ticks.
+
+    The range is widened to multiples of a nice step (1, 2, 2.5 or 5 times a power of ten); a flat range
+    (equal values, or differences below 1e-9 of their size) is drawn in the middle of an axis as wide
+    as its order of magnitude (2e6: 1.4e6 .. 2.4e6). Any finite values draw, up to +-1.8e308: the bounds
+    are counted in steps (integers), never computed as floats that could overflow, and labels are
+    exact decimals (plain with thousands separators below 1e9, in e-notation above).
+    """
+    finite = [float(v) for v in values if is_finite(v)]
+    lo, hi = min(finite, default=0.0), max(finite, default=1.0)
+    size = max(1.0, abs(lo), abs(hi))
+    flat = hi - lo <= 1e-9 * size  # hi - lo may overflow to inf: not flat
+    raw = 10.0 ** math.floor(math.log10(size)) / ticks if flat else min(hi / ticks - lo / ticks, sys.float_info.max)
+    power = math.floor(math.log10(raw))
+    mult = next((m for m in (1, 2, 2.5, 5) if m * 10.0 ** power >= raw), None)
+    mult, power = (mult, power) if mult is not None else (1, power + 1)
+    half = power // 2  # v / step as two divisions by powers of ten that are floats (10.0 ** 309 is not)
+
+    def steps(v: float) -> float:
+        return v / 10.0 ** half / 10.0 ** (power - half) / mult
+
+    if flat:
+        first = math.floor(steps(lo) - ticks / 2)
+        last = first + ticks
+    else:
+        first, last = math.floor(steps(lo)), math.ceil(steps(hi))
+        last = max(last, first + 1)
+    per = length / (last - first)
 
     def at(v: Any) -> float | None:
-        return round(start + (v - lo) * per, 1) if is_finite(v) else None
+        if not is_finite(v):
+            return None
+        position = start + (steps(float(v)) - first) * per
+        return round(position, 1) if math.isfinite(position) else None
 
-    return at, [(at(v), f"{v:,.{digits}f}") for v in (lo + i * step for i in range(round((hi - lo) / step) + 1))]
+    step = Decimal(str(mult)).scaleb(power)
+    exponent = step.normalize().as_tuple().exponent
+    top = max(abs(first), abs(last)) * step
+
+    def label(k: int) -> str:
+        value = k * step
+        if top < 10**9:
+            return f"{value:,.{max(0, -exponent)}f}"
+        return "0" if k == 0 else f"{value:.{max(0, top.adjusted() - exponent)}e}"
+
+    return at, [(round(start + (k - first) * per, 1), label(k)) for k in range(first, last + 1)]
 
 
 def _forest(series: dict[str, tuple[pl.DataFrame, list[str], list[str]]], labels: list[str], chart_id: str,
@@ -149,3 +184,35 @@ def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, c
     drawn = [(r[0], r[1], r[2], ci_title(r[3], r[4]), *r[5:], x(r[1]), y(r[2]), y(r[3]), y(r[4])) for r in rows]
     return str(_macros().scatter(chart_id, benchmark, category_label(category), figures, width, height, plot,
                                  x_ticks, y_ticks, drawn, METHOD_STYLE["bt"][0]))
+
+
+#: Marker colour and shape of the calibration chart's predictors (``arena.model_fit_calibration.predictor``).
+PREDICTOR_STYLE: dict[str, tuple[str, str, str]] = {
+    "bt": (METHOD_STYLE["bt"][0], "circle", "Bradley-Terry"), "win_rate": ("#6b6b6b", "square", "Win rates"),
+}
+
+
+def calibration_chart_svg(calibration: pl.DataFrame, category: str, chart_id: str, size: int = 300) -> str:
+    """Held-out calibration of one board (its ``arena.model_fit_calibration`` rows): per decile of the
+    predictions, the predicted (across) against the observed (up, with its 95% interval) probability
+    that the favourite wins, one series per predictor, the diagonal for a perfect calibration. Both
+    axes share one range (from the data, 0.5 included), so the diagonal is at 45 degrees. '' without rows."""
+    if calibration.is_empty():
+        return ""
+    plot = (54, 28, size - 70, size - 70)  # left, top, width, height of the (square) plotting area
+    lows = calibration.get_column("observed_lower").to_list()
+    highs = [*calibration.get_column("observed_upper").to_list(), *calibration.get_column("predicted").to_list()]
+    values = [v for v in (0.5, *lows, *highs) if is_finite(v)]
+    x, ticks = _axis(values, 4, plot[0], plot[2])
+    y, y_ticks = _axis(values, 4, plot[1] + plot[3], -plot[3])
+    series = []
+    for name, (colour, shape, label) in PREDICTOR_STYLE.items():
+        rows = calibration.filter(pl.col("predictor") == name).sort("decile")
+        points = [(r["decile"], r["battles"], r["predicted"], r["observed"], r["observed_lower"], r["observed_upper"],
+                   x(r["predicted"]), y(r["observed"]), y(r["observed_lower"]), y(r["observed_upper"]))
+                  for r in rows.iter_rows(named=True)]
+        if points:
+            series.append((name, label, colour, shape, points))
+    diagonal = (ticks[0][0], y_ticks[0][0], ticks[-1][0], y_ticks[-1][0])  # one scale on both axes
+    return str(_macros().calibration(chart_id, category_label(category), size, plot, ticks, y_ticks, diagonal,
+                                     series))

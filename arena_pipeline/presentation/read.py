@@ -20,7 +20,10 @@ from arena_pipeline.constants import (
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
     LEADERBOARD_TABLE,
+    MODEL_FIT_CALIBRATION_TABLE,
+    MODEL_FIT_TABLE,
     PAIRWISE_TABLE,
+    PUBLICATION_CHANGES_TABLE,
     QUALITY_RESULTS_TABLE,
     SCHEMA,
     STYLE_COEFFICIENTS_TABLE,
@@ -28,6 +31,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_order, ordered_categories
+from arena_pipeline.core.changes import CHANGES_SCHEMA
 from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.published import (
     FAILED,
@@ -53,6 +57,7 @@ from arena_pipeline.core.ranking import (
     UNRATED_MODELS_SCHEMA,
     RankingOutput,
 )
+from arena_pipeline.core.ranking.model_fit import MODEL_FIT_CALIBRATION_SCHEMA, MODEL_FIT_SCHEMA
 from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.warehouse import quoted, read_frame, read_snapshot, relation_exists
 
@@ -78,6 +83,15 @@ class Published:
     benchmarks: Benchmarks | None = None
     #: Where the input rows went (``core.published.loaded_rows``): the battles, then each quarantine rule.
     loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))
+    #: The live leaderboard's alignment to a published board (``core.external.alignment_record``, kept in
+    #: arena.publications' settings); None: not asked for.
+    alignment: dict[str, Any] | None = None
+    #: Held-out goodness of fit of each board and its calibration deciles (``core.ranking.model_fit``).
+    model_fit: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_SCHEMA))
+    model_fit_calibration: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA))
+    #: ``arena.publication_changes``: the boards against the previous publication's (``core.changes``).
+    changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CHANGES_SCHEMA))
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -217,6 +231,36 @@ class Published:
         out = of_category(agreement, category)
         return out if method is None else out.filter(pl.col("method") == method)
 
+    def alignment_of(self, category: str, method: str) -> dict[str, Any] | None:
+        """One board's alignment entry (``core.external.ALIGNMENT_SCHEMA`` plus the board's name and date),
+        ``{"problem": ...}`` when alignment was asked for and not made, None when it was not asked for."""
+        record = self.alignment
+        if not record:
+            return None
+        if record.get("problem"):
+            return {"problem": record["problem"], "board_name": record.get("board_name")}
+        entry = next((b for b in record.get("boards", []) if b.get("category") == category
+                      and b.get("method") == method), None)
+        if entry is None:
+            return None
+        anchor = record.get("anchor_rating")
+        return {**entry, "board_name": record.get("board_name"), "board_date": record.get("board_date"),
+                "reference_at": anchor + entry["shift"] if entry.get("aligned") and anchor is not None else None}
+
+    def fit_summary(self) -> pl.DataFrame:
+        """``arena.model_fit`` in board order."""
+        return self.model_fit.sort(category_order(), "category", "method")
+
+    def calibration(self, category: str) -> pl.DataFrame:
+        """One board's ``arena.model_fit_calibration`` rows (``bt``), by predictor and decile."""
+        rows = of_category(self.model_fit_calibration, category).filter(pl.col("method") == "bt")
+        return rows.sort("predictor", "decile")
+
+    def changes_of(self, category: str, method: str) -> pl.DataFrame:
+        """One board's rows of ``arena.publication_changes``: the kept models by the size of their
+        move (largest first), then the new, then the gone."""
+        return self.changes.filter((pl.col("category") == category) & (pl.col("method") == method))
+
     def quality_summary(self) -> pl.DataFrame:
         """Checks per table (:func:`~arena_pipeline.core.published.quality_summary`)."""
         return quality_summary(self.quality_results)
@@ -257,11 +301,22 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             style_profile(con, schema) if style else pl.DataFrame(schema=STYLE_PROFILE_SCHEMA),
             live_benchmarks(con, schema, live),
             loaded_rows(con, schema),
+            alignment=_alignment(live),
+            model_fit=table_frame(con, schema, MODEL_FIT_TABLE, MODEL_FIT_SCHEMA),
+            model_fit_calibration=table_frame(con, schema, MODEL_FIT_CALIBRATION_TABLE,
+                                              MODEL_FIT_CALIBRATION_SCHEMA),
+            changes=table_frame(con, schema, PUBLICATION_CHANGES_TABLE, CHANGES_SCHEMA),
         )
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(
             published.quality_results, published.revision, (live or {}).get("tables")))
     return published
+
+
+def _alignment(live: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The alignment record kept with the live publication's leaderboard version (None: none)."""
+    tables = ((live or {}).get("settings") or {}).get("tables") or {}
+    return (tables.get(LEADERBOARD_TABLE) or {}).get("alignment")
 
 
 def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SCHEMA) -> Published:

@@ -18,6 +18,7 @@ from arena_pipeline.core.benchmarks import MIN_MODELS
 from arena_pipeline.core.categories import RULES_BY_NAME
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,
+    calibration_chart_svg,
     heatmap_svg,
     profile_chart_svg,
     rating_chart_svg,
@@ -45,7 +46,7 @@ def _svg(function):
 _GLOBALS = dict(
     rating_chart=_svg(rating_chart_svg), heatmap=_svg(heatmap_svg), profile_chart=_svg(profile_chart_svg),
     benchmark_scatter=_svg(benchmark_scatter_svg), col=pl.col, rules=RULES_BY_NAME, interval=interval,
-    min_models=MIN_MODELS,
+    min_models=MIN_MODELS, calibration_chart=_svg(calibration_chart_svg),
 )
 
 
@@ -82,6 +83,8 @@ def render_report(pub: Published, out_path: str | os.PathLike[str] = DEFAULT_REP
     agreement with each benchmark and a scatter of rating against score; ``pub.benchmarks``), the
     data-quality summary and the dump. ``options``: ``title``, ``heatmap_models``,
     ``generated_at`` of :func:`build_report_html`. Written atomically (temporary file, then rename).
+    With ``arena.model_fit`` published, a section after the models without a rating shows each board's
+    held-out goodness of fit: a table and a calibration chart per board.
 
     Raises
     ------

@@ -120,7 +120,7 @@ def environment() -> Environment:
         num=lambda v, digits=1: f"{v:,.{digits}f}" if is_num(v) else "–",
         int_=_int, td=_td, rows=_rows, record=_record, model_cell=_model_cell,
         pct=lambda v: f"{v:.1%}" if is_num(v) else "–", coef=coef,
-        isnum=is_num, ci=_ci, half_width=_half_width, when=when, slug=slug, label=category_label,
+        isnum=is_num, isfinite=is_finite, ci=_ci, half_width=_half_width, when=when, slug=slug, label=category_label,
         method_label=method_label,
     )
     return env

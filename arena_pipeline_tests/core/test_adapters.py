@@ -16,25 +16,27 @@ from arena_pipeline.core.adapters import (
     ARENA_100K,
     ARENA_140K,
     CHATBOT_ARENA_33K,
+    CONVERTED_SCHEMA,
     KAGGLE_55K,
     UnknownFormatError,
     choose_adapter,
     csv_schema,
 )
 from arena_pipeline.core.dumps import dump_battles, unavailable_columns
-from arena_pipeline.core.ingest import load_dump, local_manifest
+from arena_pipeline.core.ingest import load_dump
+from arena_pipeline.core.local_dump import local_manifest
 from arena_pipeline.core.manifest import combine, combined_revision
 from arena_pipeline.core.quality import validate_dumps, validate_frame
 from arena_pipeline.core.quarantine import CROSS_DUMP_RULE
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
-from arena_pipeline.core.sources import SourceError, parse_source, verify_shard
+from arena_pipeline.core.sources import SourceError, compare_schema, parse_source, verify_shard
 from arena_pipeline_tests import dump_fixtures as fx
 
 
 @pytest.fixture(scope="module")
 def tables() -> dict[str, pa.Table]:
     t33 = fx.make_33k()
-    t100 = fx.make_100k(shared_ids=tuple(t33.column("question_id").to_pylist()[: fx.SHARED_ID_ROWS]))
+    t100 = fx.make_100k(shared=t33)
     t55 = pl.read_csv(io.BytesIO(fx.make_55k_csv(shared=t100)), infer_schema=False).to_arrow()
     return {"33k": t33, "100k": t100, "55k": t55}
 
@@ -77,7 +79,8 @@ def test_unknown_parquet_file_fails_verification_with_the_nearest_format(tmp_pat
 def test_conversations_format_to_canonical(tables):
     source = tables["33k"]
     out = CHATBOT_ARENA_33K.convert(source)
-    assert out.schema == DATASET_ARROW_SCHEMA
+    # the card's schema, counts as int64 (any integer width passes the card check)
+    assert out.schema == CONVERTED_SCHEMA and not compare_schema(out.schema).fatal
     frame = pl.from_arrow(out)
     raw = pl.from_arrow(source)
     # winners: the four canonical values, 'tie (bothbad)' -> both_bad, row for row
@@ -176,7 +179,8 @@ def test_combined_load_counts_per_dump(combined):
                                          "not_anonymous": sum(anon.values())}
     assert report.per_dump[fx.DUMP_33K]["kept_in_another_dump"] == fx.SHARED_ID_ROWS
     assert report.per_dump[fx.DUMP_55K] == {
-        "format": "arena-55k", "battles": 26, "quarantined": 4, "kept_in_another_dump": 4, "rows_read": 30}
+        "format": "arena-55k", "battles": 26, "quarantined": 4, "kept_in_another_dump": 4,
+        "conflicting_duplicates": 0, "rows_read": 30}
     assert manifest.revision == combined_revision({d: r for d, _, r in manifest.parts})
     for table in ("messages", "quarantine"):
         dumps = {d for (d,) in con.execute(f"SELECT DISTINCT dump FROM s.{table}").fetchall()}
@@ -189,9 +193,10 @@ def test_combined_ids_stay_unique_and_duplicates_point_at_the_kept_vote(combined
     assert battles["id"].is_unique().all()
     assert battles.select("source_file", "source_row").is_unique().all()
     shared = battles.filter(pl.col("also_in_dumps").is_not_null())
-    assert shared.height == 4 and set(shared["dump"]) == {fx.DUMP_100K}
+    # the 100k's first 3 votes are the 33k's; the 55k repeats its first 4 that are not both-bad (rows 0, 1, 3, 4)
+    assert shared.height == 5 and set(shared["dump"]) == {fx.DUMP_100K}
     assert sorted(shared["also_in_dumps"].to_list()) == sorted(
-        [f"{fx.DUMP_55K},{fx.DUMP_33K}"] * 3 + [fx.DUMP_55K])
+        [f"{fx.DUMP_55K},{fx.DUMP_33K}"] * 2 + [fx.DUMP_33K] + [fx.DUMP_55K] * 2)
     # a dropped duplicate leaves no messages behind; every message belongs to a kept battle
     orphans = con.execute("SELECT count(*) FROM s.messages m ANTI JOIN s.battles b ON m.battle_id = b.id").fetchone()
     assert orphans == (0,)

@@ -14,6 +14,9 @@ from arena_pipeline.core.external import (
     COMPARISON_MODELS_SCHEMA,
     SUMMARY_SCHEMA,
     BoardFormatError,
+    alignment_record,
+    alignment_shifts,
+    apply_alignment,
     compare_boards,
     load_category_map,
     read_published_board,
@@ -269,6 +272,12 @@ def test_hand_computed_agreement() -> None:
     assert summary["mean_abs_diff"] == pytest.approx(20.0, abs=1e-12)
     assert summary["max_abs_diff"] == pytest.approx(30.0, abs=1e-12)
     assert summary["slope"] == pytest.approx(1.6, abs=1e-12)
+    # theirs ~ a + b ours: a = 1200 - 1.6 * 1000; residuals 2, -16, 26, -12
+    assert summary["intercept"] == pytest.approx(-400.0, abs=1e-9)
+    assert summary["rms_residual"] == pytest.approx((1080 / 4) ** 0.5, abs=1e-9)
+    # theirs - ours = 220, 190, 220, 170: median 205; after the mean shift -20, 10, -20, 30
+    assert summary["median_shift"] == pytest.approx(205.0, abs=1e-12)
+    assert summary["rms_after_shift"] == pytest.approx((1800 / 4) ** 0.5, abs=1e-9)
     models = result.models
     assert models.get_column("our_rank").to_list() == [1, 2, 3, 4]
     assert models.get_column("their_rank").to_list() == [1, 3, 2, 4]
@@ -426,3 +435,87 @@ def test_our_board_round_trips_through_lmarena_json(tmp_path: Path) -> None:
     assert summary["slope"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="no external key"):
         to_lmarena_json(ours.with_columns(method=pl.lit("spectral")))
+
+
+# ---------------------------------------------------------------------------
+# alignment to the published scale
+# ---------------------------------------------------------------------------
+
+
+def test_shift_is_recovered_exactly_from_a_translated_copy(tmp_path: Path) -> None:
+    """Their board = ours + 265.6 (written as LMArena JSON and read back): the shift is 265.6,
+    the aligned ratings and bounds are theirs, ranks do not move, slope 1 and RMS 0."""
+    rng = np.random.default_rng(11)
+    names = ["gemini-2.5-pro", "o3-2025-04-16", "claude-opus-4-20250514", "qwq-32b",
+             "gpt-4.1-2025-04-14", "deepseek-v3-0324"]
+    rows = [(c, m, float(r)) for c in ("overall", "math") for m, r in zip(names, 1000 + rng.normal(0, 60, 6),
+                                                                           strict=True)]
+    ours = leaderboard(rows)
+    translated = apply_alignment(ours, pl.DataFrame({"category": ["overall", "math"], "method": "bt",
+                                                     "shift": 265.6, "aligned": True}))
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(to_lmarena_json(translated)), encoding="utf-8")
+    theirs = read_published_board(path)
+
+    shifts = alignment_shifts(ours, theirs)
+    assert shifts.get_column("category").to_list() == ["overall", "math"]
+    assert shifts.get_column("published_board").to_list() == ["full", "math"]
+    assert shifts.get_column("n_matched").to_list() == [6, 6]
+    assert shifts.get_column("aligned").all()
+    assert shifts.get_column("shift").to_list() == pytest.approx([265.6, 265.6], abs=1e-9)
+
+    aligned = apply_alignment(ours, shifts)
+    assert aligned.columns == ours.columns
+    for column in ("rating", "ci_lower", "ci_upper", "sandwich_lower", "bootstrap_upper"):
+        assert (aligned[column] - ours[column]).to_list() == pytest.approx([265.6] * 12, abs=1e-9)
+    assert aligned["cluster_sandwich_lower"].is_null().all()  # absent bounds stay absent
+    assert aligned["rank"].to_list() == ours["rank"].to_list()
+    assert aligned["rating"].to_list() == pytest.approx(translated["rating"].to_list(), abs=1e-9)
+
+    summary = {r["category"]: r for r in compare_boards(ours, theirs).summary.to_dicts()}
+    for row in summary.values():
+        assert row["slope"] == pytest.approx(1.0, abs=1e-12)
+        assert row["intercept"] == pytest.approx(265.6, abs=1e-9)
+        assert row["rms_residual"] == pytest.approx(0.0, abs=1e-9)
+        assert row["rms_after_shift"] == pytest.approx(0.0, abs=1e-9)
+        assert row["median_shift"] == pytest.approx(265.6, abs=1e-9)
+    after = compare_boards(aligned, theirs).summary
+    assert after["median_shift"].to_list() == pytest.approx([0.0, 0.0], abs=1e-9)
+
+
+def test_shift_uses_shown_models_and_the_median() -> None:
+    """A provisional model and one outlier do not move the shift; their median does not care."""
+    ours = leaderboard([("overall", m, 1000.0 + 10 * i) for i, m in enumerate("abcdef")]).with_columns(
+        provisional=pl.col("model") == "f")
+    offsets = {"a": 250.0, "b": 250.0, "c": 252.0, "d": 248.0, "e": 400.0, "f": -900.0}
+    theirs = pl.DataFrame({"category": "overall", "model": list(offsets),
+                           "rating": [1000.0 + 10 * i + o for i, o in enumerate(offsets.values())]})
+    row = alignment_shifts(ours, theirs).row(0, named=True)
+    assert row["n_matched"] == 5  # f is provisional
+    assert row["shift"] == pytest.approx(250.0)  # median of 250, 250, 252, 248, 400
+
+
+def test_boards_that_cannot_be_aligned_stay_as_they_are() -> None:
+    ours = pl.concat([
+        leaderboard([("overall", m, 1000.0 + i) for i, m in enumerate("abcd")]),
+        leaderboard([("overall", m, 990.0 + i) for i, m in enumerate("abcd")], method="bt_style"),
+        leaderboard([("math", "a", 1000.0), ("math", "b", 1010.0)]),
+    ])
+    # a plain board only (as benchmarks/data's CSV): no style-controlled board to align bt_style to
+    theirs = pl.DataFrame({"category": ["overall"] * 4 + ["math"] * 2, "method": "bt",
+                           "model": ["a", "b", "c", "d", "a", "b"],
+                           "rating": [1300.0, 1301.0, 1302.0, 1303.0, 1250.0, 1260.0]})
+    shifts = {(r["category"], r["method"]): r for r in alignment_shifts(ours, theirs).to_dicts()}
+    assert shifts[("overall", "bt")]["shift"] == pytest.approx(300.0)
+    style = shifts[("overall", "bt_style")]
+    assert not style["aligned"] and style["shift"] is None and style["published_board"] is None
+    assert "no overall board for method bt_style" in style["reason"]
+    math = shifts[("math", "bt")]
+    assert not math["aligned"] and math["n_matched"] == 2 and "fewer than the 3" in math["reason"]
+    aligned = apply_alignment(ours, alignment_shifts(ours, theirs))
+    moved = (aligned["rating"] - ours["rating"]).to_list()
+    assert moved == pytest.approx([300.0] * 4 + [0.0] * 6)
+    record = alignment_record(alignment_shifts(ours, theirs), "boards/published.csv", "abc", "2025-11-05", 1000.0)
+    assert record["board_name"] == "published.csv" and record["board_date"] == "2025-11-05"
+    assert [b["aligned"] for b in record["boards"]] == [True, False, False]
+    json.dumps(record)  # plain data: it goes into arena.publications' settings

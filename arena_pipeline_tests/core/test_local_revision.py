@@ -6,8 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from arena_pipeline.core import ingest
-from arena_pipeline.core.ingest import ContentHashes, local_manifest, local_revision
+from arena_pipeline.core import ingest, local_dump
+from arena_pipeline.core.local_dump import ContentHashes, local_manifest, local_revision
 from arena_pipeline.core.sources import parse_source
 from arena_pipeline.resources import DumpSource
 
@@ -47,8 +47,8 @@ def test_unchanged_dump_is_not_rehashed(tmp_path, monkeypatch):
     spec = parse_source(str(dump))
     first = local_revision(spec, ContentHashes(cache))
     calls = []
-    real = ingest.file_sha256
-    monkeypatch.setattr(ingest, "file_sha256", lambda p: calls.append(p) or real(p))
+    real = local_dump.file_sha256
+    monkeypatch.setattr(local_dump, "file_sha256", lambda p: calls.append(p) or real(p))
     assert local_revision(spec, ContentHashes(cache)) == first
     assert calls == []
     os.utime(dump)  # touched: hashed again, same content, same revision

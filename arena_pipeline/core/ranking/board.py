@@ -409,8 +409,14 @@ def fit_bt_board(board: Board) -> BTResult:
     return BTResult(frame, info, pairs, theta, rating, resampled)
 
 
-def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+def fit_style_board(
+    board: Board, theta_bt: np.ndarray, without_style: int = 0
+) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
     """Style-controlled fit: the ``bt_style`` board, the coefficient rows and metadata.
+
+    ``board`` holds only battles with style counts (``style_control.has_style_counts``);
+    ``without_style`` is how many of the category's battles were left out for lacking them
+    (recorded in the coefficient rows, ``battles_without_style``).
 
     Features are z-scored over the board's battles; the fit starts from the ``bt``
     log-strengths. ``style_method="lmarena"`` (default) weighs battles by
@@ -445,6 +451,8 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
         "feature_std": dict(zip(STYLE_FEATURES, std.tolist(), strict=True)),
         "style_method": c.style_method,
         "l2_on_summed_loss": l2,
+        "battles_fitted": len(y),
+        "battles_without_style": without_style,
     }
     beta_boot = None
     if c.style_bootstrap_rounds > 0:
@@ -478,6 +486,8 @@ def fit_style_board(board: Board, theta_bt: np.ndarray) -> tuple[pl.DataFrame, p
             "sandwich_upper": beta + beta_half,
             "bootstrap_lower": beta_boot[0] if beta_boot is not None else nulls,
             "bootstrap_upper": beta_boot[1] if beta_boot is not None else nulls,
+            "battles_fitted": [len(y)] * k,
+            "battles_without_style": [without_style] * k,
         },
         schema=STYLE_COEFFICIENTS_SCHEMA,
         nan_to_null=True,

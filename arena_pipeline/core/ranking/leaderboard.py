@@ -17,7 +17,7 @@ from arena_pipeline.core.ranking.board import (
     fit_style_board,
     select_models,
 )
-from arena_pipeline.core.ranking.bradley_terry import OUTCOME_CODES
+from arena_pipeline.core.ranking.bradley_terry import OUTCOME_CODES, aggregate_pairs, fit_bt
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA, pairwise_table
 from arena_pipeline.core.ranking.status import (
     UNRATED_MODELS_SCHEMA,
@@ -27,6 +27,7 @@ from arena_pipeline.core.ranking.status import (
 )
 from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
+    has_style_counts,
     style_columns,
     style_feature_exprs,
 )
@@ -83,7 +84,7 @@ def _prepare(
         pl.col("model_a").cast(index).to_physical().cast(pl.Int64).alias("_a"),
         pl.col("model_b").cast(index).to_physical().cast(pl.Int64).alias("_b"),
         pl.col("winner").replace_strict(OUTCOME_CODES, return_dtype=pl.Int8).alias("_o"),
-        *(style_feature_exprs() if with_style else []),
+        *([*style_feature_exprs(), has_style_counts()] if with_style else []),
         *(
             # a null session is a session of its own (keyed by the battle id)
             [pl.coalesce(pl.col(cluster_column).cast(pl.String), "id").alias("_cluster")]
@@ -121,7 +122,13 @@ def compute_rankings(
        reference.
     4. ``bt_style``: the same with four style covariates fitted jointly per battle
        (see :class:`RankingConfig.style_method`); bootstrap (``style_bootstrap_rounds``,
-       default 0) by resampling battles.
+       default 0) by resampling battles. Only battles with style counts
+       (``style_control.has_style_counts``) enter it: a dump whose format has no style counts
+       leaves them null, and such votes are left out (models selected and the reference chosen
+       again among the rest, so the board equals the one fitted on those battles alone), never
+       entered with a style difference of 0. How many were left out is in the coefficient rows
+       (``battles_without_style``) and ``metadata["style_left_out"]``; a category with fewer
+       than 2 models among its styled votes has no ``bt_style`` board.
     5. ``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions,
        normalised by the maximum degree) on the same rating scale, with a bootstrap
        interval from the same resamples as ``bt``; no sandwich interval. The Kendall tau
@@ -131,7 +138,9 @@ def compute_rankings(
     ----------
     battles
         Flat battles table: ``id``, ``model_a``, ``model_b``, ``winner`` and, for
-        ``bt_style``, the ``schema.CONVERSATION_STYLE_COLUMNS`` of both sides (nulls as 0).
+        ``bt_style``, the ``schema.CONVERSATION_STYLE_COLUMNS`` of both sides (a battle with
+        all of them null, as in a dump without style counts, is left out of ``bt_style``;
+        a lone null among them counts as 0).
     battle_categories
         ``battle_id``, ``category`` (see ``categories.tag_categories``).
     config
@@ -199,6 +208,7 @@ def compute_rankings(
             "category_rows_without_battle": unmatched,
         },
         "excluded_models": {},
+        "style_left_out": {},
         "anchors": {},
         "kendall_tau": {},
         "categories": {},
@@ -270,9 +280,19 @@ def compute_rankings(
         info["timings_s"]["bt"] = perf_counter() - t0
         if with_style:
             t0 = perf_counter()
-            style_frame, style_coefficients, info["bt_style"] = fit_style_board(board, bt.theta)
-            boards.append(style_frame)
-            coefficients.append(style_coefficients)
+            styled = part.get_column("_styled").to_numpy()
+            metadata["style_left_out"][category] = int((~styled).sum())
+            if styled.all():
+                style_board, theta0, info["bt_style"] = board, bt.theta, {}
+            else:
+                style_board, theta0, info["bt_style"] = _styled_board(board, part, styled, names, candidates)
+            if style_board is not None:
+                style_frame, style_coefficients, fitted = fit_style_board(
+                    style_board, theta0, int((~styled).sum())
+                )
+                info["bt_style"].update(fitted)
+                boards.append(style_frame)
+                coefficients.append(style_coefficients)
             info["timings_s"]["bt_style"] = perf_counter() - t0
         if "spectral" in config.methods:
             t0 = perf_counter()
@@ -303,6 +323,52 @@ def compute_rankings(
         unrated_models=_concat(unrated, UNRATED_MODELS_SCHEMA),
         board_status=board_status_frame(battles.columns, status),
     )
+
+
+def _styled_board(
+    board: Board,
+    part: pl.DataFrame,
+    styled: np.ndarray,
+    names: list[str],
+    candidates: tuple[str, ...],
+) -> tuple[Board | None, np.ndarray | None, dict[str, Any]]:
+    """The category's board over its battles with style counts only, for ``bt_style``.
+
+    Models are selected again on those battles (``select_models``: a model may have no finite
+    estimate without the others), the reference chosen again among them, and the start of the
+    style fit is the plain Bradley-Terry fit of the same battles: exactly what
+    ``compute_rankings`` does when given only these battles. None (and why, in the returned
+    info) when fewer than 2 models are left.
+    """
+    c = board.config
+    a, b, o = (part.get_column(col).to_numpy()[styled] for col in ("_a", "_b", "_o"))
+    active, excluded = select_models(a, b, o, names, c.min_battles)
+    info: dict[str, Any] = {
+        "battles_with_style": len(a),
+        "models_without_style_board": sorted(set(board.models) - {names[i] for i in np.flatnonzero(active)}),
+    }
+    models = [names[i] for i in np.flatnonzero(active)]
+    if len(models) < 2:
+        info["note"] = (f"{len(models)} model(s) left among the {len(a)} battles with style counts: "
+                        "no bt_style board (the other battles' dumps have no style counts)")
+        return None, None, info
+    keep = active[a] & active[b]
+    local = np.cumsum(active) - 1
+    anchor_name = next((name for name in candidates if name in set(models)), None)
+    info["anchor"] = anchor_name
+    style_board = Board(
+        category=board.category,
+        config=c,
+        models=models,
+        a=local[a[keep]],
+        b=local[b[keep]],
+        o=o[keep],
+        raw_style=part.select(STYLE_FEATURES).to_numpy()[styled][keep],
+        anchor=models.index(anchor_name) if anchor_name is not None else None,
+    )
+    pairs = aggregate_pairs(style_board.a, style_board.b, style_board.o, style_board.m)
+    theta0 = fit_bt(pairs, tol=c.tol, max_iter=c.max_iter).x[0]
+    return style_board, theta0, info
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:

@@ -11,20 +11,24 @@ import time
 
 import polars as pl
 
-from arena_pipeline.core.dumps import dump_battles, dumps_of, unavailable_columns
+from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dumps import board_dumps, dump_battles, unavailable_columns
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.style_control import style_columns
 from arena_pipeline.core.ranking.types import RankingConfig
 
 
 def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: RankingConfig,
-                          combined: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, float]]:
+                          combined: pl.DataFrame, copies: pl.DataFrame | None = None
+                          ) -> tuple[pl.DataFrame, dict[str, float]]:
     """Each loaded dump's own boards: the combined leaderboard's columns plus ``dump``.
 
-    A dump's battles are :func:`~arena_pipeline.core.dumps.dump_battles` (its own and those it
-    shares with a dump kept first), fitted by ``compute_rankings`` with the same ``config``: same
-    methods, intervals and seeds. With one dump the combined board is that dump's board and is not
-    fitted again. A dump whose format lacks the style counts gets no ``bt_style`` board (its style
+    A dump's battles are its own votes: :func:`~arena_pipeline.core.dumps.dump_battles` (its own and
+    those it shares with a dump kept first) and its ``copies`` (votes another dump holds with other
+    content, tagged here with ``categories.tag_categories``), fitted by ``compute_rankings`` with the
+    same ``config``: same methods, intervals and seeds. A dump all of whose votes another dump holds
+    still gets its board. With one dump the combined board is that dump's board and is not fitted
+    again. A dump whose format lacks the style counts gets no ``bt_style`` board (its style
     features would all be 0: the fit would be plain Bradley-Terry under another name).
 
     Parameters
@@ -37,24 +41,32 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
         The ranking settings of the combined boards.
     combined
         The combined leaderboard (``RankingOutput.leaderboard``), reused when there is one dump.
+    copies
+        The votes quarantined as conflicting copies (``dumps.conflicting_copies``), model columns
+        as in ``battles``; None: none.
 
     Returns
     -------
     tuple[pl.DataFrame, dict[str, float]]
         The boards, and the seconds each dump's fit took.
     """
-    dumps = dumps_of(battles)
+    copies = battles.clear() if copies is None else copies.select(battles.columns)
+    dumps = board_dumps(battles, copies)
     none = combined.with_columns(dump=pl.lit(None, pl.String)).head(0)
     if not dumps:
         return none, {}
     if len(dumps) == 1:
         return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
-    gaps = unavailable_columns(battles, style_columns())
+    gaps = unavailable_columns(pl.concat([battles, copies]) if copies.height else battles, style_columns())
     boards, seconds = [], {}
     for dump in dumps:
         started = time.perf_counter()
         own = dump_battles(battles, dump)
         own_tags = tags.join(own.select(battle_id="id"), on="battle_id", how="semi")
+        mine = copies.filter(pl.col("dump") == dump).join(own.select("id"), on="id", how="anti")
+        if mine.height:
+            own = pl.concat([own, mine])
+            own_tags = pl.concat([own_tags, tag_categories(mine)[0].select(own_tags.columns)])
         # a dump without style counts is not given the style fit at all (its board would be dropped)
         methods = tuple(m for m in config.methods if m != "bt_style") if dump in gaps else config.methods
         if not methods:

@@ -26,11 +26,33 @@ def style_columns() -> list[str]:
     ]
 
 
+def has_style_counts() -> pl.Expr:
+    """True for a battle with style counts: at least one style column (either side) is present.
+
+    A dump whose format has no style counts (the 33k and 55k formats: ``dumps.unavailable_columns``)
+    loads every one of them as null, and the quarantine lets no null style count through from a
+    dump that has them (``quarantine.REQUIRED_COLUMNS``); so a battle with all of them null was
+    never measured, it did not have zero style. :func:`compute_rankings` leaves such battles out
+    of the ``bt_style`` fit (and counts them) rather than entering them with a style difference
+    of 0, which would pull the coefficients toward zero and leave those votes unadjusted. A
+    single null count among present ones (possible only in frames built by hand) still counts
+    as 0, as :func:`style_feature_exprs` says.
+
+    Returns
+    -------
+    pl.Expr
+        Boolean, named ``_styled``.
+    """
+    return pl.any_horizontal([pl.col(c).is_not_null() for c in style_columns()]).alias("_styled")
+
+
 def style_feature_exprs() -> list[pl.Expr]:
     """Raw style features of a battle, one Float64 expression per :data:`STYLE_FEATURES`.
 
     Each feature sums its columns per side (nulls as 0) and is ``(a - b) / (a + b)``, or 0
-    when both sides are 0; it lies in [-1, 1] and flips sign when the sides are swapped.
+    when both sides are 0; it lies in [-1, 1] and flips sign when the sides are swapped. The
+    ranking fits only battles where :func:`has_style_counts` holds: a battle without any style
+    count is left out, not given a difference of 0.
 
     Returns
     -------

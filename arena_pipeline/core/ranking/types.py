@@ -72,6 +72,10 @@ STYLE_COEFFICIENTS_SCHEMA: dict[str, pl.DataType] = {
     "sandwich_upper": pl.Float64(),
     "bootstrap_lower": pl.Float64(),
     "bootstrap_upper": pl.Float64(),
+    # votes of the category the style fit used, and those left out because their dump has no
+    # style counts (style_control.has_style_counts): never entered with a style difference of 0
+    "battles_fitted": pl.Int64(),
+    "battles_without_style": pl.Int64(),
 }
 
 

@@ -1,0 +1,300 @@
+"""What changed between two publications' boards: new and gone models, rating moves with an interval, rank moves.
+
+A rating change Δ = R_after − R_before compares two fits. How far Δ may move by chance depends on
+how the two fits' votes relate (``data_relation``), and is modelled through the correlation ρ of
+the two estimates: with s₀, s₁ the standard errors of the ratings (half the 95% interval / 1.96),
+
+    Var(Δ) = s₀² + s₁² − 2 ρ s₀ s₁.
+
+- **same votes** (a re-rank of the same battles with other settings): the votes' noise moves both
+  fits alike, ρ = 1, Var(Δ) = (s₀ − s₁)²: the interval only allows for the difference of the two
+  widths, and a move beyond it is caused by the settings, not by the votes.
+- **votes added** (every earlier battle is in the new dump, unchanged): the earlier fit uses a
+  subset of the new one's votes. For an efficient estimator the full-data estimate is the
+  precision-weighted mean of the subset's and the added votes' estimates, so
+  Cov(before, after) = Var(after) and Var(Δ) = s₀² − s₁² (ρ = s₁ / s₀): the interval of how far the
+  added votes alone could move the rating if the model's strength had not changed. When the new
+  interval is not narrower (s₁ ≥ s₀: bootstrap noise), or the ranking settings changed too (another
+  estimator), the assumption does not hold and ρ = 0 is used instead.
+- **votes changed** (earlier battles are missing or differ: other aliases, a dump that dropped
+  votes) and **unknown** (the earlier battles are no longer kept): ρ = 0, the fits taken as
+  independent, Var(Δ) = s₀² + s₁², the widest of the three (conservative for overlapping votes).
+
+The interval of the change is Δ ± 1.96 √Var(Δ); ``beyond_interval`` says 0 is outside it (the move is
+larger than the intervals allow). Ratings are differences from the board's reference model: when the
+two boards are pinned on different reference models (or one is centred), the change has no interval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import duckdb
+import polars as pl
+
+from arena_pipeline.constants import (
+    BATTLES_TABLE,
+    LEADERBOARD_TABLE,
+    PUBLICATION_CHANGES_TABLE,
+    PUBLICATIONS_TABLE,
+    VERSIONS_SCHEMA,
+)
+from arena_pipeline.core.categories import category_order
+from arena_pipeline.core.publication import (
+    Build,
+    base_version,
+    publication_settings,
+    version_name,
+    versioned,
+    write_version,
+)
+from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists
+
+#: z of a two-sided 95% interval (the boards' intervals are 95%).
+Z95 = 1.959963984540054
+SAME_VOTES = "same votes"
+VOTES_ADDED = "votes added"
+VOTES_CHANGED = "votes changed"
+UNKNOWN = "unknown"
+#: The battle columns that make two votes the same vote (the canonical names: aliases change them).
+VOTE_COLUMNS = ("id", "model_a_canonical", "model_b_canonical", "winner")
+
+#: Columns of ``arena.publication_changes``: one row per category, method and model on either board.
+CHANGES_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(), "method": pl.String(), "model": pl.String(),
+    "status": pl.String(),  # 'new', 'gone' or 'kept'
+    "since_publication": pl.Int64(), "since_revision": pl.String(), "since_published_at": pl.Datetime("us"),
+    "data_relation": pl.String(), "settings_changed": pl.Boolean(), "same_reference": pl.Boolean(),
+    "rating_before": pl.Float64(), "rating_after": pl.Float64(), "rating_change": pl.Float64(),
+    "change_ci_lower": pl.Float64(), "change_ci_upper": pl.Float64(), "correlation": pl.Float64(),
+    "beyond_interval": pl.Boolean(),
+    "rank_before": pl.Int64(), "rank_after": pl.Int64(), "rank_change": pl.Int64(),
+    "rank_ub_before": pl.Int64(), "rank_ub_after": pl.Int64(), "rank_ub_change": pl.Int64(),
+    "battles_before": pl.Int64(), "battles_after": pl.Int64(),
+    "provisional_before": pl.Boolean(), "provisional_after": pl.Boolean(),
+}
+_BOARD_COLUMNS = ("rating", "ci_lower", "ci_upper", "ci_method", "rank", "rank_ub", "n_battles", "provisional")
+_KEY = ["category", "method", "model"]
+
+
+def data_relation(con: duckdb.DuckDBPyConnection, before: str | None, after: str | None) -> str:
+    """How the votes of two versions of the battles table relate (their names in the versions
+    schema): :data:`SAME_VOTES`, :data:`VOTES_ADDED`, :data:`VOTES_CHANGED`, or :data:`UNKNOWN` when a
+    version is missing (an earlier publication's battles are dropped by retention).
+
+    Two votes are the same when their :data:`VOTE_COLUMNS` are; the comparison runs in DuckDB.
+    """
+    if before is None or after is None:
+        return UNKNOWN
+    if base_version(con, before) == base_version(con, after):
+        return SAME_VOTES
+    names = [base_version(con, v) for v in (before, after)]
+    if not all(relation_exists(con, VERSIONS_SCHEMA, n) for n in names):
+        return UNKNOWN
+    cols = ", ".join(f'"{c}"' for c in VOTE_COLUMNS)
+    old, new = (f"SELECT {cols} FROM {versioned(n)}" for n in names)
+    try:
+        missing, old_n, new_n = con.execute(
+            f"SELECT (SELECT count(*) FROM ({old} EXCEPT {new})), (SELECT count(*) FROM ({old})), "
+            f"(SELECT count(*) FROM ({new}))").fetchone()
+    except duckdb.BinderException:  # a version from before a vote column existed: not comparable
+        return UNKNOWN
+    if missing:
+        return VOTES_CHANGED
+    return SAME_VOTES if old_n == new_n else VOTES_ADDED
+
+
+def _standard_error(prefix: str) -> pl.Expr:
+    """The rating's standard error from its 95% interval: 0 for the reference model (pinned: both
+    bounds missing on a board with an interval method), null on a board without intervals."""
+    lo, hi, method = (pl.col(f"{c}_{prefix}") for c in ("ci_lower", "ci_upper", "ci_method"))
+    has_interval = method.is_not_null() & (method != "none")
+    return (pl.when(lo.is_not_null() & hi.is_not_null()).then((hi - lo) / (2 * Z95))
+            .when(has_interval & lo.is_null() & hi.is_null()).then(0.0))
+
+
+def _references(board: pl.DataFrame) -> pl.DataFrame:
+    """The reference model of each (category, method) board: the model whose bounds are missing on a
+    board with an interval method (null: a centred board, or no intervals)."""
+    ref = (pl.col("ci_lower").is_null() & pl.col("ci_upper").is_null() & pl.col("ci_method").is_not_null()
+           & (pl.col("ci_method") != "none"))
+    return (board.group_by("category", "method")
+            .agg(reference=pl.col("model").filter(ref).sort().first()))
+
+
+def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
+                   settings_changed: bool | None = None, since: Mapping | None = None) -> pl.DataFrame:
+    """One row per (category, method, model) on either leaderboard (:data:`CHANGES_SCHEMA`), in board
+    order, each board's rows by the size of the move (largest first), then the new, then the gone.
+
+    Parameters
+    ----------
+    before, after
+        Leaderboards (``arena.leaderboard`` rows) of the earlier and the later publication.
+    relation
+        How their votes relate (:func:`data_relation`); decides the correlation assumed (module doc).
+    settings_changed
+        Whether the two fits were made with other ranking settings (None: unknown). Votes added under
+        other settings are not a subset fit of the same estimator: taken as independent (ρ = 0).
+    since
+        The earlier publication: ``publication_id``, ``revision``, ``published_at`` (copied to every row).
+    """
+    since = dict(since or {})
+    sides = []
+    for frame, suffix in ((before, "before"), (after, "after")):
+        if "provisional" not in frame.columns:
+            frame = frame.with_columns(provisional=pl.lit(False))
+        refs = _references(frame).rename({"reference": f"reference_{suffix}"})
+        sides.append(frame.select(*_KEY, *(pl.col(c).alias(f"{c}_{suffix}") for c in _BOARD_COLUMNS))
+                     .join(refs, on=["category", "method"], how="left"))
+    both = sides[0].join(sides[1], on=_KEY, how="full", coalesce=True)
+    s0, s1 = _standard_error("before"), _standard_error("after")
+    unbounded = s0.is_infinite() | s1.is_infinite()
+    if relation == SAME_VOTES:
+        rho, variance = pl.lit(1.0), (s0 - s1) ** 2
+    else:
+        nested = (s1 < s0) & pl.lit(relation == VOTES_ADDED and settings_changed is False)
+        rho = pl.when(nested).then(s1 / s0).otherwise(0.0)
+        variance = pl.when(nested).then(s0 ** 2 - s1 ** 2).otherwise(s0 ** 2 + s1 ** 2)
+    variance = pl.when(unbounded).then(float("inf")).otherwise(variance)
+    status = (pl.when(pl.col("rating_before").is_null()).then(pl.lit("new"))
+              .when(pl.col("rating_after").is_null()).then(pl.lit("gone")).otherwise(pl.lit("kept")))
+    same_ref = (pl.col("reference_before").eq_missing(pl.col("reference_after"))
+                & pl.col("rating_before").is_not_null() & pl.col("rating_after").is_not_null())
+    change = pl.col("rating_after") - pl.col("rating_before")
+    half = pl.when(same_ref).then(Z95 * variance.sqrt())
+    out = both.with_columns(
+        status=status, same_reference=same_ref, rating_change=change,
+        correlation=pl.when(same_ref & variance.is_not_null() & ~unbounded).then(rho),
+        change_ci_lower=change - half, change_ci_upper=change + half,
+        since_publication=pl.lit(since.get("publication_id"), pl.Int64),
+        since_revision=pl.lit(since.get("revision"), pl.String),
+        since_published_at=pl.lit(since.get("published_at"), pl.Datetime("us")),
+        data_relation=pl.lit(relation, pl.String), settings_changed=pl.lit(settings_changed, pl.Boolean),
+        rank_change=pl.col("rank_before") - pl.col("rank_after"),
+        rank_ub_change=pl.col("rank_ub_before") - pl.col("rank_ub_after"),
+        battles_before=pl.col("n_battles_before"), battles_after=pl.col("n_battles_after"),
+    ).with_columns(beyond_interval=(pl.col("change_ci_lower") > 0) | (pl.col("change_ci_upper") < 0))
+    order = pl.col("status").replace_strict({"kept": 0, "new": 1, "gone": 2}, return_dtype=pl.Int8)
+    return (out.sort(category_order(), "category", "method", order, pl.col("rating_change").abs(), "model",
+                     descending=[False, False, False, False, True, False], nulls_last=True)
+            .select([pl.col(c).cast(t) for c, t in CHANGES_SCHEMA.items()]))
+
+
+def publication_row(con: duckdb.DuckDBPyConnection, schema: str, publication_id: int) -> dict | None:
+    """One row of ``schema.publications`` (``tables`` parsed), or None."""
+    if not relation_exists(con, schema, PUBLICATIONS_TABLE):
+        return None
+    frame = read_frame(con, f"SELECT publication_id, revision, published_at, tables, settings FROM "
+                            f"{quoted(schema, PUBLICATIONS_TABLE)} WHERE publication_id = ?", [publication_id])
+    if frame.is_empty():
+        return None
+    row = frame.row(0, named=True)
+    row["tables"] = json.loads(row["tables"])
+    row["settings"] = json.loads(row["settings"]) if row["settings"] else {}
+    return row
+
+
+def ranking_settings(publication: Mapping | None) -> dict | None:
+    """The ranking settings a publication's leaderboard was made with (``settings.tables.leaderboard.ranking``
+    of its ``publications`` row), or None when not recorded."""
+    return ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("ranking")
+
+
+def _changed(before: dict | None, after: dict | None) -> bool | None:
+    return None if before is None or after is None else before != after
+
+
+def earlier_publications(con: duckdb.DuckDBPyConnection, schema: str) -> list[int]:
+    """The publications whose boards ``schema.leaderboard_history`` still keeps, newest first."""
+    if not relation_exists(con, schema, f"{LEADERBOARD_TABLE}_history"):
+        return []
+    return [r[0] for r in con.execute(
+        f"SELECT DISTINCT publication_id FROM {quoted(schema, LEADERBOARD_TABLE + '_history')} ORDER BY 1 DESC"
+    ).fetchall()]
+
+
+def changes_between(con: duckdb.DuckDBPyConnection, schema: str, since_id: int,
+                    until_id: int) -> pl.DataFrame:
+    """:func:`compare_boards` of two kept publications (their boards from ``schema.leaderboard_history``).
+
+    Raises
+    ------
+    LookupError
+        A publication's boards are no longer kept (the message lists the kept ones).
+    """
+    kept = earlier_publications(con, schema)
+    for pid in (since_id, until_id):
+        if pid not in kept:
+            raise LookupError(f"publication {pid} is not kept in {schema}.{LEADERBOARD_TABLE}_history "
+                              f"(kept: {', '.join(map(str, kept)) or 'none'})")
+    history = quoted(schema, LEADERBOARD_TABLE + "_history")
+    before, after = (read_frame(con, f"SELECT * FROM {history} WHERE publication_id = ?", [pid])
+                     for pid in (since_id, until_id))
+    rows = [publication_row(con, schema, pid) for pid in (since_id, until_id)]
+    relation = data_relation(con, *(r["tables"].get(BATTLES_TABLE) if r else None for r in rows))
+    if relation == UNKNOWN:
+        relation = recorded_relation(con, schema, since_id, until_id)
+    changed = _changed(*(ranking_settings(r) for r in rows))
+    return compare_boards(before, after, relation=relation, settings_changed=changed, since=rows[0])
+
+
+def compose(relations: list[str]) -> str:
+    """The relation across a chain of publications, from each one's relation to the one before it:
+    unknown if any is, else changed if any is, else added if any is, else the same votes."""
+    for relation in (UNKNOWN, VOTES_CHANGED, VOTES_ADDED):
+        if relation in relations:
+            return relation
+    return SAME_VOTES
+
+
+def recorded_relation(con: duckdb.DuckDBPyConnection, schema: str, since_id: int, until_id: int) -> str:
+    """The relation of publication ``until_id``'s votes to ``since_id``'s, composed from what each
+    publication between them recorded against the one before it (``settings.tables.publication_changes``
+    of ``schema.publications``: an earlier publication's battles are not kept); :data:`UNKNOWN` when
+    the chain is broken."""
+    if since_id == until_id:
+        return SAME_VOTES
+    frame = read_frame(con, f"SELECT publication_id, settings FROM {quoted(schema, PUBLICATIONS_TABLE)} "
+                            "WHERE publication_id > ? AND publication_id <= ?", [since_id, until_id])
+    recorded = {}
+    for pid, settings in frame.iter_rows():
+        own = json.loads(settings or "{}").get("tables", {}).get(PUBLICATION_CHANGES_TABLE, {})
+        recorded[pid] = (own.get("since_publication"), own.get("data_relation", UNKNOWN))
+    chain, pid = [], until_id
+    while pid != since_id:
+        if pid not in recorded or recorded[pid][0] is None:
+            return UNKNOWN
+        pid, relation = recorded[pid][0], recorded[pid][1]
+        chain.append(relation)
+    return compose(chain)
+
+
+def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live: Mapping | None,
+                              current: pl.DataFrame | None, candidate: pl.DataFrame,
+                              chosen: Mapping[str, str]) -> str:
+    """Write ``build``'s version of ``arena.publication_changes``: the candidate leaderboard against
+    the live publication's (``current``; no rows before the first publication); return its name.
+
+    ``chosen``: the versions the publication will show (its battles decide the data relation)."""
+    relation = None
+    if live is None or current is None:
+        frame = pl.DataFrame(schema=CHANGES_SCHEMA)
+    else:
+        relation = data_relation(con, live["tables"].get(BATTLES_TABLE), chosen.get(BATTLES_TABLE))
+        new = publication_settings(con, {LEADERBOARD_TABLE: chosen[LEADERBOARD_TABLE]})
+        changed = _changed(ranking_settings(live), ranking_settings({"settings": {"tables": new}}))
+        frame = compare_boards(current, candidate, relation=relation, settings_changed=changed, since=live)
+    settings = {"since_publication": live["publication_id"] if live else None,
+                "data_relation": relation if live and current is not None else None}
+    write_version(con, PUBLICATION_CHANGES_TABLE, build, frame, settings)
+    return version_name(PUBLICATION_CHANGES_TABLE, build)
+
+
+def summary(changes: pl.DataFrame) -> dict[str, int]:
+    """Counts of a set of change rows: ``new``, ``gone``, ``kept``, ``beyond`` (moves beyond their interval)."""
+    counts = dict(changes.group_by("status").len().iter_rows())
+    return {"new": counts.get("new", 0), "gone": counts.get("gone", 0), "kept": counts.get("kept", 0),
+            "beyond": int(changes.get_column("beyond_interval").fill_null(False).sum())}
+

@@ -1,0 +1,149 @@
+"""Reward-model preference pairs made from a batch of nested dump rows while the dump is loaded (Polars)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from arena_pipeline.core.categories import category_order, tag_categories
+
+#: Role markers of the text rendering of the pairs (``core.analysis.preference_pairs_sql``).
+ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "system": "System"}
+
+#: Separator between rendered messages.
+MESSAGE_SEPARATOR = "\n\n"
+
+#: Separator between the text parts of one message (``core.flatten``'s ``text`` column).
+_PART_SEPARATOR = "\n\n"
+
+#: Columns and types of :func:`pair_rows`: arena.preference_pairs as published.
+PAIR_ROWS_SCHEMA: dict[str, pl.DataType] = {
+    "battle_id": pl.String(),
+    "prompt": pl.String(),
+    "chosen": pl.String(),
+    "rejected": pl.String(),
+    "chosen_model": pl.String(),
+    "rejected_model": pl.String(),
+    "chosen_side": pl.String(),
+    "turns": pl.Int32(),
+    "language": pl.String(),
+    "timestamp": pl.Datetime("us"),
+    "categories": pl.List(pl.String()),
+    "has_images": pl.Boolean(),
+    "dump_revision": pl.String(),
+}
+
+
+def _marker(role: pl.Expr) -> pl.Expr:
+    """The rendering's name of a role: the known ones mapped, others title-cased word by word, null 'Unknown'."""
+    titled = role.str.split(" ").list.eval(
+        pl.element().str.slice(0, 1).str.to_uppercase() + pl.element().str.slice(1).str.to_lowercase()
+    ).list.join(" ")
+    mapped = pl.when(role == "user").then(pl.lit(ROLE_MARKERS["user"]))
+    for name in ("assistant", "system"):
+        mapped = mapped.when(role == name).then(pl.lit(ROLE_MARKERS[name]))
+    return mapped.otherwise(titled).fill_null("Unknown")
+
+
+def _rendered(column: str) -> pl.Expr:
+    """Each message of a conversation as ``"<Marker>: <text>"`` (text parts joined as in arena.messages)."""
+    message = pl.element()
+    text = (message.struct.field("content").list.eval(pl.element().struct.field("text"))
+            .list.join(_PART_SEPARATOR, ignore_nulls=True))
+    return pl.col(column).list.eval(
+        pl.concat_str([_marker(message.struct.field("role")), pl.lit(": "), text.fill_null("")])
+    )
+
+
+def _has_image(column: str) -> pl.Expr:
+    """Whether any message of a conversation has an image part."""
+    return pl.col(column).list.eval(
+        pl.element().struct.field("content").list.eval(pl.element().struct.field("image"))
+        .list.drop_nulls().list.len().fill_null(0) > 0
+    ).list.any()
+
+
+def _first_user(column: str) -> tuple[pl.Expr, pl.Expr]:
+    """(whether the conversation has a user message, the position of its first one)."""
+    is_user = pl.col(column).list.eval(pl.element().struct.field("role") == "user")
+    return is_user.list.any().fill_null(False), is_user.list.arg_max()
+
+
+def _categories(battles: pl.DataFrame) -> pl.DataFrame:
+    """battle_id -> its categories in board order (the rules of ``core.categories``)."""
+    tags, _ = tag_categories(battles)
+    return (tags.sort(category_order(), "category")
+            .group_by("battle_id", maintain_order=True).agg(pl.col("category").alias("categories")))
+
+
+def pair_rows(frame: pl.DataFrame, battles: pl.DataFrame, dump_revision: str) -> pl.DataFrame:
+    """The preference pairs of one batch of votes, as ``core.analysis.preference_pairs_sql`` makes them.
+
+    The loader calls this on each batch while it has the nested conversations in hand, so the texts
+    are assembled once, by list operations on the nested rows, instead of being aggregated back
+    from arena.messages (``preference_pairs_sql`` stays the definition, and is what a partial run
+    uses; a test holds the two equal). Same rules: decisive votes only; the prompt is the chosen
+    side's messages up to its first user message; ``chosen`` / ``rejected`` are each side's later
+    messages; a vote without a user message or a later message on either side is left out.
+    ``categories`` follow the category rules applied to ``battles`` (the pairs asset reconciles
+    them with arena.battle_categories).
+
+    Parameters
+    ----------
+    frame
+        Nested rows (the dataset card's schema): ``id``, ``conversation_a``, ``conversation_b``.
+    battles
+        The same votes flattened and screened (``id``, ``winner``, ``model_a_canonical``,
+        ``model_b_canonical``, ``turns``, ``language``, ``timestamp`` and the category rules'
+        columns); ids unique. Only votes in both frames are paired.
+    dump_revision
+        Written in ``dump_revision``.
+
+    Returns
+    -------
+    pl.DataFrame
+        :data:`PAIR_ROWS_SCHEMA`, in ``battles`` order.
+    """
+    decided = battles.filter(pl.col("winner").is_in(["model_a", "model_b"]))
+    if decided.is_empty():
+        return pl.DataFrame(schema=PAIR_ROWS_SCHEMA)
+    user_a, first_a = _first_user("conversation_a")
+    user_b, first_b = _first_user("conversation_b")
+    sides = frame.select(
+        pl.col("id"),
+        rendered_a=_rendered("conversation_a"),
+        rendered_b=_rendered("conversation_b"),
+        images=_has_image("conversation_a").fill_null(False) | _has_image("conversation_b").fill_null(False),
+        user_a=user_a, first_a=first_a, user_b=user_b, first_b=first_b,
+    )
+    a_wins = pl.col("winner") == "model_a"
+    own, other = (pl.col("rendered_a"), pl.col("first_a")), (pl.col("rendered_b"), pl.col("first_b"))
+
+    def pick(if_a: pl.Expr, if_b: pl.Expr) -> pl.Expr:
+        return pl.when(a_wins).then(if_a).otherwise(if_b)
+
+    def after_prompt(side: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
+        return side[0].list.slice(side[1] + 1)
+
+    chosen = pick(after_prompt(own), after_prompt(other))
+    rejected = pick(after_prompt(other), after_prompt(own))
+    prompt = pick(own[0].list.head(own[1] + 1), other[0].list.head(other[1] + 1))
+    pairs = (
+        decided.join(sides, on="id", how="inner", maintain_order="left")
+        .filter(pl.col("user_a") & pl.col("user_b") & (chosen.list.len() > 0) & (rejected.list.len() > 0))
+        .join(_categories(decided), left_on="id", right_on="battle_id", how="left", maintain_order="left")
+    )
+    return pairs.select(
+        pl.col("id").alias("battle_id"),
+        prompt.list.join(MESSAGE_SEPARATOR).alias("prompt"),
+        chosen.list.join(MESSAGE_SEPARATOR).alias("chosen"),
+        rejected.list.join(MESSAGE_SEPARATOR).alias("rejected"),
+        pick(pl.col("model_a_canonical"), pl.col("model_b_canonical")).alias("chosen_model"),
+        pick(pl.col("model_b_canonical"), pl.col("model_a_canonical")).alias("rejected_model"),
+        pick(pl.lit("a"), pl.lit("b")).alias("chosen_side"),
+        pl.col("turns").cast(pl.Int32),
+        pl.col("language"),
+        pl.col("timestamp").cast(pl.Datetime("us")),
+        pl.col("categories").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        pl.col("images").alias("has_images"),
+        pl.lit(dump_revision, dtype=pl.String).alias("dump_revision"),
+    ).select([pl.col(c).cast(t) for c, t in PAIR_ROWS_SCHEMA.items()])

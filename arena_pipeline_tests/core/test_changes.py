@@ -1,0 +1,156 @@
+"""core.changes: rating and rank moves between two boards, their intervals under each data relation."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import duckdb
+import polars as pl
+import pytest
+
+from arena_pipeline.core.changes import (
+    CHANGES_SCHEMA,
+    SAME_VOTES,
+    UNKNOWN,
+    VOTES_ADDED,
+    VOTES_CHANGED,
+    compare_boards,
+    compose,
+    data_relation,
+)
+from arena_pipeline.core.publication import VERSIONS, ensure_catalog, versioned
+
+
+def board(rows: list[tuple], category: str = "overall", method: str = "bt") -> pl.DataFrame:
+    """Leaderboard rows from (model, rating, ci_lower, ci_upper, rank, rank_ub, n_battles)."""
+    frame = pl.DataFrame(rows, schema=["model", "rating", "ci_lower", "ci_upper", "rank", "rank_ub", "n_battles"],
+                         orient="row")
+    return frame.with_columns(category=pl.lit(category), method=pl.lit(method), ci_method=pl.lit("sandwich"),
+                              provisional=pl.lit(False))
+
+
+# reference (pinned, no bounds), a, b, c before; c gone, d new after. Half-widths 20 -> 15 for a.
+BEFORE = board([("ref", 1000.0, None, None, 3, 2, 500), ("a", 1050.0, 1030.0, 1070.0, 1, 1, 300),
+                ("b", 1020.0, 1000.0, 1040.0, 2, 1, 300), ("c", 990.0, 970.0, 1010.0, 4, 2, 100)])
+AFTER = board([("ref", 1000.0, None, None, 3, 2, 700), ("a", 1070.0, 1055.0, 1085.0, 1, 1, 400),
+               ("b", 1010.0, 995.0, 1025.0, 2, 1, 400), ("d", 1100.0, 1000.0, 1200.0, 4, 1, 20)])
+SINCE = {"publication_id": 7, "revision": "rev7", "published_at": dt.datetime(2026, 11, 1, 3, 0)}
+
+
+def _row(frame: pl.DataFrame, model: str) -> dict:
+    return frame.filter(pl.col("model") == model).row(0, named=True)
+
+
+@pytest.mark.parametrize(("relation", "half", "rho", "beyond"), [
+    # the same votes move both fits alike: only the widths' difference (20 - 15) is allowed
+    (SAME_VOTES, 5.0, 1.0, True),
+    # the earlier votes are a subset: Var = s0^2 - s1^2, sqrt(20^2 - 15^2) = 13.2 on the interval scale
+    (VOTES_ADDED, math.sqrt(20**2 - 15**2), 15 / 20, True),
+    # independent: sqrt(20^2 + 15^2) = 25 > the move of 20
+    (VOTES_CHANGED, 25.0, 0.0, False),
+    (UNKNOWN, 25.0, 0.0, False),
+])
+def test_interval_of_the_change_follows_the_data_relation(relation, half, rho, beyond):
+    out = compare_boards(BEFORE, AFTER, relation=relation, settings_changed=False, since=SINCE)
+    a = _row(out, "a")
+    assert a["status"] == "kept" and a["rating_change"] == pytest.approx(20.0)
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(half)
+    assert a["rating_change"] - a["change_ci_lower"] == pytest.approx(half)
+    assert a["correlation"] == pytest.approx(rho) and a["beyond_interval"] is beyond
+    assert a["data_relation"] == relation and a["since_publication"] == 7 and a["since_revision"] == "rev7"
+    # the reference is pinned on both boards: no move, an exact interval
+    ref = _row(out, "ref")
+    assert (ref["rating_change"], ref["change_ci_lower"], ref["change_ci_upper"]) == (0.0, 0.0, 0.0)
+    assert ref["beyond_interval"] is False
+
+
+@pytest.mark.parametrize("settings_changed", [True, None])
+def test_votes_added_under_other_or_unknown_settings_are_taken_as_independent(settings_changed):
+    a = _row(compare_boards(BEFORE, AFTER, relation=VOTES_ADDED, settings_changed=settings_changed), "a")
+    assert a["correlation"] == 0.0 and a["settings_changed"] is settings_changed
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(25.0)
+
+
+def test_new_and_gone_models_ranks_and_order():
+    out = compare_boards(BEFORE, AFTER, relation=VOTES_ADDED, since=SINCE)
+    assert out.schema == pl.Schema(CHANGES_SCHEMA)
+    # kept models by the size of their move, then the new, then the gone
+    assert out.get_column("model").to_list() == ["a", "b", "ref", "d", "c"]
+    assert out.get_column("status").to_list() == ["kept", "kept", "kept", "new", "gone"]
+    d, c = _row(out, "d"), _row(out, "c")
+    assert d["rating_before"] is None and d["rating_after"] == 1100.0 and d["rating_change"] is None
+    assert d["beyond_interval"] is None and d["rank_after"] == 4 and d["rank_change"] is None
+    assert c["rating_after"] is None and c["rank_before"] == 4 and c["battles_before"] == 100
+    b = _row(out, "b")
+    assert (b["rank_change"], b["rank_ub_change"], b["battles_before"], b["battles_after"]) == (0, 0, 300, 400)
+
+
+def test_a_new_interval_as_wide_as_the_old_falls_back_to_independent_fits():
+    wider = AFTER.with_columns(ci_lower=pl.col("rating") - 30, ci_upper=pl.col("rating") + 30)
+    wider = wider.with_columns(ci_lower=pl.when(pl.col("model") == "ref").then(None).otherwise("ci_lower"),
+                               ci_upper=pl.when(pl.col("model") == "ref").then(None).otherwise("ci_upper"))
+    a = _row(compare_boards(BEFORE, wider, relation=VOTES_ADDED, settings_changed=False), "a")
+    assert a["correlation"] == 0.0
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(math.sqrt(20**2 + 30**2))
+
+
+def test_another_reference_model_gives_no_interval_and_unbounded_stays_unbounded():
+    other = AFTER.with_columns(
+        ci_lower=pl.when(pl.col("model") == "b").then(None).otherwise(
+            pl.when(pl.col("model") == "ref").then(990.0).otherwise("ci_lower")),
+        ci_upper=pl.when(pl.col("model") == "b").then(None).otherwise(
+            pl.when(pl.col("model") == "ref").then(1010.0).otherwise("ci_upper")))
+    out = compare_boards(BEFORE, other, relation=VOTES_ADDED)
+    a = _row(out, "a")
+    assert a["same_reference"] is False and a["change_ci_lower"] is None and a["beyond_interval"] is None
+    assert a["rating_change"] == pytest.approx(20.0)
+    unbounded = AFTER.with_columns(ci_upper=pl.when(pl.col("model") == "a").then(float("inf")).otherwise("ci_upper"))
+    a = _row(compare_boards(BEFORE, unbounded, relation=SAME_VOTES), "a")
+    assert math.isinf(a["change_ci_upper"]) and a["beyond_interval"] is False and a["correlation"] is None
+
+
+def test_boards_without_intervals_give_no_interval():
+    before, after = (b.with_columns(ci_method=pl.lit("none"), ci_lower=None, ci_upper=None) for b in (BEFORE, AFTER))
+    a = _row(compare_boards(before, after, relation=SAME_VOTES), "a")
+    assert a["rating_change"] == pytest.approx(20.0) and a["change_ci_lower"] is None and a["beyond_interval"] is None
+
+
+def test_categories_and_methods_are_compared_apart():
+    before = pl.concat([BEFORE, board([("a", 1000.0, 990.0, 1010.0, 1, 1, 10)], category="math")])
+    after = pl.concat([AFTER, board([("a", 1000.0, 990.0, 1010.0, 1, 1, 10)], method="bt_style")])
+    out = compare_boards(before, after, relation=SAME_VOTES)
+    assert out.filter(pl.col("category") == "math").select("status", "method").rows() == [("gone", "bt")]
+    assert out.filter(pl.col("method") == "bt_style").select("status", "category").rows() == [("new", "overall")]
+
+
+def test_compose_relations_along_a_chain():
+    assert compose([SAME_VOTES, SAME_VOTES]) == SAME_VOTES
+    assert compose([SAME_VOTES, VOTES_ADDED]) == VOTES_ADDED
+    assert compose([VOTES_ADDED, VOTES_CHANGED]) == VOTES_CHANGED
+    assert compose([VOTES_CHANGED, UNKNOWN]) == UNKNOWN
+
+
+def test_data_relation_compares_the_votes_in_duckdb():
+    con = duckdb.connect()
+    ensure_catalog(con, "arena")
+    votes = [("1", "a", "b", "model_a"), ("2", "b", "c", "tie"), ("3", "a", "c", "model_b")]
+    for name, rows in (("old", votes[:2]), ("grown", votes), ("same", votes[:2]),
+                       ("edited", [votes[0], ("2", "b", "c", "model_a"), votes[2]])):
+        frame = pl.DataFrame(rows, schema=["id", "model_a_canonical", "model_b_canonical", "winner"], orient="row")
+        con.register("frame", frame)
+        con.execute(f"CREATE TABLE {versioned(name)} AS SELECT * FROM frame")
+        con.unregister("frame")
+        con.execute(f"INSERT INTO {VERSIONS} (version, table_name) VALUES (?, 'battles')", [name])
+    con.execute(f"CREATE VIEW {versioned('reused')} AS SELECT * FROM {versioned('old')}")
+    con.execute(f"INSERT INTO {VERSIONS} (version, table_name, same_as) VALUES ('reused', 'battles', 'old')")
+    assert data_relation(con, "old", "old") == SAME_VOTES
+    assert data_relation(con, "old", "reused") == SAME_VOTES
+    assert data_relation(con, "old", "same") == SAME_VOTES
+    assert data_relation(con, "old", "grown") == VOTES_ADDED
+    assert data_relation(con, "grown", "old") == VOTES_CHANGED
+    assert data_relation(con, "old", "edited") == VOTES_CHANGED
+    assert data_relation(con, "dropped", "old") == UNKNOWN
+    con.execute(f"CREATE TABLE {versioned('older')} AS SELECT id, winner FROM {versioned('old')}")  # no canonical names
+    assert data_relation(con, "older", "old") == UNKNOWN
+    assert data_relation(con, None, "old") == UNKNOWN

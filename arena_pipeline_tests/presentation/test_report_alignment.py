@@ -1,0 +1,67 @@
+"""The report says how a board was aligned to a published board, or why not, and what bt_style left out."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from arena_pipeline.core.external import alignment_record, alignment_shifts, apply_alignment, unaligned_record
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.report import build_report_html
+
+FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
+
+
+@pytest.fixture(scope="module")
+def output():
+    """The synthetic votes plus 200 votes from a dump without style counts."""
+    styled = pl.read_parquet(FIXTURE)
+    style = [c for c in styled.columns if c not in ("id", "model_a", "model_b", "winner")]
+    old = styled.head(200).with_columns(
+        [pl.lit(None, styled.schema[c]).alias(c) for c in style]).with_columns(id=pl.col("id") + "-old")
+    battles = pl.concat([styled, old])
+    categories = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    return compute_rankings(battles, categories, RankingConfig(bootstrap_rounds=0, display_min_battles=0))
+
+
+def notes(html: str, kind: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", m) for m in re.findall(rf'<p class="note {kind}">(.*?)</p>', html)]
+
+
+def test_aligned_and_unaligned_boards_say_so(output):
+    lb = output.leaderboard
+    theirs = lb.filter(pl.col("method") == "bt").select(
+        "category", "model", (pl.col("rating") + 265.6).alias("rating"), pl.lit("bt").alias("method"))
+    shifts = alignment_shifts(lb, theirs)
+    record = alignment_record(shifts, "boards/leaderboard-text.json", "0" * 64, "2025-11-05", 1000.0)
+    pub = dataclasses.replace(Published.from_output(output, alignment=record), leaderboard=apply_alignment(lb, shifts))
+    said = notes(build_report_html(pub), "alignment")
+    assert said[0].startswith("Aligned to lmarena.ai's overall board of 2025-11-05 (leaderboard-text.json) by "
+                              "+265.6 points: the median difference of the 6 matched shown models to it is zero.")
+    assert "is 1265.6." in said[0]
+    assert said[1].startswith("Not aligned to the published board (the published board has no overall board "
+                              "for method bt_style)")
+    assert len(said) == len(pub.methods("overall"))  # one note per board
+
+
+def test_an_alignment_that_could_not_be_made_says_why(output):
+    record = unaligned_record("boards/missing.json", "the published board is unusable: no such file")
+    html = build_report_html(Published.from_output(output, alignment=record))
+    assert notes(html, "alignment")[0].startswith(
+        "Alignment to a published board was asked for but not made (the published board is unusable: no such file)")
+
+
+def test_no_alignment_asked_for_says_nothing(output):
+    assert notes(build_report_html(Published.from_output(output)), "alignment") == []
+
+
+def test_votes_without_style_counts_are_reported_as_left_out(output):
+    said = notes(build_report_html(Published.from_output(output)), "style-left-out")
+    assert said == ["200 of this category's votes come from dumps without style counts (older formats) and are "
+                    "left out of the style-controlled fit, which uses 1,200 votes: they are not counted as votes "
+                    "with no style difference."]

@@ -1,0 +1,242 @@
+"""The board-freshness checks and sensor on a published warehouse, and the refresh triggers' decisions in the UI.
+
+Each test copies one published warehouse and runs in its own Dagster instance (``instance_for_test``):
+the checks in a run and from the sensor on a stale and a pending publication, and the one-line
+reasons of the new-dump sensor's and the nightly schedule's ticks.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+
+import dagster as dg
+import duckdb
+import pytest
+
+from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.checks import board_freshness
+from arena_pipeline.constants import REVISION_TAG
+from arena_pipeline.core.sources import SourceError
+from arena_pipeline.definitions import defs
+from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK
+from arena_pipeline.refresh import REASON_TAG, Decision, Live
+from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline.schedules import nightly_refresh
+from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
+from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.materialize import materialize, rank_config
+from arena_pipeline_tests.publication_support import RANK, Setup, query
+from arena_pipeline_tests.ticks import tick
+
+ROWS = 200
+
+
+def _run(setup: Setup, instance: dg.DagsterInstance, selection=None, rank: dict | None = None):
+    return materialize(setup.resources(), selection=selection, instance=instance,
+                       run_config=rank_config(**{**RANK, **(rank or {})}) if selection is None else None)
+
+
+def by_name(evaluations) -> dict:
+    return {e.check_name: e for e in evaluations if e.asset_key == PUBLISHED_DUMP}
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """One publication of a fixture dump, and the freshness checks of the run that made it."""
+    root = tmp_path_factory.mktemp("fresh")
+    write_dump(root / "dump", n_rows=ROWS, n_shards=1, seed=11)
+    setup = Setup(root, root / "dump", root / "warehouse.duckdb")
+    with dg.instance_for_test() as instance:
+        result = _run(setup, instance)
+        assert result.success
+        checks = by_name(result.get_asset_check_evaluations())
+    return setup, checks
+
+
+@pytest.fixture
+def setup(published, tmp_path) -> Setup:
+    shutil.copy(published[0].warehouse, tmp_path / "warehouse.duckdb")
+    shutil.copytree(published[0].dump, tmp_path / "dump")
+    return Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
+
+
+def live_revision(setup: Setup) -> str:
+    return query(setup.warehouse, "SELECT revision FROM arena.publications ORDER BY publication_id DESC LIMIT 1")[0][0]
+
+
+def freshness_tick(setup: Setup, instance, cursor: str | None = None, **warehouse):
+    return tick(board_freshness_sensor, instance,
+                {"warehouse": Warehouse(database=str(setup.warehouse), **warehouse)}, cursor)
+
+
+def test_names_and_settings_are_pinned():
+    assert board_freshness_sensor.name == "board_freshness_sensor"
+    assert board_freshness_sensor.minimum_interval_seconds == 600
+    assert board_freshness_sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert not board_freshness_sensor.targets  # it reports check evaluations; it launches nothing
+    assert {s.name for s in defs.sensors} == {"new_dump_sensor", "board_freshness_sensor"}
+    specs = {spec.name: spec for spec in board_freshness.check_specs}
+    assert set(specs) == {AGE_CHECK, PENDING_CHECK}
+    assert all(spec.asset_key == PUBLISHED_DUMP and not spec.blocking for spec in specs.values())
+    for job in ("refresh_job", "rerank_job"):  # both end in a publication: both check it
+        keys = defs.resolve_job_def(job).asset_layer.asset_graph.asset_check_keys
+        assert {dg.AssetCheckKey(PUBLISHED_DUMP, name) for name in specs} <= set(keys)
+    assert Warehouse().max_publication_age().total_seconds() == 7 * 24 * 3600
+
+
+@pytest.mark.slow
+def test_the_publishing_run_finds_its_board_fresh(published):
+    setup, checks = published
+    revision = live_revision(setup)
+    age, pending = checks[AGE_CHECK], checks[PENDING_CHECK]
+    assert age.passed and pending.passed
+    assert age.description.startswith(f"publication 1 (revision {revision}), published ")
+    assert "is fresh until" in age.description and age.description.endswith("(limit 7.0 days)")
+    assert age.metadata["publication_id"].value == 1 and age.metadata["max_age_hours"].value == 168
+    assert pending.description == f"no dump revision seen after the live one ({revision})"
+
+
+@pytest.mark.slow
+def test_stale_publication(setup, monkeypatch):
+    """Ten days after the publication (its recorded time moved back): the check fails, as a run and
+    from the sensor, which reports it once (its cursor) and says the state on every tick."""
+    con = duckdb.connect(str(setup.warehouse))
+    con.execute("UPDATE arena.publications SET published_at = published_at - INTERVAL 10 DAY")
+    con.close()
+    monkeypatch.delenv("ARENA_MAX_PUBLICATION_AGE_HOURS", raising=False)
+    with dg.instance_for_test() as instance:
+        run = _run(setup, instance, selection=dg.AssetSelection.checks_for_assets(PUBLISHED_DUMP))
+        assert run.success  # a failed warning check does not fail the run
+        age = by_name(run.get_asset_check_evaluations())[AGE_CHECK]
+        assert not age.passed and age.severity == dg.AssetCheckSeverity.WARN
+        assert "has been older than the limit of 7.0 days since" in age.description
+        assert 240 <= age.metadata["age_hours_at_evaluation"].value < 241
+
+        first = freshness_tick(setup, instance)
+        events = by_name(first.asset_events)
+        assert not events[AGE_CHECK].passed and events[PENDING_CHECK].passed
+        assert first.skip_message.startswith("publication 1 (revision local-")
+        assert "is 10.0 days old, over the limit of 7.0 days; no newer dump revision seen" in first.skip_message
+        for event in first.asset_events:
+            instance.report_runless_asset_event(event)  # what the daemon does with them: no run
+        assert not instance.get_runs()[1:]  # only the check run above
+
+        again = freshness_tick(setup, instance, cursor=first.cursor)
+        assert not again.asset_events and again.skip_message == first.skip_message + " (as last reported)"
+
+        # the setting, as a field or from the environment: a month is fresh again (a change: reported)
+        month = freshness_tick(setup, instance, cursor=first.cursor, max_publication_age_hours=24 * 30)
+        assert by_name(month.asset_events)[AGE_CHECK].passed and month.cursor != first.cursor
+        monkeypatch.setenv("ARENA_MAX_PUBLICATION_AGE_HOURS", "300")
+        assert by_name(freshness_tick(setup, instance).asset_events)[AGE_CHECK].passed
+        monkeypatch.setenv("ARENA_MAX_PUBLICATION_AGE_HOURS", "a week")
+        bad = freshness_tick(setup, instance)
+        assert not bad.asset_events
+        assert bad.skip_message == ("not evaluated: ValueError: ARENA_MAX_PUBLICATION_AGE_HOURS must be a positive "
+                                    "number of hours, got 'a week'")
+
+
+@pytest.mark.slow
+def test_pending_publication_refused_then_a_newer_one_queued(setup):
+    """A new revision of the dump whose run the gate refuses: pending, refused, with the gate's
+    message (ERROR). Then the sensor requests a run for a later revision, running now: that one
+    leads (WARN), the refused one is listed with it."""
+    live = live_revision(setup)
+    write_dump(setup.dump, n_rows=ROWS, n_shards=1, seed=12)  # new content, new revision
+    with dg.instance_for_test() as instance:
+        refused = _run(setup, instance, rank={"min_battles": 100000})
+        assert not refused.success
+        assert not by_name(refused.get_asset_check_evaluations())  # the gate failed: its checks did not run
+        revision = next(r for (r,) in query(setup.warehouse, "SELECT revision FROM arena.dumps") if r != live)
+
+        result = freshness_tick(setup, instance)
+        events = by_name(result.asset_events)
+        assert events[AGE_CHECK].passed  # the live board is young, but not the newest dump
+        pending = events[PENDING_CHECK]
+        assert not pending.passed and pending.severity == dg.AssetCheckSeverity.ERROR
+        assert pending.description.startswith(f"newer dump revision {revision} (first seen ")
+        assert (f"is not published: refused by the gate (run {refused.run_id}): publication refused, nothing "
+                "changed: the new overall leaderboard is empty") in pending.description
+        assert pending.metadata["state"].value == "refused"
+        assert pending.metadata["run"].value == refused.run_id
+        assert f"newer dump revision {revision} is not published: refused by the gate" in result.skip_message
+
+        instance.add_run(dg.DagsterRun(job_name="refresh_job", run_id="r" * 8 + "-0000-0000-0000-000000000000",
+                                       tags={REVISION_TAG: "local-later"}, status=dg.DagsterRunStatus.STARTED))
+        running = freshness_tick(setup, instance, cursor=result.cursor)
+        pending = by_name(running.asset_events)[PENDING_CHECK]
+        assert not pending.passed and pending.severity == dg.AssetCheckSeverity.WARN
+        assert pending.description.endswith("is not published: running (run rrrrrrrr-0000-0000-0000-000000000000); "
+                                            "1 other unpublished revision(s) seen since the live one")
+        assert [p["state"] for p in pending.metadata["pending"].value] == ["running", "refused"]
+
+
+@pytest.mark.slow
+def test_the_sensor_says_why_it_did_not_evaluate(setup):
+    """A run holding the warehouse (a writer in another process) is waited for 5 s at most; the
+    tick then says so, and the checks' last evaluations stand."""
+    code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(setup.warehouse)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with dg.instance_for_test() as instance:
+            started = time.monotonic()
+            result = freshness_tick(setup, instance)
+            waited = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not result.asset_events and 5 <= waited < 30
+    assert result.skip_message == ("not evaluated: a run has held the warehouse for more than 5 s; the checks' "
+                                   "last evaluations stand")
+
+
+class UnreachableSource(DumpSource):
+    """A dump source whose look-up fails with a message of several lines, as a Hub error can."""
+
+    def latest_revision(self) -> str:
+        raise SourceError("the listing failed:\n  502 Bad Gateway\n  retry later")
+
+
+def test_every_skip_of_the_triggers_is_one_line_with_the_reason(tmp_path):
+    resources = {"dump_source": UnreachableSource(), "warehouse": Warehouse(database=str(tmp_path / "w.duckdb"))}
+    with dg.instance_for_test() as instance:
+        for definition in (new_dump_sensor, nightly_refresh):
+            result = tick(definition, instance, resources, "a" * 40 if definition is new_dump_sensor else None)
+            assert not result.run_requests
+            assert result.skip_message == ("could not look up the dump revision: SourceError: the listing failed: "
+                                           "502 Bad Gateway retry later")
+
+
+@pytest.mark.slow
+def test_a_requested_run_says_why_in_a_tag(setup, tmp_path):
+    fresh = tmp_path / "fresh"
+    write_dump(fresh, n_rows=20, n_shards=1, seed=3)
+    source = DumpSource(source=str(fresh))
+    with dg.instance_for_test() as instance:
+        (request,) = tick(nightly_refresh, instance, {
+            "dump_source": source, "warehouse": Warehouse(database=str(tmp_path / "none.duckdb"))}).run_requests
+        revision = request.tags[REVISION_TAG]
+        assert request.tags[REASON_TAG] == f"dump revision {revision} is not refreshed yet; nothing is published yet"
+        live = live_revision(setup)
+        (request,) = tick(new_dump_sensor, instance, {
+            "dump_source": source, "warehouse": Warehouse(database=str(setup.warehouse))}, live).run_requests
+        assert request.tags[REASON_TAG] == (f"dump revision {revision} is not refreshed yet; "
+                                            f"live: publication 1 of revision {live}")
+
+
+def test_the_reason_tag_of_every_kind_of_request():
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    live = Live(True, 4, "local-older")
+    assert Decision(sha, None, live=live).because() == (
+        "dump revision 0123456789ab is not refreshed yet; live: publication 4 of revision local-older")
+    assert Decision(sha, None, live=live, again=True).because() == (
+        "dump revision 0123456789ab was refreshed before but is not live; live: publication 4 of revision local-older")
+    several = Decision(sha, None, revisions={"a/x": "1", "b/y": "2"}, changes={"new": ["b/y"], "changed": ["a/x"],
+                                                                               "gone": []}, live=Live())
+    assert several.because() == ("dump revisions changed (new: b/y; changed: a/x), combined revision 0123456789ab; "
+                                 "the live publication is unknown (the warehouse was busy)")
+    assert Decision(None, "a\nb").skip_text() == "a b" and Decision(sha, None).skip_text() is None
