@@ -584,6 +584,7 @@ def test_message_defect_quarantines_one_vote_instead_of_blocking_the_dump(tmp_pa
     assert left == [(0,)]
 
 
+@pytest.mark.slow
 def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tmp_path):
     """A 33k dump with a tstamp of inf and a turn of 2^40 used to stop flat_tables with a raw Polars
     InvalidOperationError and mark the whole dump failed (issue 25 item 4)."""
@@ -591,7 +592,7 @@ def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tm
 
     table = bi.set_value(bi.set_value(fx.make_33k(n=8), ("tstamp",), float("inf")), ("turn",), 2**40, row=4)
     bi.write_shards(tmp_path / "dump", [table])
-    result = materialize(tmp_path / "dump", tmp_path / "w.duckdb")
+    result = run(tmp_path / "dump", tmp_path / "w.duckdb")
     assert result.success
     ids = table.column("question_id").to_pylist()
     assert query(tmp_path / "w.duckdb", "select id, rule, split_part(detail, ' (', 1) from arena.quarantine "
