@@ -2,9 +2,8 @@
 
 Every field may be set explicitly (tests do) or left unset, in which case it is resolved when the
 resource is used, at run time, from its environment variable and then from its documented default.
-Dagster's ``EnvVar`` has no default and fails a run when the variable is unset, so it is used for
-the variables that are required when present (see ``definitions.py``) and not for these optional
-settings. Nothing here reads the environment at import time.
+Dagster's ``EnvVar`` has no default and fails a run when the variable is unset, so no setting uses
+it: every setting is optional. Nothing here reads the environment at import time.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Test-wide safety net: no test writes into the working directory or reads the developer's settings."""
+"""Test-wide safety net: no test writes into the working directory, reads the developer's settings
+or leaves a Dagster instance open."""
 
-import gc
-
+import dagster as dg
 import pytest
 
 SETTINGS = ("ARENA_SOURCE", "ARENA_REVISION", "ARENA_WAREHOUSE", "ARENA_CACHE_DIR", "ARENA_REPORT",
@@ -27,22 +27,60 @@ def _isolated_settings(tmp_path_factory):
         yield scratch
 
 
-@pytest.fixture(autouse=True)
-def _no_stale_defs_state_storage():
-    """Start every test with no current defs-state storage and no earlier instance left to finalize.
+#: The ``id`` of every instance entered and not exited yet.
+_OPEN_INSTANCES: set[int] = set()
 
-    Dagster keeps the current instance's defs-state storage in a ContextVar, set when an
-    instance is made and reset (by token) when it is disposed. An instance context left to the
-    garbage collector is disposed whenever the cyclic GC runs, and its reset then puts back the
-    storage of an instance that is already gone: the next ``dg.materialize()`` without an
-    instance fails with "Attempted to resolve undefined DagsterInstance weakref" while loading
-    the definitions. Clearing the variable alone is not enough (CI saw the GC run inside the
-    test, after the clearing), so the earlier tests' garbage is collected first, then the
-    variable is cleared. The pipeline has no state-backed definitions, so no storage is what
-    every test should see; an instance made inside a test sets its own.
+
+@pytest.fixture(autouse=True, scope="session")
+def _track_instances():
+    """Record every Dagster instance entered (``with``) and not yet exited.
+
+    An instance entered and left to the garbage collector is exited whenever the collector runs:
+    its exit then puts back, in whatever test is running, Dagster's current defs-state storage of
+    an instance that is gone, and that test's next ``dg.materialize()`` fails with "Attempted to
+    resolve undefined DagsterInstance weakref". So every instance is closed where it is opened
+    (``with dg.DagsterInstance.ephemeral()``, ``dg.instance_for_test()``, the contexts of
+    ``build_*_context`` used in ``with``), and :func:`_no_instance_left_open` fails the test that
+    breaks the rule, at once and by name, rather than a later test by chance.
     """
-    from dagster._core.storage.defs_state.base import _current_storage
+    enter, exit_ = dg.DagsterInstance.__enter__, dg.DagsterInstance.__exit__
 
-    gc.collect()
-    _current_storage.set(None)
+    def tracked_enter(self):
+        _OPEN_INSTANCES.add(id(self))
+        return enter(self)
+
+    def tracked_exit(self, *exc):
+        _OPEN_INSTANCES.discard(id(self))
+        return exit_(self, *exc)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dg.DagsterInstance, "__enter__", tracked_enter)
+        patch.setattr(dg.DagsterInstance, "__exit__", tracked_exit)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_instance_left_open(_track_instances):
+    """Fail a test that leaves a Dagster instance open (see :func:`_track_instances`).
+
+    Instances that a module or session fixture holds open (and closes at its teardown) are
+    entered before this fixture starts and are not counted.
+    """
+    before = set(_OPEN_INSTANCES)
     yield
+    left = _OPEN_INSTANCES - before
+    _OPEN_INSTANCES.difference_update(left)
+    assert not left, (f"{len(left)} Dagster instance(s) entered and not exited by this test: enter them "
+                      "with 'with' (dg.DagsterInstance.ephemeral(), dg.instance_for_test(), build_*_context)")
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory):
+    """The real 100-vote sample materialized and published once per session, with the default model
+    catalog (no alias file, board or benchmark file): tests read it, or copy the warehouse to change it."""
+    from arena_pipeline_tests.materialize import SampleRun, run_sample
+
+    root = tmp_path_factory.mktemp("sample")
+    run = SampleRun(root, run_sample(root))
+    assert run.result.success
+    return run

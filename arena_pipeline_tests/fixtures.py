@@ -6,10 +6,13 @@ import datetime as dt
 import random
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from arena_pipeline.core.flatten import flatten_battles, flatten_context_messages, flatten_messages
 from arena_pipeline.core.schema import CRITERIA, DATASET_ARROW_SCHEMA
 
 MODELS = (
@@ -147,3 +150,20 @@ def write_dump(root: Path, n_rows: int = 40, n_shards: int = 2, seed: int = 0) -
         pq.write_table(table.slice(i * per, per), path)
         paths.append(path)
     return paths
+
+
+class FlatShard(NamedTuple):
+    """The three flat tables made from one shard of the dump."""
+
+    battles: pl.DataFrame
+    messages: pl.DataFrame
+    context_messages: pl.DataFrame
+
+
+def flatten_table(table: pa.Table | pl.DataFrame, source_file: str, row_offset: int = 0,
+                  aliases: pl.DataFrame | None = None) -> FlatShard:
+    """One shard (Arrow table or Polars frame with the dataset card's schema) flattened whole, as the
+    loader flattens each of its batches."""
+    frame = table if isinstance(table, pl.DataFrame) else pl.from_arrow(table)
+    return FlatShard(battles=flatten_battles(frame, source_file, row_offset, aliases),
+                     messages=flatten_messages(frame), context_messages=flatten_context_messages(frame))

@@ -22,9 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena_pipeline.core import hub as hub_core
 from arena_pipeline_tests import fake_hub
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def verified_revisions(cache_dir: str | os.PathLike[str], repo_id: str) -> list[str]:
+    """The shas of ``repo_id`` in the cache that ``hub_core.cached_dump`` would serve, sorted."""
+    shas = sorted(p.stem for p in (hub_core._repo_dir(cache_dir, repo_id) / hub_core.RECORDS_DIR).glob("*.json"))
+    return [sha for sha in shas if hub_core.cached_dump(cache_dir, repo_id, sha) is not None]
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import dagster as dg
 import duckdb
 
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
+from arena_pipeline_tests.materialize import materialize
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RANK = {"min_battles": 5, "bootstrap_rounds": 5}
@@ -47,8 +46,8 @@ class Setup:
     warehouse: Path
 
     def resources(self, **overrides) -> dict:
-        return {**default_resources(),
-                "dump_source": DumpSource(source=str(self.dump), cache_dir=str(self.root / "cache")),
+        """This setup's resources (over the defaults), with ``overrides``."""
+        return {"dump_source": DumpSource(source=str(self.dump), cache_dir=str(self.root / "cache")),
                 "warehouse": Warehouse(database=str(self.warehouse), retention=50),
                 "report_settings": ReportSettings(report_path=str(self.root / "report" / "index.html")),
                 **overrides}
@@ -57,8 +56,7 @@ class Setup:
         config = {"ops": {"rankings": {"config": {**RANK, **(rank or {})}}}}
         if publish:
             config["ops"]["published_dump"] = {"config": publish}
-        return dg.materialize([*ASSETS, *ASSET_CHECKS], selection=selection, resources=self.resources(**overrides),
-                              run_config=config, raise_on_error=False)
+        return materialize(self.resources(**overrides), selection=selection, run_config=config)
 
 
 def publications(warehouse: Path) -> list[tuple]:

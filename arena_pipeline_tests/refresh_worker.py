@@ -94,12 +94,12 @@ def run_refresh(pause_at: str | None = None, paused_file: Path | None = None) ->
 
     from arena_pipeline.definitions import defs
 
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
     started = time.monotonic()
     # run configuration for tests (e.g. a lower min_battles for small fixture dumps), as JSON
     run_config = json.loads(os.environ.get("ARENA_TEST_RUN_CONFIG") or "{}")
-    result = defs.resolve_job_def("refresh_job").execute_in_process(
-        instance=instance, raise_on_error=False, run_config=run_config)
+    with dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def("refresh_job").execute_in_process(
+            instance=instance, raise_on_error=False, run_config=run_config)
     print(json.dumps({"success": result.success, "run_id": result.run_id,
                       "seconds": round(time.monotonic() - started, 3)}), flush=True)
     return 0 if result.success else 1

@@ -11,27 +11,21 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.external import to_lmarena_json
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
+from arena_pipeline_tests.materialize import REAL_CSV, materialize
 from arena_pipeline_tests.publication_support import RERANK_SELECTION
 
-REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
 #: every model shown (the 100-row sample has no model over LMArena's 300 battles)
 RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 3, "bootstrap_rounds": 5, "display_min_battles": 0}}}}
 SHIFT = 265.6
 
 
 def _materialize(tmp_path: Path, catalog: ModelCatalog, selection=None) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [*ASSETS, *ASSET_CHECKS],
-        selection=selection,
-        resources={**default_resources(), "dump_source": DumpSource(source=str(REAL_CSV)),
-                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb"), retention=10),
-                   "report_settings": ReportSettings(report_path=str(tmp_path / "report.html")),
-                   "model_catalog": catalog},
-        run_config=RUN_CONFIG,
-        raise_on_error=False,
-    )
+    """The real sample with ``catalog`` into ``tmp_path/w.duckdb`` (every model shown)."""
+    return materialize({"dump_source": DumpSource(source=str(REAL_CSV)),
+                        "warehouse": Warehouse(database=str(tmp_path / "w.duckdb"), retention=10),
+                        "report_settings": ReportSettings(report_path=str(tmp_path / "report.html")),
+                        "model_catalog": catalog}, selection=selection, run_config=RUN_CONFIG)
 
 
 def _frame(tmp_path: Path, sql: str) -> pl.DataFrame:
@@ -55,6 +49,7 @@ def aligned(tmp_path_factory):
     return {"result": result, "before": before, "dumps_before": dumps_before, "path": tmp_path}
 
 
+@pytest.mark.slow
 def test_boards_move_by_the_recovered_shift_and_it_is_recorded(aligned):
     tmp_path, before = aligned["path"], aligned["before"]
     assert aligned["result"].success
@@ -91,6 +86,7 @@ def test_boards_move_by_the_recovered_shift_and_it_is_recorded(aligned):
     assert "Not aligned to the published board (the published board has no overall board for method bt_style)" in page
 
 
+@pytest.mark.slow
 def test_the_readme_query_of_the_alignment_record_runs(aligned):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     sql = readme.split("The alignment record of the live publication:", 1)[1].split("```sql", 1)[1].split("```", 1)[0]

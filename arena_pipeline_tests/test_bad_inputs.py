@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,37 +29,27 @@ from arena_pipeline.core.ingest import load_dump
 from arena_pipeline.core.local_dump import local_manifest
 from arena_pipeline.core.schema import QUARANTINE_SCHEMA
 from arena_pipeline.core.sources import parse_source
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests import bad_inputs as bi
 from arena_pipeline_tests.fixtures import make_rows, make_table, write_dump
+from arena_pipeline_tests.materialize import copy_warehouse, materialize, materialized, rank_config
 
-RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 1, "bootstrap_rounds": 5}}}}
+RUN_CONFIG = rank_config(min_battles=1, bootstrap_rounds=5)
 
 #: What a run that stops at the blocking checks materializes.
 FLAT_KEYS = {"raw_dump", "arena/battles", "arena/messages", "arena/context_messages",
              "arena/quarantine"}
 
 
-def materialize(source: Path, warehouse: Path,
-                instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [*ASSETS, *ASSET_CHECKS],
-        resources={**default_resources(), "dump_source": DumpSource(source=str(source)),
-                   "warehouse": Warehouse(database=str(warehouse))},
-        run_config=RUN_CONFIG,
-        instance=instance,
-        raise_on_error=False,
-    )
+def run(source: Path, warehouse: Path, instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:
+    """The whole graph on the dump at ``source`` into ``warehouse``."""
+    return materialize({"dump_source": DumpSource(source=str(source)), "warehouse": Warehouse(database=str(warehouse))},
+                       run_config=RUN_CONFIG, instance=instance)
 
 
 def query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         return con.execute(sql, params or []).fetchall()
-
-
-def materialized(result: dg.ExecuteInProcessResult) -> set[str]:
-    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
 
 
 def failure_text(result: dg.ExecuteInProcessResult, node: str) -> str:
@@ -117,7 +106,7 @@ class Published:
 def published(tmp_path_factory) -> Published:
     root = tmp_path_factory.mktemp("published")
     write_dump(root / "dump", n_rows=30, n_shards=2, seed=5)
-    result = materialize(root / "dump", root / "warehouse.duckdb")
+    result = run(root / "dump", root / "warehouse.duckdb")
     assert result.success
     revision = result.asset_materializations_for_node("raw_dump")[0].metadata["revision"].text
     state = publication_state(root / "warehouse.duckdb")
@@ -128,12 +117,7 @@ def published(tmp_path_factory) -> Published:
 @pytest.fixture
 def warehouse(published, tmp_path) -> Path:
     """A copy of the published warehouse for one test to damage."""
-    path = tmp_path / "warehouse.duckdb"
-    shutil.copy(published.warehouse, path)
-    wal = published.warehouse.with_name(published.warehouse.name + ".wal")
-    if wal.exists():
-        shutil.copy(wal, path.with_name(path.name + ".wal"))
-    return path
+    return copy_warehouse(published.warehouse, tmp_path / "warehouse.duckdb")
 
 
 def assert_publication_untouched(warehouse: Path, published: Published) -> None:
@@ -214,6 +198,7 @@ def csv_not_utf8(root: Path):
                                  rf"\(line {line}\): b'\\xe9,")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", [
     pytest.param(truncated_shard, id="truncated shard"),
     pytest.param(html_instead_of_parquet, id="non-parquet file"),
@@ -225,7 +210,7 @@ def csv_not_utf8(root: Path):
 def test_whole_file_problem_fails_the_run_and_keeps_the_publication(
         build, published, warehouse, tmp_path):
     source, step, message = build(tmp_path / "bad")
-    result = materialize(source, warehouse)
+    result = run(source, warehouse)
 
     assert not result.success
     assert result.get_failed_step_keys() == {step}
@@ -247,11 +232,12 @@ def test_whole_file_problem_fails_the_run_and_keeps_the_publication(
         assert detail.startswith("flatten: ") and source.name in detail
 
 
+@pytest.mark.slow
 def test_empty_dump_is_blocked_by_the_row_count_expectation(published, warehouse, tmp_path):
     """A dump whose only shard is a valid parquet file with 0 rows loads 0 rows, then the blocking
     battles check stops it (row_count.at_least_1): nothing is published."""
     bi.write_shards(tmp_path / "empty", [make_table(3).slice(0, 0)])
-    result = materialize(tmp_path / "empty", warehouse)
+    result = run(tmp_path / "empty", warehouse)
 
     assert not result.success
     assert result.get_failed_step_keys() == {"battles_quality"}
@@ -302,10 +288,11 @@ class RowLevelRun:
 def row_level(tmp_path_factory) -> RowLevelRun:
     root = tmp_path_factory.mktemp("row_level")
     dump = bi.row_level_dump(root / "dump")
-    result = materialize(root / "dump", root / "warehouse.duckdb")
+    result = run(root / "dump", root / "warehouse.duckdb")
     return RowLevelRun(dump, result, root / "warehouse.duckdb")
 
 
+@pytest.mark.slow
 def test_row_level_dump_succeeds_with_rows_read_equal_battles_plus_quarantine(row_level):
     assert row_level.result.success
     meta = row_level.result.asset_materializations_for_node("flat_tables")
@@ -323,6 +310,7 @@ def test_row_level_dump_succeeds_with_rows_read_equal_battles_plus_quarantine(ro
     assert "published_dump" in materialized(row_level.result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", bi.ROW_CASES)
 def test_broken_row_is_quarantined_with_its_rule(row_level, case):
     [bad] = [b for b in row_level.dump.bad if b.case == case]
@@ -332,6 +320,7 @@ def test_broken_row_is_quarantined_with_its_rule(row_level, case):
     assert json.loads(got["raw"])["source_row"] == bad.source_row
 
 
+@pytest.mark.slow
 def test_clean_rows_are_intact_and_quarantined_rows_have_no_messages(row_level):
     clean = row_level.dump.clean()
     battles = query(row_level.warehouse, "select id, source_file, source_row, winner, model_a, "
@@ -345,6 +334,7 @@ def test_clean_rows_are_intact_and_quarantined_rows_have_no_messages(row_level):
     assert json.loads(row_level.quarantine()[(bi.shard_name(0, 2), 2)]["raw"])["winner"] == "draw"
 
 
+@pytest.mark.slow
 def test_duplicate_ids_keep_the_first_copy_by_source_file_and_row(row_level):
     shard0 = row_level.dump.shards[0]
     kept = query(row_level.warehouse,
@@ -374,10 +364,11 @@ def csv_run(tmp_path_factory) -> CsvRun:
     root = tmp_path_factory.mktemp("csv")
     marker = root / "MARKER"
     path, bad = bi.csv_row_level(root / "export.csv", marker)
-    result = materialize(path, root / "warehouse.duckdb")
+    result = run(path, root / "warehouse.duckdb")
     return CsvRun(bad, marker, result, root / "warehouse.duckdb")
 
 
+@pytest.mark.slow
 def test_csv_with_broken_records_succeeds_and_never_runs_code(csv_run):
     assert not csv_run.marker.exists()
     assert csv_run.result.success
@@ -393,6 +384,7 @@ def test_csv_with_broken_records_succeeds_and_never_runs_code(csv_run):
     assert positions == [(sorted(set(range(100)) - {b.source_row for b in csv_run.bad}),)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", bi.CSV_CASES)
 def test_broken_csv_record_is_quarantined_with_its_rule(csv_run, case):
     [bad] = [b for b in csv_run.bad if b.case == case]
@@ -407,6 +399,7 @@ def test_broken_csv_record_is_quarantined_with_its_rule(csv_run, case):
         assert bad.detail in detail, detail
 
 
+@pytest.mark.slow
 def test_csv_quarantine_names_the_file_like_battles(csv_run):
     names = query(csv_run.warehouse, "select distinct source_file from arena.battles "
                                      "union all select distinct source_file from arena.quarantine")
@@ -423,10 +416,11 @@ def new_fields(tmp_path_factory):
     rows = make_rows(10, seed=8)
     bi.write_shards(root / "dump", [bi.with_new_optional_fields(rows)])
     with dg.DagsterInstance.ephemeral() as instance:  # disposed here, not whenever the GC gets to it
-        result = materialize(root / "dump", root / "warehouse.duckdb", instance)
+        result = run(root / "dump", root / "warehouse.duckdb", instance)
         yield rows, result, root / "warehouse.duckdb", instance
 
 
+@pytest.mark.slow
 def test_new_category_version_and_column_are_not_fatal(new_fields):
     rows, result, warehouse, _ = new_fields
     assert result.success
@@ -439,6 +433,7 @@ def test_new_category_version_and_column_are_not_fatal(new_fields):
     assert query(warehouse, "select count(*) from arena.quarantine") == [(0,)]
 
 
+@pytest.mark.slow
 def test_new_category_version_and_column_are_reported(new_fields):
     _, result, _, instance = new_fields
     run_log = "\n".join(repr(entry) for entry in instance.all_logs(result.run_id))
@@ -453,6 +448,7 @@ def test_new_category_version_and_column_are_reported(new_fields):
 # The blocking checks really block
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_blocking_check_stops_a_bad_dump_that_escaped_quarantine(
         published, warehouse, tmp_path, monkeypatch):
     def pass_everything(battles: pl.DataFrame, optional=()):
@@ -462,7 +458,7 @@ def test_blocking_check_stops_a_bad_dump_that_escaped_quarantine(
     rows = make_rows(10, seed=9)
     rows[3]["winner"] = "draw"
     bi.write_shards(tmp_path / "dump", [bi.table_of(rows)])
-    result = materialize(tmp_path / "dump", warehouse)
+    result = run(tmp_path / "dump", warehouse)
 
     assert not result.success
     assert result.get_failed_step_keys() == {"battles_quality"}
@@ -522,8 +518,8 @@ def test_duplicate_label_does_not_depend_on_file_boundaries(tmp_path):
 def test_source_error_is_not_retried(tmp_path):
     paths = _two_shards(tmp_path / "dump")
     bi.truncate(paths[1])
-    with pytest.raises(dg.Failure) as failure:
-        raw_dump(dg.build_asset_context(), FetchConfig(),
+    with dg.build_asset_context() as context, pytest.raises(dg.Failure) as failure:
+        raw_dump(context, FetchConfig(),
                  dump_source=DumpSource(source=str(tmp_path / "dump")),
                  warehouse=Warehouse(database=str(tmp_path / "w.duckdb")))
     assert failure.value.allow_retries is False
@@ -555,6 +551,7 @@ def test_count_out_of_int32_range_is_quarantined_naming_the_field(tmp_path):
     assert features.get_column("headers").to_list() == [pytest.approx(1.0)]  # a wrapped sum gave 0
 
 
+@pytest.mark.slow
 def test_message_defect_quarantines_one_vote_instead_of_blocking_the_dump(tmp_path):
     """A null role inside one conversation used to fail the blocking messages_errors check
     (turn.not_null) for the whole dump; now that vote alone is quarantined, with the position."""
@@ -566,7 +563,7 @@ def test_message_defect_quarantines_one_vote_instead_of_blocking_the_dump(tmp_pa
     rows[3]["conversation_a"] = [first_a[1], first_a[0], first_a[1]]  # a reply before the user
     rows[4]["conversation_a"][0]["role"] = None  # a user message without a role
     bi.write_shards(tmp_path / "dump", [bi.table_of(rows)])
-    result = materialize(tmp_path / "dump", tmp_path / "w.duckdb")
+    result = run(tmp_path / "dump", tmp_path / "w.duckdb")
     assert result.success
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks["messages_errors"] and checks["battles_errors"]
@@ -587,6 +584,7 @@ def test_message_defect_quarantines_one_vote_instead_of_blocking_the_dump(tmp_pa
     assert left == [(0,)]
 
 
+@pytest.mark.slow
 def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tmp_path):
     """A 33k dump with a tstamp of inf and a turn of 2^40 used to stop flat_tables with a raw Polars
     InvalidOperationError and mark the whole dump failed (issue 25 item 4)."""
@@ -594,7 +592,7 @@ def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tm
 
     table = bi.set_value(bi.set_value(fx.make_33k(n=8), ("tstamp",), float("inf")), ("turn",), 2**40, row=4)
     bi.write_shards(tmp_path / "dump", [table])
-    result = materialize(tmp_path / "dump", tmp_path / "w.duckdb")
+    result = run(tmp_path / "dump", tmp_path / "w.duckdb")
     assert result.success
     ids = table.column("question_id").to_pylist()
     assert query(tmp_path / "w.duckdb", "select id, rule, split_part(detail, ' (', 1) from arena.quarantine "

@@ -13,29 +13,16 @@ import pytest
 from scipy import stats
 
 from arena_pipeline.core.benchmarks import benchmark_panel
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
-from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
+from arena_pipeline.resources import DumpSource, ModelCatalog
+from arena_pipeline_tests.materialize import REAL_CSV, materialized, run_sample
 
-REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
 OLL = Path(__file__).parent / "data" / "benchmarks" / "open_llm_leaderboard.csv"
-RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 3, "bootstrap_rounds": 5}}}}
 STEP = "benchmark_comparison"
 FEW = ["gemma-3-27b-it", "o3-mini", "claude-3-5-sonnet-20241022"]  # the three most-voted models of the sample
 
 
-def _materialize(tmp_path: Path, catalog: ModelCatalog) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [*ASSETS, *ASSET_CHECKS],
-        resources={**default_resources(), "dump_source": DumpSource(source=str(REAL_CSV)),
-                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": catalog,
-                   "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
-        run_config=RUN_CONFIG,
-        raise_on_error=False,
-    )
-
-
 def _frame(tmp_path: Path, sql: str) -> pl.DataFrame:
-    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         return con.execute(sql).pl()
 
 
@@ -62,15 +49,12 @@ def _overall_tab(tmp_path: Path) -> str:
     return page[start:page.index("</section>", start)]
 
 
-def _materialized(result: dg.ExecuteInProcessResult) -> set[str]:
-    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-
-
+@pytest.mark.slow
 def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself(tmp_path):
     scores = _scores_file(tmp_path)
-    first = _materialize(tmp_path, ModelCatalog(benchmarks=str(scores)))
+    first = run_sample(tmp_path, model_catalog=ModelCatalog(benchmarks=str(scores)))
     assert first.success
-    assert {"arena/benchmark_scores", "arena/benchmark_agreement", "published_dump"} <= _materialized(first)
+    assert {"arena/benchmark_scores", "arena/benchmark_agreement", "published_dump"} <= materialized(first)
     check = {e.check_name: e for e in first.get_asset_check_evaluations()}["benchmark_file_valid"]
     assert check.passed
 
@@ -128,11 +112,11 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     # a malformed file: the run and its publication stand; only the check fails, tables stay as they were
     bad = tmp_path / "bad.csv"
     bad.write_text("model,benchmark,score\ngemma-3-27b-it,X,1\no3-mini,X,lots\n", encoding="utf-8")
-    second = _materialize(tmp_path, ModelCatalog(benchmarks=str(bad)))
+    second = run_sample(tmp_path, model_catalog=ModelCatalog(benchmarks=str(bad)))
     assert second.success
     assert not [e for e in second.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert "published_dump" in _materialized(second)
-    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & _materialized(second)
+    assert "published_dump" in materialized(second)
+    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & materialized(second)
     check = {e.check_name: e for e in second.get_asset_check_evaluations()}["benchmark_file_valid"]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert f"{bad}: line 3: score for 'X' must be a finite number" in check.description
@@ -147,17 +131,17 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     assert 'class="chart benchmark-scatter"' not in page and 'class="benchmarks"' not in page
 
 
-def test_no_benchmark_file_skips_visibly(tmp_path, monkeypatch):
-    monkeypatch.delenv("ARENA_BENCHMARKS", raising=False)
-    result = _materialize(tmp_path, ModelCatalog())
+def test_no_benchmark_file_skips_visibly(sample_run):
+    """The session's sample run has no benchmark file (ARENA_BENCHMARKS is unset for every test)."""
+    result = sample_run.result
     assert result.success
-    assert "published_dump" in _materialized(result)
-    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & _materialized(result)
+    assert "published_dump" in materialized(result)
+    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & materialized(result)
     assert "benchmark_file_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
     outcome = [e.event_type_value for e in result.all_events if e.step_key == STEP
                and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
     assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
-    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    page = sample_run.report.read_text(encoding="utf-8")
     # and the report has no panel
     assert 'id="benchmarks"' not in page and 'class="chart benchmark-scatter"' not in page
 

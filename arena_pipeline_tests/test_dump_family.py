@@ -13,11 +13,11 @@ from arena_pipeline.cli import main
 from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core import hub as hub_client
 from arena_pipeline.core.manifest import combined_revision
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests import dump_fixtures as fx
 from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.materialize import materialize
 from arena_pipeline_tests.ticks import tick
 
 PATTERN = "lmarena-ai/arena-human-preference-*"
@@ -107,13 +107,12 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
     with dg.instance_for_test() as instance:
         first, _ = _tick(hub, tmp_path, instance, None)
         revisions = first.run_requests[0].run_config["ops"]["raw_dump"]["config"]["revisions"]
-        result = dg.materialize(
-            [*ASSETS, *ASSET_CHECKS], instance=instance, raise_on_error=False,
-            resources={**default_resources(), "dump_source": _source(hub, tmp_path),
-                       "warehouse": Warehouse(database=str(warehouse)),
-                       "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
+        result = materialize(
+            {"dump_source": _source(hub, tmp_path), "warehouse": Warehouse(database=str(warehouse)),
+             "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
             run_config={"ops": {"raw_dump": {"config": {"revisions": revisions}},
                                 "rankings": {"config": {"min_battles": 1, "bootstrap_rounds": 5}}}},
+            instance=instance,
         )
     assert result.success
     counts = _table_counts(warehouse)
@@ -219,10 +218,9 @@ def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
     bi.conflicting_dumps(tmp_path / "dumps", names)
     warehouse = tmp_path / "warehouse.duckdb"
     source = DumpSource(datasets=",".join(str(tmp_path / "dumps" / n) for n in names), cache_dir=str(tmp_path / "c"))
-    result = dg.materialize(
-        [*ASSETS, *ASSET_CHECKS], raise_on_error=False,
-        resources={**default_resources(), "dump_source": source, "warehouse": Warehouse(database=str(warehouse)),
-                   "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
+    result = materialize(
+        {"dump_source": source, "warehouse": Warehouse(database=str(warehouse)),
+         "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
         run_config={"ops": {"rankings": {"config": {"min_battles": 1, "bootstrap_rounds": 5}}}},
     )
     assert result.success

@@ -20,23 +20,23 @@ from arena_pipeline.assets.publish import PUBLISHED_DUMP
 from arena_pipeline.checks import board_freshness
 from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core.sources import SourceError
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, defs
+from arena_pipeline.definitions import defs
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK
 from arena_pipeline.refresh import REASON_TAG, Decision, Live
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
 from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.materialize import materialize, rank_config
 from arena_pipeline_tests.publication_support import RANK, Setup, query
 from arena_pipeline_tests.ticks import tick
 
 ROWS = 200
 
 
-def materialize(setup: Setup, instance: dg.DagsterInstance, selection=None, rank: dict | None = None):
-    return dg.materialize([*ASSETS, *ASSET_CHECKS], selection=selection, resources=setup.resources(),
-                          run_config={"ops": {"rankings": {"config": {**RANK, **(rank or {})}}}} if selection is None
-                          else None, instance=instance, raise_on_error=False)
+def _run(setup: Setup, instance: dg.DagsterInstance, selection=None, rank: dict | None = None):
+    return materialize(setup.resources(), selection=selection, instance=instance,
+                       run_config=rank_config(**{**RANK, **(rank or {})}) if selection is None else None)
 
 
 def by_name(evaluations) -> dict:
@@ -50,7 +50,7 @@ def published(tmp_path_factory):
     write_dump(root / "dump", n_rows=ROWS, n_shards=1, seed=11)
     setup = Setup(root, root / "dump", root / "warehouse.duckdb")
     with dg.instance_for_test() as instance:
-        result = materialize(setup, instance)
+        result = _run(setup, instance)
         assert result.success
         checks = by_name(result.get_asset_check_evaluations())
     return setup, checks
@@ -87,6 +87,7 @@ def test_names_and_settings_are_pinned():
     assert Warehouse().max_publication_age().total_seconds() == 7 * 24 * 3600
 
 
+@pytest.mark.slow
 def test_the_publishing_run_finds_its_board_fresh(published):
     setup, checks = published
     revision = live_revision(setup)
@@ -98,6 +99,7 @@ def test_the_publishing_run_finds_its_board_fresh(published):
     assert pending.description == f"no dump revision seen after the live one ({revision})"
 
 
+@pytest.mark.slow
 def test_stale_publication(setup, monkeypatch):
     """Ten days after the publication (its recorded time moved back): the check fails, as a run and
     from the sensor, which reports it once (its cursor) and says the state on every tick."""
@@ -106,7 +108,7 @@ def test_stale_publication(setup, monkeypatch):
     con.close()
     monkeypatch.delenv("ARENA_MAX_PUBLICATION_AGE_HOURS", raising=False)
     with dg.instance_for_test() as instance:
-        run = materialize(setup, instance, selection=dg.AssetSelection.checks_for_assets(PUBLISHED_DUMP))
+        run = _run(setup, instance, selection=dg.AssetSelection.checks_for_assets(PUBLISHED_DUMP))
         assert run.success  # a failed warning check does not fail the run
         age = by_name(run.get_asset_check_evaluations())[AGE_CHECK]
         assert not age.passed and age.severity == dg.AssetCheckSeverity.WARN
@@ -137,6 +139,7 @@ def test_stale_publication(setup, monkeypatch):
                                     "number of hours, got 'a week'")
 
 
+@pytest.mark.slow
 def test_pending_publication_refused_then_a_newer_one_queued(setup):
     """A new revision of the dump whose run the gate refuses: pending, refused, with the gate's
     message (ERROR). Then the sensor requests a run for a later revision, running now: that one
@@ -144,7 +147,7 @@ def test_pending_publication_refused_then_a_newer_one_queued(setup):
     live = live_revision(setup)
     write_dump(setup.dump, n_rows=ROWS, n_shards=1, seed=12)  # new content, new revision
     with dg.instance_for_test() as instance:
-        refused = materialize(setup, instance, rank={"min_battles": 100000})
+        refused = _run(setup, instance, rank={"min_battles": 100000})
         assert not refused.success
         assert not by_name(refused.get_asset_check_evaluations())  # the gate failed: its checks did not run
         revision = next(r for (r,) in query(setup.warehouse, "SELECT revision FROM arena.dumps") if r != live)
@@ -208,6 +211,7 @@ def test_every_skip_of_the_triggers_is_one_line_with_the_reason(tmp_path):
                                            "502 Bad Gateway retry later")
 
 
+@pytest.mark.slow
 def test_a_requested_run_says_why_in_a_tag(setup, tmp_path):
     fresh = tmp_path / "fresh"
     write_dump(fresh, n_rows=20, n_shards=1, seed=3)

@@ -4,32 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dagster as dg
 import duckdb
 import pytest
 
 from arena_pipeline.core.sources import SourceError
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import make_rows, write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.materialize import REAL_CSV, materialize, rank_config
 
-REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
 REPO = "lmarena-ai/arena-human-preference-140k"
+RUN_CONFIG = rank_config(min_battles=1, bootstrap_rounds=5)
 
 
-RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 1, "bootstrap_rounds": 5}}}}
-
-
-def _materialize(tmp_path: Path, source: DumpSource, raise_on_error: bool = True
-                 ) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [*ASSETS, *ASSET_CHECKS],
-        resources={**default_resources(), "dump_source": source,
-                   "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb"))},
-        run_config=RUN_CONFIG,
-        raise_on_error=raise_on_error,
-    )
+def _run(tmp_path: Path, source: DumpSource, raise_on_error: bool = True):
+    """The whole graph on ``source`` into ``tmp_path/warehouse.duckdb``."""
+    return materialize({"dump_source": source, "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb"))},
+                       run_config=RUN_CONFIG, raise_on_error=raise_on_error)
 
 
 def _query(tmp_path: Path, sql: str):
@@ -37,10 +28,11 @@ def _query(tmp_path: Path, sql: str):
         return con.execute(sql).fetchall()
 
 
+@pytest.mark.slow
 def test_local_parquet_dump_to_duckdb(tmp_path):
     write_dump(tmp_path / "dump", n_rows=40, n_shards=2, seed=5)
     rows = make_rows(40, seed=5)
-    result = _materialize(tmp_path, DumpSource(source=str(tmp_path / "dump")))
+    result = _run(tmp_path, DumpSource(source=str(tmp_path / "dump")))
     assert result.success
     meta = result.asset_materializations_for_node("raw_dump")[0].metadata
     assert meta["rows"].value == 40 and meta["source_kind"].text == "parquet_dir"
@@ -70,18 +62,18 @@ def test_local_parquet_dump_to_duckdb(tmp_path):
     assert not report.is_relative_to(Path.cwd())
 
 
-def test_real_csv_sample_ingests_completely(tmp_path):
-    result = _materialize(tmp_path, DumpSource(source=str(REAL_CSV)))
-    assert result.success
-    assert _query(tmp_path, "select count(*), count(distinct model_a) from arena.battles")[0][0] == 100
-    assert _query(tmp_path, "select winner, count(*) from arena.battles group by 1 order by 1") == [
+def test_real_csv_sample_ingests_completely(sample_run):
+    """The session's run of the real sample (ranked with min_battles 3: the tables checked here do not depend on it)."""
+    assert sample_run.result.success
+    assert _query(sample_run.root, "select count(*), count(distinct model_a) from arena.battles")[0][0] == 100
+    assert _query(sample_run.root, "select winner, count(*) from arena.battles group by 1 order by 1") == [
         ("both_bad", 10), ("model_a", 38), ("model_b", 33), ("tie", 19)]
-    assert _query(tmp_path, "select count(*) from arena.messages") == [(452,)]
-    assert _query(tmp_path, "select count(*) from arena.quarantine") == [(0,)]
+    assert _query(sample_run.root, "select count(*) from arena.messages") == [(452,)]
+    assert _query(sample_run.root, "select count(*) from arena.quarantine") == [(0,)]
     # arena.dumps counts a CSV export's rows (it recorded -1 before)
-    assert _query(tmp_path, "select rows from arena.dumps") == [(100,)]
+    assert _query(sample_run.root, "select rows from arena.dumps") == [(100,)]
     assert _query(
-        tmp_path,
+        sample_run.root,
         "select text from arena.messages where battle_id = 'c4b9710c-8d64-4bee-a0b0-94637ae4cc65' "
         "and side = 'b' and position = 0",
     ) == [("Compare Tormenta20 with DnD5e",)]
@@ -94,20 +86,20 @@ def test_fake_hub_download_cache_hit_and_new_revision(tmp_path):
         sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
         source = DumpSource(source=REPO, revision="main", cache_dir=str(tmp_path / "cache"),
                             hf_endpoint=hub.url, hf_token="hf_secret_token_value")
-        first = _materialize(tmp_path, source)
+        first = _run(tmp_path, source)
         assert first.success
         meta = first.asset_materializations_for_node("raw_dump")[0].metadata
         assert meta["revision"].text == sha1 and meta["requested_revision"].text == "main"
         assert len(hub.file_gets()) == 3
         assert _query(tmp_path, "select count(*) from arena.battles") == [(30,)]
 
-        again = _materialize(tmp_path, source)  # same revision: nothing downloaded
+        again = _run(tmp_path, source)  # same revision: nothing downloaded
         assert again.success and len(hub.file_gets()) == 3
 
         v2 = write_dump(tmp_path / "v2", n_rows=50, n_shards=2, seed=2)
         sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in v2})
         assert sha2 != sha1
-        third = _materialize(tmp_path, source)
+        third = _run(tmp_path, source)
         assert third.success
         assert third.asset_materializations_for_node("raw_dump")[0].metadata["revision"].text == sha2
         assert len(hub.file_gets()) == 5
@@ -133,15 +125,15 @@ def test_hub_dump_rejected_for_missing_columns_is_recorded_as_failed(tmp_path):
         sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in good})
         source = DumpSource(source=REPO, revision="main", cache_dir=str(tmp_path / "cache"),
                             hf_endpoint=hub.url, attempts=2, backoff_s=0.05, timeout_s=5)
-        assert _materialize(tmp_path, source).success
+        assert _run(tmp_path, source).success
         sha2 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in bad})
 
-        result = _materialize(tmp_path, source, raise_on_error=False)
+        result = _run(tmp_path, source, raise_on_error=False)
         assert not result.success and result.get_failed_step_keys() == {"raw_dump"}
         assert result.retry_attempts_for_node("raw_dump") == 0
 
         hub.set_faults(down=True)  # the Hub unreachable: a failure with nothing to record
-        assert not _materialize(tmp_path, source, raise_on_error=False).success
+        assert not _run(tmp_path, source, raise_on_error=False).success
     history = _query(tmp_path, "select revision, status, source, source_kind, requested_revision, "
                                "status_detail from arena.dumps order by first_seen")
     assert [h[:5] for h in history] == [
@@ -265,7 +257,7 @@ def test_a_warehouse_that_is_another_database_is_refused_before_anything_is_writ
         con.execute("CREATE SCHEMA sales")
         con.execute("CREATE VIEW sales.big AS SELECT * FROM orders WHERE total > 100")
     write_dump(tmp_path / "dump", n_rows=20)
-    result = _materialize(tmp_path, DumpSource(source=str(tmp_path / "dump"), cache_dir=str(tmp_path / "cache")),
+    result = _run(tmp_path, DumpSource(source=str(tmp_path / "dump"), cache_dir=str(tmp_path / "cache")),
                           raise_on_error=False)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)

@@ -8,6 +8,8 @@ import pytest
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.publication_support import RANKING_SELECTION, RERANK_SELECTION, Setup, publications, query
 
+pytestmark = pytest.mark.slow  # a whole-pipeline run of its own (module fixture), then re-ranks
+
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory) -> Setup:

@@ -7,29 +7,18 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import pytest
 
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
-
-REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
-RUN_CONFIG = {"ops": {"rankings": {"config": {"min_battles": 3, "bootstrap_rounds": 5}}}}
-
-
-def _materialize(tmp_path: Path, catalog: ModelCatalog) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [*ASSETS, *ASSET_CHECKS],
-        resources={**default_resources(), "dump_source": DumpSource(source=str(REAL_CSV)),
-                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": catalog},
-        run_config=RUN_CONFIG,
-        raise_on_error=False,
-    )
+from arena_pipeline_tests.materialize import REAL_CSV, SAMPLE_RUN_CONFIG, materialize, materialized, run_sample
 
 
 def _rows(tmp_path: Path, sql: str):
-    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         return con.execute(sql).fetchall()
 
 
+@pytest.mark.slow
 def test_user_alias_merges_names_and_comparison_matches_renamed_models(tmp_path):
     aliases = tmp_path / "aliases.csv"
     # a user alias: rank o3-mini under a name of the user's choosing
@@ -44,7 +33,7 @@ def test_user_alias_merges_names_and_comparison_matches_renamed_models(tmp_path)
         },
         "english": {"gemma-3-27b-it": {"rating": 1000.0, "rating_q025": 990.0, "rating_q975": 1010.0}},
     }), encoding="utf-8")
-    result = _materialize(tmp_path, ModelCatalog(aliases_path=str(aliases), published_board=str(board)))
+    result = run_sample(tmp_path, model_catalog=ModelCatalog(aliases_path=str(aliases), published_board=str(board)))
     assert result.success
     # raw names stay, canonical names are separate and used by the boards
     assert _rows(tmp_path, "select distinct model_a_canonical from arena.battles where model_a = 'o3-mini'") == [
@@ -70,34 +59,36 @@ def test_user_alias_merges_names_and_comparison_matches_renamed_models(tmp_path)
     assert [m for m, _ in per_model] == ["claude-3-5-sonnet-20241022", "gemma-3-27b-it", "o3-mini-renamed"]
 
 
+@pytest.mark.slow
 def test_malformed_board_fails_its_check_not_the_run(tmp_path):
     """The board is read after publication: a malformed one used to show the run FAILED while the
     new dump was live. Now its own check fails, the comparison is skipped and the run succeeds."""
     board = tmp_path / "board.json"
     board.write_text("{not json", encoding="utf-8")
-    result = _materialize(tmp_path, ModelCatalog(published_board=str(board)))
+    result = run_sample(tmp_path, model_catalog=ModelCatalog(published_board=str(board)))
     assert result.success
     assert not [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     check = {e.check_name: e for e in result.get_asset_check_evaluations()}["published_board_valid"]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert "board.json" in check.description
-    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    assert "arena/external_comparison" not in materialized
-    assert "arena/leaderboard" in materialized or "published_dump" in materialized
+    done = materialized(result)
+    assert "arena/external_comparison" not in done
+    assert "arena/leaderboard" in done or "published_dump" in done
 
 
-def test_no_board_configured_skips_the_comparison_visibly(tmp_path, monkeypatch):
-    monkeypatch.delenv("ARENA_PUBLISHED_BOARD", raising=False)
-    result = _materialize(tmp_path, ModelCatalog())
+def test_no_board_configured_skips_the_comparison_visibly(sample_run):
+    """The session's sample run has no board (ARENA_PUBLISHED_BOARD is unset for every test)."""
+    result = sample_run.result
     assert result.success
-    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    assert "published_dump" in materialized and "arena/external_comparison" not in materialized
+    done = materialized(result)
+    assert "published_dump" in done and "arena/external_comparison" not in done
     assert "published_board_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
     outcome = [e.event_type_value for e in result.all_events if e.step_key == "external_comparison"
                and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
     assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
 
 
+@pytest.mark.slow
 def test_look_alike_names_merge_or_warn(tmp_path):
     """Invisible characters merge into the real name (format characters, and the default-ignorable
     code points and blanks that are not: combining grapheme joiner, braille blank, Hangul filler,
@@ -117,13 +108,9 @@ def test_look_alike_names_merge_or_warn(tmp_path):
         model_a[i] = v
     source = tmp_path / "votes.csv"
     votes.with_columns(pl.Series("model_a", model_a)).write_csv(source)
-    result = dg.materialize(
-        [*ASSETS, *ASSET_CHECKS],
-        resources={**default_resources(), "dump_source": DumpSource(source=str(source)),
-                   "warehouse": Warehouse(database=str(tmp_path / "w.duckdb")), "model_catalog": ModelCatalog()},
-        run_config=RUN_CONFIG,
-        raise_on_error=False,
-    )
+    result = materialize({"dump_source": DumpSource(source=str(source)),
+                          "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb")), "model_catalog": ModelCatalog()},
+                         run_config=SAMPLE_RUN_CONFIG)
     assert result.success
     models = {m for (m,) in _rows(tmp_path, "select model from arena.models")}
     assert {m for m in models if m.endswith("-3-27b-it")} == {name, "g\u0435mma-3-27b-it"}
@@ -137,19 +124,12 @@ def test_look_alike_names_merge_or_warn(tmp_path):
 
 
 def test_a_missing_alias_file_fails_the_run_at_launch_naming_the_setting(tmp_path, monkeypatch):
-    import dagster as dg
-
-    from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
-    from arena_pipeline.resources import DumpSource, Warehouse
     from arena_pipeline_tests.fixtures import write_dump
 
     write_dump(tmp_path / "dump", n_rows=20)
     monkeypatch.setenv("ARENA_MODEL_ALIASES", str(tmp_path / "no-such-aliases.csv"))
-    result = dg.materialize(
-        [*ASSETS, *ASSET_CHECKS],
-        resources={**default_resources(), "dump_source": DumpSource(source=str(tmp_path / "dump")),
-                   "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb"))},
-        raise_on_error=False)
+    result = materialize({"dump_source": DumpSource(source=str(tmp_path / "dump")),
+                          "warehouse": Warehouse(database=str(tmp_path / "warehouse.duckdb"))})
     assert not result.success
     # nothing ran: the run failed while its resources were set up, before raw_dump
     assert not [e for e in result.all_events if e.event_type_value == "STEP_START"]

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.assets import rankings as ranking_assets
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS
 from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.materialize import copy_warehouse, materialize
 from arena_pipeline_tests.publication_support import (
     RANK,
     RANKING_SELECTION,
@@ -49,7 +49,7 @@ def published(tmp_path_factory) -> Setup:
 
 @pytest.fixture
 def setup(published, tmp_path) -> Setup:
-    shutil.copy(published.warehouse, tmp_path / "warehouse.duckdb")
+    copy_warehouse(published.warehouse, tmp_path / "warehouse.duckdb")
     shutil.copytree(published.dump, tmp_path / "dump")
     shutil.copytree(published.root / "cache", tmp_path / "cache")
     return Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
@@ -57,6 +57,7 @@ def setup(published, tmp_path) -> Setup:
 
 # 1 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(setup):
     before = fingerprint(setup.warehouse)
     report = setup.root / "report" / "index.html"
@@ -91,6 +92,7 @@ def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(set
 
 # 2 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_failed_rerun_with_new_aliases_leaves_the_publication_and_its_status(setup, monkeypatch):
     aliases = setup.root / "aliases.csv"
     aliases.write_text("alias,canonical\nllama-4-maverick,deepseek-v3-0324\n", encoding="utf-8")
@@ -122,6 +124,7 @@ def test_failed_rerun_with_new_aliases_leaves_the_publication_and_its_status(set
 
 # 3 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_changed_local_dump_in_place_gets_a_new_revision(setup):
     shard = sorted(setup.dump.glob("data/*.parquet"))[0]
     # stored plainly (no compression, no dictionary), so a winner can be flipped byte for byte
@@ -145,6 +148,7 @@ def test_changed_local_dump_in_place_gets_a_new_revision(setup):
 
 # 4 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_empty_board_is_refused_by_the_gate_unless_allowed(setup):
     report = setup.root / "report" / "index.html"
     assert setup.run(selection=RERANK_SELECTION).success and report.is_file()  # a report of the live board
@@ -239,24 +243,24 @@ def test_rerank_job_recomputes_what_is_computed_from_the_live_board():
     assert dg.AssetKey(["arena", "battles"]) not in selected
 
 
-def test_readme_sql_cookbook_runs_as_written(published):
-    """Every statement of the README's SQL cookbook runs on a published warehouse."""
+def test_readme_sql_cookbook_runs_as_written(sample_run):
+    """Every statement of the README's SQL cookbook runs on a published warehouse (the session's sample run)."""
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     block = text.split("## SQL cookbook", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
     statements = [s.strip() for s in block.split(";") if s.strip() and not all(
         line.strip().startswith("--") or not line.strip() for line in s.strip().splitlines())]
     assert len(statements) >= 8
-    with duckdb.connect(str(published.warehouse), read_only=True) as con:
+    with duckdb.connect(str(sample_run.warehouse), read_only=True) as con:
         for statement in statements:
             con.execute(statement).fetchall()
 
 
-def test_unrated_models_and_board_status_are_published_with_the_boards(published):
+def test_unrated_models_and_board_status_are_published_with_the_boards(sample_run):
     """The two tables come from the rankings fit and agree with the published leaderboard; the report
-    rendered by the publication lists them and has a panel per model."""
+    rendered by the publication lists them and has a panel per model (the session's sample run)."""
     from arena_pipeline.core.categories import CATEGORY_NAMES
 
-    with duckdb.connect(str(published.warehouse), read_only=True) as con:
+    with duckdb.connect(str(sample_run.warehouse), read_only=True) as con:
         status = con.execute("SELECT category, status, rated_models, shown_models, provisional_models, "
                              "unrated_models, reason FROM arena.board_status").fetchall()
         boards = dict(con.execute("SELECT category, count(*) FROM arena.leaderboard WHERE method = 'bt' "
@@ -273,11 +277,12 @@ def test_unrated_models_and_board_status_are_published_with_the_boards(published
         assert rated == n_shown + provisional and n_unrated == sum(c == category for c, _ in unrated)
         assert (state == "board") == (n_shown > 0) and (reason is None) == (state == "board")
     assert not set(unrated) & on_boards
-    page = (published.root / "report" / "index.html").read_text(encoding="utf-8")
+    page = sample_run.report.read_text(encoding="utf-8")
     assert 'id="unrated"' in page and ('id="no-board"' in page) == any(s[1] != "board" for s in status)
     assert page.count('class="model-panel"') == len({m for _, m in on_boards})
 
 
+@pytest.mark.slow
 def test_moving_to_another_dump_is_refused_as_a_change_of_source(setup):
     """The live boards show every model (display_min_battles 0, as the README's sample run); a run on
     another dump under the default threshold would show none: the refusal says it is another source."""
@@ -299,6 +304,7 @@ def test_moving_to_another_dump_is_refused_as_a_change_of_source(setup):
     assert "publication refused" in text and "The live boards are of source" not in text
 
 
+@pytest.mark.slow
 def test_the_report_or_the_gate_can_be_selected_alone(setup):
     """`--select leaderboard_report` re-renders the live publication's report; `--select published_dump`
     runs the gate (nothing new here) and keeps the report in step. Each raised DagsterInvalidSubsetError."""
@@ -306,8 +312,7 @@ def test_the_report_or_the_gate_can_be_selected_alone(setup):
     before = fingerprint(setup.warehouse)
     assert not report.exists()
     def run(selection):  # no rankings config: the rankings step is not selected
-        return dg.materialize([*ASSETS, *ASSET_CHECKS], selection=selection, resources=setup.resources(),
-                              raise_on_error=False)
+        return materialize(setup.resources(), selection=selection)
 
     alone = run(["leaderboard_report"])
     assert alone.success and report.is_file()

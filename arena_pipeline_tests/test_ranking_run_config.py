@@ -82,21 +82,17 @@ def test_run_config_check_is_one_line_naming_each_bad_field():
 def test_a_run_asking_for_too_many_rounds_fails_at_its_first_step(tmp_path):
     """Checked in raw_dump, before the fetch and the load (it failed in rankings, after them, or ran out
     of memory there)."""
-    import dagster as dg
-
-    from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
     from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
     from arena_pipeline_tests.fixtures import write_dump
+    from arena_pipeline_tests.materialize import materialize
 
     write_dump(tmp_path / "dump", n_rows=20, n_shards=1, seed=3)
     warehouse = tmp_path / "warehouse.duckdb"
-    result = dg.materialize(
-        [*ASSETS, *ASSET_CHECKS], resources={
-            **default_resources(),
-            "dump_source": DumpSource(source=str(tmp_path / "dump"), cache_dir=str(tmp_path / "cache")),
-            "warehouse": Warehouse(database=str(warehouse)),
-            "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
-        run_config={"ops": {"rankings": {"config": {"bootstrap_rounds": 10**6}}}}, raise_on_error=False)
+    result = materialize(
+        {"dump_source": DumpSource(source=str(tmp_path / "dump"), cache_dir=str(tmp_path / "cache")),
+         "warehouse": Warehouse(database=str(warehouse)),
+         "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))},
+        run_config={"ops": {"rankings": {"config": {"bootstrap_rounds": 10**6}}}})
     assert not result.success
     (failure,) = result.get_step_failure_events()
     assert failure.step_key == "raw_dump"

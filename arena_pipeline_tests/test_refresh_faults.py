@@ -30,7 +30,7 @@ from arena_pipeline.core.warehouse import WarehouseLockedError
 from arena_pipeline.definitions import defs
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.hub_server import fake_hub_server, verified_revisions
 from arena_pipeline_tests.refresh_worker import no_retries_config, refresh_job, versioned_keys
 from arena_pipeline_tests.waiting import wait_for
 
@@ -408,7 +408,7 @@ def test_hub_faults_during_runs(hub, tmp_path):
                 if con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND "
                                "table_name = 'dumps'", [SCHEMA]).fetchone()[0]:
                     assert not con.execute(f"SELECT count(*) FROM {SCHEMA}.dumps").fetchone()[0]
-        assert hub_core.verified_revisions(cache, REPO) == []  # nothing a later run would trust
+        assert verified_revisions(cache, REPO) == []  # nothing a later run would trust
 
     hub.set_faults(reset_times=2, reset_match="/api/datasets/", reset_method="GET",
                    status_5xx_times=2, status_code=503, status_match="/resolve/", status_method="GET")
@@ -418,4 +418,4 @@ def test_hub_faults_during_runs(hub, tmp_path):
     assert left["reset_times"] == 0 and left["status_5xx_times"] == 0  # every fault fired
     assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]  # no step retry
     _assert_published(database, sha, OLD_ROWS)
-    assert hub_core.verified_revisions(cache, REPO) == [sha]
+    assert verified_revisions(cache, REPO) == [sha]

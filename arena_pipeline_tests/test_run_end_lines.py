@@ -10,8 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
+from arena_pipeline_tests.materialize import materialize
 from arena_pipeline_tests.publication_support import RANKING_SELECTION, REPO_ROOT, publications, query
 
 SAMPLE = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
@@ -41,12 +41,10 @@ class Sample:
         self.warehouse, self.report = root / "warehouse.duckdb", root / "report" / "index.html"
 
     def run(self, selection, config: dict):
-        resources = {**default_resources(),
-                     "dump_source": DumpSource(source=str(SAMPLE), cache_dir=str(self.root / "cache")),
+        resources = {"dump_source": DumpSource(source=str(SAMPLE), cache_dir=str(self.root / "cache")),
                      "warehouse": Warehouse(database=str(self.warehouse), retention=50),
                      "report_settings": ReportSettings(report_path=str(self.report))}
-        return dg.materialize([*ASSETS, *ASSET_CHECKS], selection=selection, resources=resources, run_config=config,
-                              instance=self.instance, raise_on_error=False)
+        return materialize(resources, selection=selection, run_config=config, instance=self.instance)
 
     def lines(self, result, step: str) -> list[str]:
         """The messages the step logged itself (not Dagster's events), in order."""
@@ -73,6 +71,7 @@ def sample(tmp_path_factory):
         yield sample
 
 
+@pytest.mark.slow
 def test_readme_rerank_recipe_says_what_the_gate_says(sample):
     readme = _readme()
     assert RECIPE_REFUSAL in readme and WITH_DISPLAY_0 in readme
@@ -102,6 +101,7 @@ def test_readme_rerank_recipe_says_what_the_gate_says(sample):
     assert last.startswith("published: ") and sample.live(last)[0] == publications(sample.warehouse)[-1][0] > before[-1][0]
 
 
+@pytest.mark.slow
 def test_a_run_that_publishes_nothing_ends_saying_what_is_live(sample):
     before = publications(sample.warehouse)
     live = before[-1][:2]

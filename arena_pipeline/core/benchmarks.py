@@ -50,9 +50,7 @@ import pyarrow.parquet as pq
 from arena_pipeline.constants import CATEGORIES
 from arena_pipeline.core.models import canonical_name_expr, load_aliases, normalize_name_expr
 
-#: The Open LLM Leaderboard's dataset on the Hub.
-OLL_DATASET = "open-llm-leaderboard/contents"
-#: Its model column (the Hub repo id, e.g. ``meta-llama/Llama-3.3-70B-Instruct``).
+#: The Open LLM Leaderboard's model column (the Hub repo id, e.g. ``meta-llama/Llama-3.3-70B-Instruct``).
 OLL_MODEL_COLUMN = "fullname"
 #: Its score columns (normalized scores, 0-100, as the leaderboard shows them) -> benchmark name.
 OLL_BENCHMARKS: dict[str, str] = {
@@ -240,7 +238,7 @@ def _column(frame: pl.DataFrame, name: str) -> str:
     return next(c for c in frame.columns if c.lower() == name)
 
 
-def _to_long(frame: pl.DataFrame, layout: Layout, path: Path, unit: str) -> pl.DataFrame:
+def _to_long(frame: pl.DataFrame, layout: Layout) -> pl.DataFrame:
     """(model, benchmark, value, _line): one row per model and benchmark, value as text or number."""
     if layout == "long":
         return frame.select(
@@ -362,7 +360,7 @@ def read_benchmark_file(path: str | Path, aliases: pl.DataFrame | None = None,
         raise ValueError(f"layout must be one of {LAYOUTS}, got {chosen!r}")
     if frame.height == 0:
         raise BenchmarkFormatError(path, "no rows under the header")
-    long = _to_long(frame, chosen, path, unit)
+    long = _to_long(frame, chosen)
     checked = _check_scores(long, path, unit, chosen)
     aliases = load_aliases() if aliases is None else aliases
     return checked.select(

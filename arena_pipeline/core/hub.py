@@ -244,12 +244,6 @@ def cached_dump(cache_dir: str | os.PathLike[str], repo_id: str, sha: str, *,
     return DumpManifest("hub", repo_id, revision or sha, sha, files) if files else None
 
 
-def verified_revisions(cache_dir: str | os.PathLike[str], repo_id: str) -> list[str]:
-    """The shas of ``repo_id`` that :func:`cached_dump` would serve, sorted."""
-    shas = sorted(p.stem for p in (_repo_dir(cache_dir, repo_id) / RECORDS_DIR).glob("*.json"))
-    return [sha for sha in shas if cached_dump(cache_dir, repo_id, sha) is not None]
-
-
 def _api(endpoint: str | None, token: str | bool | None) -> HfApi:
     return HfApi(endpoint=endpoint.rstrip("/") if endpoint else None, token=token)
 

@@ -33,7 +33,6 @@ import functools
 import io
 import sys
 import unicodedata
-from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
 
@@ -181,12 +180,6 @@ def normalize_name_expr(col: str | pl.Expr) -> pl.Expr:
         .str.strip_chars("-")
     )
     return pl.when(out.str.len_chars() > 0).then(out).otherwise(None)
-
-
-def normalize_names(names: Iterable[str | None]) -> list[str | None]:
-    """:func:`normalize_name_expr` applied to a few names (same rule, for scripts and tests)."""
-    series = pl.Series("name", list(names), dtype=pl.String)
-    return series.to_frame().select(normalize_name_expr("name")).to_series().to_list()
 
 
 def read_data_csv(data: bytes | Path, label: str, required: tuple[str, ...], optional: str,

@@ -441,12 +441,6 @@ def live_publication(con: duckdb.DuckDBPyConnection, schema: str) -> dict | None
     return row
 
 
-def published_revision(con: duckdb.DuckDBPyConnection, schema: str) -> str | None:
-    """The revision the ``schema`` views currently show, or None before the first publication."""
-    live = live_publication(con, schema)
-    return live["revision"] if live else None
-
-
 def input_version(con: duckdb.DuckDBPyConnection, schema: str, table: str, build: Build) -> str:
     """The version of ``table`` a step of ``build`` reads: its own, or the live one of the same dump.
 

@@ -367,28 +367,6 @@ def _dump_of(columns: list[str]) -> pl.Expr:
     return (pl.col("dump") if "dump" in columns else pl.lit(None)).cast(pl.String).alias("dump")
 
 
-def filter_messages(messages: pl.DataFrame, clean: pl.DataFrame | pl.Series) -> pl.DataFrame:
-    """The messages whose ``battle_id`` is a clean battle's id (drops quarantined ones).
-
-    Parameters
-    ----------
-    messages
-        A frame with a ``battle_id`` column (``MESSAGES_SCHEMA`` or ``CONTEXT_MESSAGES_SCHEMA``).
-    clean
-        The clean battles (their ``id`` column) or a Series of clean ids.
-
-    Notes
-    -----
-    Messages carry no source row, so when the dump holds an id twice the messages of both copies
-    are kept (the messages suite's ``key.unique`` warning reports it).
-    """
-    ids = clean.get_column("id") if isinstance(clean, pl.DataFrame) else clean
-    keep = pl.DataFrame({"battle_id": ids.drop_nulls().unique()}).cast(
-        {"battle_id": messages.schema["battle_id"]}
-    )
-    return messages.join(keep, on="battle_id", how="semi")
-
-
 def count_by_rule(quarantine: pl.DataFrame) -> pl.DataFrame:
     """Quarantined rows per rule (a row breaking two rules counts for both), by rule order."""
     order = {r.name: i for i, r in enumerate(ALL_RULES)}

@@ -216,6 +216,7 @@ def test_model_identity_across_dumps_goes_through_the_alias_table(combined):
     assert names["claude-v1"] == names["claude-1"] == "claude-1"
 
 
+@pytest.mark.slow
 def test_missing_fields_are_null_and_unavailable_per_dump(combined):
     _, con, _ = combined
     battles = con.execute("SELECT * FROM s.battles").pl()

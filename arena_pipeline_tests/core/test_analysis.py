@@ -352,8 +352,8 @@ def test_preference_pairs_on_the_real_sample():
     from pathlib import Path
 
     from arena_pipeline.core.categories import tag_categories
-    from arena_pipeline.core.flatten import flatten_table
     from arena_pipeline.core.sources import read_csv_export
+    from arena_pipeline_tests.fixtures import flatten_table
 
     sample = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
     shard = flatten_table(read_csv_export(sample).table, sample.name)

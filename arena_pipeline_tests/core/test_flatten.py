@@ -10,7 +10,6 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from arena_pipeline.core.flatten import flatten_table
 from arena_pipeline.core.schema import (
     BATTLES_NESTED_PATHS,
     CONTEXT_MESSAGES_SCHEMA,
@@ -19,7 +18,7 @@ from arena_pipeline.core.schema import (
     MESSAGES_SCHEMA,
 )
 from arena_pipeline.core.sources import read_csv_export
-from arena_pipeline_tests.fixtures import make_row, make_rows
+from arena_pipeline_tests.fixtures import flatten_table, make_row, make_rows
 
 REAL_CSV = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
 

@@ -20,7 +20,7 @@ from arena_pipeline.core import hub
 from arena_pipeline.core.manifest import DumpManifest
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import SourceError
-from arena_pipeline_tests.hub_server import FakeHub, fake_hub_server
+from arena_pipeline_tests.hub_server import FakeHub, fake_hub_server, verified_revisions
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +105,7 @@ def cache_entries(cache: Path) -> list[str]:
     for blob in (cache / REPO_CACHE / "blobs").glob("*"):
         # LFS blobs are named by their sha256 (the Hub's ETag); partial downloads never stay
         assert blob.name == hashlib.sha256(blob.read_bytes()).hexdigest(), blob
-    return hub.verified_revisions(cache, REPO)
+    return verified_revisions(cache, REPO)
 
 
 # ---------------------------------------------------------------------------
@@ -382,7 +382,7 @@ def test_a_damaged_cache_entry_is_downloaded_again(fake: FakeHub, cache: Path, d
         entry.resolve().unlink()
     else:
         entry.resolve().write_bytes(files[SHARD_1][:100])
-    assert hub.cached_dump(cache, REPO, sha) is None and hub.verified_revisions(cache, REPO) == []
+    assert hub.cached_dump(cache, REPO, sha) is None and verified_revisions(cache, REPO) == []
 
     gets = len(fake.file_gets())
     again = download(fake, cache)

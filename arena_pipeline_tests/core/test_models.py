@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
@@ -22,11 +23,16 @@ from arena_pipeline.core.models import (
     merged_names,
     models_table,
     normalize_name_expr,
-    normalize_names,
     skeleton_expr,
 )
 
 REAL_CSV = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
+
+
+def normalize_names(names: Iterable[str | None]) -> list[str | None]:
+    """:func:`normalize_name_expr` applied to a few names."""
+    series = pl.Series("name", list(names), dtype=pl.String)
+    return series.to_frame().select(normalize_name_expr("name")).to_series().to_list()
 
 
 @pytest.fixture(scope="module")

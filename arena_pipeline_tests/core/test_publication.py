@@ -21,7 +21,6 @@ from arena_pipeline.core.publication import (
     manifest_to_json,
     plan_tables,
     publish,
-    published_revision,
     read_input,
     record_checks,
     record_dump,
@@ -95,7 +94,7 @@ def test_manifest_round_trips_through_json():
 
 def test_each_run_writes_its_own_versions_and_publication_points_views_at_them(con):
     first = _full_build(con, "run-aaaa", SHA1, 3)
-    assert published_revision(con, "arena") is None
+    assert live_publication(con, "arena") is None
     report = _publish(con, first)
     assert report.publication_id == 1 and report.previous is None
     assert sorted(report.rebuilt) == sorted(TABLES)

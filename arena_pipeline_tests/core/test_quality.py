@@ -498,6 +498,7 @@ def _far_apart_battles() -> pl.DataFrame:
     return frame
 
 
+@pytest.mark.slow
 def test_batches_give_the_whole_table_report_battles():
     frame = _far_apart_battles()
     assert 3 // BATCH != 55 // BATCH and 5 // BATCH != 50 // BATCH  # consecutive batches would miss them
@@ -546,6 +547,7 @@ def test_batches_give_the_whole_table_report_messages(kind):
                                "role.in_set", "n_parts.at_least_1"}
 
 
+@pytest.mark.slow
 def test_batches_skip_the_columns_a_dump_lacks():
     """Rows 20..39 come from a dump whose format lacks is_code and sum_user_tokens (null in all its rows)."""
     old = "lmarena-ai/old-dump"

@@ -14,11 +14,10 @@ from arena_pipeline.core.quarantine import (
     ALL_RULES,
     RULES,
     count_by_rule,
-    filter_messages,
     split_quarantine,
 )
 from arena_pipeline.core.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
-from arena_pipeline_tests.core.battle_frames import make_battles, make_messages, with_values
+from arena_pipeline_tests.core.battle_frames import make_battles, with_values
 
 
 def split(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -243,26 +242,6 @@ def test_count_by_rule_order():
 def test_missing_columns_are_an_error():
     with pytest.raises(ValueError, match="turns"):
         split_quarantine(make_battles(2).drop("turns"))
-
-
-# ---------------------------------------------------------------------------
-# Messages
-# ---------------------------------------------------------------------------
-
-
-def test_filter_messages_drops_quarantined_battles():
-    frame = with_values(make_battles(4), 1, winner="x")
-    messages = make_messages(frame)
-    clean, _quarantine = split(frame)
-    kept = filter_messages(messages, clean)
-    assert set(kept["battle_id"]) == {"id-0000", "id-0002", "id-0003"}
-    assert kept.height == messages.filter(pl.col("battle_id") != "id-0001").height
-    assert kept.schema == messages.schema
-    assert filter_messages(messages, clean["id"]).equals(kept)
-    orphan = pl.concat(
-        [messages, messages.head(1).with_columns(pl.lit(None, pl.String).alias("battle_id"))]
-    )
-    assert filter_messages(orphan, clean).height == kept.height
 
 
 # ---------------------------------------------------------------------------

@@ -232,12 +232,14 @@ def simulated():
     return {k: v.mean() for k, v in per_replicate.items()}, {k: np.mean(v) for k, v in widths.items()}
 
 
+@pytest.mark.slow
 def test_vote_level_intervals_under_cover_with_session_effects(simulated):
     coverage, _ = simulated
     assert coverage["sandwich"] < 0.90, coverage
     assert coverage["bootstrap"] < 0.90, coverage
 
 
+@pytest.mark.slow
 def test_clustered_intervals_hold_95_percent(simulated):
     coverage, widths = simulated
     assert 0.935 <= coverage["cluster_sandwich"] <= 0.965, coverage

@@ -3,7 +3,7 @@
 The page states that a rating R means odds of 10^((R - 1000)/400) against the reference model, so
 the displayed interval of model i must cover ``1000 + 400 / ln(10) * (theta_i - theta_ref)``.
 ``benchmarks/bench_coverage.py`` measures the same by battle-count band over 1,000 tournaments (and
-the other intervals); this is the fast version that runs in CI.
+the other intervals); this is the fast version that runs in CI (the full suite; ``-m "not slow"`` skips it).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import pytest
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.scale import ranks, to_ratings
 from arena_pipeline.core.ranking.types import RankingConfig
+
+pytestmark = pytest.mark.slow  # 1,000 simulated tournaments: seconds, in the full suite only
 
 #: 1,000 tournaments of 30 models (29 scored, the reference's rating is exact). The indicators of a
 #: replicate share the reference's error, so the replicate is the unit of the standard error:

@@ -18,7 +18,6 @@ import pytest
 
 from arena_pipeline.constants import CATEGORIES
 from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.flatten import flatten_table
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.sources import read_csv_export
 from arena_pipeline_tests.fastchat_reference import (
@@ -27,6 +26,7 @@ from arena_pipeline_tests.fastchat_reference import (
     fastchat_battles,
     fastchat_fit,
 )
+from arena_pipeline_tests.fixtures import flatten_table
 
 DATA = Path(__file__).parents[1] / "data"
 TOLERANCE = 0.05  # rating points, after centring
@@ -56,6 +56,7 @@ def max_difference(battles: pl.DataFrame, tags: pl.DataFrame, board: pl.DataFram
     return max(abs(mine[m] - theirs[m]) for m in models), len(models)
 
 
+@pytest.mark.slow
 def test_matches_fastchat_on_the_full_real_vote_table():
     """All 135,634 real votes, the five categories they carry: every model is on both boards."""
     votes = pl.read_parquet(DATA / "real_votes_category_tags.parquet").with_row_index("id")
