@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import polars as pl
-import pyarrow as pa
 
 from arena_pipeline.core.models import add_canonical_columns, load_aliases
 from arena_pipeline.core.schema import (
@@ -23,15 +21,6 @@ TEXT_SEPARATOR = "\n\n"
 def packaged_aliases() -> pl.DataFrame:
     """The packaged alias table, read once per process."""
     return load_aliases()
-
-
-@dataclass
-class FlatShard:
-    """The three flat tables made from one shard of the dump."""
-
-    battles: pl.DataFrame
-    messages: pl.DataFrame
-    context_messages: pl.DataFrame
 
 
 def _nested(path: tuple[str, ...]) -> pl.Expr:
@@ -220,15 +209,4 @@ def flatten_context_messages(frame: pl.DataFrame, dump: str | None = None) -> pl
         pl.concat(slots)
         .sort("battle_id", "context_turn", "slot", maintain_order=True)
         .select([pl.col(name).cast(dtype) for name, dtype in CONTEXT_MESSAGES_SCHEMA.items()])
-    )
-
-
-def flatten_table(table: pa.Table | pl.DataFrame, source_file: str, row_offset: int = 0,
-                  aliases: pl.DataFrame | None = None) -> FlatShard:
-    """Flatten one shard (Arrow table or Polars frame with the dataset card's schema)."""
-    frame = table if isinstance(table, pl.DataFrame) else pl.from_arrow(table)
-    return FlatShard(
-        battles=flatten_battles(frame, source_file, row_offset, aliases),
-        messages=flatten_messages(frame),
-        context_messages=flatten_context_messages(frame),
     )

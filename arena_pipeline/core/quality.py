@@ -76,8 +76,6 @@ def expectations_dir() -> Path:
 
 SEVERITIES: tuple[str, ...] = ("error", "warning")
 
-#: GX's own ``severity`` field, kept in step with ``meta.severity``.
-_GX_SEVERITY = {"error": "critical", "warning": "warning"}
 
 #: One row per expectation of a validated suite.
 REPORT_SCHEMA: dict[str, pl.DataType] = {
@@ -157,11 +155,10 @@ def read_suite(name_or_path: str | Path, directory: str | Path | None = None) ->
                 f"{path}: expectation {exp_id!r} has meta.severity={severity!r}, "
                 f"expected one of {SEVERITIES}"
             )
-        native = exp.get("severity")
-        if native is not None and native != _GX_SEVERITY[severity]:
+        if "severity" in exp:  # one severity field: meta.severity (GX's own is not used)
             raise SuiteError(
-                f"{path}: expectation {exp_id!r} has severity={native!r} but "
-                f"meta.severity={severity!r}; drop the top-level field"
+                f"{path}: expectation {exp_id!r} has a top-level severity={exp['severity']!r}; the severity "
+                "is meta.severity alone: drop the top-level field"
             )
     derived = (data.get("meta") or {}).get("derived_columns", {})
     if not isinstance(derived, dict) or not all(
@@ -177,8 +174,8 @@ def load_suite(
 ) -> gx.ExpectationSuite:
     """A GX 1.x ``ExpectationSuite`` built from ``expectations/<name>.json`` (or a path).
 
-    GX's own ``severity`` field is set from ``meta.severity`` (error -> critical,
-    warning -> warning). See :func:`read_suite` for the checks made.
+    The severity is ``meta.severity`` alone (GX's own ``severity`` field is left unset: nothing reads
+    it). See :func:`read_suite` for the checks made.
     """
     import great_expectations as gx
     from great_expectations.expectations.expectation_configuration import (
@@ -189,7 +186,6 @@ def load_suite(
     expectations = []
     for exp in data["expectations"]:
         exp = dict(exp)
-        exp["severity"] = _GX_SEVERITY[exp["meta"]["severity"]]
         try:
             config = ExpectationConfiguration(**exp)
             config.to_domain_obj()  # raises on an unknown type or bad kwargs
