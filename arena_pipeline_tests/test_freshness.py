@@ -151,6 +151,10 @@ def test_pending_publication_refused_then_a_newer_one_queued(setup):
         assert not refused.success
         assert not by_name(refused.get_asset_check_evaluations())  # the gate failed: its checks did not run
         revision = next(r for (r,) in query(setup.warehouse, "SELECT revision FROM arena.dumps") if r != live)
+        # the gate re-rendered the live publication's page, which now says the newest dump is not on it
+        page = (setup.root / "report" / "index.html").read_text(encoding="utf-8")
+        assert f"Not the newest dump: revision <code>{revision}</code>" in page
+        assert "is not published: refused by the gate" in page
 
         result = freshness_tick(setup, instance)
         events = by_name(result.asset_events)

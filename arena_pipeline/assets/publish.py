@@ -91,36 +91,38 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
         yield _render_report(context, warehouse, report_settings)
         context.log.info(f"report re-rendered: {_live_now(warehouse, report_settings)}")
         return
-    with warehouse.connection() as con:
-        build = run_build(context, con)
-        try:
-            chosen, rebuilt = plan_tables(con, SCHEMA, build, PUBLISHED_TABLES, derived_from=DERIVED_FROM,
-                                          built_together=BUILT_TOGETHER, checked=CHECKED_TABLES)
-        except NothingBuiltError:
-            chosen = None
-        except PublicationError as exc:
-            refuse_build(con, SCHEMA, build, str(exc))
-            raise dg.Failure(description=_still_live(str(exc), con, warehouse, report_settings),
-                             allow_retries=False) from exc
-        if chosen is not None:
-            live = live_publication(con, SCHEMA)
-            candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
-            current = (read_frame(con, f"SELECT * FROM {versioned(live['tables'][LEADERBOARD_TABLE])}")
-                       if live and LEADERBOARD_TABLE in live["tables"] else None)
-            problems = board_problems(candidate, current, config.policy())
-            if problems:
-                refusal = refusal_message(problems, _sources(con, live, chosen))
-                refuse_build(con, SCHEMA, build, refusal)
-                raise dg.Failure(description=_still_live(refusal, con, warehouse, report_settings),
-                                 allow_retries=False)
-            # what changed against the live publication: a table of this publication, written by the gate
-            chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
-            rebuilt.append(PUBLICATION_CHANGES_TABLE)
-            settings = {"package_version": package_version(), "gate": config.policy().__dict__,
-                        "tables": publication_settings(con, chosen)}
-            report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
-                             settings=settings, history_tables=HISTORY_TABLES, retention=warehouse.retention,
-                             is_finished=finished_check(context.instance, warehouse.stale_build_hours))
+    try:
+        with warehouse.connection() as con:
+            build = run_build(context, con)
+            try:
+                chosen, rebuilt = plan_tables(con, SCHEMA, build, PUBLISHED_TABLES, derived_from=DERIVED_FROM,
+                                              built_together=BUILT_TOGETHER, checked=CHECKED_TABLES)
+            except NothingBuiltError:
+                chosen = None
+            except PublicationError as exc:
+                refuse_build(con, SCHEMA, build, str(exc))
+                raise _Refused(_still_live(str(exc), con, warehouse, report_settings)) from exc
+            if chosen is not None:
+                live = live_publication(con, SCHEMA)
+                candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
+                current = (read_frame(con, f"SELECT * FROM {versioned(live['tables'][LEADERBOARD_TABLE])}")
+                           if live and LEADERBOARD_TABLE in live["tables"] else None)
+                problems = board_problems(candidate, current, config.policy())
+                if problems:
+                    refusal = refusal_message(problems, _sources(con, live, chosen))
+                    refuse_build(con, SCHEMA, build, refusal)
+                    raise _Refused(_still_live(refusal, con, warehouse, report_settings))
+                # what changed against the live publication: a table of this publication, written by the gate
+                chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
+                rebuilt.append(PUBLICATION_CHANGES_TABLE)
+                settings = {"package_version": package_version(), "gate": config.policy().__dict__,
+                            "tables": publication_settings(con, chosen)}
+                report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
+                                 settings=settings, history_tables=HISTORY_TABLES, retention=warehouse.retention,
+                                 is_finished=finished_check(context.instance, warehouse.stale_build_hours))
+    except _Refused as refused:  # the page says a newer revision was refused, then the run fails
+        _render_after_refusal(context, warehouse, report_settings)
+        raise dg.Failure(description=str(refused), allow_retries=False) from refused.__cause__
     if chosen is None:
         context.log.info("this run built no table: nothing new to publish; re-rendering the report")
         yield dg.MaterializeResult(asset_key=PUBLISHED_DUMP, metadata={"status": "nothing new to publish"})
@@ -192,6 +194,21 @@ def note_if_unpublished(context: dg.AssetExecutionContext, warehouse: Warehouse)
         f"this run publishes nothing: its tables are built beside the live ones and what users see is unchanged, "
         f"{_live_now(warehouse)}. Only the publication gate changes it: add published_dump,leaderboard_report to "
         "the selection (a re-rank: with the six ranking tables, or the rerank_job; a rebuild: --select '*')")
+
+
+class _Refused(Exception):
+    """The gate refused this run's tables (the message says why and what is still live)."""
+
+
+def _render_after_refusal(context: dg.AssetExecutionContext, warehouse: Warehouse,
+                          report_settings: ReportSettings) -> None:
+    """Re-render the live publication's report after a refusal, so that the page says the newest dump
+    revision is not published and why (a report that cannot be rendered now is logged, not raised:
+    the refusal is what the run reports)."""
+    try:
+        _render_report(context, warehouse, report_settings)
+    except (LookupError, dg.Failure, duckdb.Error, OSError) as exc:
+        context.log.warning(f"the report was not re-rendered after the refusal: {exc}")
 
 
 def _sources(con, live: dict | None, chosen: dict[str, str]) -> tuple[str | None, str | None] | None:

@@ -301,3 +301,17 @@ def assess(records: WarehouseRecords, runs: pl.DataFrame, *, now: dt.datetime,
                        r["run_id"], r["detail"])
                for r in rows.iter_rows(named=True)]
     return Freshness(now, max_age, live, pending)
+
+
+def unpublished_revisions(con: duckdb.DuckDBPyConnection, schema: str,
+                          now: dt.datetime | None = None) -> list[Pending]:
+    """The dump revisions fetched after the live one and not published, as the warehouse alone records
+    them (what the report can say without a Dagster instance: a revision requested but not fetched
+    yet is not known here), the most recently seen first; none for a warehouse whose tables predate
+    the columns this reads."""
+    now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    try:
+        records = read_records(con, schema)
+    except duckdb.BinderException:  # a warehouse written before these tables had their columns: not recorded
+        return []
+    return assess(records, pl.DataFrame(schema=RUNS_SCHEMA), now=now, max_age=dt.timedelta(days=36_500)).pending

@@ -32,6 +32,7 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_order, ordered_categories
 from arena_pipeline.core.changes import CHANGES_SCHEMA
+from arena_pipeline.core.freshness import Pending, unpublished_revisions
 from arena_pipeline.core.publication import live_publication
 from arena_pipeline.core.published import (
     FAILED,
@@ -92,6 +93,9 @@ class Published:
         default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA))
     #: ``arena.publication_changes``: the boards against the previous publication's (``core.changes``).
     changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CHANGES_SCHEMA))
+    #: Dump revisions fetched after the live one and not published, with why (``core.freshness``), as of
+    #: reading: the page says the board is not the newest dump's.
+    pending: tuple[Pending, ...] = ()
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -306,6 +310,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
             model_fit_calibration=table_frame(con, schema, MODEL_FIT_CALIBRATION_TABLE,
                                               MODEL_FIT_CALIBRATION_SCHEMA),
             changes=table_frame(con, schema, PUBLICATION_CHANGES_TABLE, CHANGES_SCHEMA),
+            pending=tuple(unpublished_revisions(con, schema)),
         )
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(

@@ -185,3 +185,15 @@ def test_read_records_from_a_warehouse(tmp_path):
     assert got.publications.schema == pl.Schema(PUBLICATIONS_SCHEMA) and got.builds.is_empty()
     result = assess(got, runs(), now=at(2), max_age=WEEK)
     assert result.live.published_at == at(1) and result.fresh
+
+
+def test_unpublished_revisions_of_a_warehouse_without_records_or_with_older_tables():
+    import duckdb
+
+    from arena_pipeline.core.freshness import unpublished_revisions
+
+    with duckdb.connect() as con:
+        assert unpublished_revisions(con, "arena") == []  # nothing recorded yet
+        con.execute("CREATE SCHEMA arena")
+        con.execute("CREATE TABLE arena.publications (publication_id INTEGER, revision VARCHAR)")
+        assert unpublished_revisions(con, "arena") == []  # written before published_at was recorded
