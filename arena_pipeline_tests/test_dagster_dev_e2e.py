@@ -330,6 +330,13 @@ def _await_ready(url: str, log: Path, proc: subprocess.Popen) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
+def _as_from_a_terminal() -> None:
+    """In the child, before exec: SIGINT handled by default, as in a shell started from a terminal. The
+    test runner itself may run with SIGINT ignored (a background job of a script without job control,
+    as a CI harness may start it), and an ignored signal is inherited across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how", ["ctrl-c in its terminal", "kill -INT, started by a script with set -m"])
 def test_dagster_dev_stops_on_ctrl_c(tmp_path, how):
     """Ctrl-C (SIGINT to the terminal's foreground process group) stops ``dagster dev`` cleanly: the
@@ -350,13 +357,15 @@ def test_dagster_dev_stops_on_ctrl_c(tmp_path, how):
     with open(log, "wb") as out:
         if how.startswith("ctrl-c"):
             proc = subprocess.Popen(dev, env=env, cwd=tmp_path / "cwd", stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=_as_from_a_terminal)
             pgid = target = proc.pid
         else:
             pid_file = tmp_path / "dev.pid"
             script = f"set -m\n{shlex.join(dev)} &\necho $! > {shlex.quote(str(pid_file))}\nwait $!\n"
             proc = subprocess.Popen(["bash", "-c", script], env=env, cwd=tmp_path / "cwd", stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=_as_from_a_terminal)
             target = int(_wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 30, "the pid"))
             pgid = target  # set -m: the background job is a process group of its own
     try:
