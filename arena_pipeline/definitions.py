@@ -2,12 +2,12 @@
 
 import dagster as dg
 
+from arena_pipeline.assets.analysis import position_bias_table, preference_pairs_table, rating_trend_table
 from arena_pipeline.assets.benchmarks import benchmark_comparison
 from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import published_dump
 from arena_pipeline.assets.rankings import battle_categories, rankings
-from arena_pipeline.assets.reports import position_bias_table, preference_pairs_table, rating_trend_table
 from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
 from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse

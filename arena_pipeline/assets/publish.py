@@ -77,11 +77,11 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
                    report_settings: ReportSettings):
     """Publish this run's tables through the gate, then re-render the report.
 
-    The gate refuses, changing nothing, when a published table is missing for the dump, would be
-    shown beside a rebuilt input, comes from another fit than its siblings, was made with other
-    settings (alias table) than the rest, or failed its blocking checks; and when the new overall
-    board is empty or lost more than the allowed share of models or categories. A run that built
-    nothing publishes nothing and only re-renders the report.
+    The gate's rules (what it publishes, when it refuses, retention) are stated once, in the README's
+    *Tables* section, paragraph **Publication**; ``core.publication.plan_tables`` (which versions,
+    table rules) and ``core.publication_gate`` (board rules) implement them. A run that built nothing
+    publishes nothing and only re-renders the report; a refused run re-renders it too (the page then
+    says which revision is not published and why).
 
     Either asset may be selected alone: the report alone is re-rendered from the live publication;
     the gate alone still re-renders the report file after a publication (what is live and the page

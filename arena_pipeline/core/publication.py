@@ -488,6 +488,12 @@ def plan_tables(con: duckdb.DuckDBPyConnection, schema: str, build: Build, table
                 checked: Iterable[str]) -> tuple[dict[str, str], list[str]]:
     """Which version of each table a publication of ``build`` would show, and which it rebuilt.
 
+    The table rules of the gate as the README's *Publication* paragraph states them (the one place
+    they are written): this run's versions, the live publication's for the rest; refused when one is
+    missing, would be shown beside a rebuilt input (``derived_from``), comes from another run than
+    the tables built with it (``built_together``) or another alias table, or failed its blocking
+    checks (``checked``).
+
     Raises
     ------
     PublicationError
