@@ -21,7 +21,6 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.analysis import (
     POSITION_BIAS_SCHEMA,
-    PREFERENCE_PAIRS_SCHEMA,
     RATING_TREND_SCHEMA,
     adopt_loaded_pairs,
     position_bias,
@@ -29,6 +28,7 @@ from arena_pipeline.core.analysis import (
     sql_literal,
     write_preference_pairs,
 )
+from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA
 from arena_pipeline.core.publication import (
     base_version,
     input_version,
@@ -47,9 +47,6 @@ from arena_pipeline.resources import Warehouse
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
                  for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE, PREFERENCE_PAIRS_TABLE)}
 REVISION_COLUMN = {"dump_revision": pl.String()}
-#: The message-list columns are not stored (they would store every text twice).
-LIST_COLUMNS = ("prompt_messages", "chosen_messages", "rejected_messages")
-PAIRS_COLUMNS = {k: v for k, v in PREFERENCE_PAIRS_SCHEMA.items() if k not in LIST_COLUMNS}
 
 _BATTLE_COLUMNS = "id, model_a, model_b, model_a_canonical, model_b_canonical, winner, timestamp, turns, language"
 
@@ -111,7 +108,8 @@ def rating_trend_table(context: dg.AssetExecutionContext, warehouse: Warehouse) 
 @dg.asset(
     key=ANALYSIS_KEYS[PREFERENCE_PAIRS_TABLE],
     group_name="reports",
-    metadata=schema_metadata({**PAIRS_COLUMNS, **REVISION_COLUMN}, f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}"),
+    # the message lists of PREFERENCE_PAIRS_SCHEMA are not stored (they would store every text twice)
+    metadata=schema_metadata(PAIR_ROWS_SCHEMA, f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}"),
     kinds={"polars", "duckdb"},
     deps=[TABLE_KEYS[BATTLES_TABLE], TABLE_KEYS[MESSAGES_TABLE], BATTLE_CATEGORIES],
 )

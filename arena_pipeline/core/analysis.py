@@ -16,7 +16,7 @@ import polars as pl
 from scipy.stats import binomtest
 
 from arena_pipeline.core.categories import CATEGORY_NAMES, category_order
-from arena_pipeline.core.pairs import MESSAGE_SEPARATOR, ROLE_MARKERS
+from arena_pipeline.core.pairs import MESSAGE_SEPARATOR, PAIR_COLUMNS, ROLE_MARKERS
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 #: Columns and types of :func:`position_bias`.
@@ -51,24 +51,14 @@ RATING_TREND_SCHEMA: dict[str, pl.DataType] = {
 
 _MESSAGE = pl.Struct({"role": pl.String(), "content": pl.String()})
 
-#: Columns and types of :func:`preference_pairs`.
+#: Columns and types of :func:`preference_pairs`: the pair's columns, then the unrendered message lists.
 PREFERENCE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
-    "battle_id": pl.String(),
-    "prompt": pl.String(),
-    "chosen": pl.String(),
-    "rejected": pl.String(),
-    "chosen_model": pl.String(),
-    "rejected_model": pl.String(),
-    "chosen_side": pl.String(),
-    "turns": pl.Int32(),
-    "language": pl.String(),
-    "timestamp": pl.Datetime("us"),
-    "categories": pl.List(pl.String()),
-    "has_images": pl.Boolean(),
+    **PAIR_COLUMNS,
     "prompt_messages": pl.List(_MESSAGE),
     "chosen_messages": pl.List(_MESSAGE),
     "rejected_messages": pl.List(_MESSAGE),
 }
+
 
 def position_bias(
     battles: pl.DataFrame,

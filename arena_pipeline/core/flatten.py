@@ -40,15 +40,24 @@ def _user_count(column: str) -> pl.Expr:
     )
 
 
+def content_text(content: pl.Expr) -> pl.Expr:
+    """A message's text: the text parts of its ``content`` list joined with a blank line (arena.messages.text)."""
+    return content.list.eval(pl.element().struct.field("text")).list.join(TEXT_SEPARATOR, ignore_nulls=True)
+
+
+def content_images(content: pl.Expr) -> pl.Expr:
+    """A message's image references: the non-null image parts of its ``content`` (arena.messages.images)."""
+    return content.list.eval(pl.element().struct.field("image")).list.drop_nulls()
+
+
 def _content_columns(content: pl.Expr) -> list[pl.Expr]:
     """text / content_type / n_parts / images of a ``content`` list of parts."""
     return [
         content.list.eval(pl.element().struct.field("type")).list.join(",", ignore_nulls=True)
         .alias("content_type"),
-        content.list.eval(pl.element().struct.field("text")).list.join(TEXT_SEPARATOR, ignore_nulls=True)
-        .alias("text"),
+        content_text(content).alias("text"),
         content.list.len().fill_null(0).cast(pl.Int32).alias("n_parts"),
-        content.list.eval(pl.element().struct.field("image")).list.drop_nulls().alias("images"),
+        content_images(content).alias("images"),
     ]
 
 

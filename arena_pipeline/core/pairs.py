@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from arena_pipeline.core.categories import category_order, tag_categories
+from arena_pipeline.core.flatten import content_images, content_text
 
 #: Role markers of the text rendering of the pairs (``core.analysis.preference_pairs_sql``).
 ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "system": "System"}
@@ -12,11 +13,8 @@ ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "syste
 #: Separator between rendered messages.
 MESSAGE_SEPARATOR = "\n\n"
 
-#: Separator between the text parts of one message (``core.flatten``'s ``text`` column).
-_PART_SEPARATOR = "\n\n"
-
-#: Columns and types of :func:`pair_rows`: arena.preference_pairs as published.
-PAIR_ROWS_SCHEMA: dict[str, pl.DataType] = {
+#: The columns of a preference pair (arena.preference_pairs without its ``dump_revision``).
+PAIR_COLUMNS: dict[str, pl.DataType] = {
     "battle_id": pl.String(),
     "prompt": pl.String(),
     "chosen": pl.String(),
@@ -29,8 +27,10 @@ PAIR_ROWS_SCHEMA: dict[str, pl.DataType] = {
     "timestamp": pl.Datetime("us"),
     "categories": pl.List(pl.String()),
     "has_images": pl.Boolean(),
-    "dump_revision": pl.String(),
 }
+
+#: Columns and types of :func:`pair_rows`: arena.preference_pairs as published.
+PAIR_ROWS_SCHEMA: dict[str, pl.DataType] = {**PAIR_COLUMNS, "dump_revision": pl.String()}
 
 
 def _marker(role: pl.Expr) -> pl.Expr:
@@ -47,8 +47,7 @@ def _marker(role: pl.Expr) -> pl.Expr:
 def _rendered(column: str) -> pl.Expr:
     """Each message of a conversation as ``"<Marker>: <text>"`` (text parts joined as in arena.messages)."""
     message = pl.element()
-    text = (message.struct.field("content").list.eval(pl.element().struct.field("text"))
-            .list.join(_PART_SEPARATOR, ignore_nulls=True))
+    text = content_text(message.struct.field("content"))
     return pl.col(column).list.eval(
         pl.concat_str([_marker(message.struct.field("role")), pl.lit(": "), text.fill_null("")])
     )
@@ -57,8 +56,7 @@ def _rendered(column: str) -> pl.Expr:
 def _has_image(column: str) -> pl.Expr:
     """Whether any message of a conversation has an image part."""
     return pl.col(column).list.eval(
-        pl.element().struct.field("content").list.eval(pl.element().struct.field("image"))
-        .list.drop_nulls().list.len().fill_null(0) > 0
+        content_images(pl.element().struct.field("content")).list.len().fill_null(0) > 0
     ).list.any()
 
 
