@@ -44,6 +44,7 @@ from arena_pipeline.core.categories import category_order
 from arena_pipeline.core.publication import (
     Build,
     base_version,
+    publication,
     publication_settings,
     version_name,
     versioned,
@@ -182,20 +183,6 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
             .select([pl.col(c).cast(t) for c, t in CHANGES_SCHEMA.items()]))
 
 
-def publication_row(con: duckdb.DuckDBPyConnection, schema: str, publication_id: int) -> dict | None:
-    """One row of ``schema.publications`` (``tables`` parsed), or None."""
-    if not relation_exists(con, schema, PUBLICATIONS_TABLE):
-        return None
-    frame = read_frame(con, f"SELECT publication_id, revision, published_at, tables, settings FROM "
-                            f"{quoted(schema, PUBLICATIONS_TABLE)} WHERE publication_id = ?", [publication_id])
-    if frame.is_empty():
-        return None
-    row = frame.row(0, named=True)
-    row["tables"] = json.loads(row["tables"])
-    row["settings"] = json.loads(row["settings"]) if row["settings"] else {}
-    return row
-
-
 def ranking_settings(publication: Mapping | None) -> dict | None:
     """The ranking settings a publication's leaderboard was made with (``settings.tables.leaderboard.ranking``
     of its ``publications`` row), or None when not recorded."""
@@ -232,7 +219,7 @@ def changes_between(con: duckdb.DuckDBPyConnection, schema: str, since_id: int,
     history = quoted(schema, LEADERBOARD_TABLE + "_history")
     before, after = (read_frame(con, f"SELECT * FROM {history} WHERE publication_id = ?", [pid])
                      for pid in (since_id, until_id))
-    rows = [publication_row(con, schema, pid) for pid in (since_id, until_id)]
+    rows = [publication(con, schema, pid) for pid in (since_id, until_id)]
     relation = data_relation(con, *(r["tables"].get(BATTLES_TABLE) if r else None for r in rows))
     if relation == UNKNOWN:
         relation = recorded_relation(con, schema, since_id, until_id)

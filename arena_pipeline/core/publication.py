@@ -429,9 +429,17 @@ def record_checks(con: duckdb.DuckDBPyConnection, version: str, passed: bool, ch
 
 def live_publication(con: duckdb.DuckDBPyConnection, schema: str) -> dict | None:
     """The newest row of ``schema.publications`` (what the views show), or None."""
+    return publication(con, schema)
+
+
+def publication(con: duckdb.DuckDBPyConnection, schema: str, publication_id: int | None = None) -> dict | None:
+    """A row of ``schema.publications`` (``tables`` and ``settings`` parsed): ``publication_id``'s, or
+    the newest (the live one); None when there is no such row. The id is written into the query, not
+    bound: binding a Python value makes DuckDB import pandas, which the CLI's read path avoids."""
     if not relation_exists(con, schema, PUBLICATIONS_TABLE):
         return None
-    frame = read_frame(con, f"SELECT * FROM {quoted(schema, PUBLICATIONS_TABLE)} "
+    where = "" if publication_id is None else f"WHERE publication_id = {int(publication_id)} "
+    frame = read_frame(con, f"SELECT * FROM {quoted(schema, PUBLICATIONS_TABLE)} {where}"
                             "ORDER BY publication_id DESC LIMIT 1")
     if frame.is_empty():
         return None
