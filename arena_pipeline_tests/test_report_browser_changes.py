@@ -11,8 +11,11 @@ import pytest
 from arena_pipeline.core.changes import compare_boards
 from arena_pipeline.core.freshness import Pending
 from arena_pipeline.presentation.report import render_report
+from arena_pipeline_tests import test_report_browser
 from arena_pipeline_tests.presentation.synthetic import synthetic_published
-from arena_pipeline_tests.test_report_browser import CHROMIUM, DevToolsPipe, Page, pytestmark  # noqa: F401
+from arena_pipeline_tests.test_report_browser import pytestmark  # noqa: F401 (Chromium's skip marks)
+
+page = test_report_browser.page  # the headless Chromium page fixture
 
 SINCE = {"publication_id": 7, "revision": "rev7", "published_at": dt.datetime(2026, 11, 1, 3, 0)}
 
@@ -38,15 +41,6 @@ def report_file(tmp_path_factory) -> Path:
                        seen, seen),)
     return render_report(synthetic_published(changes=_changes(), pending=pending),
                          tmp_path_factory.mktemp("report") / "index.html")
-
-
-@pytest.fixture
-def page(tmp_path):
-    browser = DevToolsPipe(CHROMIUM, tmp_path / "profile")
-    try:
-        yield Page(browser)
-    finally:
-        browser.close()
 
 
 def test_changes_section_and_the_pending_note_are_shown(page, report_file, tmp_path):

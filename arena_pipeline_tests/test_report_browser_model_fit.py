@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 
 from arena_pipeline.presentation.report import render_report
+from arena_pipeline_tests import test_report_browser
 from arena_pipeline_tests.presentation.synthetic import synthetic_published
 from arena_pipeline_tests.presentation.test_report_model_fit import synthetic_fit
-from arena_pipeline_tests.test_report_browser import CHROMIUM, DevToolsPipe, Page, pytestmark  # noqa: F401
+from arena_pipeline_tests.test_report_browser import pytestmark  # noqa: F401 (Chromium's skip marks)
+
+page = test_report_browser.page  # the headless Chromium page fixture
 
 
 @pytest.fixture(scope="module")
@@ -17,15 +20,6 @@ def report_file(tmp_path_factory) -> Path:
     fit = synthetic_fit()
     return render_report(synthetic_published(model_fit=fit.summary, model_fit_calibration=fit.calibration),
                          tmp_path_factory.mktemp("report") / "index.html")
-
-
-@pytest.fixture
-def page(tmp_path):
-    browser = DevToolsPipe(CHROMIUM, tmp_path / "profile")
-    try:
-        yield Page(browser)
-    finally:
-        browser.close()
 
 
 def test_model_fit_section_draws_a_calibration_chart_per_board_and_sorts(page, report_file, tmp_path):
