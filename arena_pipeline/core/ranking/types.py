@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -123,22 +123,20 @@ def style_bootstrap_cost(rounds: int) -> str:
     return f"about {_duration(rounds * STYLE_BOOTSTRAP_SECONDS_PER_ROUND)}"
 
 
-def _bootstrap_limit(rounds: int) -> int:
-    if rounds > MAX_BOOTSTRAP_ROUNDS:
-        raise ValueError(
-            f"{rounds:,} rounds would need {bootstrap_cost(rounds)} at the 140k dump's size (every round of a "
-            f"board is held at once, about {_size(BOOTSTRAP_BYTES_PER_ROUND)} each, more with more models); at "
-            f"most {MAX_BOOTSTRAP_ROUNDS:,} ({bootstrap_cost(MAX_BOOTSTRAP_ROUNDS)})")
-    return rounds
+def _at_most(most: int, cost: Callable[[int], str], why: str) -> AfterValidator:
+    """A validator refusing more than ``most`` rounds, with what they would cost (``cost``) and why."""
+    def check(rounds: int) -> int:
+        if rounds > most:
+            raise ValueError(f"{rounds:,} rounds would need {cost(rounds)} at the 140k dump's size ({why}); "
+                             f"at most {most:,} ({cost(most)})")
+        return rounds
+    return AfterValidator(check)
 
 
-def _style_bootstrap_limit(rounds: int) -> int:
-    if rounds > MAX_STYLE_BOOTSTRAP_ROUNDS:
-        raise ValueError(
-            f"{rounds:,} rounds would take {style_bootstrap_cost(rounds)} at the 140k dump's size (each round "
-            f"refits the per-battle style model of every board); at most {MAX_STYLE_BOOTSTRAP_ROUNDS:,} "
-            f"({style_bootstrap_cost(MAX_STYLE_BOOTSTRAP_ROUNDS)})")
-    return rounds
+_BOOTSTRAP_LIMIT = _at_most(MAX_BOOTSTRAP_ROUNDS, bootstrap_cost, "every round of a board is held at once, about "
+                            f"{_size(BOOTSTRAP_BYTES_PER_ROUND)} each, more with more models")
+_STYLE_BOOTSTRAP_LIMIT = _at_most(MAX_STYLE_BOOTSTRAP_ROUNDS, style_bootstrap_cost,
+                                  "each round refits the per-battle style model of every board")
 
 
 def _known_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
@@ -172,7 +170,7 @@ class RankingConfig:
         default="half", description="'half' (LMArena's convention): tie and both_bad count as half a win for "
         "each side; 'drop': those battles are left out of every fit and of the leaderboard counts (the "
         "pairwise table still lists them).")
-    bootstrap_rounds: Annotated[int, AfterValidator(_bootstrap_limit)] = Field(
+    bootstrap_rounds: Annotated[int, _BOOTSTRAP_LIMIT] = Field(
         default=100, ge=0, description="Bootstrap rounds of the second interval (bootstrap_lower/"
         "bootstrap_upper); 0 skips it. 100 rounds with the (B + 1) alpha rule cover as well as 1,000 with "
         f"NumPy's default quantiles (benchmarks/bench_coverage.py --variants). At most {MAX_BOOTSTRAP_ROUNDS:,} "
@@ -181,7 +179,7 @@ class RankingConfig:
         default=42, ge=0, description="Bootstrap seed: each (category, stream) gets its own generator derived "
         "from it, so a board does not depend on which other boards are computed; the same seed gives "
         "identical output.")
-    style_bootstrap_rounds: Annotated[int, AfterValidator(_style_bootstrap_limit)] = Field(
+    style_bootstrap_rounds: Annotated[int, _STYLE_BOOTSTRAP_LIMIT] = Field(
         default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only, as "
         "LMArena publishes for style control). Each round refits the per-battle style model (about "
         f"0.05-0.5 s per board on the full dump); at most {MAX_STYLE_BOOTSTRAP_ROUNDS:,}.")
