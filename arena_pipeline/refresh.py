@@ -47,7 +47,8 @@ class Live:
     known: bool = False
     publication_id: int | None = None
     revision: str | None = None
-    #: the ranking settings the live boards were made with (None: none recorded, or nothing live)
+    #: the ranking settings the live boards were made with (None: nothing live, none recorded, or
+    #: settings this version refuses: the run then ranks with the defaults)
     ranking: RankingConfig | None = None
 
 
@@ -66,13 +67,11 @@ def read_live(warehouse: Warehouse | None) -> Live:
             live = live_publication(con, SCHEMA)
         finally:
             con.close()
-        if live is None:
-            return Live(known=True)
-        recorded = ranking_settings(live)
-        ranking = RankingConfig.from_settings(recorded) if recorded else None
-    except (duckdb.Error, RuntimeError, ValueError):  # locked, damaged, unreadable or invalid settings
+    except (duckdb.Error, RuntimeError, ValueError):  # locked, damaged, unreadable settings
         return Live()
-    return Live(True, live["publication_id"], live["revision"], ranking)
+    if live is None:
+        return Live(known=True)
+    return Live(True, live["publication_id"], live["revision"], ranking_settings(live))
 
 
 @dataclass(frozen=True)
