@@ -10,13 +10,15 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from arena_pipeline.assets.run_config import RankingRunConfig
+from arena_pipeline.assets.run_config import run_config_of
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
 from arena_pipeline.core import warehouse as core_warehouse
+from arena_pipeline.core.changes import ranking_settings
 from arena_pipeline.core.freshness import one_line, short_revision
 from arena_pipeline.core.hub import HubError
 from arena_pipeline.core.manifest import combined_revision
 from arena_pipeline.core.publication import live_publication
+from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.sources import SourceError
 from arena_pipeline.resources import DumpSource, Warehouse
 
@@ -45,8 +47,9 @@ class Live:
     known: bool = False
     publication_id: int | None = None
     revision: str | None = None
-    #: the live boards' ranking run configuration (``RankingRunConfig``'s fields of their settings)
-    ranking: dict[str, Any] = field(default_factory=dict)
+    #: the ranking settings the live boards were made with (None: nothing live, none recorded, or
+    #: settings this version refuses: the run then ranks with the defaults)
+    ranking: RankingConfig | None = None
 
 
 def read_live(warehouse: Warehouse | None) -> Live:
@@ -68,9 +71,7 @@ def read_live(warehouse: Warehouse | None) -> Live:
         return Live()
     if live is None:
         return Live(known=True)
-    ranking = live["settings"].get("tables", {}).get("leaderboard", {}).get("ranking") or {}
-    return Live(True, live["publication_id"], live["revision"],
-                {k: ranking[k] for k in RankingRunConfig.model_fields if k in ranking})
+    return Live(True, live["publication_id"], live["revision"], ranking_settings(live))
 
 
 @dataclass(frozen=True)
@@ -208,8 +209,8 @@ def run_request(decision: Decision) -> dg.RunRequest:
     config: dict = {"revisions": dict(decision.revisions)} if decision.revisions else {"revision": revision}
     run_config: dict = {"ops": {"raw_dump": {"config": config}}}
     tags = {REVISION_TAG: revision, REASON_TAG: decision.because()}
-    if live.ranking:
-        run_config["ops"]["rankings"] = {"config": live.ranking}
+    if live.ranking is not None:
+        run_config["ops"]["rankings"] = {"config": run_config_of(live.ranking)}
         tags[SETTINGS_TAG] = f"publication {live.publication_id}"
     run_key = f"{revision} after publication {live.publication_id}" if decision.again else revision
     return dg.RunRequest(run_key=run_key, run_config=run_config, tags=tags)

@@ -49,7 +49,7 @@ def test_reference_models_are_configurable():
 
 
 def test_size_settings_have_an_upper_bound_with_the_memory_in_the_message():
-    from arena_pipeline.assets.run_config import MAX_BOOTSTRAP_ROUNDS, MAX_STYLE_BOOTSTRAP_ROUNDS
+    from arena_pipeline.core.ranking.types import MAX_BOOTSTRAP_ROUNDS, MAX_STYLE_BOOTSTRAP_ROUNDS
 
     assert RankingRunConfig(bootstrap_rounds=MAX_BOOTSTRAP_ROUNDS,
                             style_bootstrap_rounds=MAX_STYLE_BOOTSTRAP_ROUNDS).bootstrap_rounds == MAX_BOOTSTRAP_ROUNDS
@@ -100,3 +100,39 @@ def test_a_run_asking_for_too_many_rounds_fails_at_its_first_step(tmp_path):
     assert "bootstrap_rounds: 1,000,000 rounds would need about 148.0 GB of memory" in description
     assert not result.get_asset_materialization_events()
     assert not warehouse.exists()  # nothing fetched, no build started
+
+
+def test_the_launchpad_shows_each_run_setting_as_core_declares_it():
+    """The run configuration restates nothing: each field's type, default and description come from
+    RankingConfig, and the Dagster config schema (what the launchpad shows) carries them."""
+    from arena_pipeline.core.ranking import RUN_SETTINGS, RankingConfig
+
+    fields = RankingRunConfig.to_config_schema().as_field().config_type.fields
+    assert list(fields) == list(RUN_SETTINGS)
+    for name in RUN_SETTINGS:
+        core = RankingConfig.__pydantic_fields__[name]
+        assert fields[name].description == core.description and core.description
+        default = core.default
+        assert fields[name].default_value == (list(default) if isinstance(default, tuple) else default)
+    assert fields["anchor_models"].default_value == ["llama-3.3-70b-instruct", "gemma-3-27b-it", "deepseek-v3-0324"]
+
+
+def test_recorded_settings_read_back_as_the_one_type():
+    """A publication records dataclasses.asdict(RankingConfig) (JSON: tuples as lists); reading it back
+    gives the same RankingConfig, an earlier record's missing keys take their default, unknown keys are
+    ignored, and the run configuration that ranks the same way is its run settings."""
+    import dataclasses
+    import json
+
+    from arena_pipeline.assets.run_config import run_config_of
+    from arena_pipeline.core.ranking import RUN_SETTINGS, RankingConfig
+
+    config = RankingConfig(ties="drop", display_min_battles=0, anchor_models=("a", "b"), tol=1e-9)
+    recorded = json.loads(json.dumps(dataclasses.asdict(config)))
+    assert RankingConfig.from_settings(recorded) == config
+    assert RankingConfig.from_settings({"ties": "drop", "retired_setting": 1}) == RankingConfig(ties="drop")
+    with pytest.raises(ValidationError, match="display_min_battles"):
+        RankingConfig.from_settings({"display_min_battles": -1})
+    run = run_config_of(config)
+    assert list(run) == list(RUN_SETTINGS) and run["anchor_models"] == ["a", "b"] and "tol" not in run
+    assert RankingRunConfig(**run).ranking_config() == dataclasses.replace(config, tol=1e-8)

@@ -13,9 +13,10 @@ import pytest
 
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG
 from arena_pipeline.core.publication import ensure_catalog
+from arena_pipeline.core.ranking import REFERENCE_MODELS, RankingConfig
 from arena_pipeline.core.warehouse import connect, quoted
 from arena_pipeline.definitions import defs
-from arena_pipeline.refresh import SETTINGS_TAG
+from arena_pipeline.refresh import SETTINGS_TAG, read_live
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.schedules import make_nightly_schedule, nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
@@ -24,6 +25,10 @@ from arena_pipeline_tests.hub_server import fake_hub_server
 from arena_pipeline_tests.ticks import tick
 
 REPO = "lmarena-ai/arena-human-preference-140k"
+#: The ranking run configuration of the defaults, as a refresh states it.
+DEFAULT_RUN = {"ties": "half", "bootstrap_rounds": 100, "style_bootstrap_rounds": 0, "primary_interval": "sandwich",
+               "seed": 42, "min_battles": 1, "display_min_battles": 301, "anchor_models": list(REFERENCE_MODELS),
+               "anchor_model": None, "anchor_rating": 1000.0, "style_method": "lmarena", "style_l2": 1.0}
 
 
 def test_names_and_cron_are_pinned():
@@ -145,7 +150,7 @@ def test_a_revision_refreshed_before_but_no_longer_live_is_refreshed_again(tmp_p
         for definition in (new_dump_sensor, nightly_refresh):
             (request,) = tick(definition, instance, _resources(source, tmp_path), "local-later").run_requests
             assert request.run_key == f"{revision} after publication 4" and request.tags[REVISION_TAG] == revision
-            assert request.run_config["ops"]["rankings"] == {"config": {"display_min_battles": 0}}
+            assert request.run_config["ops"]["rankings"] == {"config": {**DEFAULT_RUN, "display_min_battles": 0}}
         (tmp_path / "warehouse.duckdb").rename(tmp_path / "moved.duckdb")
         (request,) = tick(nightly_refresh, instance, _resources(source, tmp_path)).run_requests
         assert request.run_key == f"{revision} after publication None"
@@ -195,12 +200,15 @@ def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
     ranking = {"display_min_battles": 0, "bootstrap_rounds": 7, "anchor_models": ["a", "b"], "tol": 1e-8,
                "scale": 400.0}
     _publish_settings(tmp_path / "warehouse.duckdb", 3, ranking, {"allow_degenerate": True})
+    live = read_live(warehouse)
+    assert live.ranking == RankingConfig(display_min_battles=0, bootstrap_rounds=7, anchor_models=("a", "b"))
     job = defs.resolve_job_def("refresh_job")
     with dg.instance_for_test() as instance:
         for definition in (new_dump_sensor, nightly_refresh):
             (request,) = tick(definition, instance, {"dump_source": source, "warehouse": warehouse}).run_requests
+            # the recorded run settings, the defaults for those not recorded; tol and scale are not run settings
             assert request.run_config["ops"]["rankings"] == {"config": {
-                "display_min_battles": 0, "bootstrap_rounds": 7, "anchor_models": ["a", "b"]}}  # run-config fields only
+                **DEFAULT_RUN, "display_min_battles": 0, "bootstrap_rounds": 7, "anchor_models": ["a", "b"]}}
             assert "published_dump" not in request.run_config["ops"]
             assert request.tags[SETTINGS_TAG] == "publication 3"
             dg.validate_run_config(job, request.run_config)  # the job accepts it as it stands

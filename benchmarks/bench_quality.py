@@ -27,7 +27,8 @@ in two steps, so that each method's peak RSS is its own process's::
 
 ``--write-db`` stores the two frames above as ``bench.battles`` / ``bench.messages`` (``--scale N``:
 N copies, ids suffixed, built inside DuckDB). ``--method whole`` is the check before batching: the
-suite's columns read into one Polars frame, ``dumps.unavailable_columns``, ``validate_dumps``;
+suite's columns read into one Polars frame, ``dumps.unavailable_columns``, ``validate_dumps`` (kept in
+``arena_pipeline_tests/quality_reference.py`` as the tests' reference for the batched validation);
 ``batched`` is ``validate_relation``. Each prints per suite the wall time and the process's peak
 RSS (``ru_maxrss``) after it, next to the RSS before the first suite (imports + GX context).
 """
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -153,6 +155,9 @@ def check_db(path: Path, method: str, batch_rows: int | None) -> None:
     from arena_pipeline.core import quality
     from arena_pipeline.core.dumps import unavailable_columns
 
+    if method == "whole":  # the reference lives with the tests, at the repository root
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from arena_pipeline_tests.quality_reference import validate_dumps
     quality._context()
     con = duckdb.connect(str(path), read_only=True)
     print(f"{method}: RSS {_current_rss_mb():.0f} MB after imports + GX context")
@@ -163,7 +168,7 @@ def check_db(path: Path, method: str, batch_rows: int | None) -> None:
             schema = con.execute(f"SELECT * FROM {relation} LIMIT 0").pl().schema
             columns = ", ".join(f'"{c}"' for c in dict.fromkeys([*quality.suite_columns(name), "dump"]))
             frame = con.execute(f"SELECT {columns} FROM {relation}").pl()
-            report = quality.validate_dumps(frame, name, unavailable_columns(frame), sample_size=10, schema=schema)
+            report = validate_dumps(frame, name, unavailable_columns(frame), sample_size=10, schema=schema)
             del frame
         else:
             kwargs = {} if batch_rows is None else {"batch_rows": batch_rows}

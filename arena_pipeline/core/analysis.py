@@ -51,7 +51,8 @@ RATING_TREND_SCHEMA: dict[str, pl.DataType] = {
 
 _MESSAGE = pl.Struct({"role": pl.String(), "content": pl.String()})
 
-#: Columns and types of :func:`preference_pairs`: the pair's columns, then the unrendered message lists.
+#: Columns and types of :func:`preference_pairs_sql` ``with_messages``: the pair's columns, then the
+#: unrendered message lists.
 PREFERENCE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
     **PAIR_COLUMNS,
     "prompt_messages": pl.List(_MESSAGE),
@@ -404,23 +405,6 @@ LEFT JOIN tags t ON t.battle_id = d.battle_id
 WHERE s.prompt IS NOT NULL AND s.chosen IS NOT NULL AND s.rejected IS NOT NULL
 {"ORDER BY d.battle_id" if ordered else ""}
 """
-
-
-def preference_pairs(
-    battles: pl.DataFrame,
-    messages: pl.DataFrame,
-    battle_categories: pl.DataFrame,
-) -> pl.DataFrame:
-    """:func:`preference_pairs_sql` (with the message lists) on frames, in an in-memory DuckDB.
-
-    For small frames and tests; the pipeline runs the query on the warehouse's tables so that the
-    texts stay in DuckDB. Returns :data:`PREFERENCE_PAIRS_SCHEMA`, sorted by ``battle_id``.
-    """
-    with duckdb.connect() as con:
-        for name, frame in (("_battles", battles), ("_messages", messages), ("_tags", battle_categories)):
-            con.register(name, frame.to_arrow())
-        out = con.execute(preference_pairs_sql("_battles", "_messages", "_tags", with_messages=True)).pl()
-    return out.select([pl.col(c).cast(t) for c, t in PREFERENCE_PAIRS_SCHEMA.items()])
 
 
 #: Messages per batch of :func:`write_preference_pairs` (about 1.3 KB of text each in the real dump,

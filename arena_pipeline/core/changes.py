@@ -50,6 +50,7 @@ from arena_pipeline.core.publication import (
     versioned,
     write_version,
 )
+from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists
 
 #: z of a two-sided 95% interval (the boards' intervals are 95%).
@@ -183,13 +184,18 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
             .select([pl.col(c).cast(t) for c, t in CHANGES_SCHEMA.items()]))
 
 
-def ranking_settings(publication: Mapping | None) -> dict | None:
+def ranking_settings(publication: Mapping | None) -> RankingConfig | None:
     """The ranking settings a publication's leaderboard was made with (``settings.tables.leaderboard.ranking``
-    of its ``publications`` row), or None when not recorded."""
-    return ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("ranking")
+    of its ``publications`` row, read by ``RankingConfig.from_settings``: an earlier record's missing
+    settings are the defaults), or None when not recorded or not valid settings of this version."""
+    recorded = ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("ranking")
+    try:
+        return RankingConfig.from_settings(recorded) if recorded else None
+    except ValueError:
+        return None
 
 
-def _changed(before: dict | None, after: dict | None) -> bool | None:
+def _changed(before: RankingConfig | None, after: RankingConfig | None) -> bool | None:
     return None if before is None or after is None else before != after
 
 

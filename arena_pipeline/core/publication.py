@@ -314,14 +314,16 @@ def versioned(version: str) -> str:
 
 
 def register_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, rows: int,
-                     settings: Mapping | None = None, *, same_as: str | None = None) -> str:
+                     settings: Mapping | None = None, *, same_as: str | None = None,
+                     key: str | None = None) -> str:
     """Record that ``build`` wrote its version of ``table`` (``rows`` rows, made with ``settings``).
 
-    The version's :func:`inputs_key` is recorded with it, so a later build with the same inputs and
-    settings can reuse it (:func:`reusable_version`); ``same_as`` names the version it reuses.
+    The version's :func:`inputs_key` is recorded with it (``key`` when the caller has it already), so
+    a later build with the same inputs and settings can reuse it (:func:`reusable_version`);
+    ``same_as`` names the version it reuses.
     """
     version = version_name(table, build)
-    key = inputs_key(con, table, build, settings)
+    key = key if key is not None else inputs_key(con, table, build, settings)
     con.execute(
         f"""INSERT INTO {VERSIONS} (version, table_name, revision, build_id, rows, settings, created_at,
                                     inputs_key, same_as)
@@ -397,11 +399,14 @@ def reusable_version(con: duckdb.DuckDBPyConnection, table: str, build: Build,
 
 def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base: str, rows: int,
                   settings: Mapping | None = None) -> str:
-    """Make ``build``'s version of ``table`` a view of the existing version ``base`` (no rows copied)."""
+    """Make ``build``'s version of ``table`` a view of the existing version ``base`` (no rows copied),
+    recorded with ``base``'s inputs key: the one :func:`reusable_version` found it by, not computed
+    again."""
     version = version_name(table, build)
     con.execute(f"DROP TABLE IF EXISTS {versioned(version)}")
     con.execute(f"CREATE OR REPLACE VIEW {versioned(version)} AS SELECT * FROM {versioned(base)}")
-    return register_version(con, table, build, rows, settings, same_as=base)
+    row = con.execute(f"SELECT inputs_key FROM {VERSIONS} WHERE version = ?", [base]).fetchone()
+    return register_version(con, table, build, rows, settings, same_as=base, key=row[0] if row else None)
 
 
 def write_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, frame: pl.DataFrame,

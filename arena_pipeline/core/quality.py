@@ -29,7 +29,7 @@ the batch, not the table (:func:`plan_batches` says which expectations run where
   partition of the rows by a hash of its own key columns, reading only those (and the id), so
   that every copy of a key is in one batch; other key columns get their own partitioning;
 - an expectation naming a column some dump's format lacks reads only the other dumps' rows
-  (``WHERE dump NOT IN (...)``, :func:`unavailable_in`), as :func:`validate_dumps` does on a frame.
+  (``WHERE dump NOT IN (...)``, :func:`unavailable_in`).
 
 The batch results are merged per expectation (:func:`merge_batch_results`) into exactly what one
 whole-table validation gives. Any other expectation type (an aggregate such as a column mean)
@@ -735,49 +735,6 @@ def validate_frame(
     )
 
 
-def validate_dumps(
-    df: pl.DataFrame,
-    suite_name: str | Path,
-    unavailable: Mapping[str, Collection[str]],
-    *,
-    dump_column: str = "dump",
-    **kwargs: Any,
-) -> QualityReport:
-    """:func:`validate_frame` on a table of several dumps, some lacking some columns.
-
-    ``unavailable`` maps a dump to the columns its format does not have (``core/dumps.py``).
-    Every expectation that names none of those columns runs once on the whole frame (``id.unique``
-    stays a check across dumps); one that names some runs on the rows of the dumps that have them
-    (on no rows, and so passing, when no dump has them). Without ``unavailable`` this is
-    :func:`validate_frame`. ``kwargs`` are :func:`validate_frame`'s.
-    """
-    if not any(unavailable.values()):
-        return validate_frame(df, suite_name, **kwargs)
-    start = time.perf_counter()
-    data = read_suite(suite_name, kwargs.get("directory"))
-    gaps = {c for cols in unavailable.values() for c in cols}
-    groups: dict[tuple[str, ...], list[str]] = {}
-    everywhere = []
-    for exp in data["expectations"]:
-        named = set(_kwargs_columns(exp.get("kwargs") or {})) & gaps
-        if not named or exp.get("type") in SCHEMA_EXPECTATION_TYPES:
-            everywhere.append(exp["id"])
-            continue
-        lacking = tuple(sorted(d for d, cols in unavailable.items() if named & set(cols)))
-        groups.setdefault(lacking, []).append(exp["id"])
-    schema = kwargs.pop("schema", None) or df.schema
-    reports = [validate_frame(df, suite_name, only=everywhere, schema=schema, **kwargs)]
-    for lacking, ids in groups.items():
-        part = df.filter(~pl.col(dump_column).is_in(list(lacking)))
-        reports.append(validate_frame(part, suite_name, only=ids, schema=schema, **kwargs))
-    order = {e["id"]: i for i, e in enumerate(data["expectations"])}
-    results = pl.concat([r.results for r in reports]).sort(
-        pl.col("expectation_id").replace_strict(order, return_dtype=pl.Int64))
-    first = reports[0]
-    return QualityReport(suite=first.suite, table=first.table, row_count=df.height, results=results,
-                         duration_s=time.perf_counter() - start)
-
-
 # ---------------------------------------------------------------------------
 # A DuckDB table, validated in batches
 # ---------------------------------------------------------------------------
@@ -879,7 +836,7 @@ def plan_batches(data: Mapping[str, Any], unavailable: Mapping[str, Collection[s
     expectation of :data:`KEY_EXPECTATION_TYPES` gets a pass partitioned by a hash of its own
     columns, shared with those of the same columns and ``lacking`` dumps: it reads only its key
     (and the id), so it is narrow, and running it apart costs GX little (GX's overhead is per
-    expectation and batch, not per validation). ``lacking`` follows :func:`validate_dumps`: the
+    expectation and batch, not per validation). ``lacking``: the
     dumps whose format lacks a column the expectation names (``unavailable``, as given by
     :func:`unavailable_in`).
 
@@ -1143,12 +1100,13 @@ def validate_relation(
     directory: str | Path | None = None,
     dump_column: str = "dump",
 ) -> QualityReport:
-    """Validate a DuckDB table against a suite in bounded batches: :func:`validate_dumps` of the whole table.
+    """Validate a DuckDB table against a suite in bounded batches: what :func:`validate_frame` gives on it whole.
 
     Only the columns the expectations read are fetched, one batch of about ``batch_rows`` rows
     at a time (:func:`read_batches`); :func:`plan_batches` decides the passes, and
     :func:`merge_batch_results` merges each expectation's batches. The report is the one
-    :func:`validate_dumps` gives on the whole table read into a frame, sample ids included.
+    :func:`validate_frame` gives on the whole table read into a frame (each expectation on the rows of
+    the dumps that have its columns), sample ids included.
 
     Parameters
     ----------

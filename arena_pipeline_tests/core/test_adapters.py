@@ -26,11 +26,12 @@ from arena_pipeline.core.dumps import dump_battles, unavailable_columns
 from arena_pipeline.core.ingest import load_dump
 from arena_pipeline.core.local_dump import local_manifest
 from arena_pipeline.core.manifest import combine, combined_revision
-from arena_pipeline.core.quality import validate_dumps, validate_frame
+from arena_pipeline.core.quality import validate_frame
 from arena_pipeline.core.quarantine import CROSS_DUMP_RULE
 from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.sources import SourceError, compare_schema, parse_source, verify_shard
 from arena_pipeline_tests import dump_fixtures as fx
+from arena_pipeline_tests.quality_reference import validate_dumps
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,11 @@ from arena_pipeline.core.analysis import (
     PREFERENCE_PAIRS_SCHEMA,
     RATING_TREND_SCHEMA,
     position_bias,
-    preference_pairs,
     rating_trend,
 )
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.schema import MESSAGES_SCHEMA
+from arena_pipeline_tests.pair_frames import preference_pairs
 
 
 def _battles(winners: list[str], **columns) -> pl.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 
@@ -18,8 +19,10 @@ from arena_pipeline.core.changes import (
     compare_boards,
     compose,
     data_relation,
+    ranking_settings,
 )
 from arena_pipeline.core.publication import VERSIONS, ensure_catalog, versioned
+from arena_pipeline.core.ranking import RankingConfig
 
 
 def board(rows: list[tuple], category: str = "overall", method: str = "bt") -> pl.DataFrame:
@@ -154,3 +157,17 @@ def test_data_relation_compares_the_votes_in_duckdb():
     con.execute(f"CREATE TABLE {versioned('older')} AS SELECT id, winner FROM {versioned('old')}")  # no canonical names
     assert data_relation(con, "older", "old") == UNKNOWN
     assert data_relation(con, None, "old") == UNKNOWN
+
+
+def test_recorded_ranking_settings_read_back_as_ranking_config():
+    """An earlier record without a later setting equals a full one at that setting's default (the same
+    fit, so settings_changed is False), whatever it records beyond this version's settings."""
+    def row(ranking):
+        return {"settings": {"tables": {"leaderboard": {"ranking": ranking}}}}
+
+    full = dataclasses.asdict(RankingConfig(ties="drop"))
+    earlier = {k: v for k, v in full.items() if k != "style_bootstrap_rounds"} | {"retired": 1}
+    assert ranking_settings(row(full)) == ranking_settings(row(earlier)) == RankingConfig(ties="drop")
+    assert ranking_settings(row(full)) != ranking_settings(row({"ties": "half"}))
+    assert ranking_settings(row({})) is None and ranking_settings(None) is None
+    assert ranking_settings(row({"display_min_battles": -1})) is None  # not settings of this version

@@ -10,7 +10,7 @@ import pytest
 
 from arena_pipeline import constants
 from arena_pipeline.core import ingest
-from arena_pipeline.core.analysis import adopt_loaded_pairs, preference_pairs, write_preference_pairs
+from arena_pipeline.core.analysis import adopt_loaded_pairs, write_preference_pairs
 from arena_pipeline.core.categories import tag_categories
 from arena_pipeline.core.ingest import load_dump
 from arena_pipeline.core.local_dump import local_manifest
@@ -19,6 +19,7 @@ from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA, pair_rows
 from arena_pipeline.core.sources import parse_source, read_csv_export
 from arena_pipeline_tests import dump_fixtures as fx
 from arena_pipeline_tests.fixtures import flatten_table, make_table, write_dump
+from arena_pipeline_tests.pair_frames import preference_pairs
 
 SAMPLE = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
 PAIRS = constants.PAIRS_LOAD_TABLE

@@ -264,3 +264,21 @@ def test_a_build_whose_process_is_gone_is_ended_abandoned_by_the_next_run(con):
     assert status == "abandoned" and finished is not None
     assert f"({gone.pid} on {socket.gethostname()})" in detail
     assert rows[alive.build_id][0] == "running"
+
+
+def test_a_reused_version_records_the_key_it_was_found_by_computed_once(con, monkeypatch):
+    from arena_pipeline.core import publication
+    from arena_pipeline.core.publication import reusable_version, reuse_version
+
+    first = start_build(con, "arena", "run-a", _manifest(SHA1))
+    write_version(con, "battles", first, _frame(3, "a"), {"x": 1})
+    second = start_build(con, "arena", "run-b", _manifest(SHA1))
+    calls, real = [], publication.inputs_key
+    monkeypatch.setattr(publication, "inputs_key", lambda *args: calls.append(args) or real(*args))
+    base, rows = reusable_version(con, "battles", second, {"x": 1})
+    assert (base, rows) == (version_name("battles", first), 3)
+    reuse_version(con, "battles", second, base, rows, {"x": 1})
+    assert len(calls) == 1  # by reusable_version; reuse_version takes the key base was found by
+    keys = dict(con.execute("SELECT version, inputs_key FROM arena_versions.versions").fetchall())
+    assert keys[version_name("battles", second)] == keys[base] == real(con, "battles", second, {"x": 1})
+    assert read_input(con, "arena", "battles", second).get_column("tag").to_list() == ["a"] * 3

@@ -18,6 +18,7 @@ from arena_pipeline.core import quality
 from arena_pipeline.core.dumps import unavailable_columns
 from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
 from arena_pipeline_tests.core.battle_frames import make_battles, make_messages, with_values
+from arena_pipeline_tests.quality_reference import validate_dumps
 
 #: The 29 real votes with quirky category-tag scores (provenance: arena_pipeline_tests/data/README.md).
 REAL_QUIRKY_VOTES = Path(__file__).parents[1] / "data" / "real_quirky_scores.parquet"
@@ -563,7 +564,7 @@ def test_batches_skip_the_columns_a_dump_lacks():
     assert quality.unavailable_in(con, '"s"."battles"') == gaps  # aggregated in DuckDB
     assert quality.unavailable_in(con, '"s"."battles"', ["is_code", "id"]) == {old: ["is_code"]}
 
-    whole = quality.validate_dumps(frame, "battles", gaps, parameters=PARAMS)
+    whole = validate_dumps(frame, "battles", gaps, parameters=PARAMS)
     batched = quality.validate_relation(con, '"s"."battles"', "battles", parameters=PARAMS, batch_rows=BATCH)
     assert batched.results.equals(whole.results)
     assert failed(batched) == {"sum_user_tokens.non_negative", "sum_user_tokens.positive", "language.not_null"}

@@ -40,7 +40,7 @@ def overall(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def bt_board(frame: pl.DataFrame, **config) -> tuple[pl.DataFrame, dict]:
-    settings = {"methods": ("bt",), "bootstrap_rounds": 0, "min_battles": 0, **config}
+    settings = {"methods": ("bt",), "bootstrap_rounds": 0, "min_battles": 1, **config}
     out = compute_rankings(frame, overall(frame), RankingConfig(**settings))
     return out.leaderboard.filter(pl.col("method") == "bt"), out.metadata
 

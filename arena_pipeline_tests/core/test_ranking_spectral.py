@@ -29,7 +29,7 @@ def frame_from(rows: list[tuple[str, str, str]]) -> pl.DataFrame:
 
 
 def boards(frame: pl.DataFrame, **config) -> tuple[dict[str, dict[str, float]], dict]:
-    settings = {"methods": ("bt", "spectral"), "bootstrap_rounds": 0, "min_battles": 0, **config}
+    settings = {"methods": ("bt", "spectral"), "bootstrap_rounds": 0, "min_battles": 1, **config}
     categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
     out = compute_rankings(frame, categories, RankingConfig(**settings))
     result = {}

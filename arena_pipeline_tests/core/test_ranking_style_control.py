@@ -24,7 +24,7 @@ def load_fixture() -> pl.DataFrame:
 
 
 def run(frame: pl.DataFrame, **config):
-    settings = {"methods": ("bt_style",), "bootstrap_rounds": 0, "min_battles": 0, **config}
+    settings = {"methods": ("bt_style",), "bootstrap_rounds": 0, "min_battles": 1, **config}
     categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
     return compute_rankings(frame, categories, RankingConfig(**settings))
 

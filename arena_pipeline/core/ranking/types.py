@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import math
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import polars as pl
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
 #: People-facing names of the ranking methods (:func:`method_label`).
@@ -79,156 +82,190 @@ STYLE_COEFFICIENTS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-@dataclass(frozen=True)
-class RankingConfig:
-    """Settings of :func:`compute_rankings`.
+#: Most bootstrap rounds a ranking may ask for (20 x the default; FastChat's notebooks use 1,000).
+MAX_BOOTSTRAP_ROUNDS = 2_000
+#: Most style bootstrap rounds (each one refits the per-battle style model of every board).
+MAX_STYLE_BOOTSTRAP_ROUNDS = 500
+#: What one bootstrap round costs at the 140k dump (135,634 votes, 12 boards), measured: memory held
+#: while the rounds are fitted (the batch of every round's counts and Newton matrices of a board; it
+#: grows with the square of a board's models) and time over all boards.
+BOOTSTRAP_BYTES_PER_ROUND = 148_000
+BOOTSTRAP_SECONDS_PER_ROUND = 0.0075
+#: What one style bootstrap round costs at the 140k dump: a refit of the per-battle model, about
+#: 0.35 s per 135k-battle board (measured on a synthetic board of 130 models), about 1 s over the 12
+#: boards (estimated from their sizes); memory per round is small.
+STYLE_BOOTSTRAP_SECONDS_PER_ROUND = 1.0
 
-    Attributes
-    ----------
-    ties
-        ``"half"`` (default, LMArena's convention): ``tie`` and ``both_bad`` count as half
-        a win for each side. ``"drop"``: those battles are left out of every fit and of the
-        leaderboard counts (the pairwise table still lists them).
-    bootstrap_rounds
-        Bootstrap replicates of the second interval (``bootstrap_lower``/``bootstrap_upper``);
-        0 skips the bootstrap. 100 rounds with the ``(B + 1) alpha`` rule cover as well as
-        1,000 with NumPy's default quantiles (``benchmarks/bench_coverage.py --variants``).
-    style_bootstrap_rounds
-        Bootstrap replicates of ``bt_style``'s second interval (default 0: none). Each
-        round refits the per-battle style model (about 0.05-0.5 s per board on the full
-        dump), so it is off by default; ``bt_style``'s primary interval is the sandwich,
-        as LMArena publishes for style control.
-    primary_interval
-        Which interval fills ``ci_lower``/``ci_upper`` and feeds ``rank_ub``: ``"sandwich"``
-        (default, as LMArena publishes since mid-2025) or ``"bootstrap"`` (percentile,
-        ``bootstrap_rounds`` rounds, ends at the ``(B + 1) alpha``-th order statistics), or the
-        clustered ``"cluster_sandwich"`` / ``"cluster_bootstrap"`` (``bt`` only, when
-        ``cluster_column`` is present). A board without the named interval falls back to the
-        sandwich, then the bootstrap (``spectral`` has only its bootstrap); ``ci_method`` says
-        which was used. Every interval is of the displayed statement (see ``anchor_models``)
-        and covers it 94-96% of the time in ``benchmarks/bench_coverage.py`` (sandwich and
-        100-round bootstrap on independent votes; the clustered ones when sessions re-vote).
-        ``rank_ub`` compares the same method's intervals of each model's own (centred)
-        strength, moved with the board, which do not carry the reference's uncertainty:
-        comparing two models does not involve the reference.
-    cluster_column
-        Battles column of the evaluation session (default ``evaluation_session_id``).
-        When present, ``bt`` also gets intervals that treat the votes of one session as
-        dependent: ``cluster_sandwich_*`` (cluster-robust sandwich with the CR3 small-sample
-        correction, ``bradley_terry.bt_cluster_sandwich_covariance``) and
-        ``cluster_bootstrap_*`` (whole sessions resampled, ``bootstrap_rounds`` rounds). A
-        null session counts as a session of its own. A model whose battles all come from one
-        session has unbounded clustered bounds (-inf, inf). None disables them.
-    seed
-        Seed of the bootstrap; each (category, stream) gets its own generator derived
-        from it, so a board does not depend on which other boards are computed.
-    min_battles
-        Models with fewer battles in a category (after ``ties`` handling, counting only
-        battles against models kept on the board) are excluded from that board's fit. The
-        default 1 fits every battle, as LMArena does; other values exist for callers that
-        need a pre-fit cut (e.g. monthly trends).
-    display_min_battles
-        Display threshold applied after the fit: models on the board with fewer battles
-        are ``provisional`` (kept in the leaderboard with a reason, ranked apart). The
-        default 301 is LMArena's rule (a model is shown with more than 300 battles).
-    anchor_models, anchor_model, anchor_rating
-        Anchoring, which makes ratings comparable across boards and dumps: on every board
-        the first of ``anchor_models`` (default :data:`REFERENCE_MODELS`) that is on the
-        board has rating ``anchor_rating`` (1000), so a rating ``R`` means odds of
-        ``10 ** ((R - 1000) / 400)`` against the reference model: ``R - 1000`` estimates
-        ``400 / ln(10) * (theta_i - theta_ref)``. Every interval is an interval of that
-        difference (the sandwich of the contrast with the reference's unit vector; the
-        bootstrap re-anchored in every round, as FastChat's), so it carries the reference's
-        own uncertainty, and the reference has no interval (null bounds). Only the first
-        reference on a board anchors it; the others are ordinary models. ``anchor_model``,
-        when set, replaces the list by that one model. A board without any of them falls back
-        to centring (mean rating ``anchor_rating``: ``R - 1000`` estimates
-        ``400 / ln(10) * (theta_i - mean(theta))`` and intervals are of that), noted in
-        ``metadata["categories"][c]["anchor"]`` (None) and, for an explicit
-        ``anchor_model``, ``anchor_missing``. ``anchor_models=()`` centres every board.
-    style_method
-        ``"lmarena"`` (default): LMArena's current style control, as arena-rank's
-        ``ContextualBradleyTerry`` on a ``ContextualPairDataset(reweighted=True)``: the
-        same four z-scored features, battles weighted ``1 / max(n_pair,
-        style_min_pair_count)`` (mean 1) and ``style_reg / 2 * |beta|^2`` added to the
-        *mean* weighted negative log-likelihood. ``"unweighted"``: the earlier variant,
-        no weights and ``style_l2`` on the summed loss.
-    style_reg, style_min_pair_count
-        arena-rank's ``reg`` (1.0) and ``min_pair_count`` (50), for ``"lmarena"``.
-    style_l2
-        For ``style_method="unweighted"``: ridge penalty on the four style coefficients, added as
-        ``style_l2 / 2 * |beta|^2`` to the summed (not averaged) negative log-likelihood;
-        coefficients are in natural log-odds per standard deviation of the feature. The
-        default 1.0 is a N(0, 1) prior: negligible against boards of thousands of battles
-        (each battle adds about 0.2 to the information on a coefficient) and a mild
-        stabiliser on small boards. arena-rank's ``reg`` penalises the mean
-        log-likelihood instead: its ``reg=r`` equals ``style_l2 = r * n_battles``.
-    scale, base
-        ``P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale))``.
-    methods
-        Boards to produce, a subset of ``("bt", "bt_style", "spectral")``.
-    confidence
-        Level of every interval.
-    tol, max_iter
-        Newton stops when the Euclidean norm of the gradient of the summed negative
-        log-likelihood is below ``tol``; ``max_iter`` bounds the steps.
+
+def _size(n: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n / 1e3:,.0f} KB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.1f} h"
+
+
+def bootstrap_cost(rounds: int) -> str:
+    """What ``rounds`` bootstrap rounds need at the 140k dump, in words (memory, then time)."""
+    return (f"about {_size(rounds * BOOTSTRAP_BYTES_PER_ROUND)} of memory and "
+            f"{_duration(rounds * BOOTSTRAP_SECONDS_PER_ROUND)}")
+
+
+def style_bootstrap_cost(rounds: int) -> str:
+    """What ``rounds`` style bootstrap rounds need at the 140k dump, in words."""
+    return f"about {_duration(rounds * STYLE_BOOTSTRAP_SECONDS_PER_ROUND)}"
+
+
+def _at_most(most: int, cost: Callable[[int], str], why: str) -> AfterValidator:
+    """A validator refusing more than ``most`` rounds, with what they would cost (``cost``) and why."""
+    def check(rounds: int) -> int:
+        if rounds > most:
+            raise ValueError(f"{rounds:,} rounds would need {cost(rounds)} at the 140k dump's size ({why}); "
+                             f"at most {most:,} ({cost(most)})")
+        return rounds
+    return AfterValidator(check)
+
+
+_BOOTSTRAP_LIMIT = _at_most(MAX_BOOTSTRAP_ROUNDS, bootstrap_cost, "every round of a board is held at once, about "
+                            f"{_size(BOOTSTRAP_BYTES_PER_ROUND)} each, more with more models")
+_STYLE_BOOTSTRAP_LIMIT = _at_most(MAX_STYLE_BOOTSTRAP_ROUNDS, style_bootstrap_cost,
+                                  "each round refits the per-battle style model of every board")
+
+
+def _known_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = set(methods) - set(METHODS)
+    if unknown or not methods:
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods}")
+    return methods
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(defer_build=True))
+class RankingConfig:
+    """Settings of :func:`compute_rankings`: each one declared here once, with its type, default,
+    bounds and meaning (its ``description``, which the Dagster launchpad shows for the settings a
+    run chooses, :data:`RUN_SETTINGS`). A value out of bounds raises ``pydantic.ValidationError``
+    (a ``ValueError``) naming the field; :meth:`from_settings` reads recorded settings back.
+
+    Anchoring makes ratings comparable across boards and dumps: on every board the first of
+    ``anchor_models`` that is on the board has rating ``anchor_rating``, so a rating ``R`` means
+    odds of ``10 ** ((R - 1000) / 400)`` against the reference model: ``R - 1000`` estimates
+    ``400 / ln(10) * (theta_i - theta_ref)``. Every interval is an interval of that difference (the
+    sandwich of the contrast with the reference's unit vector; the bootstrap re-anchored in every
+    round, as FastChat's), so it carries the reference's own uncertainty, and the reference has no
+    interval (null bounds). Only the first reference on a board anchors it; the others are ordinary
+    models. A board without any of them falls back to centring (mean rating ``anchor_rating``:
+    ``R - 1000`` estimates ``400 / ln(10) * (theta_i - mean(theta))`` and intervals are of that),
+    noted in ``metadata["categories"][c]["anchor"]`` (None) and, for an explicit ``anchor_model``,
+    ``anchor_missing``.
     """
 
-    ties: Literal["half", "drop"] = "half"
-    bootstrap_rounds: int = 100
-    seed: int = 42
-    style_bootstrap_rounds: int = 0
-    min_battles: int = 1
-    display_min_battles: int = 301
-    primary_interval: Literal[
-        "sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"
-    ] = "sandwich"
-    cluster_column: str | None = "evaluation_session_id"
-    anchor_models: tuple[str, ...] = REFERENCE_MODELS
-    anchor_model: str | None = None
-    anchor_rating: float = 1000.0
-    style_method: Literal["lmarena", "unweighted"] = "lmarena"
-    style_reg: float = 1.0
-    style_min_pair_count: int = 50
-    style_l2: float = 1.0
-    scale: float = 400.0
-    base: float = 10.0
-    methods: tuple[str, ...] = METHODS
-    confidence: float = 0.95
-    tol: float = 1e-8
-    max_iter: int = 100
+    ties: Literal["half", "drop"] = Field(
+        default="half", description="'half' (LMArena's convention): tie and both_bad count as half a win for "
+        "each side; 'drop': those battles are left out of every fit and of the leaderboard counts (the "
+        "pairwise table still lists them).")
+    bootstrap_rounds: Annotated[int, _BOOTSTRAP_LIMIT] = Field(
+        default=100, ge=0, description="Bootstrap rounds of the second interval (bootstrap_lower/"
+        "bootstrap_upper); 0 skips it. 100 rounds with the (B + 1) alpha rule cover as well as 1,000 with "
+        f"NumPy's default quantiles (benchmarks/bench_coverage.py --variants). At most {MAX_BOOTSTRAP_ROUNDS:,} "
+        f"(each round holds about {_size(BOOTSTRAP_BYTES_PER_ROUND)} at the 140k dump).")
+    seed: int = Field(
+        default=42, ge=0, description="Bootstrap seed: each (category, stream) gets its own generator derived "
+        "from it, so a board does not depend on which other boards are computed; the same seed gives "
+        "identical output.")
+    style_bootstrap_rounds: Annotated[int, _STYLE_BOOTSTRAP_LIMIT] = Field(
+        default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only, as "
+        "LMArena publishes for style control). Each round refits the per-battle style model (about "
+        f"0.05-0.5 s per board on the full dump); at most {MAX_STYLE_BOOTSTRAP_ROUNDS:,}.")
+    min_battles: int = Field(
+        default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category (after ties "
+        "handling, counting only battles against models kept on the board) are left out of its fit (1: fit "
+        "every battle, as LMArena; other values for callers that need a pre-fit cut, e.g. monthly trends).")
+    display_min_battles: int = Field(
+        default=301, ge=0, description="Display threshold applied after the fit: models with fewer battles "
+        "on a board are provisional (kept with a reason, ranked apart); 301 is LMArena's rule (a model is "
+        "shown with more than 300 battles).")
+    primary_interval: Literal["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"] = Field(
+        default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich "
+        "(LMArena's, since mid-2025), the percentile bootstrap (bootstrap_rounds rounds, ends at the "
+        "(B + 1) alpha-th order statistics), or one clustered by evaluation session (bt only, when "
+        "cluster_column is present). A board without it falls back to the sandwich, then the bootstrap "
+        "(spectral has only its bootstrap); ci_method says which was used. ci_lower/ci_upper bound rating - "
+        "1000, the difference from the board's reference (which has none); each covers it 94-96% of the "
+        "time in benchmarks/bench_coverage.py. rank_ub compares the same method's intervals of the models' "
+        "own (centred) strengths, which do not carry the reference's uncertainty.")
+    cluster_column: str | None = Field(
+        default="evaluation_session_id", description="Battles column of the evaluation session. When present, "
+        "bt also gets intervals that treat the votes of one session as dependent: cluster_sandwich_* "
+        "(cluster-robust sandwich with the CR3 small-sample correction) and cluster_bootstrap_* (whole "
+        "sessions resampled, bootstrap_rounds rounds). A null session counts as a session of its own; a "
+        "model whose battles all come from one session has unbounded clustered bounds. None disables them.")
+    anchor_models: tuple[str, ...] = Field(
+        default=REFERENCE_MODELS, description="Reference models in order of preference: the first on a board "
+        "is pinned at anchor_rating (default: the packaged list, ranking.REFERENCE_MODELS; []: centre every "
+        "board on its mean).")
+    anchor_model: str | None = Field(
+        default=None, description="Pin this one model instead of the reference list.")
+    anchor_rating: float = Field(
+        default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False,
+        description="The reference model's rating (or the mean rating of a board without one).")
+    style_method: Literal["lmarena", "unweighted"] = Field(
+        default="lmarena", description="'lmarena': LMArena's current style control, as arena-rank's "
+        "ContextualBradleyTerry on a reweighted ContextualPairDataset: four z-scored features, battles "
+        "weighted 1 / max(n_pair, style_min_pair_count) (mean 1) and style_reg / 2 * |beta|^2 added to the "
+        "mean weighted negative log-likelihood; 'unweighted': the earlier variant, no weights and style_l2 "
+        "on the summed loss.")
+    style_reg: float = Field(default=1.0, ge=0, description="arena-rank's reg, for style_method 'lmarena'.")
+    style_min_pair_count: int = Field(
+        default=50, ge=1, description="arena-rank's min_pair_count, for style_method 'lmarena'.")
+    style_l2: float = Field(
+        default=1.0, ge=0, allow_inf_nan=False, description="For style_method 'unweighted': ridge penalty "
+        "style_l2 / 2 * |beta|^2 on the four style coefficients (natural log-odds per standard deviation of "
+        "the feature), added to the summed (not averaged) negative log-likelihood. 1.0 is a N(0, 1) prior: "
+        "negligible against boards of thousands of battles, a mild stabiliser on small ones. arena-rank's "
+        "reg=r equals style_l2 = r * n_battles.")
+    scale: float = Field(default=400.0, description="P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale)).")
+    base: float = Field(default=10.0, description="See scale.")
+    methods: Annotated[tuple[str, ...], AfterValidator(_known_methods)] = Field(
+        default=METHODS, description=f"Boards to produce, a non-empty subset of {METHODS}.")
+    confidence: float = Field(default=0.95, gt=0, lt=1, description="Level of every interval.")
+    tol: float = Field(default=1e-8, description="Newton stops when the Euclidean norm of the gradient of the "
+                       "summed negative log-likelihood is below tol.")
+    max_iter: int = Field(default=100, description="Most Newton steps.")
 
-    def __post_init__(self) -> None:
-        if self.ties not in ("half", "drop"):
-            raise ValueError(f"ties must be 'half' or 'drop', got {self.ties!r}")
-        unknown = set(self.methods) - set(METHODS)
-        if unknown or not self.methods:
-            raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {self.methods}")
-        if self.bootstrap_rounds < 0 or self.min_battles < 0 or self.style_l2 < 0:
-            raise ValueError("bootstrap_rounds, min_battles and style_l2 must be >= 0")
-        if self.style_method not in ("lmarena", "unweighted"):
-            raise ValueError(
-                f"style_method must be 'lmarena' or 'unweighted', got {self.style_method!r}"
-            )
-        if self.style_reg < 0 or self.style_min_pair_count < 1:
-            raise ValueError("style_reg must be >= 0 and style_min_pair_count >= 1")
-        if not math.isfinite(self.anchor_rating):
-            raise ValueError("anchor_rating must be finite")
-        if self.style_bootstrap_rounds < 0:
-            raise ValueError("style_bootstrap_rounds must be >= 0")
-        if self.display_min_battles < 0:
-            raise ValueError("display_min_battles must be >= 0")
-        intervals = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
-        if self.primary_interval not in intervals:
-            raise ValueError(
-                f"primary_interval must be one of {intervals}, got {self.primary_interval!r}"
-            )
+    @model_validator(mode="after")
+    def _bootstrap_interval_has_rounds(self) -> RankingConfig:
         if self.primary_interval.endswith("bootstrap") and self.bootstrap_rounds == 0:
-            raise ValueError(
-                f"primary_interval={self.primary_interval!r} needs bootstrap_rounds > 0"
-            )
-        if not 0.0 < self.confidence < 1.0:
-            raise ValueError("confidence must be in (0, 1)")
+            raise ValueError(f"primary_interval={self.primary_interval!r} needs bootstrap_rounds > 0")
+        return self
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> RankingConfig:
+        """The settings of a dict: a run configuration, or settings recorded as ``dataclasses.asdict``
+        (a publication's ``settings.tables.leaderboard.ranking``). Keys this version does not know
+        are ignored and missing ones take their default, so earlier records read back.
+
+        Raises
+        ------
+        pydantic.ValidationError
+            A value out of bounds, named with the reason.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in settings.items() if k in known})
+
+
+#: The settings a pipeline run chooses (the ``rankings`` op's run configuration, which a refresh
+#: carries over from the live publication); the others keep their defaults.
+RUN_SETTINGS: tuple[str, ...] = (
+    "ties", "bootstrap_rounds", "style_bootstrap_rounds", "primary_interval", "seed", "min_battles",
+    "display_min_battles", "anchor_models", "anchor_model", "anchor_rating", "style_method", "style_l2",
+)
 
 
 @dataclass(frozen=True)
