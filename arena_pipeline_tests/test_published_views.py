@@ -96,3 +96,23 @@ def test_a_rerank_publishes_its_own_comparisons_and_upgrades_a_warehouse_from_be
     assert "publication_id" not in columns
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert "compared with publication 2:" in page
+
+
+def test_a_new_benchmark_file_alone_is_published_with_the_live_boards(sample_run, tmp_path):
+    """The README's recipe: the benchmark tables and the gate, on the live boards (nothing else rebuilt)."""
+    warehouse = copy_warehouse(sample_run.warehouse, tmp_path / "warehouse.duckdb")
+    before = _live(warehouse)
+    scores, _ = _scores_and_board(tmp_path)
+    result = materialize(sample_resources(tmp_path, model_catalog=ModelCatalog(benchmarks=str(scores))),
+                         selection=["arena/benchmark_scores", "arena/benchmark_agreement", "published_dump",
+                                    "leaderboard_report"])
+    assert result.success
+    live = _live(warehouse)
+    assert live["publication_id"] == before["publication_id"] + 1
+    assert {t for t, v in live["tables"].items() if v != before["tables"].get(t)} == {
+        "benchmark_scores", "benchmark_agreement", "publication_changes"}
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        (matched,), = con.execute("SELECT count(*) FROM arena.benchmark_scores WHERE matched").fetchall()
+    assert matched > 0
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert f"compared with publication {live['publication_id']}:" in page
