@@ -158,8 +158,8 @@ def test_no_benchmark_file_publishes_empty_tables_that_say_so(sample_run):
     for table in ("benchmark_scores", "benchmark_agreement"):
         assert _frame(sample_run.root, f"select count(*) as n from arena.{table}")["n"][0] == 0
     (settings,), = _frame(sample_run.root, "select settings from arena.publications").rows()
-    assert {t: json.loads(settings)["tables"][t]["benchmarks"] for t in ("benchmark_scores", "benchmark_agreement")} \
-        == dict.fromkeys(("benchmark_scores", "benchmark_agreement"), {"status": "not configured"})
+    assert {t: json.loads(settings)["tables"][t]["benchmarks"]["status"] for t in ("benchmark_scores", "benchmark_agreement")} \
+        == dict.fromkeys(("benchmark_scores", "benchmark_agreement"), "not configured")
     page = sample_run.report.read_text(encoding="utf-8")
     # and the report has no panel
     assert 'id="benchmarks"' not in page and 'class="chart benchmark-scatter"' not in page
