@@ -71,7 +71,15 @@ PUBLISHED_TABLES = (
     DUMP_LEADERBOARD_TABLE,
     MODEL_FIT_TABLE,
     MODEL_FIT_CALIBRATION_TABLE,
+    # the validation tables: this run's candidate leaderboard against a published board / benchmark scores
+    EXTERNAL_COMPARISON_TABLE,
+    EXTERNAL_COMPARISON_MODELS_TABLE,
+    BENCHMARK_SCORES_TABLE,
+    BENCHMARK_AGREEMENT_TABLE,
 )
+#: The only base tables of SCHEMA (everything else there is a view the gate re-points): records and logs,
+#: appended to or updated in place (README: Tables).
+RECORD_TABLES = (PUBLICATIONS_TABLE, DUMPS_TABLE, QUALITY_RESULTS_TABLE)
 #: What each published table is computed from (a publication never shows a table next to a rebuilt input).
 DERIVED_FROM: dict[str, tuple[str, ...]] = {
     BATTLE_CATEGORIES_TABLE: (BATTLES_TABLE,),
@@ -87,6 +95,8 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     DUMP_LEADERBOARD_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE, QUARANTINE_TABLE),
     MODEL_FIT_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
     MODEL_FIT_CALIBRATION_TABLE: (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE),
+    **dict.fromkeys((EXTERNAL_COMPARISON_TABLE, EXTERNAL_COMPARISON_MODELS_TABLE, BENCHMARK_SCORES_TABLE,
+                     BENCHMARK_AGREEMENT_TABLE), (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE, LEADERBOARD_TABLE)),
 }
 #: Tables computed in one step (one load, one fit): a publication takes them from one run.
 BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
@@ -94,6 +104,8 @@ BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
     (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE,
      DUMP_LEADERBOARD_TABLE,
      MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE),
+    (EXTERNAL_COMPARISON_TABLE, EXTERNAL_COMPARISON_MODELS_TABLE),
+    (BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE),
 )
 #: Tables whose blocking expectation suites must have passed on the exact version published.
 CHECKED_TABLES: tuple[str, ...] = (BATTLES_TABLE, MESSAGES_TABLE)

@@ -2,7 +2,10 @@
 
 import dagster as dg
 
-from arena_pipeline.constants import BUILT_TOGETHER, LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import BUILT_TOGETHER, DERIVED_FROM, LEADERBOARD_TABLE, SCHEMA
+
+#: every table of the rankings fit (a publication takes them from one run)
+_RANKING_TABLES = next(group for group in BUILT_TOGETHER if LEADERBOARD_TABLE in group)
 
 refresh_job = dg.define_asset_job(
     "refresh_job",
@@ -13,13 +16,14 @@ refresh_job = dg.define_asset_job(
 rerank_job = dg.define_asset_job(
     "rerank_job",
     selection=dg.AssetSelection.assets(
-        # every table of the rankings fit (a publication takes them from one run)
-        *[dg.AssetKey([SCHEMA, t]) for group in BUILT_TOGETHER if LEADERBOARD_TABLE in group for t in group],
+        *[dg.AssetKey([SCHEMA, t]) for t in _RANKING_TABLES],
+        # the validation tables computed from the new leaderboard (a publication never shows the
+        # comparison of another board: the gate refuses them stale), with their checks
+        *[dg.AssetKey([SCHEMA, t]) for t, inputs in DERIVED_FROM.items() if LEADERBOARD_TABLE in inputs],
     )
-    # the gate, the report, and the validation tables computed from the live board (so they never
-    # describe the board a re-rank replaced)
+    # the gate and the report
     | dg.AssetSelection.assets(dg.AssetKey("published_dump")).downstream(),
     description="Re-fit the leaderboards of the live dump with new ranking settings (run config of "
-    "'rankings') and publish them through the gate, then redo the report and the comparisons of the new "
-    "board; the flat tables are reused, not copied.",
+    "'rankings'), compare the new boards with the published board and the benchmark scores, and publish "
+    "them through the gate, then render the report; the flat tables are reused, not copied.",
 )

@@ -17,7 +17,10 @@ RANK = {"min_battles": 5, "bootstrap_rounds": 5}
 #: Every table of the rankings fit (built together: a publication takes them from one run).
 RANKING_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "arena/unrated_models",
                      "arena/board_status", "arena/dump_leaderboard", "arena/model_fit", "arena/model_fit_calibration"]
-RERANK_SELECTION = [*RANKING_SELECTION, "published_dump",
+#: The validation tables computed from the leaderboard (a re-rank rebuilds them before the gate).
+VALIDATION_SELECTION = ["arena/external_comparison", "arena/external_comparison_models", "arena/benchmark_scores",
+                        "arena/benchmark_agreement"]
+RERANK_SELECTION = [*RANKING_SELECTION, *VALIDATION_SELECTION, "published_dump",
                     "leaderboard_report"]
 
 

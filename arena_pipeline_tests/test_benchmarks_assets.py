@@ -1,7 +1,9 @@
-"""The benchmark comparison materialized after publication: tables, the check, and a bad file that fails only itself."""
+"""The benchmark comparison materialized before the gate, published with the board it describes: tables, the
+check, and a bad file that fails only itself."""
 
 from __future__ import annotations
 
+import json
 import re
 from html import escape
 from pathlib import Path
@@ -17,13 +19,24 @@ from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.materialize import REAL_CSV, materialized, run_sample
 
 OLL = Path(__file__).parent / "data" / "benchmarks" / "open_llm_leaderboard.csv"
-STEP = "benchmark_comparison"
 FEW = ["gemma-3-27b-it", "o3-mini", "claude-3-5-sonnet-20241022"]  # the three most-voted models of the sample
 
 
 def _frame(tmp_path: Path, sql: str) -> pl.DataFrame:
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         return con.execute(sql).pl()
+
+
+def _published_versions(root: Path) -> dict[str, str]:
+    """The live publication's versions of the benchmark tables."""
+    (tables,), = _frame(root, "select tables from arena.publications order by publication_id desc limit 1").rows()
+    return {t: v for t, v in json.loads(tables).items() if t.startswith("benchmark_")}
+
+
+def _run_versions(root: Path, run_id: str) -> dict[str, str]:
+    """The versions of the benchmark tables that run ``run_id`` wrote."""
+    return dict(_frame(root, "select table_name, version from arena_versions.versions where build_id = "
+                             f"'{run_id}' and table_name like 'benchmark_%'").rows())
 
 
 def _scores_file(tmp_path: Path) -> Path:
@@ -60,7 +73,8 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
 
     (publication,), = _frame(tmp_path, "select max(publication_id) from arena.publications").rows()
     read = _frame(tmp_path, "select * from arena.benchmark_scores")
-    assert set(read.get_column("publication_id")) == {publication}
+    assert "publication_id" not in read.columns  # the view is the publication's: no stamp
+    assert _published_versions(tmp_path) == _run_versions(tmp_path, first.run_id)
     gemma = read.filter(pl.col("model") == "google/gemma-3-27b-it").row(0, named=True)
     assert (gemma["canonical"], gemma["matched"], gemma["reason"], gemma["line"]) == (
         "gemma-3-27b-it", True, "matched through the alias table",
@@ -76,7 +90,6 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     x, y = joined.get_column("rating").to_numpy(), joined.get_column("made_up").to_numpy()
     assert row["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
     assert row["kendall"] == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
-    assert row["publication_id"] == publication
     # the report panel's data, from the published tables as a reader gets them
     panel = benchmark_panel(_frame(tmp_path, "select * from arena.leaderboard"), read,
                             _frame(tmp_path, "select * from arena.benchmark_agreement"))
@@ -85,7 +98,7 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     assert (points.get_column("ci_lower") <= points.get_column("rating")).all()
     assert panel.agreement.filter(pl.col("category") == "overall", pl.col("benchmark") == "made_up")[
         "spearman"][0] == row["spearman"]
-    # the report, re-rendered by benchmark_comparison, shows the panel with these figures
+    # the report, rendered once by the gate's step, shows the panel with these figures
     tab = _overall_tab(tmp_path)
     figures = re.search(r'<th scope="row" data-value="made_up">made_up</th><td class="num" data-value="(\d+)">\d+</td>'
                         r'<td class="num" data-value="[^"]+">([^<]+)</td><td class="num">\[([^,]+), ([^\]]+)\]</td>'
@@ -109,38 +122,44 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     assert small.get_column("note").unique().to_list() == ["fewer than 5 matched models (3): no coefficient"]
     assert small.get_column("spearman").is_null().all()
 
-    # a malformed file: the run and its publication stand; only the check fails, tables stay as they were
+    # a malformed file: the run and its publication stand; only the check fails, and the new publication
+    # shows no comparison (empty versions of its own, the problem in their settings), never the old one's
     bad = tmp_path / "bad.csv"
     bad.write_text("model,benchmark,score\ngemma-3-27b-it,X,1\no3-mini,X,lots\n", encoding="utf-8")
     second = run_sample(tmp_path, model_catalog=ModelCatalog(benchmarks=str(bad)))
     assert second.success
     assert not [e for e in second.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert "published_dump" in materialized(second)
-    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & materialized(second)
+    assert {"published_dump", "arena/benchmark_scores", "arena/benchmark_agreement"} <= materialized(second)
     check = {e.check_name: e for e in second.get_asset_check_evaluations()}["benchmark_file_valid"]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert f"{bad}: line 3: score for 'X' must be a finite number" in check.description
     assert check.metadata["line"].value == 3
     (latest,), = _frame(tmp_path, "select max(publication_id) from arena.publications").rows()
     assert latest == publication + 1  # the new publication is live
-    assert set(_frame(tmp_path, "select publication_id from arena.benchmark_scores")
-               .get_column("publication_id")) == {publication}
+    assert _published_versions(tmp_path) == _run_versions(tmp_path, second.run_id)
+    for table in ("benchmark_scores", "benchmark_agreement"):
+        assert _frame(tmp_path, f"select count(*) as n from arena.{table}")["n"][0] == 0
+    (recorded,), = _frame(tmp_path, "select settings->'$.tables.benchmark_scores.benchmarks' as b "
+                                    "from arena.publications order by publication_id desc limit 1").rows()
+    assert json.loads(recorded)["problem"].startswith(f"{bad}: line 3:")
     # the report says so, and shows no figure of the older publication's tables
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert "The benchmark file failed its check" in page and f"{bad}: line 3:" in page
     assert 'class="chart benchmark-scatter"' not in page and 'class="benchmarks"' not in page
 
 
-def test_no_benchmark_file_skips_visibly(sample_run):
-    """The session's sample run has no benchmark file (ARENA_BENCHMARKS is unset for every test)."""
+def test_no_benchmark_file_publishes_empty_tables_that_say_so(sample_run):
+    """The session's sample run has no benchmark file (ARENA_BENCHMARKS is unset for every test): the
+    publication's benchmark tables are empty versions whose settings say why, the check is not run."""
     result = sample_run.result
     assert result.success
-    assert "published_dump" in materialized(result)
-    assert not {"arena/benchmark_scores", "arena/benchmark_agreement"} & materialized(result)
+    assert {"published_dump", "arena/benchmark_scores", "arena/benchmark_agreement"} <= materialized(result)
     assert "benchmark_file_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
-    outcome = [e.event_type_value for e in result.all_events if e.step_key == STEP
-               and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
-    assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
+    for table in ("benchmark_scores", "benchmark_agreement"):
+        assert _frame(sample_run.root, f"select count(*) as n from arena.{table}")["n"][0] == 0
+    (settings,), = _frame(sample_run.root, "select settings from arena.publications").rows()
+    assert {t: json.loads(settings)["tables"][t]["benchmarks"]["status"] for t in ("benchmark_scores", "benchmark_agreement")} \
+        == dict.fromkeys(("benchmark_scores", "benchmark_agreement"), "not configured")
     page = sample_run.report.read_text(encoding="utf-8")
     # and the report has no panel
     assert 'id="benchmarks"' not in page and 'class="chart benchmark-scatter"' not in page

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
-from arena_pipeline.core.external import COMPARISON_MODELS_SCHEMA, SUMMARY_SCHEMA
+from arena_pipeline.core.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
 from arena_pipeline.core.publication import DUMPS_DDL
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
@@ -26,7 +26,7 @@ from arena_pipeline_tests.presentation.synthetic import (
     synthetic_quality,
 )
 
-#: The validation tables, written after publication (exported when present).
+#: The validation tables (exported when present).
 VALIDATION_TABLES = ["external_comparison", "external_comparison_models", "benchmark_scores", "benchmark_agreement"]
 
 
@@ -61,8 +61,8 @@ def build_warehouse(path: Path, *, leaderboard: bool = True, extras: bool = True
             )
         if validation:
             bench = synthetic_benchmarks()
-            frames = {"external_comparison": pl.DataFrame(schema=SUMMARY_SCHEMA),  # no board configured
-                      "external_comparison_models": pl.DataFrame(schema=COMPARISON_MODELS_SCHEMA),
+            frames = {"external_comparison": pl.DataFrame(schema=EXTERNAL_COMPARISON_SCHEMA),  # no board configured
+                      "external_comparison_models": pl.DataFrame(schema=EXTERNAL_COMPARISON_MODELS_SCHEMA),
                       "benchmark_scores": bench.scores, "benchmark_agreement": bench.agreement}
             for name, frame in frames.items():  # noqa: B007 - frame is read by DuckDB
                 con.execute(f"CREATE TABLE arena.{name} AS SELECT * FROM frame")

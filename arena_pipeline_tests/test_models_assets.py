@@ -61,8 +61,8 @@ def test_user_alias_merges_names_and_comparison_matches_renamed_models(tmp_path)
 
 @pytest.mark.slow
 def test_malformed_board_fails_its_check_not_the_run(tmp_path):
-    """The board is read after publication: a malformed one used to show the run FAILED while the
-    new dump was live. Now its own check fails, the comparison is skipped and the run succeeds."""
+    """A malformed board fails its own check, not the run: the comparison's versions are empty (their
+    settings say why) and are published with the new board, which the gate publishes."""
     board = tmp_path / "board.json"
     board.write_text("{not json", encoding="utf-8")
     result = run_sample(tmp_path, model_catalog=ModelCatalog(published_board=str(board)))
@@ -72,20 +72,25 @@ def test_malformed_board_fails_its_check_not_the_run(tmp_path):
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert "board.json" in check.description
     done = materialized(result)
-    assert "arena/external_comparison" not in done
-    assert "arena/leaderboard" in done or "published_dump" in done
+    assert {"arena/external_comparison", "arena/external_comparison_models", "published_dump"} <= done
+    assert _rows(tmp_path, "select count(*) from arena.external_comparison") == [(0,)]
+    (recorded,), = _rows(tmp_path, "select settings->'$.tables.external_comparison.published_board' "
+                                   "from arena.publications")
+    assert json.loads(recorded)["path"] == str(board) and "board.json" in json.loads(recorded)["problem"]
 
 
-def test_no_board_configured_skips_the_comparison_visibly(sample_run):
-    """The session's sample run has no board (ARENA_PUBLISHED_BOARD is unset for every test)."""
+def test_no_board_configured_publishes_empty_comparison_tables(sample_run):
+    """The session's sample run has no board (ARENA_PUBLISHED_BOARD is unset for every test): empty
+    versions whose settings say so, the check not run."""
     result = sample_run.result
     assert result.success
     done = materialized(result)
-    assert "published_dump" in done and "arena/external_comparison" not in done
+    assert {"published_dump", "arena/external_comparison", "arena/external_comparison_models"} <= done
     assert "published_board_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
-    outcome = [e.event_type_value for e in result.all_events if e.step_key == "external_comparison"
-               and e.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE")]
-    assert outcome == ["STEP_SUCCESS"]  # ran, wrote nothing (the log says why)
+    for table in ("external_comparison", "external_comparison_models"):
+        assert _rows(sample_run.root, f"select count(*) from arena.{table}") == [(0,)]
+        (recorded,), = _rows(sample_run.root, f"select settings->'$.tables.{table}.published_board' from arena.publications")
+        assert json.loads(recorded)["status"] == "not configured" and "path" not in json.loads(recorded)
 
 
 @pytest.mark.slow

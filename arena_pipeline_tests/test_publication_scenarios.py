@@ -72,7 +72,8 @@ def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(set
     after = fingerprint(setup.warehouse)
     assert after["leaderboard"] != before["leaderboard"] and after["battles"] == before["battles"]
     (first, _, _), (second, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["board_status", "dump_leaderboard", "leaderboard", "model_fit",
+    assert sorted(rebuilt) == ["benchmark_agreement", "benchmark_scores", "board_status", "dump_leaderboard",
+                               "external_comparison", "external_comparison_models", "leaderboard", "model_fit",
                                "model_fit_calibration", "pairwise", "publication_changes", "style_coefficients",
                                "unrated_models"]
     settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications "
@@ -223,21 +224,25 @@ def test_partial_runs_from_the_cli_without_dagster_home(setup):
                   "-c", str(config_file))
     assert rerank.returncode == 0, rerank.stderr[-3000:]
     (_, _, _), (_, _, rebuilt) = publications(setup.warehouse)
-    assert sorted(rebuilt) == ["board_status", "dump_leaderboard", "leaderboard", "model_fit",
+    assert sorted(rebuilt) == ["benchmark_agreement", "benchmark_scores", "board_status", "dump_leaderboard",
+                               "external_comparison", "external_comparison_models", "leaderboard", "model_fit",
                                "model_fit_calibration", "pairwise", "publication_changes", "style_coefficients",
                                "unrated_models"]
     assert_live_is_one_publication(setup.warehouse)
 
 
-def test_rerank_job_recomputes_what_is_computed_from_the_live_board():
-    """A re-rank publishes a new board, so the job also re-runs every asset downstream of the gate
-    (report, external and benchmark comparisons): none may describe the board it replaced."""
+def test_rerank_job_recomputes_what_is_computed_from_the_new_board():
+    """A re-rank publishes a new board, so the job also re-runs every asset computed from the leaderboard
+    (the external and benchmark comparisons, before the gate) and the gate's step (the report): none
+    may describe the board it replaced."""
     from arena_pipeline.definitions import defs
 
     graph = defs.resolve_asset_graph()
+    leaderboard = dg.AssetKey(["arena", "leaderboard"])
     downstream = {k for k in graph.get_all_asset_keys()
-                  if dg.AssetKey("published_dump") in graph.get(k).parent_keys}
-    assert {dg.AssetKey(["arena", "external_comparison"]), dg.AssetKey("leaderboard_report")} <= downstream
+                  if {leaderboard, dg.AssetKey("published_dump")} & graph.get(k).parent_keys}
+    assert {dg.AssetKey(["arena", "external_comparison"]), dg.AssetKey(["arena", "benchmark_agreement"]),
+            dg.AssetKey("published_dump"), dg.AssetKey("leaderboard_report")} <= downstream
     selected = set(defs.resolve_job_def("rerank_job").asset_layer.executable_asset_keys)
     assert downstream <= selected
     assert dg.AssetKey(["arena", "battles"]) not in selected

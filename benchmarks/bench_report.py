@@ -16,6 +16,7 @@ tables. ``--benchmarks``: also store the comparison with that benchmark file (an
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -55,10 +56,11 @@ def add_benchmarks(path: Path, scores_path: str) -> None:
     """Store the comparison of the stored board with ``scores_path`` as publication 1's tables."""
     with duckdb.connect(str(path)) as con:
         board = con.execute("SELECT * FROM arena.leaderboard").pl()
-        scores = match_scores(read_benchmarks(scores_path, load_aliases()), board.get_column("model").unique(), 1)
-        agreement = benchmark_agreement(board, scores, publication_id=1)
+        scores = match_scores(read_benchmarks(scores_path, load_aliases()), board.get_column("model").unique())
+        agreement = benchmark_agreement(board, scores)
+        tables = json.dumps({"benchmark_scores": "bench", "benchmark_agreement": "bench"})
         con.execute("CREATE OR REPLACE TABLE arena.publications AS SELECT 1::BIGINT AS publication_id, "
-                    "'bench' AS revision, '{}' AS tables, '{}' AS settings")
+                    f"'bench' AS revision, '{tables}' AS tables, '{{}}' AS settings")
         for name, frame in (("benchmark_scores", scores), ("benchmark_agreement", agreement)):
             con.register("frame", frame)
             con.execute(f"CREATE OR REPLACE TABLE arena.{name} AS SELECT * FROM frame")

@@ -6,25 +6,32 @@ import polars as pl
 from arena_pipeline.assets.builds import package_version, run_build, table_sha256
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
-from arena_pipeline.assets.publish import PUBLISHED_DUMP, note_if_unpublished
-from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
+from arena_pipeline.assets.publish import note_if_unpublished
+from arena_pipeline.assets.rankings import BATTLE_CATEGORIES, RANKING_KEYS
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     EXTERNAL_COMPARISON_MODELS_TABLE,
     EXTERNAL_COMPARISON_TABLE,
+    LEADERBOARD_TABLE,
     MODELS_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.external import BoardFormatError, compare_boards
+from arena_pipeline.core.external import (
+    EXTERNAL_COMPARISON_MODELS_SCHEMA,
+    EXTERNAL_COMPARISON_SCHEMA,
+    BoardFormatError,
+    board_sha256,
+    compare_leaderboard,
+)
 from arena_pipeline.core.models import MODELS_SCHEMA, merged_names, models_table
 from arena_pipeline.core.publication import read_input, write_version
-from arena_pipeline.core.warehouse import read_frame, write_table
 from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.resources import ModelCatalog, Warehouse
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
 EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
+EXTERNAL_COMPARISON_MODELS = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_MODELS_TABLE])
 
 
 @dg.asset(
@@ -70,77 +77,99 @@ BOARD_CHECK = "published_board_valid"
 
 @dg.multi_asset(
     name="external_comparison",
-    specs=[dg.AssetSpec(
-        EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"}, deps=[PUBLISHED_DUMP],
-        skippable=True,
-        description="Our published boards against ARENA_PUBLISHED_BOARD (rank correlations, rating "
-        "differences, slope and residual RMS of published ~ a + b * ours); skipped when no board is configured or the board is unusable "
-        "(then the published_board_valid check fails).",
-    )],
+    specs=[
+        dg.AssetSpec(
+            EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"},
+            deps=[RANKING_KEYS[LEADERBOARD_TABLE]],
+            metadata=schema_metadata(EXTERNAL_COMPARISON_SCHEMA, f"{SCHEMA}.{EXTERNAL_COMPARISON_TABLE}"),
+            description="This run's leaderboard against ARENA_PUBLISHED_BOARD, per category and method (rank "
+            "correlations, rating differences, slope and residual RMS of published ~ a + b * ours); a version "
+            "of the publication like every table (empty when no board is configured or the board is "
+            "unusable: then the published_board_valid check fails and the settings say why).",
+        ),
+        dg.AssetSpec(
+            EXTERNAL_COMPARISON_MODELS, group_name="validation", kinds={"polars", "duckdb"},
+            deps=[RANKING_KEYS[LEADERBOARD_TABLE]],
+            metadata=schema_metadata(EXTERNAL_COMPARISON_MODELS_SCHEMA,
+                                     f"{SCHEMA}.{EXTERNAL_COMPARISON_MODELS_TABLE}"),
+            description="Per model of arena.external_comparison: our and their rating and rank, the centred "
+            "difference, or why the model is on one side only (empty like arena.external_comparison).",
+        ),
+    ],
     check_specs=[dg.AssetCheckSpec(
         BOARD_CHECK, asset=EXTERNAL_COMPARISON,
         description="The published leaderboard file (ARENA_PUBLISHED_BOARD) is readable; a malformed "
-        "board fails this check, not the run. Not executed when no board is configured.")],
-    can_subset=True,  # so that both the table and the check may be left out (skipped)
+        "board fails this check, not the run, and its publication shows no comparison. Not executed "
+        "when no board is configured.")],
+    can_subset=True,  # the check may be left out; the gate refuses one table without the other
 )
 def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
                         model_catalog: ModelCatalog):
-    """arena.external_comparison (per category) and arena.external_comparison_models (per model): our
-    published boards against a published leaderboard file (ARENA_PUBLISHED_BOARD), matched through the
-    model-name normalization and aliases; rank correlations and rating differences after centring, and how
-    far the scales agree (slope, intercept and residual RMS of published ~ intercept + slope * ours, the
-    median shift, the RMS after the best shift).
+    """arena.external_comparison (per category and method) and arena.external_comparison_models (per
+    model): the leaderboard this run publishes against a published leaderboard file
+    (ARENA_PUBLISHED_BOARD), matched through the model-name normalization and aliases; rank correlations
+    and rating differences after centring, and how far the scales agree (slope, intercept and residual
+    RMS of published ~ intercept + slope * ours, the median shift, the RMS after the best shift).
 
-    Runs after publication, so a missing or malformed board never blocks the leaderboards. Skipped
-    (not materialized) when no board is configured; a board that cannot be read fails the check
-    ``published_board_valid`` and the asset is skipped, while the run succeeds.
+    Runs before the gate, on the leaderboard the run would publish (its own, or the live one of the same
+    dump), and writes versions the gate publishes with it: a publication never shows another board's
+    comparison. It never blocks the publication: with no board configured, or one that cannot be read,
+    both versions are empty and their settings say why (``published_board.status`` /
+    ``published_board.problem``); an unreadable board also fails the check ``published_board_valid``
+    while the run and its publication stand.
     """
     aliases = model_catalog.aliases()
+    path = model_catalog.board_path()
+    problem = theirs = None
     try:
         theirs = model_catalog.read_board(aliases)
     except (BoardFormatError, FileNotFoundError) as exc:
-        context.log.warning(f"skipped: published board unusable: {exc}")
-        yield dg.AssetCheckResult(
-            check_name=BOARD_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
-            description=f"published board unusable: {exc}",
-            metadata={"board": str(model_catalog.board_path()), "problem": str(exc)},
-        )
-        return
-    if theirs is None:
-        context.log.info("skipped: no published board configured (set ARENA_PUBLISHED_BOARD)")
-        return
+        problem = exc
+        context.log.warning(f"published board unusable, the publication shows no comparison: {exc}")
+    if path is None:
+        context.log.info("no published board configured (set ARENA_PUBLISHED_BOARD): empty comparison tables")
+    results = {}
     with warehouse.connection() as con:
-        ours = read_frame(con, f'SELECT * FROM "{SCHEMA}".leaderboard')
-        if ours.is_empty():
-            yield dg.AssetCheckResult(check_name=BOARD_CHECK, passed=True,
-                                      metadata={"board": str(model_catalog.board_path())})
-            yield dg.MaterializeResult(metadata={"status": "the published leaderboard is empty: nothing to compare"})
-            return
-        results = {}
-        for method in ours.get_column("method").unique().sort().to_list():
-            result = compare_boards(ours.filter(pl.col("method") == method), theirs, aliases)
-            results[method] = result
-        revision = ours.get_column("dump_revision").first()
-        summary = pl.concat(
-            [r.summary.with_columns(method=pl.lit(m)) for m, r in results.items()], how="diagonal_relaxed"
-        ).with_columns(dump_revision=pl.lit(revision), board=pl.lit(model_catalog.board_path()))
-        per_model = pl.concat(
-            [r.models.with_columns(method=pl.lit(m)) for m, r in results.items()], how="diagonal_relaxed"
-        ).with_columns(dump_revision=pl.lit(revision))
-        write_table(con, SCHEMA, EXTERNAL_COMPARISON_TABLE, summary)
-        write_table(con, SCHEMA, EXTERNAL_COMPARISON_MODELS_TABLE, per_model)
-    headline = summary.filter(pl.col("method") == "bt").select(
-        "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff", "slope", "rms_residual",
-        "median_shift",
-    )
-    yield dg.AssetCheckResult(check_name=BOARD_CHECK, passed=True,
-                              metadata={"board": str(model_catalog.board_path()), "rows": theirs.height})
-    yield dg.MaterializeResult(
-        metadata={
-            "board": model_catalog.board_path(),
-            "dump_revision": revision,
-            "dagster/row_count": summary.height,
-            "bt_vs_published": dg.MetadataValue.md(frame_markdown(headline)),
-            "comparison": dg.MetadataValue.json({m: r.to_metadata() for m, r in results.items()}),
-        }
-    )
+        build = run_build(context, con)
+        if theirs is None:
+            recorded = {"status": "not configured"} if path is None else {"path": path, "problem": str(problem)}
+            summary = pl.DataFrame(schema=EXTERNAL_COMPARISON_SCHEMA)
+            per_model = pl.DataFrame(schema=EXTERNAL_COMPARISON_MODELS_SCHEMA)
+        else:
+            ours = read_input(con, SCHEMA, LEADERBOARD_TABLE, build)
+            summary, per_model, results = compare_leaderboard(ours, theirs, aliases, path)
+            recorded = {"path": path, "sha256": board_sha256(path)}
+            if ours.is_empty():
+                recorded["status"] = "the leaderboard is empty: nothing to compare"
+        # the alias table inside the record: a comparison never blocks the publication over it (the
+        # gate refuses tables made with different top-level settings)
+        recorded["aliases_sha256"] = table_sha256(aliases)
+        settings = {"published_board": recorded, "package_version": package_version()}
+        selected = context.selected_asset_keys
+        if EXTERNAL_COMPARISON in selected:
+            write_version(con, EXTERNAL_COMPARISON_TABLE, build, summary, settings)
+        if EXTERNAL_COMPARISON_MODELS in selected:
+            write_version(con, EXTERNAL_COMPARISON_MODELS_TABLE, build, per_model, settings)
+    if context.selected_asset_check_keys and path is not None:
+        yield (dg.AssetCheckResult(check_name=BOARD_CHECK, passed=True, metadata={"board": path, "rows": theirs.height})
+               if problem is None else
+               dg.AssetCheckResult(check_name=BOARD_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                   description=f"published board unusable: {problem}",
+                                   metadata={"board": path, "problem": str(problem)}))
+    common = {"revision": build.revision, "published_board": dg.MetadataValue.json(recorded)}
+    if EXTERNAL_COMPARISON in selected:
+        headline = summary.filter(pl.col("method") == "bt").select(
+            "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff", "slope",
+            "rms_residual", "median_shift")
+        yield dg.MaterializeResult(
+            asset_key=EXTERNAL_COMPARISON,
+            metadata={**common, "dagster/row_count": summary.height,
+                      "bt_vs_published": dg.MetadataValue.md(frame_markdown(headline)),
+                      "comparison": dg.MetadataValue.json({m: r.to_metadata() for m, r in results.items()})},
+            data_version=dg.DataVersion(build.revision),
+        )
+    if EXTERNAL_COMPARISON_MODELS in selected:
+        yield dg.MaterializeResult(asset_key=EXTERNAL_COMPARISON_MODELS,
+                                   metadata={**common, "dagster/row_count": per_model.height},
+                                   data_version=dg.DataVersion(build.revision))
+    note_if_unpublished(context, warehouse)

@@ -67,8 +67,8 @@ class PublishConfig(dg.Config):
                      "arena.publication_changes (the new boards against the live ones), written by the gate."),
         dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP],
                      description="A static, offline HTML report of the live publication (default "
-                     "data/report/index.html), re-rendered after every publication (and by "
-                     "benchmark_comparison, which adds its panel). Selected alone, it re-renders the "
+                     "data/report/index.html), rendered once per publication by the gate's step (its benchmark "
+                     "panel from the publication's own benchmark tables). Selected alone, it re-renders the "
                      "report of the live publication."),
     ],
     can_subset=True,  # either may be materialized alone (`--select leaderboard_report`)
@@ -193,7 +193,8 @@ def note_if_unpublished(context: dg.AssetExecutionContext, warehouse: Warehouse)
     context.log.info(
         f"this run publishes nothing: its tables are built beside the live ones and what users see is unchanged, "
         f"{_live_now(warehouse)}. Only the publication gate changes it: add published_dump,leaderboard_report to "
-        "the selection (a re-rank: with the six ranking tables, or the rerank_job; a rebuild: --select '*')")
+        "the selection (a re-rank: with the ranking tables and the validation tables computed from them, or "
+        "the rerank_job; a rebuild: --select '*')")
 
 
 class _Refused(Exception):
@@ -228,17 +229,13 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
             pub = read_published(con, SCHEMA)
     except WarehouseLockedError as exc:
         raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc
-    return dg.MaterializeResult(asset_key=REPORT, metadata=write_live_report(context, pub, report_settings))
+    return dg.MaterializeResult(asset_key=REPORT, metadata=_write_report(context, pub, report_settings))
 
 
-def write_live_report(context: dg.AssetExecutionContext, pub: Published,
-                      report_settings: ReportSettings) -> dict:
-    """Write the report of ``pub`` (the live publication) atomically and return its metadata; with an
-    empty leaderboard (published on purpose) no report is written and a previous one is removed.
-
-    The publish step and ``benchmark_comparison`` (which re-renders it once its tables describe
-    the live publication) both write it through here.
-    """
+def _write_report(context: dg.AssetExecutionContext, pub: Published, report_settings: ReportSettings) -> dict:
+    """Write the report of ``pub`` (the live publication, its benchmark panel included) atomically and
+    return its metadata; with an empty leaderboard (published on purpose) no report is written and a
+    previous one is removed. The one writer of the report."""
     if pub.leaderboard.is_empty():  # published on purpose (allow_degenerate): no stale board stays
         stale = report_settings.path()
         removed = stale.is_file()

@@ -35,6 +35,7 @@ must start without loading scipy (~0.5 s).
 from __future__ import annotations
 
 import csv
+import hashlib
 import math
 import re
 import warnings
@@ -95,7 +96,6 @@ BENCHMARK_SCORES_SCHEMA: dict[str, pl.DataType] = {
     **READ_SCHEMA,
     "matched": pl.Boolean(),
     "reason": pl.String(),
-    "publication_id": pl.Int64(),
 }
 
 DISAGREEMENT_TYPE = pl.List(
@@ -125,7 +125,6 @@ BENCHMARK_AGREEMENT_SCHEMA: dict[str, pl.DataType] = {
     "kendall_upper": pl.Float64(),
     "bootstrap_rounds": pl.Int64(),
     "disagreements": DISAGREEMENT_TYPE,
-    "publication_id": pl.Int64(),
 }
 
 #: Columns and types of ``BenchmarkPanel.points``.
@@ -432,13 +431,22 @@ def read_benchmarks(location: str | Path, aliases: pl.DataFrame | None = None, *
     return pl.concat(frames)
 
 
+def source_record(location: str, scores: pl.DataFrame) -> dict[str, object]:
+    """What a comparison was made from, for its versions' settings: the location as configured and
+    each file read (``source`` of :func:`read_benchmarks`) with the sha256 of its bytes when it is a
+    local file (a Hub file's source names its commit already)."""
+    sources = scores.get_column("source").drop_nulls().unique(maintain_order=True).to_list()
+    return {"location": location,
+            "files": {s: hashlib.sha256(Path(s).read_bytes()).hexdigest() if Path(s).is_file() else None
+                      for s in sources}}
+
+
 # ---------------------------------------------------------------------------
 # Matching
 # ---------------------------------------------------------------------------
 
 
-def match_scores(scores: pl.DataFrame, our_models: list[str] | pl.Series,
-                 publication_id: int | None = None) -> pl.DataFrame:
+def match_scores(scores: pl.DataFrame, our_models: list[str] | pl.Series) -> pl.DataFrame:
     """Mark each read score as matched to one of our models or not, with the reason.
 
     Parameters
@@ -446,9 +454,7 @@ def match_scores(scores: pl.DataFrame, our_models: list[str] | pl.Series,
     scores
         :func:`read_benchmarks` output.
     our_models
-        Canonical names on our published leaderboard (any category).
-    publication_id
-        The publication the scores were matched against (recorded on every row).
+        Canonical names on our leaderboard (any category): the one the scores' publication shows.
 
     Returns
     -------
@@ -477,7 +483,6 @@ def match_scores(scores: pl.DataFrame, our_models: list[str] | pl.Series,
     )
     return marked.with_columns(
         pl.col("reason").str.starts_with("matched").alias("matched"),
-        pl.lit(publication_id, pl.Int64).alias("publication_id"),
     ).select([pl.col(c).cast(t) for c, t in BENCHMARK_SCORES_SCHEMA.items()])
 
 
@@ -594,8 +599,7 @@ def _order(frame: pl.DataFrame, benchmarks: list[str]) -> pl.DataFrame:
     )
 
 
-def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
-                        publication_id: int | None = None, rounds: int = BOOTSTRAP_ROUNDS,
+def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *, rounds: int = BOOTSTRAP_ROUNDS,
                         seed: int = BOOTSTRAP_SEED, min_models: int = MIN_MODELS,
                         top: int = TOP_DISAGREEMENTS) -> pl.DataFrame:
     """Agreement of each published board with each benchmark, over the models both have.
@@ -606,8 +610,6 @@ def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
         ``arena.leaderboard`` rows (every category and method present gets rows).
     scores
         :func:`match_scores` output; every benchmark in it gets rows, even with no match.
-    publication_id
-        The publication whose boards were compared (recorded on every row).
     rounds, seed
         Bootstrap resamples of the matched models, and the base seed; each row's stream is
         seeded by ``seed`` and the CRC32 of ``category|method|benchmark``, so a row's interval
@@ -662,9 +664,7 @@ def benchmark_agreement(leaderboard: pl.DataFrame, scores: pl.DataFrame, *,
                 .to_dicts()
             )
         rows.append(row)
-    computed = {k: v for k, v in BENCHMARK_AGREEMENT_SCHEMA.items() if k != "publication_id"}
-    return pl.DataFrame(rows, schema=computed).with_columns(
-        pl.lit(publication_id, pl.Int64).alias("publication_id"))
+    return pl.DataFrame(rows, schema=BENCHMARK_AGREEMENT_SCHEMA)
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,13 @@ SKIPPED_SCHEMA: dict[str, pl.DataType] = {
     "n_models": pl.Int64(),
 }
 
+#: Columns and types of ``arena.external_comparison`` (:func:`compare_leaderboard`'s summary).
+EXTERNAL_COMPARISON_SCHEMA: dict[str, pl.DataType] = {
+    **SUMMARY_SCHEMA, "method": pl.String(), "dump_revision": pl.String(), "board": pl.String()}
+#: Columns and types of ``arena.external_comparison_models`` (:func:`compare_leaderboard`'s per-model rows).
+EXTERNAL_COMPARISON_MODELS_SCHEMA: dict[str, pl.DataType] = {
+    **COMPARISON_MODELS_SCHEMA, "method": pl.String(), "dump_revision": pl.String()}
+
 STATUSES = ("matched", "only_ours", "only_theirs", "ambiguous")
 _AGREEMENT = (
     "spearman",
@@ -760,6 +767,43 @@ def compare_boards(
         .select([pl.col(c).cast(t) for c, t in SUMMARY_SCHEMA.items()])
     )
     return ComparisonResult(summary=summary, models=models, method=their_method, skipped=skipped)
+
+
+def compare_leaderboard(
+    ours: pl.DataFrame, theirs: pl.DataFrame, aliases: pl.DataFrame | None, board: str | None,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, ComparisonResult]]:
+    """Every method's boards of ``ours`` against ``theirs`` (:func:`compare_boards` per method).
+
+    Parameters
+    ----------
+    ours
+        ``arena.leaderboard`` rows (every method; ``dump_revision`` is carried over).
+    theirs, aliases
+        As for :func:`compare_boards`.
+    board
+        The published board's path, recorded on every summary row.
+
+    Returns
+    -------
+    tuple
+        (:data:`EXTERNAL_COMPARISON_SCHEMA` rows, :data:`EXTERNAL_COMPARISON_MODELS_SCHEMA` rows, the
+        :class:`ComparisonResult` of each method); both tables empty when ``ours`` is.
+    """
+    revisions = ours.get_column("dump_revision").drop_nulls().unique().to_list() if "dump_revision" in ours.columns else []
+    revision = pl.lit(revisions[0] if len(revisions) == 1 else None, pl.String)
+    results = {method: compare_boards(ours.filter(pl.col("method") == method), theirs, aliases)
+               for method in ours.get_column("method").unique().sort().to_list()}
+    summary = pl.concat(
+        [pl.DataFrame(schema=SUMMARY_SCHEMA)]
+        + [r.summary.with_columns(method=pl.lit(m)) for m, r in results.items()], how="diagonal_relaxed",
+    ).with_columns(dump_revision=revision, board=pl.lit(board, pl.String))
+    per_model = pl.concat(
+        [pl.DataFrame(schema=COMPARISON_MODELS_SCHEMA)]
+        + [r.models.with_columns(method=pl.lit(m)) for m, r in results.items()], how="diagonal_relaxed",
+    ).with_columns(dump_revision=revision)
+    return (summary.select([pl.col(c).cast(t) for c, t in EXTERNAL_COMPARISON_SCHEMA.items()]),
+            per_model.select([pl.col(c).cast(t) for c, t in EXTERNAL_COMPARISON_MODELS_SCHEMA.items()]),
+            results)
 
 
 # ---------------------------------------------------------------------------

@@ -602,6 +602,8 @@ def publish(
     """Point every ``schema.<table>`` view at its chosen version and record the publication, in one
     transaction; then (same transaction) drop the versions nothing needs any more.
 
+    A base table of a chosen name (a warehouse from before the table was published through the gate,
+    e.g. ``benchmark_scores``) is dropped for its view in the same transaction.
     ``history_tables`` get a ``schema.<table>_history`` view: the union of that table over the
     ``retention`` newest publications, each row with its ``publication_id`` and ``published_at``.
     A version is dropped only when no kept publication uses it and its build is finished: published,
@@ -627,7 +629,10 @@ def publish(
              json.dumps({t: rows.get(v) for t, v in chosen.items()}), json.dumps(report.settings, default=str),
              live["publication_id"] if live else None],
         )
+        legacy = _base_tables(con, schema) & set(chosen)
         for table, version in chosen.items():
+            if table in legacy:  # a warehouse from before the table was published by the gate
+                con.execute(f"DROP TABLE {quoted(schema, table)}")
             con.execute(f"CREATE OR REPLACE VIEW {quoted(schema, table)} AS SELECT * FROM {versioned(version)}")
             report.views.append(f"{schema}.{table}")
         kept = read_frame(con, f"SELECT publication_id, published_at, tables FROM {pubs} "
@@ -659,6 +664,13 @@ def publish(
         con.execute("ROLLBACK")
         raise
     return report
+
+
+def _base_tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
+    """The names of the base tables (not views) of ``schema``."""
+    return {name for (name,) in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
+        [schema]).fetchall()}
 
 
 def _process_gone(host: str | None, pid: int | None) -> bool:

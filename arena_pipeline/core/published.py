@@ -158,8 +158,8 @@ def opponents(pairwise: pl.DataFrame) -> pl.DataFrame:
 @dataclass(frozen=True)
 class Benchmarks:
     """The benchmark comparison of the live publication (``arena.benchmark_scores`` and
-    ``arena.benchmark_agreement``), or why there is none to show (``problem``: the benchmark file
-    failed its check)."""
+    ``arena.benchmark_agreement``, versions of that publication), or why there is none to show
+    (``problem``: the benchmark file failed its check when the publication's tables were built)."""
 
     scores: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BENCHMARK_SCORES_SCHEMA))
     agreement: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BENCHMARK_AGREEMENT_SCHEMA))
@@ -185,17 +185,21 @@ class Benchmarks:
 
 def live_benchmarks(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA,
                     live: dict[str, Any] | None = None) -> Benchmarks | None:
-    """``schema.benchmark_scores`` and ``schema.benchmark_agreement`` when both exist, are not empty and
-    every row of both names the live publication (the newest of ``schema.publications``; ``live``: its
-    row when the caller has read it); else None, so that a report never shows the figures of a board
-    that is no longer live. Call inside a transaction for a consistent snapshot."""
+    """The live publication's benchmark comparison: ``schema.benchmark_scores`` and
+    ``schema.benchmark_agreement`` when the publication (the newest of ``schema.publications``;
+    ``live``: its row when the caller has read it) published both and they hold rows; a
+    :class:`Benchmarks` with only ``problem`` when the benchmark file failed its check as its
+    versions were built (recorded in their settings, ``benchmarks.problem``); else None (no file
+    configured, or a publication from before the tables were published by the gate). Call inside a
+    transaction for a consistent snapshot."""
     live = live or live_publication(con, schema)
-    if live is None:
+    if live is None or not {BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE} <= set(live["tables"]):
         return None
+    recorded = ((live.get("settings") or {}).get("tables") or {}).get(BENCHMARK_SCORES_TABLE) or {}
+    problem = (recorded.get("benchmarks") or {}).get("problem")
+    if problem:
+        return Benchmarks(problem=problem, publication_id=live["publication_id"])
     frames = [table_frame(con, schema, t, None) for t in (BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE)]
-    if any(f is None or f.is_empty() or "publication_id" not in f.columns for f in frames):
-        return None
-    ids = {i for f in frames for i in f.get_column("publication_id").unique().to_list()}
-    if ids != {live["publication_id"]}:
+    if any(f is None or f.is_empty() for f in frames):
         return None
     return Benchmarks(*frames, publication_id=live["publication_id"])

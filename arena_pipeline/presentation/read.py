@@ -80,7 +80,8 @@ class Published:
     unrated_models: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=UNRATED_MODELS_SCHEMA))
     board_status: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=BOARD_STATUS_SCHEMA))
     style_profile: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STYLE_PROFILE_SCHEMA))
-    #: The live publication's benchmark comparison; None: no panel (none configured, or stale).
+    #: The live publication's benchmark comparison (its own versions); None: no panel (none configured, or a
+    #: publication from before the benchmark tables were published by the gate).
     benchmarks: Benchmarks | None = None
     #: Where the input rows went (``core.published.loaded_rows``): the battles, then each quarantine rule.
     loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))

@@ -70,8 +70,8 @@ def layouts(tmp_path: Path) -> dict[str, tuple[Path, dict[str, str]]]:
 
 
 def agreement_for(path: Path, board: pl.DataFrame, aliases: pl.DataFrame, **kw) -> pl.DataFrame:
-    scores = match_scores(read_benchmark_file(path, aliases), board.get_column("model"), publication_id=7)
-    return benchmark_agreement(board, scores, publication_id=7, **kw)
+    scores = match_scores(read_benchmark_file(path, aliases), board.get_column("model"))
+    return benchmark_agreement(board, scores, **kw)
 
 
 @pytest.mark.parametrize("layout", ["long", "wide", "oll_csv", "oll_parquet"])
@@ -89,7 +89,7 @@ def test_each_layout_gives_the_constructed_coefficients(layout, tmp_path, board,
         assert row["kendall"] == pytest.approx(kendall, abs=1e-12)
         for name in ("spearman", "kendall"):  # scipy's point estimate may sit 1 ulp off
             assert row[f"{name}_lower"] - 1e-12 <= row[name] <= row[f"{name}_upper"] + 1e-12
-        assert row["bootstrap_rounds"] == 1000 and row["publication_id"] == 7
+        assert row["bootstrap_rounds"] == 1000
     # a perfect order stays perfect in every resample (ties in both sides count as neither)
     monotone = rows[names["monotone"]]
     assert (monotone["kendall_lower"], monotone["kendall_upper"]) == pytest.approx((1.0, 1.0), abs=1e-12)
@@ -127,7 +127,7 @@ def test_open_llm_leaderboard_columns_constant_and_missing_scores(tmp_path, boar
 
 
 def test_names_are_matched_through_normalization_and_aliases(board, aliases):
-    scores = match_scores(read_benchmark_file(DATA / "long.csv", aliases), board.get_column("model"), 3)
+    scores = match_scores(read_benchmark_file(DATA / "long.csv", aliases), board.get_column("model"))
     assert scores.schema == pl.Schema(BENCHMARK_SCORES_SCHEMA)
     monotone = {r["model"]: r for r in scores.filter(pl.col("benchmark") == "monotone").iter_rows(named=True)}
     assert monotone["google/gemma-3-27b-it"]["canonical"] == "gemma-3-27b-it"
@@ -137,7 +137,6 @@ def test_names_are_matched_through_normalization_and_aliases(board, aliases):
     unknown = monotone["some-lab/a-model-we-never-saw"]
     assert not unknown["matched"] and unknown["reason"] == "not on our published leaderboard"
     assert (unknown["source"], unknown["line"]) == (str(DATA / "long.csv"), 10)
-    assert scores.get_column("publication_id").unique().to_list() == [3]
 
 
 def test_open_llm_leaderboard_repo_names_match_the_packaged_aliases(board, aliases):
@@ -402,7 +401,7 @@ def test_every_score_that_passes_validation_can_be_drawn(tmp_path, board, aliase
     path = tmp_path / "edge.csv"
     pl.DataFrame({"model": models, **{k: [repr(float(v)) for v in vs] for k, vs in columns.items()}}).write_csv(path)
     read = read_benchmark_file(path, aliases)  # accepted: every score is within the bound
-    points = benchmark_panel(board, match_scores(read, board.get_column("model"), publication_id=1)).points
+    points = benchmark_panel(board, match_scores(read, board.get_column("model"))).points
     for benchmark in columns:
         svg = benchmark_scatter_svg(points.filter(pl.col("benchmark") == benchmark), benchmark, "overall", "s")
         cx = [float(c.get("cx")) for c in ET.fromstring(svg).findall(".//{http://www.w3.org/2000/svg}circle")]

@@ -163,7 +163,7 @@ BENCHMARK_NAMES = ("reasoning", "tiny")
 def synthetic_benchmarks(publication_id: int = 7):
     """Made-up benchmark scores of the synthetic models (one unknown model, one small benchmark),
     matched and compared with :func:`synthetic_outputs`' leaderboard by the core functions, as
-    ``benchmark_comparison`` stores them."""
+    ``benchmark_comparison`` stores them, as publication ``publication_id`` shows them."""
     from arena_pipeline.core.benchmarks import benchmark_agreement, match_scores
     from arena_pipeline.core.published import Benchmarks
 
@@ -177,6 +177,5 @@ def synthetic_benchmarks(publication_id: int = 7):
          "score": [float(r[2]) for r in rows], "source": ["scores.csv"] * len(rows),
          "line": list(range(2, len(rows) + 2))})
     board = synthetic_outputs().leaderboard
-    scores = match_scores(read, board.get_column("model").unique(), publication_id)
-    return Benchmarks(scores, benchmark_agreement(board, scores, publication_id=publication_id, rounds=200),
-                      publication_id=publication_id)
+    scores = match_scores(read, board.get_column("model").unique())
+    return Benchmarks(scores, benchmark_agreement(board, scores, rounds=200), publication_id=publication_id)

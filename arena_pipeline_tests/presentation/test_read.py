@@ -3,6 +3,8 @@ computed here from the battles and the ranking frames."""
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import polars as pl
 import pytest
@@ -85,28 +87,31 @@ def test_unrated_and_board_status_follow_the_category_rules(pub):
     assert pub.models()[0] == "gemini-2.5-pro" and CHAMPION not in pub.models()
 
 
-def _warehouse_with_benchmarks(live: int, scores_id: int, agreement_id: int) -> duckdb.DuckDBPyConnection:
-    """An in-memory warehouse: the synthetic leaderboard, publications 1..``live``, and the benchmark
-    tables stamped with the given publication ids."""
+def _warehouse_with_benchmarks(published: tuple[str, ...] = ("benchmark_scores", "benchmark_agreement"),
+                               settings: dict | None = None, empty: bool = False) -> duckdb.DuckDBPyConnection:
+    """An in-memory warehouse: the synthetic leaderboard and benchmark tables, and publications 1..3, the
+    live one (3) publishing the tables ``published`` with ``settings`` (its ``settings.tables``)."""
     bench = synthetic_benchmarks()
     leaderboard = synthetic_published().leaderboard  # noqa: F841 - read by DuckDB
-    scores = bench.scores.with_columns(publication_id=pl.lit(scores_id, pl.Int64))  # noqa: F841
-    agreement = bench.agreement.with_columns(publication_id=pl.lit(agreement_id, pl.Int64))  # noqa: F841
+    scores = bench.scores.clear() if empty else bench.scores  # noqa: F841
+    agreement = bench.agreement.clear() if empty else bench.agreement  # noqa: F841
+    tables = json.dumps(dict.fromkeys(published, "v"))
     con = duckdb.connect()
     con.execute("CREATE SCHEMA arena; CREATE TABLE arena.leaderboard AS SELECT * FROM leaderboard; "
                 "CREATE TABLE arena.benchmark_scores AS SELECT * FROM scores; "
                 "CREATE TABLE arena.benchmark_agreement AS SELECT * FROM agreement; "
                 "CREATE TABLE arena.publications AS SELECT range + 1 AS publication_id, 'r' AS revision, "
-                "'{}' AS tables, '{}' AS settings FROM range(?)", [live])
+                "CASE WHEN range = 2 THEN ? ELSE '{}' END AS tables, CASE WHEN range = 2 THEN ? ELSE '{}' END "
+                "AS settings FROM range(3)", [tables, json.dumps({"tables": settings or {}})])
     return con
 
 
-def test_benchmarks_are_read_only_when_they_describe_the_live_publication():
-    with _warehouse_with_benchmarks(live=3, scores_id=3, agreement_id=3) as con:
+def test_benchmarks_are_read_only_when_the_live_publication_published_them():
+    with _warehouse_with_benchmarks() as con:
         pub = read_published(con, style=False)
-    assert pub.benchmarks is not None and pub.benchmarks.publication_id == 3
+    assert pub.benchmarks is not None and pub.benchmarks.publication_id == 3 and pub.benchmarks.problem is None
     expected = synthetic_benchmarks().agreement
-    assert pub.benchmark_agreement().drop("publication_id").equals(expected.drop("publication_id"))
+    assert pub.benchmark_agreement().equals(expected)
     overall = pub.benchmark_agreement("overall", "bt")
     assert overall.get_column("benchmark").to_list() == ["reasoning", "tiny"]
     # the points: the matched models' own leaderboard rows beside the scores, read independently here
@@ -123,11 +128,19 @@ def test_benchmarks_are_read_only_when_they_describe_the_live_publication():
                                                      "not on our published leaderboard": 1}
     assert pub.benchmark_points("overall", "bt", "none").height == 0
 
-    # tables of an earlier publication, or of two publications: no panel, never stale figures
-    for ids in ((2, 2), (3, 2), (2, 3)):
-        with _warehouse_with_benchmarks(3, *ids) as con:
+    # a live publication from before the gate published them (stamped tables of an older one), or
+    # publishing one of the two: no panel, never stale figures
+    for published in ((), ("benchmark_scores",)):
+        with _warehouse_with_benchmarks(published) as con:
             assert live_benchmarks(con) is None
             assert read_published(con, style=False).benchmarks is None
+    with _warehouse_with_benchmarks(empty=True) as con:  # no benchmark file configured: empty versions
+        assert live_benchmarks(con) is None
+    # the file failed its check when the publication was built: the problem, and no figures
+    failed = {"benchmark_scores": {"benchmarks": {"location": "bad.csv", "problem": "bad.csv: line 3: bad"}}}
+    with _warehouse_with_benchmarks(settings=failed, empty=True) as con:
+        bench = read_published(con, style=False).benchmarks
+    assert bench is not None and bench.problem == "bad.csv: line 3: bad" and bench.scores.is_empty()
     with duckdb.connect() as con:  # no publication at all
         con.execute("CREATE SCHEMA arena")
         assert live_benchmarks(con) is None

@@ -1,0 +1,118 @@
+"""Every table users read is a view the gate re-points: no base table in schema arena but the records, the
+validation tables belong to the publication they describe, and a warehouse from before is upgraded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from arena_pipeline.constants import PUBLISHED_TABLES, RECORD_TABLES, SCHEMA
+from arena_pipeline.jobs import rerank_job
+from arena_pipeline.resources import ModelCatalog
+from arena_pipeline_tests.materialize import (
+    REAL_CSV,
+    SAMPLE_RUN_CONFIG,
+    copy_warehouse,
+    materialize,
+    materialized,
+    sample_resources,
+)
+from arena_pipeline_tests.publication_support import assert_live_is_one_publication
+
+VALIDATION = ("external_comparison", "external_comparison_models", "benchmark_scores", "benchmark_agreement")
+
+
+def _base_tables(warehouse: Path) -> list[str]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return sorted(r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
+            [SCHEMA]).fetchall())
+
+
+def _live(warehouse: Path) -> dict:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        pid, tables = con.execute("SELECT publication_id, tables FROM arena.publications "
+                                  "ORDER BY publication_id DESC LIMIT 1").fetchone()
+        versions = dict(con.execute("SELECT version, build_id FROM arena_versions.versions").fetchall())
+    return {"publication_id": pid, "tables": json.loads(tables), "builds": versions}
+
+
+def test_after_a_full_run_schema_arena_has_no_base_table_but_the_records(sample_run):
+    assert _base_tables(sample_run.warehouse) == sorted(RECORD_TABLES)
+    live = _live(sample_run.warehouse)
+    assert set(VALIDATION) <= set(live["tables"]) and set(PUBLISHED_TABLES) <= set(live["tables"])
+    assert {live["builds"][live["tables"][t]] for t in VALIDATION} == {sample_run.result.run_id}
+
+
+def _scores_and_board(root: Path) -> tuple[Path, Path]:
+    """A benchmark file and a published board (CSV) naming every model of the sample."""
+    votes = pl.read_csv(REAL_CSV, infer_schema=False)
+    names = pl.concat([votes.get_column("model_a"), votes.get_column("model_b")]).unique().sort()
+    scores, board = root / "scores.csv", root / "board.csv"
+    pl.DataFrame({"model": names, "made_up": [float(len(n)) for n in names]}).write_csv(scores)
+    pl.DataFrame({"model": names, "rating": [1000.0 + 7 * (i % 11) for i in range(len(names))]}).write_csv(board)
+    return scores, board
+
+
+@pytest.mark.slow
+def test_a_rerank_publishes_its_own_comparisons_and_upgrades_a_warehouse_from_before(sample_run, tmp_path):
+    """A re-rank (the rerank_job's selection) publishes validation tables computed from its own board;
+    a warehouse whose validation tables are base tables (from before they went through the gate) has
+    them replaced by views in the gate's transaction."""
+    warehouse = copy_warehouse(sample_run.warehouse, tmp_path / "warehouse.duckdb")
+    with duckdb.connect(str(warehouse)) as con:  # the layout of a warehouse from before: stamped base tables
+        for table in VALIDATION:
+            con.execute(f"CREATE TABLE arena._old AS SELECT *, 1::BIGINT AS publication_id FROM arena.{table}")
+            con.execute(f"DROP VIEW arena.{table}")
+            con.execute(f"ALTER TABLE arena._old RENAME TO {table}")
+    assert _base_tables(warehouse) == sorted([*RECORD_TABLES, *VALIDATION])
+    scores, board = _scores_and_board(tmp_path)
+    catalog = ModelCatalog(benchmarks=str(scores), published_board=str(board))
+    result = materialize(sample_resources(tmp_path, model_catalog=catalog), selection=rerank_job.selection,
+                         run_config=SAMPLE_RUN_CONFIG)
+    assert result.success
+    assert {f"arena/{t}" for t in VALIDATION} | {"arena/leaderboard", "published_dump"} <= materialized(result)
+    assert "arena/battles" not in materialized(result)
+    assert _base_tables(warehouse) == sorted(RECORD_TABLES)  # upgraded: views again
+    live = _live(warehouse)
+    assert live["publication_id"] == 2
+    assert {live["builds"][live["tables"][t]] for t in (*VALIDATION, "leaderboard")} == {result.run_id}
+    assert_live_is_one_publication(warehouse)
+    # what the views show is computed from the board they are published with
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        models = {m for (m,) in con.execute("SELECT DISTINCT model FROM arena.leaderboard").fetchall()}
+        matched = {m for (m,) in con.execute(
+            "SELECT DISTINCT canonical FROM arena.benchmark_scores WHERE matched").fetchall()}
+        compared = con.execute("SELECT sum(n_ours) FROM arena.external_comparison "
+                               "WHERE method = 'bt' AND category = 'overall'").fetchone()[0]
+        shown = con.execute("SELECT count(*) FROM arena.leaderboard "
+                            "WHERE method = 'bt' AND category = 'overall'").fetchone()[0]
+        columns = {r[0] for r in con.execute("DESCRIBE arena.benchmark_scores").fetchall()}
+    assert matched and matched <= models and compared == shown
+    assert "publication_id" not in columns
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "compared with publication 2:" in page
+
+
+def test_a_new_benchmark_file_alone_is_published_with_the_live_boards(sample_run, tmp_path):
+    """The README's recipe: the benchmark tables and the gate, on the live boards (nothing else rebuilt)."""
+    warehouse = copy_warehouse(sample_run.warehouse, tmp_path / "warehouse.duckdb")
+    before = _live(warehouse)
+    scores, _ = _scores_and_board(tmp_path)
+    result = materialize(sample_resources(tmp_path, model_catalog=ModelCatalog(benchmarks=str(scores))),
+                         selection=["arena/benchmark_scores", "arena/benchmark_agreement", "published_dump",
+                                    "leaderboard_report"])
+    assert result.success
+    live = _live(warehouse)
+    assert live["publication_id"] == before["publication_id"] + 1
+    assert {t for t, v in live["tables"].items() if v != before["tables"].get(t)} == {
+        "benchmark_scores", "benchmark_agreement", "publication_changes"}
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        (matched,), = con.execute("SELECT count(*) FROM arena.benchmark_scores WHERE matched").fetchall()
+    assert matched > 0
+    page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert f"compared with publication {live['publication_id']}:" in page
