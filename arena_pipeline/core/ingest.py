@@ -19,7 +19,7 @@ from arena_pipeline.constants import (
     PAIRS_LOAD_TABLE,
     QUARANTINE_TABLE,
 )
-from arena_pipeline.core import quality, warehouse
+from arena_pipeline.core import warehouse
 from arena_pipeline.core.adapters import ARENA_140K, Adapter, csv_schema
 from arena_pipeline.core.flatten import (
     all_user_texts,
@@ -447,8 +447,11 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
         del messages, context_messages, pairs  # not held while the next batch is made
     # every batch is read: the worker's core is idle until the COMMIT ends (DuckDB writes the last row
     # groups, the whole pairs table at 1x, on one thread, ~3 s), and the asset checks that come next
-    # import Great Expectations (~2 s of Python): import it on that core now
-    quality.import_in_background()
+    # import Great Expectations (~2 s of Python): import it on that core now (core.quality itself is
+    # imported here, not at the top: the CLI's read path imports this module and needs no quality)
+    from arena_pipeline.core.quality import import_in_background
+
+    import_in_background()
     kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,
                                             screened.keys)
     formats = screened.formats
