@@ -7,7 +7,7 @@ it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's result
 publication gate requires to have passed.
 
 The validation (``core.quality.validate_relation``) reads the checked version from DuckDB in batches
-of at most ~``DEFAULT_BATCH_ROWS`` rows of the suite's columns, so the check's memory follows the
+of at most ~``DEFAULT_BATCH_CELLS`` values of the suite's columns, so the check's memory follows the
 batch, not the table; its report is the one a single whole-table validation gives.
 
 ``board_freshness`` (WARN or ERROR, never blocking) checks ``published_dump``: the live publication's

@@ -43,6 +43,13 @@ measured in the same run; the 4x refresh at most 4.5x the 1x refresh's wall time
 ``--repeat N`` each phase runs N times: the fastest wall time, the lowest CPU time and the highest
 peak RSS are reported (the step table is the fastest run's). Wall times vary with other work on
 the machine; the load average is printed for that reason, and CPU seconds next to them.
+
+The floor and the refresh alternate (floor, refresh, floor, refresh, ...), so each refresh has a
+floor measured just before it, under the same conditions: a *pair*. Besides the best-of ratio
+(the fastest refresh over the fastest floor, which may come from different moments) the summary
+gives each pair's ratio and their median; the 1x target is judged on that median, which one
+unusually fast or slow run (DuckDB's load alone varies between 12 and 19 s here from run to run)
+does not move. Use ``--repeat 3`` or more for a figure to quote.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -326,7 +334,7 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
                    "parquet_bytes": sum(p.stat().st_size for p in files),
                    "generated_seconds": None if meta["cached"] else meta["generate_seconds"],
                    "floor": None, "refresh": None, "rerun": None, "checksum": None,
-                   "rerun_checksum": None, "leaderboard_hashes": []}
+                   "rerun_checksum": None, "leaderboard_hashes": [], "pairs": []}
     print(f"\n== {label}: {entry['rows']:,} votes in {len(files)} shards, parquet "
           f"{entry['parquet_bytes'] / MB:,.0f} MiB"
           + (" (cached)" if meta["cached"] else f" (generated in {meta['generate_seconds']} s)")
@@ -349,6 +357,8 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
                  "--bootstrap", str(args.bootstrap)]
         if not run_job(entry, "refresh", child, scratch, warehouse, report):
             break
+        entry["pairs"].append({"floor_seconds": floor["seconds"], "refresh_seconds": entry["last_refresh_seconds"],
+                               "ratio": entry["last_refresh_seconds"] / floor["seconds"]})
         if args.rerun:
             run_job(entry, "rerun", child, scratch, warehouse, report)
 
@@ -373,6 +383,7 @@ def run_job(entry: dict, name: str, child: list[str], scratch: Path, warehouse: 
     if before is not None:
         run["warehouse_before_mb"] = before / MB
     report(name, run)
+    entry[f"last_{name}_seconds"] = run["seconds"]
     if not run["success"]:
         print(f"    {name} FAILED:")
         for message in run["failures"]:
@@ -402,6 +413,12 @@ def print_size(entry: dict) -> None:
                   f"{fmt(s['peak_rss_mb'], ',.0f', 9)}{mark}{fmt(s['rise_mb'], ',.0f', 8)}")
         in_steps = sum(s["seconds"] or 0 for s in refresh["steps"])
         print(f"  {'(steps together; the rest is Dagster between steps)':<51}{in_steps:>8.1f}")
+    pairs = entry["pairs"]
+    if pairs:
+        print("\n  floor and refresh, run by run (each refresh right after its floor): "
+              + ", ".join(f"{p['floor_seconds']:.1f} s / {p['refresh_seconds']:.1f} s = {p['ratio']:.2f}x"
+                          for p in pairs)
+              + f"; median ratio {pair_ratio(entry):.2f}x")
     rerun = entry["rerun"]
     if rerun:
         print(f"\n  rerun {size_label(entry['size'])} (unchanged dump): "
@@ -431,6 +448,13 @@ def print_size(entry: dict) -> None:
                        if c["counts"].get(name) != after["counts"].get(name)}
             print("  after the rerun, changed row counts: "
                   + (", ".join(f"{k} {v}" for k, v in changed.items()) or "none"))
+
+
+def pair_ratio(entry: dict) -> float | None:
+    """The median of the refresh / floor ratios of the runs of one size (each refresh over the floor
+    run just before it); None without a pair."""
+    ratios = [p["ratio"] for p in entry.get("pairs") or []]
+    return statistics.median(ratios) if ratios else None
 
 
 def print_counts(counts: dict[str, int]) -> None:
@@ -465,7 +489,12 @@ def targets(entries: list[dict]) -> list[dict]:
     if one and one["refresh"] and one["floor"]:
         wall = one["refresh"]["seconds"] / one["floor"]["seconds"]
         cpu = one["refresh"]["cpu_seconds"] / one["floor"]["cpu_seconds"]
-        add(text, wall <= TARGETS["floor_ratio_1x"], f"{wall:.2f}x wall ({cpu:.2f}x CPU, imports included)")
+        median = pair_ratio(one)
+        pairs = len(one["pairs"])
+        judged = median if median is not None else wall
+        add(text, judged <= TARGETS["floor_ratio_1x"],
+            f"median of {pairs} floor/refresh pairs {judged:.2f}x; best of each {wall:.2f}x wall "
+            f"({cpu:.2f}x CPU, imports included)")
     else:
         add(text, None, "size 1 not run" if not one else "refresh failed")
     text = f"4x the votes at most {TARGETS['time_ratio_4x']:g}x the 1x time"
@@ -484,7 +513,7 @@ def targets(entries: list[dict]) -> list[dict]:
 def print_summary(entries: list[dict], base_rows: int) -> list[dict]:
     one = next((e for e in entries if e["size"] == 1.0 and e["refresh"]), None)
     print(f"\n{'size':>5} {'votes':>9} {'parquet MiB':>11} {'floor s':>8} {'floor RSS':>9} "
-          f"{'refresh s':>9} {'x floor':>7} {'peak RSS':>8} {'x 1x':>6} {'floor DB':>8} {'warehouse':>9} "
+          f"{'refresh s':>9} {'x floor':>7} {'median x':>8} {'peak RSS':>8} {'x 1x':>6} {'floor DB':>8} {'warehouse':>9} "
           f"{'rerun s':>8} {'rerun RSS':>9} {'rerun +disk':>11}")
     for e in entries:
         f, r, rr = e["floor"] or {}, e["refresh"] or {}, e["rerun"] or {}
@@ -493,9 +522,12 @@ def print_summary(entries: list[dict], base_rows: int) -> list[dict]:
         grown = rr["warehouse_mb"] - rr["warehouse_before_mb"] if rr else None
         print(f"{size_label(e['size']):>5} {e['rows']:>9,} {e['parquet_bytes'] / MB:>11,.0f} "
               f"{fmt(f.get('seconds'), '.1f', 8)} {fmt(f.get('peak_rss_mb'), ',.0f', 9)} "
-              f"{fmt(r.get('seconds'), '.1f', 9)} {fmt(ratio, '.2f', 7)} {fmt(r.get('peak_rss_mb'), ',.0f', 8)} "
+              f"{fmt(r.get('seconds'), '.1f', 9)} {fmt(ratio, '.2f', 7)} {fmt(pair_ratio(e), '.2f', 8)} "
+              f"{fmt(r.get('peak_rss_mb'), ',.0f', 8)} "
               f"{fmt(vs_one, '.2f', 6)} {fmt(f.get('db_mb'), ',.0f', 8)} {fmt(r.get('warehouse_mb'), ',.0f', 9)} "
               f"{fmt(rr.get('seconds'), '.1f', 8)} {fmt(rr.get('peak_rss_mb'), ',.0f', 9)} {fmt(grown, '+,.0f', 11)}")
+    print("(x floor: the fastest refresh over the fastest floor; median x: the median of each refresh over the "
+          "floor run just before it)")
     print("(seconds: wall, imports excluded; RSS (the subprocess's ru_maxrss), parquet and DuckDB files in "
           "MiB; floor DB: the floor's DuckDB file; rerun +disk: the warehouse's growth in the rerun)")
     found = targets(entries)
@@ -527,7 +559,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="dump sizes, multiples of --rows (default 1,2,4)")
     parser.add_argument("--bootstrap", type=int, default=100,
                         help="bootstrap rounds of the rankings (default 100, the pipeline's default)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each phase (best is reported)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of the floor and the refresh, alternating (the best of each and the median of the "
+                        "pairs' ratios are reported)")
     parser.add_argument("--rerun", action="store_true",
                         help="after each refresh, run the job again on the unchanged dump and warehouse")
     parser.add_argument("--keep", action="store_true", help="keep each size's warehouse and logs")

@@ -17,9 +17,9 @@ copy GX vectorises (:func:`to_pandas_values`). :func:`validate_frame` checks a f
 memory in one GX validation.
 
 :func:`validate_relation` checks a DuckDB table (what the asset checks do) without ever holding
-it whole: it reads the suite's columns in batches of about ``batch_rows`` rows
-(:data:`DEFAULT_BATCH_ROWS`), validates each with GX and merges the results, so memory follows
-the batch, not the table (:func:`plan_batches` says which expectations run where):
+it whole: it reads the suite's columns in batches of about ``batch_rows`` rows (by default
+:data:`DEFAULT_BATCH_CELLS` values: fewer rows for a wide read), validates each with GX and merges
+the results, so memory follows the batch, not the table (:func:`plan_batches` says which expectations run where):
 
 - the schema expectations run once, on an empty frame with the table's schema;
 - the row-count expectations run once, on the table's count;
@@ -45,6 +45,7 @@ import datetime as dt
 import functools
 import json
 import math
+import sys
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -332,6 +333,29 @@ def add_derived_columns(df: pl.DataFrame, derived: Mapping[str, str]) -> pl.Data
     if not derived:
         return df
     return df.with_columns([pl.sql_expr(sql).alias(name) for name, sql in derived.items()])
+
+
+def import_in_background() -> threading.Thread | None:
+    """Start importing Great Expectations in a daemon thread; None when it is imported already.
+
+    The import costs ~2 s of Python, paid by the first validation of the process. A caller that knows
+    validations come next and leaves a core idle meanwhile starts it early: the loader while DuckDB
+    commits the load (``core.ingest``), before the asset checks of the flat tables. The first
+    validation then finds GX imported, or waits for the import to finish (Python's import lock); an
+    import that fails here is left to fail again, and be reported, there.
+    """
+    if "great_expectations" in sys.modules:
+        return None
+    thread = threading.Thread(target=_import_gx, name="import-great-expectations", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_gx() -> None:
+    try:
+        import great_expectations  # noqa: F401
+    except Exception:  # noqa: BLE001 - the first validation imports it again and raises there
+        pass
 
 
 @functools.cache
@@ -739,13 +763,28 @@ def validate_frame(
 # A DuckDB table, validated in batches
 # ---------------------------------------------------------------------------
 
-#: Rows per batch of :func:`validate_relation`: memory against speed. A batch costs ~1.6 KB a row
-#: for the battles suite's 57 columns (Polars, its casts, the pandas copy; ~0.5 KB for messages), so
-#: ~300 MB at this size. GX costs ~10 ms per expectation and batch on top of ~1 s per million rows,
-#: so fewer batches are faster: the full dump's 135k battles are one batch, its messages 4 (measured
-#: with ``benchmarks/bench_quality.py --db``: ~3.4 s for both suites against ~2.4 s for one
-#: whole-table validation each; peak RSS flat from 1x to 4x the dump).
+#: Values (rows x columns read, the row position included) per batch of :func:`validate_relation`
+#: when no ``batch_rows`` is given: memory against speed. Memory follows the values read: a batch
+#: costs ~1.6 KB a row for the battles suite's 57 columns (Polars, its casts, the pandas copy), ~0.5 KB
+#: for the messages suite's 9, so at most ~350 MB (battles) and ~650 MB (messages) at this size. GX
+#: costs ~10 ms per expectation and batch on top of ~1 s per million rows, so fewer batches are
+#: faster: the full dump's 135k battles (210k rows a batch) and its 743k messages (1.3M) are one
+#: batch each (the messages were 4 batches of :data:`DEFAULT_BATCH_ROWS` before: ~0.5 s more).
+DEFAULT_BATCH_CELLS = 12_000_000
+
+#: The rows per batch of :func:`read_batches` when none is given, and the size the cells budget
+#: above gives the battles suite (12,000,000 / 57 columns read ~ 210,000 rows).
 DEFAULT_BATCH_ROWS = 200_000
+
+
+def rows_per_batch(columns: int, batch_rows: int | None = None) -> int:
+    """``batch_rows`` when given, else the rows of :data:`DEFAULT_BATCH_CELLS` values of ``columns`` columns.
+
+    ``columns`` counts the columns a batch reads, the row position included.
+    """
+    if batch_rows is not None:
+        return batch_rows
+    return max(1, DEFAULT_BATCH_CELLS // max(1, columns))
 
 #: Expectations that compare rows with each other. Each runs on a partition of the rows by a hash
 #: of the columns its kwargs name, so that every copy of a key is in the same batch: the counts of
@@ -1093,7 +1132,7 @@ def validate_relation(
     *,
     unavailable: Mapping[str, Collection[str]] | None = None,
     schema: Mapping[str, pl.DataType] | None = None,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
+    batch_rows: int | None = None,
     sample_size: int = 10,
     id_column: str | None = None,
     parameters: Mapping[str, Any] | None = None,
@@ -1122,7 +1161,8 @@ def validate_relation(
     schema
         The table's schema, for the schema expectations; default: read from ``relation``.
     batch_rows
-        About how many rows each GX validation sees (see :data:`DEFAULT_BATCH_ROWS`).
+        About how many rows each GX validation sees; default: :data:`DEFAULT_BATCH_CELLS` values, so
+        a pass reading fewer columns reads more rows at a time (:func:`rows_per_batch`).
     sample_size, id_column, parameters, directory
         As for :func:`validate_frame`.
     dump_column
@@ -1150,7 +1190,7 @@ def validate_relation(
     import pandas as pd
 
     start = time.perf_counter()
-    if batch_rows < 1:
+    if batch_rows is not None and batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
     if schema is None:
         schema = read_frame(con, f"SELECT * FROM {relation} LIMIT 0").schema
@@ -1167,8 +1207,17 @@ def validate_relation(
         k: v for k, v in run.result_format.items() if k != "unexpected_index_column_names"})
     configs = {e.id: e.configuration for e in run.suite.expectations}
     total = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
-    if total <= batch_rows:  # one batch holds the table: one validation per set of rows, not per partitioning
-        plan = replace(plan, passes=_one_pass_per_rows(plan.passes))
+
+    def read_columns(step: BatchPass) -> list[str]:
+        step_configs = [configs[i] for i in step.ids]
+        return [c for c in dict.fromkeys([*_source_columns(_referenced_columns(step_configs), run.meta),
+                                          *step.key, run.id_column]) if c in schema]
+
+    merged = _one_pass_per_rows(plan.passes)
+    widest = max((len(read_columns(step)) for step in merged), default=0)
+    if total <= rows_per_batch(widest + 1, batch_rows):
+        # one batch holds the table: one validation per set of rows, not per partitioning
+        plan = replace(plan, passes=merged)
 
     once: dict[str, Any] = {}
     if plan.schema_ids:
@@ -1182,8 +1231,7 @@ def validate_relation(
     batches: dict[str, list[tuple[dict[str, Any], list[int] | None]]] = {}
     for step in plan.passes:
         step_configs = [configs[i] for i in step.ids]
-        read = [c for c in dict.fromkeys([*_source_columns(_referenced_columns(step_configs), run.meta),
-                                          *step.key, run.id_column]) if c in schema]
+        read = read_columns(step)
         dumps = [d for d in step.lacking if d is not None]
         where = f"WHERE {_ident(dump_column)} NOT IN ({', '.join('?' for _ in dumps)})" if dumps else ""
         ints = [c for c in read if schema[c].is_integer()]
@@ -1194,7 +1242,7 @@ def validate_relation(
         nulls = {c: bool(v) for c, v in zip(ints, counts[1:], strict=True)}
         key = [c for c in step.key if c in schema]  # GX reports a missing key column itself
         for frame in read_batches(con, relation, read, key=key, rows=counts[0], where=where, params=dumps,
-                                  batch_rows=batch_rows, position=position):
+                                  batch_rows=rows_per_batch(len(read) + 1, batch_rows), position=position):
             values = to_pandas_values(_values_frame(frame, run, step_configs), nulls)
             del frame
             for exp_id, res in _gx_results(run, "values", values, step_configs).items():

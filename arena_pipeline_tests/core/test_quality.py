@@ -638,6 +638,30 @@ def test_batches_read_no_more_than_about_batch_rows():
     assert max(others) <= 1  # counts, the schema (LIMIT 0) and one row per dump
 
 
+def test_default_batches_hold_a_budget_of_values_not_of_rows(monkeypatch):
+    """Without batch_rows a pass reads DEFAULT_BATCH_CELLS values at a time: a narrow pass more rows
+    than a wide one, and a table whose widest read fits in one batch is one validation."""
+    messages = make_messages(make_battles(60))  # 320 rows; the rowwise pass reads 8 columns + the position
+    expected = validate(messages, "messages").results
+    monkeypatch.setattr(quality, "DEFAULT_BATCH_CELLS", 9 * 50)  # 50 rows of the rowwise pass, 112 of the key's
+    log: list[tuple[str, int]] = []
+    report = quality.validate_relation(_Reads(_duckdb_with(messages=messages), log), '"s"."messages"',
+                                       "messages", parameters=PARAMS)
+    assert report.results.equals(expected)
+    streamed = [n for sql, n in log if "hash(" not in sql and quality.POSITION_COLUMN in sql]
+    partitioned = [n for sql, n in log if "hash(" in sql]
+    assert max(streamed) == 50 and sum(streamed) == 320
+    assert len(partitioned) == 3 and sum(partitioned) == 320  # battle_id, side, position + the position: 4 columns
+    monkeypatch.setattr(quality, "DEFAULT_BATCH_CELLS", 9 * 320)  # the whole table in one batch
+    log.clear()
+    report = quality.validate_relation(_Reads(_duckdb_with(messages=messages), log), '"s"."messages"',
+                                       "messages", parameters=PARAMS)
+    assert report.results.equals(expected)
+    assert [n for sql, n in log if quality.POSITION_COLUMN in sql] == [320]  # one read, no hash partition
+    assert quality.rows_per_batch(57) == quality.DEFAULT_BATCH_CELLS // 57
+    assert quality.rows_per_batch(57, batch_rows=7) == 7
+
+
 def test_an_empty_table_gives_the_empty_frame_report(good):
     empty = good.head(0)
     batched = quality.validate_relation(_duckdb_with(battles=empty), '"s"."battles"', "battles",
