@@ -9,11 +9,14 @@ import pytest
 
 from arena_pipeline.assets.analysis import position_bias_table
 from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.assets.models import models
+from arena_pipeline.assets.rankings import battle_categories
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.ingest import DumpManifest, ShardFile
 from arena_pipeline.core.publication import Build, start_build, version_name
-from arena_pipeline.resources import Warehouse
+from arena_pipeline.resources import ModelCatalog, Warehouse
 from arena_pipeline.version_store import Fill, TableRef, Versioned, VersionStore
+from arena_pipeline_tests.core.battle_frames import MODELS, make_battles
 
 REVISION = "a" * 40
 RUN = "run-store-1"
@@ -122,3 +125,26 @@ def test_position_bias_invoked_directly_on_frames():
     assert "dump_revision" not in table.columns  # the store adds it: it is the version's revision
     assert output.metadata["overall"].value[0]["a_wins"] == 6
 
+
+def test_battle_categories_invoked_directly_on_a_battles_frame():
+    battles = make_battles(12)  # coding: is_code (every 5th), multi_turn: 2 turns (i % 3 == 2)
+    output = battle_categories(battles=battles)
+    assert isinstance(output.value, Versioned) and output.value.reuse  # an equal version is reused
+    tags = output.value.table
+    per_category = dict(tags.group_by("category").len().iter_rows())
+    assert per_category["overall"] == 12
+    assert per_category["coding"] == 3 and per_category["multi_turn"] == 4
+    assert set(tags.filter(pl.col("category") == "coding").get_column("battle_id")) == {"id-0000", "id-0005", "id-0010"}
+    assert output.metadata["battles_per_category"].value["coding"] == 3
+
+
+def test_models_invoked_directly_on_frames():
+    battles = make_battles(8).with_columns(model_b_canonical=pl.lit("gemini-2.5-pro"))
+    tags = battle_categories(battles=battles).value.table
+    output = models(model_catalog=ModelCatalog(), battles=battles, battle_categories=tags)
+    table = output.value.table
+    assert "aliases_sha256" in output.value.settings
+    gemini = table.filter(pl.col("model") == "gemini-2.5-pro").row(0, named=True)
+    # every battle has it on side b now (a self-battle counts once)
+    assert gemini["n_battles"] == 8 and gemini["battles_overall"] == 8
+    assert set(table.get_column("model")) == set(MODELS)
