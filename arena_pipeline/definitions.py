@@ -13,6 +13,7 @@ from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
+from arena_pipeline.version_store import VERSION_STORE, version_store
 
 ASSETS = [
     raw_dump,
@@ -38,6 +39,8 @@ def default_resources() -> dict:
         "warehouse": Warehouse(),
         "model_catalog": ModelCatalog(),
         "report_settings": ReportSettings(),
+        # the run's table versions, on the run's warehouse (arena_pipeline/version_store.py)
+        VERSION_STORE: version_store,
     }
 
 

@@ -17,7 +17,11 @@ FINISHED_RUN_STATUSES = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILUR
 
 def run_build(context, con) -> Build:
     """The build of this run (its raw_dump's, or one on the live publication for a partial run)."""
-    run_id = context.run.run_id  # asset and asset-check contexts both have .run
+    return build_of_run(con, context.run.run_id)  # asset and asset-check contexts both have .run
+
+
+def build_of_run(con, run_id: str) -> Build:
+    """The build of run ``run_id``; a failure without retries when nothing is published to build on."""
     try:
         return current_build(con, SCHEMA, run_id)
     except NothingPublishedError as exc:

@@ -9,7 +9,6 @@ from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES, RANKING_KEYS
 from arena_pipeline.constants import (
-    BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     EXTERNAL_COMPARISON_MODELS_TABLE,
     EXTERNAL_COMPARISON_TABLE,
@@ -28,6 +27,7 @@ from arena_pipeline.core.models import MODELS_SCHEMA, merged_names, models_table
 from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.resources import ModelCatalog, Warehouse
+from arena_pipeline.version_store import VERSION_STORE, Versioned, stored_input
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
 EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
@@ -39,27 +39,20 @@ EXTERNAL_COMPARISON_MODELS = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_MODELS_TAB
     group_name="rankings",
     kinds={"polars", "duckdb"},
     metadata=schema_metadata(MODELS_SCHEMA, f"{SCHEMA}.{MODELS_TABLE}"),
-    deps=[TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES],
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE],
+                                 "id, model_a, model_b, model_a_canonical, model_b_canonical, timestamp"),
+         "battle_categories": stored_input(BATTLE_CATEGORIES)},
+    io_manager_key=VERSION_STORE,
 )
-def models(context: dg.AssetExecutionContext, warehouse: Warehouse,
-           model_catalog: ModelCatalog) -> dg.MaterializeResult:
+def models(model_catalog: ModelCatalog, battles: pl.DataFrame, battle_categories: pl.DataFrame) -> dg.Output[Versioned]:
     """arena.models: one row per canonical model name with its provider, the raw names seen, first and
     last battle, and battles per category. Raw names that normalize to one model are listed in the metadata."""
     aliases = model_catalog.aliases()
-    with warehouse.connection() as con:
-        build = run_build(context, con)
-        battles = read_input(con, SCHEMA, BATTLES_TABLE, build,
-                             "id, model_a, model_b, model_a_canonical, model_b_canonical, timestamp")
-        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
-        table = models_table(battles, tags, aliases)
-        write_version(con, MODELS_TABLE, build, table,
-                      {"aliases_sha256": table_sha256(aliases), "package_version": package_version()})
+    table = models_table(battles, battle_categories, aliases)
     merged = merged_names(battles, aliases)
-    note_if_unpublished(context, warehouse)
-    return dg.MaterializeResult(
+    return dg.Output(
+        Versioned(table, {"aliases_sha256": table_sha256(aliases)}),
         metadata={
-            "revision": build.revision,
-            "dagster/row_count": table.height,
             "merged_names": dg.MetadataValue.json(
                 [{"canonical": r["canonical"], "raw_names": r["raw_names"], "battles": r["n_battles"]}
                  for r in merged.iter_rows(named=True)]
@@ -68,7 +61,6 @@ def models(context: dg.AssetExecutionContext, warehouse: Warehouse,
                 table.filter(pl.col("provider").is_null()).get_column("model").to_list()
             ),
         },
-        data_version=dg.DataVersion(build.revision),
     )
 
 

@@ -5,10 +5,8 @@ import dataclasses
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.builds import package_version, run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
-from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
@@ -34,7 +32,6 @@ from arena_pipeline.core.external import (
     board_sha256,
     unaligned_record,
 )
-from arena_pipeline.core.publication import read_input, reusable_version, reuse_version, write_version
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
@@ -51,7 +48,8 @@ from arena_pipeline.core.ranking.model_fit import (
 )
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published
-from arena_pipeline.resources import ModelCatalog, Warehouse
+from arena_pipeline.resources import ModelCatalog
+from arena_pipeline.version_store import VERSION_STORE, Versioned, stored_input
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
@@ -67,39 +65,29 @@ RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
     kinds={"polars", "duckdb"},
     metadata=schema_metadata({"battle_id": pl.String(), "category": pl.String()},
                              f"{SCHEMA}.{BATTLE_CATEGORIES_TABLE}"),
-    deps=[TABLE_KEYS[BATTLES_TABLE]],
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE])},
+    io_manager_key=VERSION_STORE,
 )
-def battle_categories(context: dg.AssetExecutionContext, warehouse: Warehouse) -> dg.MaterializeResult:
+def battle_categories(battles: pl.DataFrame) -> dg.Output[Versioned]:
     """arena.battle_categories: (battle_id, category) for overall and the 7 categories of the schema seed.
 
     Rules (core/categories.py): creative_writing, math, instruction_following flags; coding =
     is_code; hard_prompt = at least 6 of the 7 criteria; longer_query = sum_user_tokens > 500;
-    multi_turn = turns > 1. A null flag counts as false and is counted in the metadata.
+    multi_turn = turns > 1. A null flag counts as false and is counted in the metadata. The same
+    battles and code tagged before: that version, as a view.
     """
-    with warehouse.connection() as con:
-        build = run_build(context, con)
-        battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
-        tags, meta = tag_categories(battles)
-        settings = {"package_version": package_version()}
-        reusable = reusable_version(con, BATTLE_CATEGORIES_TABLE, build, settings)
-        if reusable is not None:  # the same battles and code tagged before: that version, as a view
-            reuse_version(con, BATTLE_CATEGORIES_TABLE, build, *reusable, settings)
-        else:
-            write_version(con, BATTLE_CATEGORIES_TABLE, build, tags, settings)
-    note_if_unpublished(context, warehouse)
+    tags, meta = tag_categories(battles)
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
-    return dg.MaterializeResult(
+    return dg.Output(
+        Versioned(tags, reuse=True),
         metadata={
-            "revision": build.revision,
-            "dagster/row_count": tags.height,
             "battles_per_category": dg.MetadataValue.json(counts),
             "null_flags_counted_false": dg.MetadataValue.json(nulls),
             "unavailable": dg.MetadataValue.json([n for n, m in meta.items() if not m["available"]]),
             "unavailable_by_dump": dg.MetadataValue.json(
                 {n: m["unavailable_in"] for n, m in meta.items() if m.get("unavailable_in")}),
         },
-        data_version=dg.DataVersion(build.revision),
     )
 
 
@@ -127,12 +115,11 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
     return leaderboard, record
 
 
-_RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
-           "deps": [TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES]}
+# the inputs come in as the multi-asset's ins (below); dump_leaderboard alone also reads arena.quarantine
+_RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"}, "deps": []}
 
 
-@dg.multi_asset(
-    specs=[
+_RANKING_SPECS = [
         table_spec(LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
                    "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral."),
@@ -149,7 +136,7 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
                    description="arena.board_status: one row per category rule: board, no_board (and why) or "
                    "unavailable, with battles and rated / shown / provisional / unrated model counts."),
         table_spec(DUMP_LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN, "dump": pl.String()},
-                   **{**_RANKED, "deps": [*_RANKED["deps"], TABLE_KEYS[QUARANTINE_TABLE]]},
+                   **_RANKED,
                    description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
                    "methods and intervals, each dump's own votes (its conflicting copies of another dump's "
                    "votes, in arena.quarantine, included); arena.leaderboard is the board over every dump, "
@@ -160,11 +147,24 @@ _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"},
         table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
                    "the held-out predictions, the predicted and observed probability that the favourite wins."),
-    ],
+]
+
+
+@dg.multi_asset(
+    # outputs the version store keeps (a specs-only multi-asset's outputs carry no value), in spec order
+    outs={spec.key.path[-1]: dg.AssetOut.from_spec(spec, is_required=False, io_manager_key=VERSION_STORE)
+          for spec in _RANKING_SPECS},
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES),
+         # only rule and raw: each dump's board counts its copies of votes another dump holds with other content
+         "quarantine": stored_input(TABLE_KEYS[QUARANTINE_TABLE], "rule, raw")},
+    internal_asset_deps={
+        spec.key.path[-1]: {TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES,
+                            *([TABLE_KEYS[QUARANTINE_TABLE]] if spec.key.path[-1] == DUMP_LEADERBOARD_TABLE else [])}
+        for spec in _RANKING_SPECS},
     can_subset=True,
 )
-def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, warehouse: Warehouse,
-             model_catalog: ModelCatalog):
+def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_catalog: ModelCatalog,
+             battles: pl.DataFrame, battle_categories: pl.DataFrame, quarantine: pl.DataFrame):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
     The six tables come from one fit: a publication takes them all from the same run, so select
@@ -181,47 +181,36 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
     Bradley-Terry board predicts held-out votes (on the reference scale: the fit's models and votes);
     they are built with the six, from the same settings.
     """
-    with warehouse.connection() as con:
-        build = run_build(context, con)
-        battles = read_input(con, SCHEMA, BATTLES_TABLE, build)
-        tags = read_input(con, SCHEMA, BATTLE_CATEGORIES_TABLE, build)
-        selected = {key.path[-1] for key in context.selected_asset_keys}
-        # each dump's board counts its copies of votes another dump holds with other content
-        copies = conflicting_copies(read_input(con, SCHEMA, QUARANTINE_TABLE, build, "rule, raw")) \
-            if DUMP_LEADERBOARD_TABLE in selected else None
+    selected = {key.path[-1] for key in context.selected_asset_keys}
     # the leaderboards rank canonical names (core/models.py); raw names stay in arena.battles
     canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
     battles = battles.with_columns(**canonical)
     ranking_config = config.ranking_config()
-    output = compute_rankings(battles, tags, ranking_config)
-    revision = pl.lit(build.revision).alias("dump_revision")
+    output = compute_rankings(battles, battle_categories, ranking_config)
     board, alignment = _aligned(context, output.leaderboard, model_catalog, ranking_config.anchor_rating)
-    frames = {
-        LEADERBOARD_TABLE: board.with_columns(revision),
-        PAIRWISE_TABLE: output.pairwise.with_columns(revision),
-        STYLE_COEFFICIENTS_TABLE: output.style_coefficients.with_columns(revision),
-        UNRATED_MODELS_TABLE: output.unrated_models.with_columns(revision),
-        BOARD_STATUS_TABLE: output.board_status.with_columns(revision),
+    frames = {  # the store adds dump_revision
+        LEADERBOARD_TABLE: board,
+        PAIRWISE_TABLE: output.pairwise,
+        STYLE_COEFFICIENTS_TABLE: output.style_coefficients,
+        UNRATED_MODELS_TABLE: output.unrated_models,
+        BOARD_STATUS_TABLE: output.board_status,
     }
     dump_seconds: dict[str, float] = {}
     if DUMP_LEADERBOARD_TABLE in selected:
-        boards, dump_seconds = per_dump_leaderboards(battles, tags, ranking_config, output.leaderboard,
-                                                     copies.with_columns(**canonical))
-        frames[DUMP_LEADERBOARD_TABLE] = boards.with_columns(revision)
+        boards, dump_seconds = per_dump_leaderboards(battles, battle_categories, ranking_config, output.leaderboard,
+                                                     conflicting_copies(quarantine).with_columns(**canonical))
+        frames[DUMP_LEADERBOARD_TABLE] = boards
     fit_seconds = None
     if selected & {MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE}:
-        fit = compute_model_fit(battles, tags, output.leaderboard, ranking_config)
-        frames[MODEL_FIT_TABLE] = fit.summary.with_columns(revision)
-        frames[MODEL_FIT_CALIBRATION_TABLE] = fit.calibration.with_columns(revision)
+        fit = compute_model_fit(battles, battle_categories, output.leaderboard, ranking_config)
+        frames[MODEL_FIT_TABLE] = fit.summary
+        frames[MODEL_FIT_CALIBRATION_TABLE] = fit.calibration
         fit_seconds = round(fit.metadata["seconds"], 3)
     frames = {name: frame for name, frame in frames.items() if name in selected}
-    settings = {"ranking": dataclasses.asdict(ranking_config), "package_version": package_version(),
+    settings = {"ranking": dataclasses.asdict(ranking_config),
                 **({"alignment": alignment} if alignment is not None else {})}
-    with warehouse.connection() as con:
-        for name, frame in frames.items():
-            write_version(con, name, build, frame, settings)
     meta = output.metadata
-    context.log.info(f"rankings for {build.revision}: {output.leaderboard.height} leaderboard rows")
+    context.log.info(f"rankings: {output.leaderboard.height} leaderboard rows")
     for name, frame in frames.items():
         extra = {}
         if name == LEADERBOARD_TABLE:
@@ -241,10 +230,5 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, wareho
         if name == MODEL_FIT_TABLE:
             extra = {"seconds": fit_seconds, "log_loss_bt_vs_win_rate": dg.MetadataValue.json(
                 {r["category"]: [r["log_loss"], r["log_loss_baseline"]] for r in frame.iter_rows(named=True)})}
-        yield dg.MaterializeResult(
-            asset_key=RANKING_KEYS[name],
-            metadata={"revision": build.revision, "dagster/row_count": frame.height, **extra},
-            data_version=dg.DataVersion(build.revision),
-        )
-    note_if_unpublished(context, warehouse)
+        yield dg.Output(Versioned(frame, settings), output_name=name, metadata=extra)
 

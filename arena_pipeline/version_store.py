@@ -1,0 +1,184 @@
+"""The version store: the one IO manager that reads and writes the run's table versions (core/publication.py).
+
+An asset built on it declares its inputs and returns its table; it never names a build or a version:
+
+- an input annotated ``pl.DataFrame`` is the version of that table this run reads
+  (``core.publication.input_version``: this run's, else the live publication's of the same dump), read
+  whole or, with the input metadata ``{"columns": "id, model_a, ..."}``, only those columns; an input
+  annotated :class:`TableRef` is a reference to that version, queried inside DuckDB. The heavy tables
+  (:data:`HEAVY_TABLES`) load only as references: their rows never enter Python.
+- the output is a ``pl.DataFrame``, a :class:`Fill` (SQL work the store runs inside DuckDB, into the
+  version's staging table) or a :class:`Versioned` around either. ``Versioned`` carries the settings
+  recorded with the version (what the gate compares and ``inputs_key`` hashes; ``package_version``
+  is always added) and ``reuse``: when an earlier version has the same inputs, settings and code
+  (``core.publication.reusable_version``) the new version is a view of it and nothing is written.
+  A bare frame or Fill is ``Versioned(it)``: the package version only, no reuse.
+- a frame whose declared columns (the asset's ``dagster/column_schema``) include ``dump_revision`` and
+  that lacks it gets the build's revision there: the revision is the version's, so an asset invoked
+  directly on frames returns its table without it.
+
+The table is the asset key's last part; the build is the run's (``core.publication.current_build``).
+Each stored output gets ``revision`` and ``dagster/row_count`` metadata, and after the step's last
+output the store logs the "this run publishes nothing" line (``assets.publish.note_if_unpublished``):
+a multi-asset yields its outputs in the order of its specs.
+
+The store takes the run's ``warehouse`` resource by key (``required_resource_keys``), not as a nested
+resource field: Dagster matches a nested resource by object, so a run that sets ``warehouse`` (as
+every test does) would otherwise leave the store on the default warehouse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import dagster as dg
+import duckdb
+import polars as pl
+
+from arena_pipeline.assets.builds import build_of_run, package_version
+from arena_pipeline.assets.metadata import COLUMN_SCHEMA
+from arena_pipeline.assets.publish import note_if_unpublished
+from arena_pipeline.constants import (
+    CONTEXT_MESSAGES_TABLE,
+    MESSAGES_TABLE,
+    PREFERENCE_PAIRS_TABLE,
+    SCHEMA,
+)
+from arena_pipeline.core.publication import (
+    base_version,
+    input_version,
+    reusable_version,
+    reuse_version,
+    versioned,
+    write_version,
+    write_version_with,
+)
+from arena_pipeline.core.warehouse import read_frame
+from arena_pipeline.resources import Warehouse
+
+#: The key assets and inputs name the store by.
+VERSION_STORE = "version_store"
+#: Tables that load only as a :class:`TableRef` (whole, they would not fit in memory).
+HEAVY_TABLES = frozenset({MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, PREFERENCE_PAIRS_TABLE})
+REVISION_COLUMN = "dump_revision"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A version an asset reads inside DuckDB (never whole in Python).
+
+    ``version`` is the version's unquoted name, ``base`` the version whose table holds its rows
+    (itself, or the one it reuses: read by row ranges, say), ``revision`` the dump revision.
+    """
+
+    version: str
+    revision: str
+    base: str
+
+    @property
+    def name(self) -> str:
+        """The quoted, schema-qualified name to query."""
+        return versioned(self.version)
+
+    @property
+    def base_name(self) -> str:
+        """The quoted name of the table holding the rows."""
+        return versioned(self.base)
+
+
+@dataclass(frozen=True)
+class Fill:
+    """SQL work the store runs inside DuckDB: ``make(con, target)`` creates and fills the table
+    ``target`` (quoted, does not exist yet) and returns its rows, or (rows, metadata for the output)."""
+
+    make: Callable[[duckdb.DuckDBPyConnection, str], int | tuple[int, Mapping]]
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """A table with the settings recorded with its version, and whether an equal version may be reused."""
+
+    table: pl.DataFrame | Fill
+    settings: Mapping = field(default_factory=dict)
+    reuse: bool = False
+
+
+def _declared_columns(context: dg.OutputContext) -> set[str]:
+    schema = context.definition_metadata.get(COLUMN_SCHEMA)
+    return {column.name for column in schema.columns} if schema is not None else set()
+
+
+class VersionStore(dg.IOManager):
+    """Loads inputs from, and stores outputs as, the table versions of run ``run_id`` in ``warehouse``."""
+
+    def __init__(self, warehouse: Warehouse, run_id: str):
+        self.warehouse, self.run_id = warehouse, run_id
+
+    def handle_output(self, context: dg.OutputContext, obj) -> None:
+        stored = obj if isinstance(obj, Versioned) else Versioned(obj)
+        if not isinstance(stored.table, (pl.DataFrame, Fill)):
+            raise TypeError(f"the version store stores a polars DataFrame or a Fill, not {type(stored.table).__name__}")
+        table = context.asset_key.path[-1]
+        settings = {"package_version": package_version(), **stored.settings}
+        extra: dict = {}
+        with self.warehouse.connection() as con:
+            build = build_of_run(con, self.run_id)
+            reusable = reusable_version(con, table, build, settings) if stored.reuse else None
+            if reusable is not None:  # same inputs, settings and code: the earlier version, as a view
+                base, rows = reusable
+                reuse_version(con, table, build, base, rows, settings)
+                context.log.info(f"{SCHEMA}.{table}: inputs unchanged, {base} reused")
+                extra["reused"] = base
+            elif isinstance(stored.table, Fill):
+                def fill(target: str) -> int:
+                    made = stored.table.make(con, target)
+                    rows, metadata = made if isinstance(made, tuple) else (made, {})
+                    extra.update(metadata)
+                    return rows
+
+                rows = write_version_with(con, table, build, fill, settings)
+            else:
+                frame = stored.table
+                if REVISION_COLUMN in _declared_columns(context) and REVISION_COLUMN not in frame.columns:
+                    frame = frame.with_columns(pl.lit(build.revision).alias(REVISION_COLUMN))
+                rows = write_version(con, table, build, frame, settings)
+        context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
+        self._note_after_last_output(context)
+
+    def load_input(self, context: dg.InputContext):
+        table = context.asset_key.path[-1]
+        reference = context.dagster_type.typing_type is TableRef
+        if table in HEAVY_TABLES and not reference:
+            raise TypeError(f"{SCHEMA}.{table} is too large to load into Python: declare the input as a TableRef")
+        with self.warehouse.connection() as con:
+            build = build_of_run(con, self.run_id)
+            version = input_version(con, SCHEMA, table, build)
+            if reference:
+                return TableRef(version, build.revision, base_version(con, version))
+            columns = (context.definition_metadata or {}).get("columns", "*")
+            return read_frame(con, f"SELECT {columns} FROM {versioned(version)}")
+
+    def _note_after_last_output(self, context: dg.OutputContext) -> None:
+        """After the step's last output: the "publishes nothing" line, when the run publishes nothing."""
+        try:
+            step = dg.AssetExecutionContext.get()
+        except dg.DagsterInvariantViolationError:  # an output context built outside a step (a test)
+            return
+        selected = step.selected_asset_keys
+        last = [spec.key for spec in step.assets_def.specs if spec.key in selected][-1]
+        if context.asset_key == last:
+            note_if_unpublished(step, self.warehouse)
+
+
+@dg.io_manager(required_resource_keys={"warehouse"},
+               description="The run's table versions in the warehouse (arena_pipeline/version_store.py).")
+def version_store(init_context: dg.InitResourceContext) -> VersionStore:
+    """The :class:`VersionStore` of the run, on its ``warehouse`` resource."""
+    return VersionStore(init_context.resources.warehouse, init_context.run.run_id)
+
+
+def stored_input(key: dg.AssetKey, columns: str | None = None) -> dg.AssetIn:
+    """An input read through the version store (only ``columns``, a SQL column list, when given)."""
+    return dg.AssetIn(key=key, input_manager_key=VERSION_STORE,
+                      metadata={"columns": columns} if columns else None)

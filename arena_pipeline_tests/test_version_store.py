@@ -1,0 +1,150 @@
+"""The version store (arena_pipeline/version_store.py) on a temporary warehouse, and assets built on it
+invoked directly on frames, as plain functions (issue 26 part 2)."""
+
+from __future__ import annotations
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from arena_pipeline.assets.analysis import position_bias_table
+from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.assets.models import models
+from arena_pipeline.assets.rankings import battle_categories
+from arena_pipeline.constants import SCHEMA
+from arena_pipeline.core.ingest import DumpManifest, ShardFile
+from arena_pipeline.core.publication import Build, start_build, version_name
+from arena_pipeline.resources import ModelCatalog, Warehouse
+from arena_pipeline.version_store import Fill, TableRef, Versioned, VersionStore
+from arena_pipeline_tests.core.battle_frames import MODELS, make_battles
+
+REVISION = "a" * 40
+RUN = "run-store-1"
+
+
+def _build() -> Build:
+    return Build(RUN, REVISION)
+
+
+def _key(table: str) -> dg.AssetKey:
+    return dg.AssetKey([SCHEMA, table])
+
+
+@pytest.fixture
+def store(tmp_path) -> VersionStore:
+    """A store on a fresh warehouse, for a run whose build works on REVISION."""
+    warehouse = Warehouse(database=str(tmp_path / "w.duckdb"))
+    manifest = DumpManifest("hub", "org/name", "main", REVISION, (ShardFile("/x/a.parquet", "a.parquet", 10, 3, "ab"),))
+    with warehouse.connection() as con:
+        start_build(con, SCHEMA, RUN, manifest)
+    return VersionStore(warehouse, RUN)
+
+
+def _store(store: VersionStore, table: str, value, columns: dict | None = None) -> dg.OutputContext:
+    metadata = schema_metadata(columns, f"{SCHEMA}.{table}") if columns else {}
+    context = dg.build_output_context(asset_key=_key(table), definition_metadata=metadata)
+    store.handle_output(context, value)
+    return context
+
+
+def _load(store: VersionStore, table: str, kind: type, columns: str | None = None):
+    return store.load_input(dg.build_input_context(
+        asset_key=_key(table), dagster_type=dg.PythonObjectDagsterType(kind),
+        definition_metadata={"columns": columns} if columns else None))
+
+
+def _settings(store: VersionStore, table: str) -> str:
+    with store.warehouse.connection() as con:
+        return con.execute("SELECT settings FROM arena_versions.versions WHERE table_name = ?", [table]).fetchone()[0]
+
+
+def test_a_frame_is_stored_as_the_runs_version_and_loaded_back_with_only_the_declared_columns(store):
+    frame = pl.DataFrame({"category": ["overall", "math"], "battles": [3, 1], "note": ["x", "y"]})
+    columns = {"category": pl.String(), "battles": pl.Int64(), "note": pl.String(), "dump_revision": pl.String()}
+    _store(store, "position_bias", Versioned(frame, {"threshold": 2}), columns)
+    with store.warehouse.connection() as con:
+        stored = con.execute(f'SELECT * FROM arena_versions."{version_name("position_bias", _build())}" '
+                             "ORDER BY category").fetchall()
+    # the store stamps the version's revision in the declared dump_revision column
+    assert stored == [("math", 1, "y", REVISION), ("overall", 3, "x", REVISION)]
+    assert '"threshold": 2' in _settings(store, "position_bias") and "package_version" in _settings(store, "position_bias")
+    loaded = _load(store, "position_bias", pl.DataFrame, "category, battles")
+    assert loaded.sort("category").to_dicts() == [{"category": "math", "battles": 1},
+                                                  {"category": "overall", "battles": 3}]
+
+
+def test_a_heavy_table_is_written_inside_duckdb_and_loads_only_as_a_reference(store):
+    def make(con, target: str) -> int:
+        con.execute(f"CREATE TABLE {target} AS SELECT range AS message_id, 'text ' || range AS content "
+                    "FROM range(1000)")
+        return 1000
+
+    _store(store, "messages", Fill(make))
+    ref = _load(store, "messages", TableRef)
+    assert isinstance(ref, TableRef)
+    assert ref.version == ref.base == version_name("messages", _build()) and ref.revision == REVISION
+    with store.warehouse.connection() as con:
+        assert con.execute(f"SELECT count(*), max(message_id) FROM {ref.name}").fetchone() == (1000, 999)
+    with pytest.raises(TypeError, match="too large"):
+        _load(store, "messages", pl.DataFrame)
+
+
+def test_an_unsupported_output_is_refused(store):
+    with pytest.raises(TypeError, match="DataFrame or a Fill"):
+        _store(store, "models", {"not": "a table"})
+
+
+def test_a_table_with_the_inputs_of_an_earlier_version_is_a_view_of_it(store):
+    frame = pl.DataFrame({"id": ["a", "b"], "winner": ["tie", "model_a"]})
+    _store(store, "battles", Versioned(frame, reuse=True))
+    manifest = DumpManifest("hub", "org/name", "main", REVISION, ())
+    with store.warehouse.connection() as con:
+        start_build(con, SCHEMA, "run-store-2", manifest)
+    second = VersionStore(store.warehouse, "run-store-2")
+    _store(second, "battles", Versioned(frame, reuse=True))
+    with store.warehouse.connection() as con:
+        rows = con.execute("SELECT build_id, same_as FROM arena_versions.versions ORDER BY created_at").fetchall()
+    assert rows == [(RUN, None), ("run-store-2", version_name("battles", _build()))]
+    ref = _load(second, "battles", TableRef)
+    assert ref.base == version_name("battles", _build()) != ref.version
+    assert _load(second, "battles", pl.DataFrame).sort("id").rows() == [("a", "tie"), ("b", "model_a")]
+
+
+def test_position_bias_invoked_directly_on_frames():
+    winners = ["model_a"] * 6 + ["model_b"] * 2 + ["tie", "both_bad"]
+    battles = pl.DataFrame({"id": [f"b{i}" for i in range(10)], "winner": winners,
+                            "model_a": ["x"] * 10, "model_b": ["y"] * 10})
+    tags = pl.DataFrame({"battle_id": [f"b{i}" for i in range(10)] + ["b0", "b6", "b7"],
+                         "category": ["overall"] * 10 + ["math"] * 3})
+    output = position_bias_table(battles=battles, battle_categories=tags)
+    table = output.value.sort("category")
+    assert table.get_column("category").to_list() == ["math", "overall"]
+    math, overall = table.to_dicts()
+    assert (overall["battles"], overall["decisive"], overall["a_wins"], overall["a_win_rate"]) == (10, 8, 6, 0.75)
+    assert (math["decisive"], math["a_wins"]) == (3, 1)
+    assert "dump_revision" not in table.columns  # the store adds it: it is the version's revision
+    assert output.metadata["overall"].value[0]["a_wins"] == 6
+
+
+def test_battle_categories_invoked_directly_on_a_battles_frame():
+    battles = make_battles(12)  # coding: is_code (every 5th), multi_turn: 2 turns (i % 3 == 2)
+    output = battle_categories(battles=battles)
+    assert isinstance(output.value, Versioned) and output.value.reuse  # an equal version is reused
+    tags = output.value.table
+    per_category = dict(tags.group_by("category").len().iter_rows())
+    assert per_category["overall"] == 12
+    assert per_category["coding"] == 3 and per_category["multi_turn"] == 4
+    assert set(tags.filter(pl.col("category") == "coding").get_column("battle_id")) == {"id-0000", "id-0005", "id-0010"}
+    assert output.metadata["battles_per_category"].value["coding"] == 3
+
+
+def test_models_invoked_directly_on_frames():
+    battles = make_battles(8).with_columns(model_b_canonical=pl.lit("gemini-2.5-pro"))
+    tags = battle_categories(battles=battles).value.table
+    output = models(model_catalog=ModelCatalog(), battles=battles, battle_categories=tags)
+    table = output.value.table
+    assert "aliases_sha256" in output.value.settings
+    gemini = table.filter(pl.col("model") == "gemini-2.5-pro").row(0, named=True)
+    # every battle has it on side b now (a self-battle counts once)
+    assert gemini["n_battles"] == 8 and gemini["battles_overall"] == 8
+    assert set(table.get_column("model")) == set(MODELS)
