@@ -6,11 +6,11 @@ it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's result
 ``arena.quality_results``, and the outcome is recorded on the exact table version checked, which the
 publication gate requires to have passed.
 
-The validation (``core.quality.validate_relation``) reads the checked version from DuckDB in batches
+The validation (``core.validation.quality.validate_relation``) reads the checked version from DuckDB in batches
 of at most ~``DEFAULT_BATCH_CELLS`` values of the suite's columns, so the check's memory follows the
 batch, not the table; its report is the one a single whole-table validation gives.
 
-``board_freshness`` (WARN or ERROR, never blocking) checks ``published_dump``: the live publication's
+``board_freshness`` (WARN or ERROR, never blocking) checks ``publication_gate``: the live publication's
 age and the newer dump revisions seen but not published (``arena_pipeline/freshness.py``).
 
 ``models_confusable`` (WARN, never blocking) names the model names of ``arena.models`` that look
@@ -27,7 +27,7 @@ import polars as pl
 from arena_pipeline.assets.builds import run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.models import MODELS
-from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.assets.publish import PUBLICATION_GATE
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     MESSAGES_TABLE,
@@ -35,17 +35,11 @@ from arena_pipeline.constants import (
     QUALITY_RESULTS_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.models import confusable_pairs
-from arena_pipeline.core.publication import (
-    finish_build,
-    input_version,
-    read_input,
-    record_checks,
-    record_dump,
-    versioned,
-)
-from arena_pipeline.core.quality import QualityReport, suite_path, validate_relation
-from arena_pipeline.core.warehouse import WarehouseCorruptError, WarehouseLockedError, quoted
+from arena_pipeline.core.dataset.models import confusable_pairs
+from arena_pipeline.core.store.records import record_dump
+from arena_pipeline.core.store.versions import finish_build, input_version, read_input, record_checks, versioned
+from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError, quoted
+from arena_pipeline.core.validation.quality import QualityReport, suite_path, validate_relation
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK, SETTING, assess_board, outcomes
 from arena_pipeline.resources import Warehouse
 
@@ -206,11 +200,11 @@ def models_confusable(context: dg.AssetCheckExecutionContext, warehouse: Warehou
 @dg.multi_asset_check(
     name="board_freshness",
     specs=[
-        dg.AssetCheckSpec(AGE_CHECK, asset=PUBLISHED_DUMP, blocking=False,
+        dg.AssetCheckSpec(AGE_CHECK, asset=PUBLICATION_GATE, blocking=False,
                           description="The live publication (arena.publications.published_at of its newest row, "
                           "not the last materialization) is at most the allowed age old: "
                           f"{SETTING}, default a week. Warning only."),
-        dg.AssetCheckSpec(PENDING_CHECK, asset=PUBLISHED_DUMP, blocking=False,
+        dg.AssetCheckSpec(PENDING_CHECK, asset=PUBLICATION_GATE, blocking=False,
                           description="No dump revision seen after the live one (a refresh requested for it by "
                           "the sensor or the schedule, or a run that fetched it) waits unpublished; else which "
                           "one and why: queued or running (warning), refused by the gate, failed, canceled or "

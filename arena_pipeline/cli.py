@@ -26,11 +26,11 @@ from arena_pipeline.constants import (
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.categories import category_label
-from arena_pipeline.core.changes import changes_between, summary
-from arena_pipeline.core.publication import live_publication
+from arena_pipeline.core.dataset.categories import category_label
+from arena_pipeline.core.publication.changes import changes_between, summary
 from arena_pipeline.core.ranking import METHODS, method_label
-from arena_pipeline.core.warehouse import (
+from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
     connect,

@@ -6,14 +6,14 @@ from arena_pipeline.assets.analysis import position_bias_table, preference_pairs
 from arena_pipeline.assets.benchmarks import benchmark_comparison
 from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.models import external_comparison, models
-from arena_pipeline.assets.publish import published_dump
+from arena_pipeline.assets.publish import publication_gate
 from arena_pipeline.assets.rankings import battle_categories, rankings
 from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
 from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
-from arena_pipeline.version_store import VERSION_STORE, version_store
+from arena_pipeline.assets.version_store import VERSION_STORE, version_store
 
 ASSETS = [
     raw_dump,
@@ -24,7 +24,7 @@ ASSETS = [
     position_bias_table,
     rating_trend_table,
     preference_pairs_table,
-    published_dump,
+    publication_gate,
     external_comparison,
     benchmark_comparison,
 ]
@@ -39,7 +39,7 @@ def default_resources() -> dict:
         "warehouse": Warehouse(),
         "model_catalog": ModelCatalog(),
         "report_settings": ReportSettings(),
-        # the run's table versions, on the run's warehouse (arena_pipeline/version_store.py)
+        # the run's table versions, on the run's warehouse (arena_pipeline/assets/version_store.py)
         VERSION_STORE: version_store,
     }
 

@@ -31,9 +31,9 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.atomic import make_folder
-from arena_pipeline.core.published import published_dump_row
-from arena_pipeline.core.warehouse import quoted, read_snapshot, relation_exists
+from arena_pipeline.core.publication.derived import published_dump_row
+from arena_pipeline.core.store.atomic import make_folder
+from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists
 
 #: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
 #: validation tables (comparisons with a published board and with benchmarks) come last.

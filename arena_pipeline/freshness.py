@@ -1,11 +1,11 @@
 """What the board-freshness checks and sensor share: the warehouse's records and the instance's refresh runs, assessed.
 
-Two checks on ``published_dump``: ``publication_age`` (the live publication, as ``arena.publications``
+Two checks on ``publication_gate``: ``publication_age`` (the live publication, as ``arena.publications``
 records it, is at most ``Warehouse.max_publication_age_hours`` old) and ``unpublished_newer_dump``
 (no dump revision seen after the live one waits unpublished; else which, and why: queued, running,
-refused by the gate, failed). ``core.freshness`` says why the publication's own time is the age,
+refused by the gate, failed). ``core.publication.freshness`` says why the publication's own time is the age,
 not the last materialization's. The checks run after every publication (a refresh or re-rank run
-selects them with ``published_dump``) and ``board_freshness_sensor`` reports them between runs.
+selects them with ``publication_gate``) and ``board_freshness_sensor`` reports them between runs.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.assets.publish import PUBLICATION_GATE
 from arena_pipeline.constants import REVISION_TAG, SCHEMA
-from arena_pipeline.core import warehouse as core_warehouse
-from arena_pipeline.core.freshness import (
+from arena_pipeline.core.publication.freshness import (
     RUNS_SCHEMA,
     Freshness,
     WarehouseRecords,
@@ -30,6 +29,7 @@ from arena_pipeline.core.freshness import (
     read_records,
     short_revision,
 )
+from arena_pipeline.core.store import warehouse as core_warehouse
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.resources import Warehouse
 
@@ -42,7 +42,7 @@ SETTING = "ARENA_MAX_PUBLICATION_AGE_HOURS (Warehouse.max_publication_age_hours)
 
 def refresh_runs(instance: dg.DagsterInstance) -> pl.DataFrame:
     """The newest refresh runs requested for a dump revision (the sensor's and the schedule's,
-    tagged ``arena/revision``), as :data:`core.freshness.RUNS_SCHEMA` (creation time in naive UTC)."""
+    tagged ``arena/revision``), as :data:`core.publication.freshness.RUNS_SCHEMA` (creation time in naive UTC)."""
     records = instance.get_run_records(dg.RunsFilter(job_name=refresh_job.name), limit=RUNS_LOOKED_AT)
     rows = [
         {"run_id": r.dagster_run.run_id, "revision": r.dagster_run.tags[REVISION_TAG],
@@ -97,11 +97,11 @@ class Outcome:
     metadata: dict = field(default_factory=dict)
 
     def result(self) -> dg.AssetCheckResult:
-        return dg.AssetCheckResult(asset_key=PUBLISHED_DUMP, check_name=self.check_name, passed=self.passed,
+        return dg.AssetCheckResult(asset_key=PUBLICATION_GATE, check_name=self.check_name, passed=self.passed,
                                    severity=self.severity, description=self.description, metadata=self.metadata)
 
     def evaluation(self) -> dg.AssetCheckEvaluation:
-        return dg.AssetCheckEvaluation(asset_key=PUBLISHED_DUMP, check_name=self.check_name, passed=self.passed,
+        return dg.AssetCheckEvaluation(asset_key=PUBLICATION_GATE, check_name=self.check_name, passed=self.passed,
                                        severity=self.severity, description=self.description, metadata=self.metadata,
                                        blocking=False)
 

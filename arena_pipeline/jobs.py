@@ -22,7 +22,7 @@ rerank_job = dg.define_asset_job(
         *[dg.AssetKey([SCHEMA, t]) for t, inputs in DERIVED_FROM.items() if LEADERBOARD_TABLE in inputs],
     )
     # the gate and the report
-    | dg.AssetSelection.assets(dg.AssetKey("published_dump")).downstream(),
+    | dg.AssetSelection.assets(dg.AssetKey("publication_gate")).downstream(),
     description="Re-fit the leaderboards of the live dump with new ranking settings (run config of "
     "'rankings'), compare the new boards with the published board and the benchmark scores, and publish "
     "them through the gate, then render the report; the flat tables are reused, not copied.",

@@ -12,14 +12,14 @@ import duckdb
 
 from arena_pipeline.assets.run_config import run_config_of
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
-from arena_pipeline.core import warehouse as core_warehouse
-from arena_pipeline.core.changes import ranking_settings
-from arena_pipeline.core.freshness import one_line, short_revision
-from arena_pipeline.core.hub import HubError
-from arena_pipeline.core.manifest import combined_revision
-from arena_pipeline.core.publication import live_publication
+from arena_pipeline.core.dataset.manifest import combined_revision
+from arena_pipeline.core.ingest.hub import HubError
+from arena_pipeline.core.ingest.sources import SourceError
+from arena_pipeline.core.publication.changes import ranking_settings
+from arena_pipeline.core.publication.freshness import one_line, short_revision
 from arena_pipeline.core.ranking import RankingConfig
-from arena_pipeline.core.sources import SourceError
+from arena_pipeline.core.store import warehouse as core_warehouse
+from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.resources import DumpSource, Warehouse
 
 #: How long a tick waits for the warehouse while a run writes it, before ranking with the defaults.

@@ -29,14 +29,11 @@ from arena_pipeline.constants import (
     DEFAULT_REVISION,
     DEFAULT_WAREHOUSE,
 )
-from arena_pipeline.core import hub, warehouse
-from arena_pipeline.core.benchmarks import read_benchmarks
-from arena_pipeline.core.external import load_category_map, read_published_board
-from arena_pipeline.core.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.local_dump import ContentHashes, local_manifest, local_revision
-from arena_pipeline.core.manifest import DumpManifest, combine, combined_revision
-from arena_pipeline.core.models import AliasTableError, load_aliases
-from arena_pipeline.core.sources import (
+from arena_pipeline.core.dataset.manifest import DumpManifest, combine, combined_revision
+from arena_pipeline.core.dataset.models import AliasTableError, load_aliases
+from arena_pipeline.core.ingest import hub
+from arena_pipeline.core.ingest.local_dump import ContentHashes, local_manifest, local_revision
+from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
     SourceError,
     SourceSpec,
@@ -45,6 +42,10 @@ from arena_pipeline.core.sources import (
     parse_source,
     verify_file,
 )
+from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
+from arena_pipeline.core.store import warehouse
+from arena_pipeline.core.validation.benchmarks import read_benchmarks
+from arena_pipeline.core.validation.external import load_category_map, read_published_board
 
 
 def _setting(value: str | None, env: str, default: str | None) -> str | None:
@@ -245,7 +246,7 @@ class DumpSource(dg.ConfigurableResource):
     def latest_revision(self) -> str:
         """The current revision of the source, cheaply: one Hub API call, or a local file fingerprint.
 
-        With several dumps: :func:`~arena_pipeline.core.manifest.combined_revision` of each one's.
+        With several dumps: :func:`~arena_pipeline.core.dataset.manifest.combined_revision` of each one's.
         """
         if self.is_multi():
             return combined_revision(self.latest_revisions())
@@ -432,10 +433,10 @@ class ModelCatalog(dg.ConfigurableResource):
         return _setting(self.benchmarks, "ARENA_BENCHMARKS", None)
 
     def read_benchmarks(self, aliases: pl.DataFrame, hub_access: HubAccess) -> pl.DataFrame | None:
-        """The benchmark scores (``core.benchmarks.READ_SCHEMA``), or None when none are configured.
+        """The benchmark scores (``core.validation.benchmarks.READ_SCHEMA``), or None when none are configured.
 
         A Hub id is fetched with ``hub_access`` (``DumpSource.hub_access()``: the run's one set of Hub
-        settings). Raises BenchmarkFormatError (file and line), FileNotFoundError or a ``core.hub`` error.
+        settings). Raises BenchmarkFormatError (file and line), FileNotFoundError or a ``core.ingest.hub`` error.
         """
         location = self.benchmarks_location()
         if location is None:

@@ -5,8 +5,8 @@ import dagster as dg
 import duckdb
 
 from arena_pipeline.constants import SENSOR_INTERVAL_SECONDS
-from arena_pipeline.core.freshness import one_line
-from arena_pipeline.core.warehouse import WarehouseCorruptError, WarehouseLockedError
+from arena_pipeline.core.publication.freshness import one_line
+from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
 from arena_pipeline.freshness import assess_board, outcomes, state_key
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.refresh import REASON_CHARS, SETTINGS_WAIT_S, decide, run_request
@@ -55,7 +55,7 @@ def make_board_freshness_sensor(interval_seconds: int = SENSOR_INTERVAL_SECONDS)
         name="board_freshness_sensor",
         minimum_interval_seconds=interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Evaluates the freshness checks of published_dump (publication_age, unpublished_newer_dump) "
+        description="Evaluates the freshness checks of publication_gate (publication_age, unpublished_newer_dump) "
         "between runs and reports them as check evaluations (no run); a tick's text is the board's state in "
         "one line. Reads the warehouse read-only (waiting at most 5 s for a run's lock) and the instance's "
         "refresh runs; never launches anything.",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
+from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline_tests.fixtures import make_rows
 
 REAL_CSV = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"

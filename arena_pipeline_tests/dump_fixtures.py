@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.core.schema import CRITERIA
+from arena_pipeline.core.dataset.schema import CRITERIA
 from arena_pipeline_tests.fixtures import make_table
 
 DUMP_33K = "lmsys/chatbot_arena_conversations"

@@ -5,7 +5,7 @@ Run it as a subprocess (see ``arena_pipeline_tests.hub_server``)::
     python -m arena_pipeline_tests.fake_hub --root DIR --port 0 --port-file FILE
 
 It binds 127.0.0.1, writes the bound port to ``--port-file`` once it accepts connections, and
-serves only the endpoints ``huggingface_hub`` 2.4 calls for ``arena_pipeline.core.hub``
+serves only the endpoints ``huggingface_hub`` 2.4 calls for ``arena_pipeline.core.ingest.hub``
 (``HfApi.dataset_info`` and ``hf_hub_download``):
 
 ``GET /api/datasets/{repo}`` and ``GET /api/datasets/{repo}/revision/{rev}``

@@ -12,8 +12,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.core.flatten import flatten_battles, flatten_context_messages, flatten_messages
-from arena_pipeline.core.schema import CRITERIA, DATASET_ARROW_SCHEMA
+from arena_pipeline.core.dataset.schema import CRITERIA, DATASET_ARROW_SCHEMA
+from arena_pipeline.core.ingest.flatten import flatten_battles, flatten_context_messages, flatten_messages
 
 MODELS = (
     "gemini-2.5-pro",

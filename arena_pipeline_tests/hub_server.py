@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena_pipeline.core import hub as hub_core
+from arena_pipeline.core.ingest import hub as hub_core
 from arena_pipeline_tests import fake_hub
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ RANKING_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coeffic
 #: The validation tables computed from the leaderboard (a re-rank rebuilds them before the gate).
 VALIDATION_SELECTION = ["arena/external_comparison", "arena/external_comparison_models", "arena/benchmark_scores",
                         "arena/benchmark_agreement"]
-RERANK_SELECTION = [*RANKING_SELECTION, *VALIDATION_SELECTION, "published_dump",
+RERANK_SELECTION = [*RANKING_SELECTION, *VALIDATION_SELECTION, "publication_gate",
                     "leaderboard_report"]
 
 
@@ -58,7 +58,7 @@ class Setup:
     def run(self, selection=None, rank: dict | None = None, publish: dict | None = None, **overrides):
         config = {"ops": {"rankings": {"config": {**RANK, **(rank or {})}}}}
         if publish:
-            config["ops"]["published_dump"] = {"config": publish}
+            config["ops"]["publication_gate"] = {"config": publish}
         return materialize(self.resources(**overrides), selection=selection, run_config=config)
 
 

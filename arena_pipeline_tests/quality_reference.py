@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from arena_pipeline.core.quality import (
+from arena_pipeline.core.validation.quality import (
     SCHEMA_EXPECTATION_TYPES,
     QualityReport,
     _kwargs_columns,

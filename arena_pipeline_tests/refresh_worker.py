@@ -66,9 +66,10 @@ PAUSE_AFTER = {"fill": 3, "publish": 2}
 
 def install_pause(point: str, paused_file: Path, seconds: float = 120.0) -> None:
     """Wrap a core function so the run stops at ``point`` (see the module docstring)."""
-    from arena_pipeline.core import publication, warehouse
+    from arena_pipeline.core.publication import publish
+    from arena_pipeline.core.store import warehouse
 
-    module, name = (warehouse, "append") if point == "fill" else (publication, "versioned")
+    module, name = (warehouse, "append") if point == "fill" else (publish, "versioned")
     original = getattr(module, name)
     calls = 0
 

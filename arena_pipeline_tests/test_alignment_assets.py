@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core.external import to_lmarena_json
+from arena_pipeline.core.validation.external import to_lmarena_json
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline_tests.materialize import REAL_CSV, materialize
 from arena_pipeline_tests.publication_support import RERANK_SELECTION

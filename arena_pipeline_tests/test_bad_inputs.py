@@ -24,11 +24,11 @@ import pytest
 
 from arena_pipeline.assets.ingest import FetchConfig, raw_dump
 from arena_pipeline.constants import VERSIONS_SCHEMA
-from arena_pipeline.core import ingest
-from arena_pipeline.core.ingest import load_dump
-from arena_pipeline.core.local_dump import local_manifest
-from arena_pipeline.core.schema import QUARANTINE_SCHEMA
-from arena_pipeline.core.sources import parse_source
+from arena_pipeline.core.dataset.schema import QUARANTINE_SCHEMA
+from arena_pipeline.core.ingest import load as ingest
+from arena_pipeline.core.ingest.load import load_dump
+from arena_pipeline.core.ingest.local_dump import local_manifest
+from arena_pipeline.core.ingest.sources import parse_source
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests import bad_inputs as bi
 from arena_pipeline_tests.fixtures import make_rows, make_table, write_dump
@@ -307,7 +307,7 @@ def test_row_level_dump_succeeds_with_rows_read_equal_battles_plus_quarantine(ro
     assert battles + quarantined == rows_read
     checks = {c.check_name: c.passed for c in row_level.result.get_asset_check_evaluations()}
     assert checks["battles_errors"] and checks["messages_errors"]
-    assert "published_dump" in materialized(row_level.result)
+    assert "publication_gate" in materialized(row_level.result)
 
 
 @pytest.mark.slow
@@ -600,4 +600,4 @@ def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tm
         (ids[bi.BAD_ROW], "unparseable_field", "tstamp=inf"),
         (ids[4], "count_out_of_range", "count out of range of its stored type: turn=1099511627776")]
     assert query(tmp_path / "w.duckdb", "select count(*) from arena.battles") == [(6,)]
-    assert "published_dump" in materialized(result)
+    assert "publication_gate" in materialized(result)

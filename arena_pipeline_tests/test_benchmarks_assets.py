@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from arena_pipeline.core.benchmarks import benchmark_panel
+from arena_pipeline.core.validation.benchmarks import benchmark_panel
 from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.materialize import REAL_CSV, materialized, run_sample
 
@@ -67,7 +67,7 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     scores = _scores_file(tmp_path)
     first = run_sample(tmp_path, model_catalog=ModelCatalog(benchmarks=str(scores)))
     assert first.success
-    assert {"arena/benchmark_scores", "arena/benchmark_agreement", "published_dump"} <= materialized(first)
+    assert {"arena/benchmark_scores", "arena/benchmark_agreement", "publication_gate"} <= materialized(first)
     check = {e.check_name: e for e in first.get_asset_check_evaluations()}["benchmark_file_valid"]
     assert check.passed
 
@@ -129,7 +129,7 @@ def test_scores_and_agreement_after_publication_and_a_bad_file_fails_only_itself
     second = run_sample(tmp_path, model_catalog=ModelCatalog(benchmarks=str(bad)))
     assert second.success
     assert not [e for e in second.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert {"published_dump", "arena/benchmark_scores", "arena/benchmark_agreement"} <= materialized(second)
+    assert {"publication_gate", "arena/benchmark_scores", "arena/benchmark_agreement"} <= materialized(second)
     check = {e.check_name: e for e in second.get_asset_check_evaluations()}["benchmark_file_valid"]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert f"{bad}: line 3: score for 'X' must be a finite number" in check.description
@@ -153,7 +153,7 @@ def test_no_benchmark_file_publishes_empty_tables_that_say_so(sample_run):
     publication's benchmark tables are empty versions whose settings say why, the check is not run."""
     result = sample_run.result
     assert result.success
-    assert {"published_dump", "arena/benchmark_scores", "arena/benchmark_agreement"} <= materialized(result)
+    assert {"publication_gate", "arena/benchmark_scores", "arena/benchmark_agreement"} <= materialized(result)
     assert "benchmark_file_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
     for table in ("benchmark_scores", "benchmark_agreement"):
         assert _frame(sample_run.root, f"select count(*) as n from arena.{table}")["n"][0] == 0
@@ -167,7 +167,7 @@ def test_no_benchmark_file_publishes_empty_tables_that_say_so(sample_run):
 
 @pytest.mark.slow  # starts the fake Hub server
 def test_the_setting_is_read_at_run_time_and_a_hub_id_goes_through_hf_endpoint(tmp_path, monkeypatch):
-    from arena_pipeline.core.models import load_aliases
+    from arena_pipeline.core.dataset.models import load_aliases
     from arena_pipeline_tests.hub_server import fake_hub_server
 
     # built before the variables are set: nothing is read at construction

@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
-from arena_pipeline.core.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
-from arena_pipeline.core.publication import DUMPS_DDL
+from arena_pipeline.core.store.records import DUMPS_DDL
+from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
     REVISION,

@@ -26,7 +26,7 @@ import dagster as dg
 import pytest
 
 from arena_pipeline.constants import REVISION_TAG, SCHEMA
-from arena_pipeline.core import warehouse as core_warehouse
+from arena_pipeline.core.store import warehouse as core_warehouse
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests.e2e_definitions import E2E_SENSOR_INTERVAL_SECONDS

@@ -11,8 +11,8 @@ import pytest
 
 from arena_pipeline.cli import main
 from arena_pipeline.constants import REVISION_TAG
-from arena_pipeline.core import hub as hub_client
-from arena_pipeline.core.manifest import combined_revision
+from arena_pipeline.core.dataset.manifest import combined_revision
+from arena_pipeline.core.ingest import hub as hub_client
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests import dump_fixtures as fx
@@ -207,11 +207,11 @@ def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
     copies used to be duplicate_across_dumps and c got no board ('no boards'); issue 25 item 2."""
     import polars as pl
 
-    from arena_pipeline.core.categories import tag_categories
-    from arena_pipeline.core.ingest import load_dump
-    from arena_pipeline.core.local_dump import local_manifest
+    from arena_pipeline.core.dataset.categories import tag_categories
+    from arena_pipeline.core.ingest.load import load_dump
+    from arena_pipeline.core.ingest.local_dump import local_manifest
+    from arena_pipeline.core.ingest.sources import parse_source
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-    from arena_pipeline.core.sources import parse_source
     from arena_pipeline_tests import bad_inputs as bi
 
     names = ("org/a", "org/b", "org/c")

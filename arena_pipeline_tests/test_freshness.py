@@ -16,10 +16,10 @@ import dagster as dg
 import duckdb
 import pytest
 
-from arena_pipeline.assets.publish import PUBLISHED_DUMP
+from arena_pipeline.assets.publish import PUBLICATION_GATE
 from arena_pipeline.checks import board_freshness
 from arena_pipeline.constants import REVISION_TAG
-from arena_pipeline.core.sources import SourceError
+from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.definitions import defs
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK
 from arena_pipeline.refresh import REASON_TAG, Decision, Live
@@ -40,7 +40,7 @@ def _run(setup: Setup, instance: dg.DagsterInstance, selection=None, rank: dict 
 
 
 def by_name(evaluations) -> dict:
-    return {e.check_name: e for e in evaluations if e.asset_key == PUBLISHED_DUMP}
+    return {e.check_name: e for e in evaluations if e.asset_key == PUBLICATION_GATE}
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +80,10 @@ def test_names_and_settings_are_pinned():
     assert {s.name for s in defs.sensors} == {"new_dump_sensor", "board_freshness_sensor"}
     specs = {spec.name: spec for spec in board_freshness.check_specs}
     assert set(specs) == {AGE_CHECK, PENDING_CHECK}
-    assert all(spec.asset_key == PUBLISHED_DUMP and not spec.blocking for spec in specs.values())
+    assert all(spec.asset_key == PUBLICATION_GATE and not spec.blocking for spec in specs.values())
     for job in ("refresh_job", "rerank_job"):  # both end in a publication: both check it
         keys = defs.resolve_job_def(job).asset_layer.asset_graph.asset_check_keys
-        assert {dg.AssetCheckKey(PUBLISHED_DUMP, name) for name in specs} <= set(keys)
+        assert {dg.AssetCheckKey(PUBLICATION_GATE, name) for name in specs} <= set(keys)
     assert Warehouse().max_publication_age().total_seconds() == 7 * 24 * 3600
 
 
@@ -108,7 +108,7 @@ def test_stale_publication(setup, monkeypatch):
     con.close()
     monkeypatch.delenv("ARENA_MAX_PUBLICATION_AGE_HOURS", raising=False)
     with dg.instance_for_test() as instance:
-        run = _run(setup, instance, selection=dg.AssetSelection.checks_for_assets(PUBLISHED_DUMP))
+        run = _run(setup, instance, selection=dg.AssetSelection.checks_for_assets(PUBLICATION_GATE))
         assert run.success  # a failed warning check does not fail the run
         age = by_name(run.get_asset_check_evaluations())[AGE_CHECK]
         assert not age.passed and age.severity == dg.AssetCheckSeverity.WARN

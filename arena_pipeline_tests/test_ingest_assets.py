@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from arena_pipeline.core.sources import SourceError
+from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import make_rows, write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
@@ -57,7 +57,7 @@ def test_local_parquet_dump_to_duckdb(tmp_path):
     views = [t for (t,) in _query(tmp_path, "select view_name from duckdb_views() where schema_name = 'arena'")]
     assert {"battles", "context_messages", "messages", "quarantine"} <= set(views)
     assert _query(tmp_path, "select status, rows from arena.dumps") == [("published", 40)]
-    report = Path(result.asset_materializations_for_node("published_dump")[1].metadata["path"].path)
+    report = Path(result.asset_materializations_for_node("publication_gate")[1].metadata["path"].path)
     assert report.is_file() and "<table" in report.read_text(encoding="utf-8")
     assert not report.is_relative_to(Path.cwd())
 
@@ -149,8 +149,8 @@ def test_hub_dump_rejected_for_missing_columns_is_recorded_as_failed(tmp_path):
 
 @pytest.mark.slow
 def test_hub_source_errors_say_what_to_do(tmp_path, monkeypatch):
-    from arena_pipeline.core import hub as core_hub
-    from arena_pipeline.core.sources import SourceError
+    from arena_pipeline.core.ingest import hub as core_hub
+    from arena_pipeline.core.ingest.sources import SourceError
 
     shards = write_dump(tmp_path / "v1", n_rows=6, n_shards=1, seed=3)
     monkeypatch.chdir(tmp_path)
@@ -192,8 +192,8 @@ def test_hub_source_errors_say_what_to_do(tmp_path, monkeypatch):
 
 
 def test_csv_cell_limit_comes_from_the_resource_or_its_environment_variable(tmp_path, monkeypatch):
-    from arena_pipeline.core.ingest import load_dump
-    from arena_pipeline.core.sources import DEFAULT_MAX_CELL_BYTES
+    from arena_pipeline.core.ingest.load import load_dump
+    from arena_pipeline.core.ingest.sources import DEFAULT_MAX_CELL_BYTES
 
     csv_path = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
     monkeypatch.delenv("ARENA_CSV_MAX_CELL_BYTES", raising=False)

@@ -31,7 +31,7 @@ def _upstream(graph, key: dg.AssetKey) -> set[dg.AssetKey]:
 
 
 def test_every_published_table_is_an_asset_the_gate_depends_on(graph):
-    gate = graph.get(dg.AssetKey("published_dump"))
+    gate = graph.get(dg.AssetKey("publication_gate"))
     published = {k for k in gate.parent_keys if k.path[0] == constants.SCHEMA}
     assert published == {_key(t) for t in constants.PUBLISHED_TABLES}
 

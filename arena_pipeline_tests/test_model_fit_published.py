@@ -47,7 +47,7 @@ def test_a_rerank_rebuilds_the_model_fit_with_its_settings(published, tmp_path):
     setup = Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
     # the fit tables without the boards (or the boards without them) are refused by the gate
     partial = [t for t in RANKING_SELECTION if "model_fit" not in t]
-    refused = setup.run(selection=[*partial, "published_dump"], rank={"display_min_battles": 0, "ties": "drop"})
+    refused = setup.run(selection=[*partial, "publication_gate"], rank={"display_min_battles": 0, "ties": "drop"})
     failures = [e.step_failure_data.error.message for e in refused.all_events if e.is_step_failure]
     assert not refused.success and any("model_fit, model_fit_calibration are computed together" in m
                                        for m in failures), failures

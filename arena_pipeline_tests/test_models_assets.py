@@ -72,7 +72,7 @@ def test_malformed_board_fails_its_check_not_the_run(tmp_path):
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert "board.json" in check.description
     done = materialized(result)
-    assert {"arena/external_comparison", "arena/external_comparison_models", "published_dump"} <= done
+    assert {"arena/external_comparison", "arena/external_comparison_models", "publication_gate"} <= done
     assert _rows(tmp_path, "select count(*) from arena.external_comparison") == [(0,)]
     (recorded,), = _rows(tmp_path, "select settings->'$.tables.external_comparison.published_board' "
                                    "from arena.publications")
@@ -85,7 +85,7 @@ def test_no_board_configured_publishes_empty_comparison_tables(sample_run):
     result = sample_run.result
     assert result.success
     done = materialized(result)
-    assert {"published_dump", "arena/external_comparison", "arena/external_comparison_models"} <= done
+    assert {"publication_gate", "arena/external_comparison", "arena/external_comparison_models"} <= done
     assert "published_board_valid" not in {e.check_name for e in result.get_asset_check_evaluations()}
     for table in ("external_comparison", "external_comparison_models"):
         assert _rows(sample_run.root, f"select count(*) from arena.{table}") == [(0,)]

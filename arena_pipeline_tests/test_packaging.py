@@ -6,7 +6,7 @@ import tomllib
 from importlib.resources import files
 from pathlib import Path
 
-from arena_pipeline.core import quality
+from arena_pipeline.core.validation import quality
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -240,9 +240,9 @@ def test_rerank_job_recomputes_what_is_computed_from_the_new_board():
     graph = defs.resolve_asset_graph()
     leaderboard = dg.AssetKey(["arena", "leaderboard"])
     downstream = {k for k in graph.get_all_asset_keys()
-                  if {leaderboard, dg.AssetKey("published_dump")} & graph.get(k).parent_keys}
+                  if {leaderboard, dg.AssetKey("publication_gate")} & graph.get(k).parent_keys}
     assert {dg.AssetKey(["arena", "external_comparison"]), dg.AssetKey(["arena", "benchmark_agreement"]),
-            dg.AssetKey("published_dump"), dg.AssetKey("leaderboard_report")} <= downstream
+            dg.AssetKey("publication_gate"), dg.AssetKey("leaderboard_report")} <= downstream
     selected = set(defs.resolve_job_def("rerank_job").asset_layer.executable_asset_keys)
     assert downstream <= selected
     assert dg.AssetKey(["arena", "battles"]) not in selected
@@ -263,7 +263,7 @@ def test_readme_sql_cookbook_runs_as_written(sample_run):
 def test_unrated_models_and_board_status_are_published_with_the_boards(sample_run):
     """The two tables come from the rankings fit and agree with the published leaderboard; the report
     rendered by the publication lists them and has a panel per model (the session's sample run)."""
-    from arena_pipeline.core.categories import CATEGORY_NAMES
+    from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
 
     with duckdb.connect(str(sample_run.warehouse), read_only=True) as con:
         status = con.execute("SELECT category, status, rated_models, shown_models, provisional_models, "
@@ -311,7 +311,7 @@ def test_moving_to_another_dump_is_refused_as_a_change_of_source(setup):
 
 @pytest.mark.slow
 def test_the_report_or_the_gate_can_be_selected_alone(setup):
-    """`--select leaderboard_report` re-renders the live publication's report; `--select published_dump`
+    """`--select leaderboard_report` re-renders the live publication's report; `--select publication_gate`
     runs the gate (nothing new here) and keeps the report in step. Each raised DagsterInvalidSubsetError."""
     report = setup.root / "report" / "index.html"
     before = fingerprint(setup.warehouse)
@@ -323,7 +323,7 @@ def test_the_report_or_the_gate_can_be_selected_alone(setup):
     assert alone.success and report.is_file()
     assert [e.asset_key.to_user_string() for e in alone.get_asset_materialization_events()] == ["leaderboard_report"]
     report.unlink()
-    gate = run(["published_dump"])
+    gate = run(["publication_gate"])
     assert gate.success and report.is_file()  # the page follows what is live, recorded or not
-    assert [e.asset_key.to_user_string() for e in gate.get_asset_materialization_events()] == ["published_dump"]
+    assert [e.asset_key.to_user_string() for e in gate.get_asset_materialization_events()] == ["publication_gate"]
     assert fingerprint(setup.warehouse) == before and len(publications(setup.warehouse)) == 1

@@ -21,7 +21,7 @@ import pytest
 
 from arena_pipeline.assets import ingest as ingest_assets
 from arena_pipeline.assets import rankings as ranking_assets
-from arena_pipeline.core import publication as core_publication
+from arena_pipeline.core.publication import publish as core_publish
 from arena_pipeline.resources import ModelCatalog
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.publication_support import (
@@ -54,7 +54,7 @@ def _raise(*args, **kwargs):
 FAILURES = {
     "load": (ingest_assets, "load_dump"),
     "rank": (ranking_assets, "compute_rankings"),
-    "publish": (core_publication, "_drop_unused"),
+    "publish": (core_publish, "_drop_unused"),
 }
 
 

@@ -75,7 +75,7 @@ def test_a_rerank_publishes_its_own_comparisons_and_upgrades_a_warehouse_from_be
     result = materialize(sample_resources(tmp_path, model_catalog=catalog), selection=rerank_job.selection,
                          run_config=SAMPLE_RUN_CONFIG)
     assert result.success
-    assert {f"arena/{t}" for t in VALIDATION} | {"arena/leaderboard", "published_dump"} <= materialized(result)
+    assert {f"arena/{t}" for t in VALIDATION} | {"arena/leaderboard", "publication_gate"} <= materialized(result)
     assert "arena/battles" not in materialized(result)
     assert _base_tables(warehouse) == sorted(RECORD_TABLES)  # upgraded: views again
     live = _live(warehouse)
@@ -104,7 +104,7 @@ def test_a_new_benchmark_file_alone_is_published_with_the_live_boards(sample_run
     before = _live(warehouse)
     scores, _ = _scores_and_board(tmp_path)
     result = materialize(sample_resources(tmp_path, model_catalog=ModelCatalog(benchmarks=str(scores))),
-                         selection=["arena/benchmark_scores", "arena/benchmark_agreement", "published_dump",
+                         selection=["arena/benchmark_scores", "arena/benchmark_agreement", "publication_gate",
                                     "leaderboard_report"])
     assert result.success
     live = _live(warehouse)

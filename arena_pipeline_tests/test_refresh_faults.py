@@ -23,10 +23,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.constants import HISTORY_TABLES, PUBLISHED_TABLES, SCHEMA, VERSIONS_SCHEMA
-from arena_pipeline.core import hub as hub_core
-from arena_pipeline.core import warehouse as core_warehouse
-from arena_pipeline.core.publication import revision_key
-from arena_pipeline.core.warehouse import WarehouseLockedError
+from arena_pipeline.core.ingest import hub as hub_core
+from arena_pipeline.core.store import warehouse as core_warehouse
+from arena_pipeline.core.store.versions import revision_key
+from arena_pipeline.core.store.warehouse import WarehouseLockedError
 from arena_pipeline.definitions import defs
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import write_dump
@@ -198,7 +198,7 @@ def _copy_published(published_old: dict, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "point, step, new_status",
-    [("fill", "flat_tables", "fetched"), ("publish", "published_dump", "loaded")],
+    [("fill", "flat_tables", "fetched"), ("publish", "publication_gate", "loaded")],
     ids=["while_filling_tables", "inside_publication_transaction"],
 )
 def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, published_old, point, step,

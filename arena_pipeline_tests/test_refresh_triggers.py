@@ -12,9 +12,9 @@ import dagster as dg
 import pytest
 
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG
-from arena_pipeline.core.publication import ensure_catalog
 from arena_pipeline.core.ranking import REFERENCE_MODELS, RankingConfig
-from arena_pipeline.core.warehouse import connect, quoted
+from arena_pipeline.core.store.records import ensure_catalog
+from arena_pipeline.core.store.warehouse import connect, quoted
 from arena_pipeline.definitions import defs
 from arena_pipeline.refresh import SETTINGS_TAG, read_live
 from arena_pipeline.resources import DumpSource, Warehouse
@@ -209,7 +209,7 @@ def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
             # the recorded run settings, the defaults for those not recorded; tol and scale are not run settings
             assert request.run_config["ops"]["rankings"] == {"config": {
                 **DEFAULT_RUN, "display_min_battles": 0, "bootstrap_rounds": 7, "anchor_models": ["a", "b"]}}
-            assert "published_dump" not in request.run_config["ops"]
+            assert "publication_gate" not in request.run_config["ops"]
             assert request.tags[SETTINGS_TAG] == "publication 3"
             dg.validate_run_config(job, request.run_config)  # the job accepts it as it stands
     # no warehouse, or one the tick cannot open in time: the defaults, said by the missing tag

@@ -66,8 +66,8 @@ def sample(tmp_path_factory):
         sample = Sample(tmp_path_factory.mktemp("sample"), instance)
         result = sample.run("*", {"ops": {"rankings": {"config": {"display_min_battles": 0}}}})
         assert result.success
-        assert sample.live(sample.lines(result, "published_dump")[-1])[0] == 1
-        assert sample.lines(result, "published_dump")[-1].startswith("published: live is publication 1 ")
+        assert sample.live(sample.lines(result, "publication_gate")[-1])[0] == 1
+        assert sample.lines(result, "publication_gate")[-1].startswith("published: live is publication 1 ")
         yield sample
 
 
@@ -84,7 +84,7 @@ def test_readme_rerank_recipe_says_what_the_gate_says(sample):
     refused = sample.run(select, config)
     (failure,) = refused.get_step_failure_events()
     description = failure.step_failure_data.user_failure_data.description
-    assert failure.step_key == "published_dump" and RECIPE_REFUSAL in description
+    assert failure.step_key == "publication_gate" and RECIPE_REFUSAL in description
     # the refusal ends with what is still live and where
     assert description.split(". Nothing was published: ")[1].startswith("live is publication")
     assert sample.live(description) == (before[-1][0], before[-1][1])
@@ -97,7 +97,7 @@ def test_readme_rerank_recipe_says_what_the_gate_says(sample):
                            r"\"bootstrap_rounds\": 200\}\}\}\})` publishes", readme).group(1)
     result = sample.run(select, json.loads(publishing))
     assert result.success
-    last = sample.lines(result, "published_dump")[-1]
+    last = sample.lines(result, "publication_gate")[-1]
     assert last.startswith("published: ") and sample.live(last)[0] == publications(sample.warehouse)[-1][0] > before[-1][0]
 
 
@@ -113,14 +113,14 @@ def test_a_run_that_publishes_nothing_ends_saying_what_is_live(sample):
     (note,) = [m for m in sample.lines(result, "rankings") if "publishes nothing" in m]
     assert note == sample.lines(result, "rankings")[-1]
     assert f"live is publication {live[0]} (revision {live[1]}) in warehouse {sample.warehouse.resolve()}." in note
-    assert "add published_dump,leaderboard_report to the selection" in note
+    assert "add publication_gate,leaderboard_report to the selection" in note
     # the gate alone, with nothing built: nothing new, what is live and the report it re-rendered
-    result = sample.run(["published_dump"], {})
+    result = sample.run(["publication_gate"], {})
     assert result.success
-    last = sample.lines(result, "published_dump")[-1]
+    last = sample.lines(result, "publication_gate")[-1]
     assert last.startswith("nothing new was published: ") and sample.live(last) == live
     # the report alone
     result = sample.run(["leaderboard_report"], {})
-    last = sample.lines(result, "published_dump")[-1]
+    last = sample.lines(result, "publication_gate")[-1]
     assert last.startswith("report re-rendered: ") and sample.live(last) == live
     assert publications(sample.warehouse) == before

@@ -1,6 +1,6 @@
 """A re-run of an unchanged dump reuses the heavy table versions: no load, no copy, still a publication.
 
-Versions are keyed by what they are made from (``core.publication.inputs_key``: the revision, the
+Versions are keyed by what they are made from (``core.store.versions.inputs_key``: the revision, the
 settings, the package's code and the inputs' keys); a version with the key of an existing one is a
 view of it, and retention keeps a table as long as a kept or running version is a view of it.
 """

@@ -1,4 +1,4 @@
-"""Peak memory of a CSV-export load (core.sources.read_csv_export) against file size and cell size.
+"""Peak memory of a CSV-export load (core.ingest.sources.read_csv_export) against file size and cell size.
 
 Each case runs in a fresh subprocess and reports its peak RSS (``ru_maxrss``) above the baseline of
 a process that only imported the package, so the figures are the load's own. Cases:
@@ -21,13 +21,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from arena_pipeline.core.sources import MAX_CELL_SYNTAX_CHARS
+from arena_pipeline.core.ingest.sources import MAX_CELL_SYNTAX_CHARS
 
 SAMPLE = Path(__file__).resolve().parents[1] / "arena_pipeline_tests" / "data" / "arena_human_preference_sample_100.csv"
 
 CHILD = r"""
 import json, resource, sys, time
-from arena_pipeline.core import sources
+from arena_pipeline.core.ingest import sources
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 started = time.perf_counter()
 limit = int(sys.argv[2])

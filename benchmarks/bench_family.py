@@ -31,7 +31,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
 
 

@@ -1,4 +1,4 @@
-"""Wall time of a Hub download (``core.hub.download_dump``) from the fake Hub on 127.0.0.1.
+"""Wall time of a Hub download (``core.ingest.hub.download_dump``) from the fake Hub on 127.0.0.1.
 
 Run::
 
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 
 from arena_pipeline.core import hub  # noqa: E402
-from arena_pipeline.core.sources import verify_shard  # noqa: E402
+from arena_pipeline.core.ingest.sources import verify_shard  # noqa: E402
 from arena_pipeline_tests.hub_server import fake_hub_server  # noqa: E402
 
 REPO = "lmarena-ai/arena-human-preference-140k"

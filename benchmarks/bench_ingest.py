@@ -22,7 +22,7 @@ Each phase runs in its own subprocess, so its peak RSS (``ru_maxrss`` from ``os.
   pays.
 - ``floor_sql``: ``CREATE TABLE raw AS SELECT * FROM read_parquet([...])`` (DuckDB's own reader),
   for reference.
-- ``load_dump``: ``arena_pipeline.core.ingest.load_dump`` into a fresh DuckDB file.
+- ``load_dump``: ``arena_pipeline.core.ingest.load.load_dump`` into a fresh DuckDB file.
 
 Wall seconds are measured inside the subprocess (imports excluded, closing the database
 included); CPU seconds (user + system, from ``os.wait4``) are the whole subprocess's and vary less
@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from arena_pipeline.core.schema import CRITERIA, DATASET_ARROW_SCHEMA, WINNERS
+from arena_pipeline.core.dataset.schema import CRITERIA, DATASET_ARROW_SCHEMA, WINNERS
 
 FULL_ROWS = 135_634
 GENERATOR_VERSION = 2  # bump when the generator changes, so cached dumps are rebuilt
@@ -351,10 +351,10 @@ def phase_load_dump(dump: Path, db: Path) -> dict:
     reported in the detail column.
     """
     from arena_pipeline.constants import SCHEMA
-    from arena_pipeline.core import warehouse
-    from arena_pipeline.core.ingest import load_dump
-    from arena_pipeline.core.local_dump import local_manifest
-    from arena_pipeline.core.sources import SourceSpec
+    from arena_pipeline.core.ingest.load import load_dump
+    from arena_pipeline.core.ingest.local_dump import local_manifest
+    from arena_pipeline.core.ingest.sources import SourceSpec
+    from arena_pipeline.core.store import warehouse
 
     t0 = time.perf_counter()
     manifest = local_manifest(SourceSpec("parquet_dir", str(dump)))

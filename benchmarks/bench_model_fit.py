@@ -27,7 +27,7 @@ import polars as pl
 from bench_ranking import synthesize_missing_columns, with_sample_like_sessions  # noqa: E402
 from real_votes import load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
-from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.model_fit import compute_model_fit
 

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\n== {label}: {'success' if ok else 'FAILED'} in {total:.1f} s wall; publication {pid}")
             for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1])[:8]:
                 print(f"   {step:<28}{seconds:>8.2f} s")
-            print(f"   publication step (published_dump, report included): {steps.get('published_dump', 0):.2f} s")
+            print(f"   publication step (publication_gate, report included): {steps.get('publication_gate', 0):.2f} s")
             print(f"   warehouse file {size / 2**20:,.1f} MiB, {versions} tables in arena_versions")
             print(f"   rebuilt: {', '.join(sorted(rebuilt))}")
             kept = sorted(t for t in LARGE if t not in rebuilt)

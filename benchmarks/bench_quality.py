@@ -46,7 +46,7 @@ import polars as pl
 from real_votes import REAL_COLUMNS, REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
 from arena_pipeline.constants import DATASET_ID
-from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
 
 SEED = 20250529
 
@@ -152,8 +152,8 @@ def check_db(path: Path, method: str, batch_rows: int | None) -> None:
     """Validate both tables of ``path`` as the asset checks do, with ``method``; print time and RSS."""
     import duckdb
 
-    from arena_pipeline.core import quality
-    from arena_pipeline.core.dumps import unavailable_columns
+    from arena_pipeline.core.dataset.dumps import unavailable_columns
+    from arena_pipeline.core.validation import quality
 
     if method == "whole":  # the reference lives with the tests, at the repository root
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -205,7 +205,8 @@ def main() -> None:
         f"messages {messages.shape}"
     )
 
-    from arena_pipeline.core import quality, quarantine
+    from arena_pipeline.core.dataset import quarantine
+    from arena_pipeline.core.validation import quality
 
     t0 = time.perf_counter()
     quality._context()  # GX import + ephemeral context: once per process

@@ -27,7 +27,7 @@ import numpy as np
 import polars as pl
 from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
-from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 SYNTHETIC_SEED = 20250101

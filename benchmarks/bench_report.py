@@ -27,10 +27,10 @@ import polars as pl
 from bench_ranking import synthesize_missing_columns  # noqa: E402  (benchmarks/ is on sys.path)
 from real_votes import load_real_votes  # noqa: E402
 
-from arena_pipeline.core.benchmarks import benchmark_agreement, match_scores, read_benchmarks
-from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.models import load_aliases
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.models import load_aliases
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.validation.benchmarks import benchmark_agreement, match_scores, read_benchmarks
 from arena_pipeline.presentation.read import read_published
 from arena_pipeline.presentation.report import render_report
 

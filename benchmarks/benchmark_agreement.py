@@ -28,14 +28,14 @@ from pathlib import Path
 
 import polars as pl
 
-from arena_pipeline.core.benchmarks import (
+from arena_pipeline.core.dataset.models import add_canonical_columns, load_aliases
+from arena_pipeline.core.validation.benchmarks import (
     BOOTSTRAP_ROUNDS,
     BOOTSTRAP_SEED,
     benchmark_agreement,
     match_scores,
     read_benchmarks,
 )
-from arena_pipeline.core.models import add_canonical_columns, load_aliases
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORES = ROOT / "benchmarks" / "data" / "kimi_k2_instruct_eval.csv"
@@ -61,7 +61,7 @@ def _print_table(agreement: pl.DataFrame) -> None:
 def _our_boards(votes: Path | None, rounds: int) -> pl.DataFrame:
     from real_votes import REAL_VOTES, load_real_votes  # benchmarks/ is on sys.path
 
-    from arena_pipeline.core.categories import tag_categories
+    from arena_pipeline.core.dataset.categories import tag_categories
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
     t0 = time.perf_counter()

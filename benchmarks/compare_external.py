@@ -13,7 +13,7 @@ canonicalized, categories tagged with ``categories.tag_categories`` (overall, cr
 math, instruction following and hard prompt: the file lacks ``is_code``, ``sum_user_tokens``
 and ``turns``), then ``compute_rankings`` with ``methods=("bt",)``.
 
-Theirs: ``--board PATH`` (LMArena JSON or CSV, see ``arena_pipeline.core.external``). No
+Theirs: ``--board PATH`` (LMArena JSON or CSV, see ``arena_pipeline.core.validation.external``). No
 published board can be downloaded here, so without ``--board`` a reference board is built from
 the same votes by an independent method: LMArena's pre-2024 online Elo (K=4, scale 400, base
 10, every model starting at 1000, ties and both-bad = half a win, self-battles skipped) over
@@ -42,16 +42,16 @@ import numpy as np
 import polars as pl
 from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ is on sys.path)
 
-from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.external import (
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.models import add_canonical_columns, load_aliases, merged_names
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.validation.external import (
     alignment_shifts,
     compare_boards,
     load_category_map,
     read_published_board,
     to_lmarena_json,
 )
-from arena_pipeline.core.models import add_canonical_columns, load_aliases, merged_names
-from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 SEED = 20250529
 #: ``--display-names``: how other publications spell some of the votes' names (all resolved

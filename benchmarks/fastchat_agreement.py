@@ -26,7 +26,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from real_votes import REAL_VOTES, load_real_votes  # noqa: E402
 
-from arena_pipeline.core.categories import tag_categories  # noqa: E402
+from arena_pipeline.core.dataset.categories import tag_categories  # noqa: E402
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings  # noqa: E402
 from arena_pipeline_tests.fastchat_reference import (  # noqa: E402
     centred,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from arena_pipeline.core.schema import CRITERIA
+from arena_pipeline.core.dataset.schema import CRITERIA
 
 #: shared/ sits beside the repository checkout.
 REAL_VOTES = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / \

@@ -26,10 +26,10 @@ from arena_pipeline.core.analysis import (
     sql_literal,
     write_preference_pairs,
 )
-from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA
-from arena_pipeline.core.publication import sibling_version, versioned
-from arena_pipeline.core.warehouse import relation_exists
-from arena_pipeline.version_store import VERSION_STORE, Fill, TableRef, Versioned, stored_input
+from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA
+from arena_pipeline.core.store.versions import sibling_version, versioned
+from arena_pipeline.core.store.warehouse import relation_exists
+from arena_pipeline.assets.version_store import VERSION_STORE, Fill, TableRef, Versioned, stored_input
 
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
                  for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE, PREFERENCE_PAIRS_TABLE)}

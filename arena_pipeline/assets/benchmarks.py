@@ -12,7 +12,9 @@ from arena_pipeline.constants import (
     LEADERBOARD_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.benchmarks import (
+from arena_pipeline.core.ingest.hub import HubError
+from arena_pipeline.core.store.versions import read_input, write_version
+from arena_pipeline.core.validation.benchmarks import (
     BENCHMARK_AGREEMENT_SCHEMA,
     BENCHMARK_SCORES_SCHEMA,
     BenchmarkFormatError,
@@ -20,8 +22,6 @@ from arena_pipeline.core.benchmarks import (
     match_scores,
     source_record,
 )
-from arena_pipeline.core.hub import HubError
-from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 

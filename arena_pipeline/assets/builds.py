@@ -10,7 +10,7 @@ import dagster as dg
 import polars as pl
 
 from arena_pipeline.constants import SCHEMA
-from arena_pipeline.core.publication import Build, NothingPublishedError, current_build
+from arena_pipeline.core.store.versions import Build, NothingPublishedError, current_build
 
 FINISHED_RUN_STATUSES = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 

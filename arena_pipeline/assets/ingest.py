@@ -17,21 +17,26 @@ from arena_pipeline.constants import (
     SCHEMA,
     VERSIONS_SCHEMA,
 )
-from arena_pipeline.core.ingest import LoadReport, load_dump
-from arena_pipeline.core.local_dump import local_revision
-from arena_pipeline.core.manifest import DumpManifest
-from arena_pipeline.core.publication import (
+from arena_pipeline.core.dataset.manifest import DumpManifest
+from arena_pipeline.core.dataset.schema import (
+    BATTLES_SCHEMA,
+    CONTEXT_MESSAGES_SCHEMA,
+    MESSAGES_SCHEMA,
+    QUARANTINE_SCHEMA,
+)
+from arena_pipeline.core.ingest.load import LoadReport, load_dump
+from arena_pipeline.core.ingest.local_dump import local_revision
+from arena_pipeline.core.ingest.sources import SourceError, new_fields
+from arena_pipeline.core.store.records import record_dump
+from arena_pipeline.core.store.versions import (
     finish_build,
-    record_dump,
     register_version,
     reusable_version,
     reuse_version,
     start_build,
     version_name,
 )
-from arena_pipeline.core.schema import BATTLES_SCHEMA, CONTEXT_MESSAGES_SCHEMA, MESSAGES_SCHEMA, QUARANTINE_SCHEMA
-from arena_pipeline.core.sources import SourceError, new_fields
-from arena_pipeline.core.warehouse import WarehouseCorruptError, WarehouseLockedError
+from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
@@ -112,7 +117,7 @@ def raw_dump(
     re-run with the same sha downloads nothing); local sources are read in place and identified by
     their content (sha256). Every parquet shard is opened and its schema checked before anything
     downstream uses it. This step starts the run's build: every table the run writes is a version
-    of its own, published only by published_dump. Hub errors are retried inside the Hub client
+    of its own, published only by publication_gate. Hub errors are retried inside the Hub client
     only; the step itself is not retried. The run's ranking settings are checked first (a size
     setting out of range fails here, with the memory it would need, not after the load).
     """

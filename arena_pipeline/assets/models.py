@@ -16,18 +16,18 @@ from arena_pipeline.constants import (
     MODELS_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.external import (
+from arena_pipeline.core.dataset.models import MODELS_SCHEMA, merged_names, models_table
+from arena_pipeline.core.store.versions import read_input, write_version
+from arena_pipeline.core.validation.external import (
     EXTERNAL_COMPARISON_MODELS_SCHEMA,
     EXTERNAL_COMPARISON_SCHEMA,
     BoardFormatError,
     board_sha256,
     compare_leaderboard,
 )
-from arena_pipeline.core.models import MODELS_SCHEMA, merged_names, models_table
-from arena_pipeline.core.publication import read_input, write_version
 from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.resources import ModelCatalog, Warehouse
-from arena_pipeline.version_store import VERSION_STORE, Versioned, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
 EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])

@@ -19,30 +19,30 @@ from arena_pipeline.constants import (
     PUBLISHED_TAG,
     SCHEMA,
 )
-from arena_pipeline.core.changes import write_publication_changes
-from arena_pipeline.core.publication import (
+from arena_pipeline.core.publication.changes import write_publication_changes
+from arena_pipeline.core.publication.gate import (
+    GatePolicy,
     NothingBuiltError,
-    PublicationError,
-    live_publication,
+    board_problems,
     plan_tables,
     publication_settings,
-    publish,
-    refuse_build,
-    versioned,
+    refusal_message,
 )
-from arena_pipeline.core.publication_gate import GatePolicy, board_problems, refusal_message
-from arena_pipeline.core.warehouse import WarehouseLockedError, read_frame
+from arena_pipeline.core.publication.publish import publish
+from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.versions import PublicationError, refuse_build, versioned
+from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
 from arena_pipeline.presentation.read import Published, read_published
 from arena_pipeline.presentation.report import render_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
-PUBLISHED_DUMP = dg.AssetKey("published_dump")
+PUBLICATION_GATE = dg.AssetKey("publication_gate")
 REPORT = dg.AssetKey("leaderboard_report")
 
 
 class PublishConfig(dg.Config):
-    """Settings of the publication gate (run configuration of published_dump)."""
+    """Settings of the publication gate (run configuration of publication_gate)."""
 
     allow_degenerate: bool = Field(
         default=False, description="Publish even an empty overall board or one that lost many models/categories.")
@@ -57,15 +57,15 @@ class PublishConfig(dg.Config):
 
 
 @dg.multi_asset(
-    name="published_dump",
+    name="publication_gate",
     specs=[
-        dg.AssetSpec(PUBLISHED_DUMP, group_name="publish", kinds={"duckdb"},
+        dg.AssetSpec(PUBLICATION_GATE, group_name="publish", kinds={"duckdb"},
                      deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES],
                      description="The publication gate: re-points every arena.* view at this run's tables "
                      "(with the live publication's for what the run did not rebuild) in one DuckDB "
                      "transaction, after checking them; recorded in arena.publications, with "
                      "arena.publication_changes (the new boards against the live ones), written by the gate."),
-        dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLISHED_DUMP],
+        dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLICATION_GATE],
                      description="A static, offline HTML report of the live publication (default "
                      "data/report/index.html), rendered once per publication by the gate's step (its benchmark "
                      "panel from the publication's own benchmark tables). Selected alone, it re-renders the "
@@ -73,13 +73,13 @@ class PublishConfig(dg.Config):
     ],
     can_subset=True,  # either may be materialized alone (`--select leaderboard_report`)
 )
-def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
+def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
                    report_settings: ReportSettings):
     """Publish this run's tables through the gate, then re-render the report.
 
     The gate's rules (what it publishes, when it refuses, retention) are stated once, in the README's
-    *Tables* section, paragraph **Publication**; ``core.publication.plan_tables`` (which versions,
-    table rules) and ``core.publication_gate`` (board rules) implement them. A run that built nothing
+    *Tables* section, paragraph **Publication**; ``core.publication.gate.plan_tables`` (which versions,
+    table rules) and ``core.publication.gate`` (board rules) implement them. A run that built nothing
     publishes nothing and only re-renders the report; a refused run re-renders it too (the page then
     says which revision is not published and why).
 
@@ -87,7 +87,7 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
     the gate alone still re-renders the report file after a publication (what is live and the page
     must not disagree), without recording a materialization of the report.
     """
-    if PUBLISHED_DUMP not in context.selected_asset_keys:
+    if PUBLICATION_GATE not in context.selected_asset_keys:
         yield _render_report(context, warehouse, report_settings)
         context.log.info(f"report re-rendered: {_live_now(warehouse, report_settings)}")
         return
@@ -125,13 +125,13 @@ def published_dump(context: dg.AssetExecutionContext, config: PublishConfig, war
         raise dg.Failure(description=str(refused), allow_retries=False) from refused.__cause__
     if chosen is None:
         context.log.info("this run built no table: nothing new to publish; re-rendering the report")
-        yield dg.MaterializeResult(asset_key=PUBLISHED_DUMP, metadata={"status": "nothing new to publish"})
+        yield dg.MaterializeResult(asset_key=PUBLICATION_GATE, metadata={"status": "nothing new to publish"})
     else:
         context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
         context.log.info(f"publication {report.publication_id}: {report.revision} "
                          f"(previous: {report.previous}); rebuilt {', '.join(report.rebuilt)}")
         yield dg.MaterializeResult(
-            asset_key=PUBLISHED_DUMP,
+            asset_key=PUBLICATION_GATE,
             metadata={
                 "publication_id": report.publication_id,
                 "revision": report.revision,
@@ -181,18 +181,18 @@ def _live_now(warehouse: Warehouse, report_settings: ReportSettings | None = Non
 
 def note_if_unpublished(context: dg.AssetExecutionContext, warehouse: Warehouse) -> None:
     """End a step that built tables with one line when its run publishes nothing: the run's selection
-    has no published_dump and no selected asset comes after this step's. The line says that what
+    has no publication_gate and no selected asset comes after this step's. The line says that what
     users see did not change, what is live, and the selection that publishes (only the gate does)."""
     graph = context.job_def.asset_layer.asset_graph  # the run's job (a repository is not always there)
     selection = set(context.run.asset_selection or graph.executable_asset_keys)
-    if PUBLISHED_DUMP in selection:
+    if PUBLICATION_GATE in selection:
         return
     later = dg.AssetSelection.assets(*context.selected_asset_keys).downstream(include_self=False).resolve(graph)
     if later & selection:  # a later step of this run ends it
         return
     context.log.info(
         f"this run publishes nothing: its tables are built beside the live ones and what users see is unchanged, "
-        f"{_live_now(warehouse)}. Only the publication gate changes it: add published_dump,leaderboard_report to "
+        f"{_live_now(warehouse)}. Only the publication gate changes it: add publication_gate,leaderboard_report to "
         "the selection (a re-rank: with the ranking tables and the validation tables computed from them, or "
         "the rerank_job; a rebuild: --select '*')")
 

@@ -22,16 +22,8 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.dumps import conflicting_copies
-from arena_pipeline.core.external import (
-    BoardFormatError,
-    alignment_record,
-    alignment_shifts,
-    apply_alignment,
-    board_sha256,
-    unaligned_record,
-)
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.dumps import conflicting_copies
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
@@ -46,10 +38,18 @@ from arena_pipeline.core.ranking.model_fit import (
     MODEL_FIT_SCHEMA,
     compute_model_fit,
 )
+from arena_pipeline.core.validation.external import (
+    BoardFormatError,
+    alignment_record,
+    alignment_shifts,
+    apply_alignment,
+    board_sha256,
+    unaligned_record,
+)
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published
 from arena_pipeline.resources import ModelCatalog
-from arena_pipeline.version_store import VERSION_STORE, Versioned, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
@@ -71,7 +71,7 @@ RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
 def battle_categories(battles: pl.DataFrame) -> dg.Output[Versioned]:
     """arena.battle_categories: (battle_id, category) for overall and the 7 categories of the schema seed.
 
-    Rules (core/categories.py): creative_writing, math, instruction_following flags; coding =
+    Rules (core/dataset/categories.py): creative_writing, math, instruction_following flags; coding =
     is_code; hard_prompt = at least 6 of the 7 criteria; longer_query = sum_user_tokens > 500;
     multi_turn = turns > 1. A null flag counts as false and is counted in the metadata. The same
     battles and code tagged before: that version, as a view.
@@ -182,7 +182,7 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_
     they are built with the six, from the same settings.
     """
     selected = {key.path[-1] for key in context.selected_asset_keys}
-    # the leaderboards rank canonical names (core/models.py); raw names stay in arena.battles
+    # the leaderboards rank canonical names (core/dataset/models.py); raw names stay in arena.battles
     canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
     battles = battles.with_columns(**canonical)
     ranking_config = config.ranking_config()

@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
-from arena_pipeline.core.categories import CATEGORY_NAMES, category_order
-from arena_pipeline.core.pairs import MESSAGE_SEPARATOR, PAIR_COLUMNS, ROLE_MARKERS
+from arena_pipeline.core.dataset.categories import CATEGORY_NAMES, category_order
+from arena_pipeline.core.ingest.pairs import MESSAGE_SEPARATOR, PAIR_COLUMNS, ROLE_MARKERS
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 #: Columns and types of :func:`position_bias`.
@@ -504,7 +504,7 @@ def _categories_sql(battle_categories: str) -> str:
 
 def adopt_loaded_pairs(con: duckdb.DuckDBPyConnection, loaded: str, target: str, battle_categories: str
                        ) -> tuple[int, int]:
-    """Make the loader's pairs table (``core.pairs.pair_rows``, batch by batch) the table ``target``.
+    """Make the loader's pairs table (``core.ingest.pairs.pair_rows``, batch by batch) the table ``target``.
 
     The texts are kept as written (the table is renamed, not copied); each row's ``categories``
     is set from ``battle_categories``, the published tagging, wherever the loader's per-batch

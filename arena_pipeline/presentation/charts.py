@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from arena_pipeline.core.categories import category_label
+from arena_pipeline.core.dataset.categories import category_label
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.read import Published
 from arena_pipeline.presentation.templating import ci_title, environment, is_finite, is_num, slug

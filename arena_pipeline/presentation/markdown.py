@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from arena_pipeline.core.categories import category_label
+from arena_pipeline.core.dataset.categories import category_label
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.charts import rating_chart_svg, svg_data_uri
 from arena_pipeline.presentation.read import Published

@@ -1,9 +1,9 @@
 """One read API over the published views: Polars frames for the CLI, the report and the UI previews.
 
-Category order and labels come from ``core.categories`` (``ordered_categories``, ``category_label``),
+Category order and labels come from ``core.dataset.categories`` (``ordered_categories``, ``category_label``),
 method order and labels from ``core.ranking`` (``METHODS``, ``method_label``); nothing else decides
 them. The derived tables (rank changes, opponents, style per model, quality summary) are computed by
-``core.published``; this module reads a consistent snapshot and hands out its frames.
+``core.publication.derived``; this module reads a consistent snapshot and hands out its frames.
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
-from arena_pipeline.core.categories import CATEGORY_NAMES, category_order, ordered_categories
-from arena_pipeline.core.changes import CHANGES_SCHEMA
-from arena_pipeline.core.freshness import Pending, unpublished_revisions
-from arena_pipeline.core.publication import live_publication
-from arena_pipeline.core.published import (
+from arena_pipeline.core.dataset.categories import CATEGORY_NAMES, category_order, ordered_categories
+from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
+from arena_pipeline.core.publication.changes import CHANGES_SCHEMA
+from arena_pipeline.core.publication.derived import (
     FAILED,
     LOADED_ROWS_SCHEMA,
     STYLE_PROFILE_SCHEMA,
@@ -50,6 +48,7 @@ from arena_pipeline.core.published import (
     style_profile,
     table_frame,
 )
+from arena_pipeline.core.publication.freshness import Pending, unpublished_revisions
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     METHODS,
@@ -59,8 +58,9 @@ from arena_pipeline.core.ranking import (
     RankingOutput,
 )
 from arena_pipeline.core.ranking.model_fit import MODEL_FIT_CALIBRATION_SCHEMA, MODEL_FIT_SCHEMA
-from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
-from arena_pipeline.core.warehouse import quoted, read_frame, read_snapshot, relation_exists
+from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.warehouse import quoted, read_frame, read_snapshot, relation_exists
+from arena_pipeline.core.validation.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
 
 
 class NoBoard(ValueError):
@@ -83,18 +83,18 @@ class Published:
     #: The live publication's benchmark comparison (its own versions); None: no panel (none configured, or a
     #: publication from before the benchmark tables were published by the gate).
     benchmarks: Benchmarks | None = None
-    #: Where the input rows went (``core.published.loaded_rows``): the battles, then each quarantine rule.
+    #: Where the input rows went (``core.publication.derived.loaded_rows``): the battles, then each quarantine rule.
     loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))
-    #: The live leaderboard's alignment to a published board (``core.external.alignment_record``, kept in
+    #: The live leaderboard's alignment to a published board (``core.validation.external.alignment_record``, kept in
     #: arena.publications' settings); None: not asked for.
     alignment: dict[str, Any] | None = None
     #: Held-out goodness of fit of each board and its calibration deciles (``core.ranking.model_fit``).
     model_fit: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_SCHEMA))
     model_fit_calibration: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA))
-    #: ``arena.publication_changes``: the boards against the previous publication's (``core.changes``).
+    #: ``arena.publication_changes``: the boards against the previous publication's (``core.publication.changes``).
     changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CHANGES_SCHEMA))
-    #: Dump revisions fetched after the live one and not published, with why (``core.freshness``), as of
+    #: Dump revisions fetched after the live one and not published, with why (``core.publication.freshness``), as of
     #: reading: the page says the board is not the newest dump's.
     pending: tuple[Pending, ...] = ()
 
@@ -172,7 +172,7 @@ class Published:
         return of_category(self.style_coefficients, category)
 
     def rank_changes(self, category: str | None = None) -> pl.DataFrame:
-        """:func:`~arena_pipeline.core.published.rank_changes` of the leaderboard."""
+        """:func:`~arena_pipeline.core.publication.derived.rank_changes` of the leaderboard."""
         return rank_changes(self.leaderboard, category)
 
     def models(self) -> list[str]:
@@ -227,7 +227,7 @@ class Published:
 
     def benchmark_points(self, category: str, method: str, benchmark: str) -> pl.DataFrame:
         """Each matched model's rating (with its interval) beside its benchmark score, by our rank
-        (:data:`~arena_pipeline.core.benchmarks.PANEL_POINTS_SCHEMA`; empty without a match)."""
+        (:data:`~arena_pipeline.core.validation.benchmarks.PANEL_POINTS_SCHEMA`; empty without a match)."""
         return self._benchmark_points.get((category, method, benchmark), pl.DataFrame(schema=PANEL_POINTS_SCHEMA))
 
     def benchmark_agreement(self, category: str | None = None, method: str | None = None) -> pl.DataFrame:
@@ -237,7 +237,7 @@ class Published:
         return out if method is None else out.filter(pl.col("method") == method)
 
     def alignment_of(self, category: str, method: str) -> dict[str, Any] | None:
-        """One board's alignment entry (``core.external.ALIGNMENT_SCHEMA`` plus the board's name and date),
+        """One board's alignment entry (``core.validation.external.ALIGNMENT_SCHEMA`` plus the board's name and date),
         ``{"problem": ...}`` when alignment was asked for and not made, None when it was not asked for."""
         record = self.alignment
         if not record:
@@ -267,7 +267,7 @@ class Published:
         return self.changes.filter((pl.col("category") == category) & (pl.col("method") == method))
 
     def quality_summary(self) -> pl.DataFrame:
-        """Checks per table (:func:`~arena_pipeline.core.published.quality_summary`)."""
+        """Checks per table (:func:`~arena_pipeline.core.publication.derived.quality_summary`)."""
         return quality_summary(self.quality_results)
 
     def failed_checks(self) -> pl.DataFrame:
@@ -278,12 +278,12 @@ class Published:
 
 def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> Published:
     """Every published frame in one transaction (a consistent snapshot); ``style``: also the per-model
-    ``core.published.style_profile`` (an aggregate over ``schema.battles``; the report's panels).
+    ``core.publication.derived.style_profile`` (an aggregate over ``schema.battles``; the report's panels).
 
     Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
     row: None; ``benchmarks``: None unless they describe the live publication, see
-    :func:`~arena_pipeline.core.published.live_benchmarks`); ``quality_results`` keeps the checks of
-    the live publication's table versions (:func:`~arena_pipeline.core.published.latest_quality_results`).
+    :func:`~arena_pipeline.core.publication.derived.live_benchmarks`); ``quality_results`` keeps the checks of
+    the live publication's table versions (:func:`~arena_pipeline.core.publication.derived.latest_quality_results`).
 
     Raises
     ------

@@ -13,9 +13,9 @@ import polars as pl
 from markupsafe import Markup
 
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
-from arena_pipeline.core.atomic import write_text_atomic
-from arena_pipeline.core.benchmarks import MIN_MODELS
-from arena_pipeline.core.categories import RULES_BY_NAME
+from arena_pipeline.core.dataset.categories import RULES_BY_NAME
+from arena_pipeline.core.store.atomic import write_text_atomic
+from arena_pipeline.core.validation.benchmarks import MIN_MODELS
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,
     calibration_chart_svg,

@@ -12,7 +12,7 @@ import polars as pl
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
-from arena_pipeline.core.categories import category_label
+from arena_pipeline.core.dataset.categories import category_label
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.read import when
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from arena_pipeline.core.schema import BATTLES_SCHEMA, CRITERIA, MESSAGES_SCHEMA
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, CRITERIA, MESSAGES_SCHEMA
 
 MODELS = ("gemini-2.5-pro", "claude-opus-4-20250514", "gpt-4.1-2025-04-14", "deepseek-v3-0324")
 WINNER_CYCLE = ("model_a", "model_b", "tie", "both_bad")

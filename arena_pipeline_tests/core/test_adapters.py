@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arena_pipeline.core.adapters import (
+from arena_pipeline.core.dataset.adapters import (
     ARENA_100K,
     ARENA_140K,
     CHATBOT_ARENA_33K,
@@ -22,14 +22,14 @@ from arena_pipeline.core.adapters import (
     choose_adapter,
     csv_schema,
 )
-from arena_pipeline.core.dumps import dump_battles, unavailable_columns
-from arena_pipeline.core.ingest import load_dump
-from arena_pipeline.core.local_dump import local_manifest
-from arena_pipeline.core.manifest import combine, combined_revision
-from arena_pipeline.core.quality import validate_frame
-from arena_pipeline.core.quarantine import CROSS_DUMP_RULE
-from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
-from arena_pipeline.core.sources import SourceError, compare_schema, parse_source, verify_shard
+from arena_pipeline.core.dataset.dumps import dump_battles, unavailable_columns
+from arena_pipeline.core.dataset.manifest import combine, combined_revision
+from arena_pipeline.core.dataset.quarantine import CROSS_DUMP_RULE
+from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA
+from arena_pipeline.core.ingest.load import load_dump
+from arena_pipeline.core.ingest.local_dump import local_manifest
+from arena_pipeline.core.ingest.sources import SourceError, compare_schema, parse_source, verify_shard
+from arena_pipeline.core.validation.quality import validate_frame
 from arena_pipeline_tests import dump_fixtures as fx
 from arena_pipeline_tests.quality_reference import validate_dumps
 
@@ -275,7 +275,7 @@ def test_combined_revision_tracks_each_dump():
 
 
 def test_categories_are_unavailable_for_dumps_that_lack_their_fields(combined):
-    from arena_pipeline.core.categories import tag_categories
+    from arena_pipeline.core.dataset.categories import tag_categories
 
     _, con, _ = combined
     battles = con.execute("SELECT * FROM s.battles").pl()
@@ -296,7 +296,7 @@ def test_categories_are_unavailable_for_dumps_that_lack_their_fields(combined):
 
 
 def test_per_dump_boards_are_each_dumps_own_fit(combined):
-    from arena_pipeline.core.categories import tag_categories
+    from arena_pipeline.core.dataset.categories import tag_categories
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
 
     _, con, _ = combined

@@ -16,8 +16,8 @@ from arena_pipeline.core.analysis import (
     position_bias,
     rating_trend,
 )
+from arena_pipeline.core.dataset.schema import MESSAGES_SCHEMA
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.schema import MESSAGES_SCHEMA
 from arena_pipeline_tests.pair_frames import preference_pairs
 
 
@@ -351,8 +351,8 @@ def test_preference_pairs_side_without_reply_is_left_out(conversation):
 def test_preference_pairs_on_the_real_sample():
     from pathlib import Path
 
-    from arena_pipeline.core.categories import tag_categories
-    from arena_pipeline.core.sources import read_csv_export
+    from arena_pipeline.core.dataset.categories import tag_categories
+    from arena_pipeline.core.ingest.sources import read_csv_export
     from arena_pipeline_tests.fixtures import flatten_table
 
     sample = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"

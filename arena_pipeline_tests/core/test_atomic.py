@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena_pipeline.core.atomic import write_text_atomic
+from arena_pipeline.core.store.atomic import write_text_atomic
 
 
 def test_write_creates_the_folder_and_replaces_the_file(tmp_path):

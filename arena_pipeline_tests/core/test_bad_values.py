@@ -12,16 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arena_pipeline.core import ingest
-from arena_pipeline.core.adapters import KAGGLE_55K, choose_adapter
-from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.dumps import board_dumps, conflicting_copies
-from arena_pipeline.core.ingest import load_dump
-from arena_pipeline.core.local_dump import local_manifest
-from arena_pipeline.core.manifest import combine
-from arena_pipeline.core.quarantine import CONFLICT_RULE, CROSS_DUMP_RULE
+from arena_pipeline.core.dataset.adapters import KAGGLE_55K, choose_adapter
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.dumps import board_dumps, conflicting_copies
+from arena_pipeline.core.dataset.manifest import combine
+from arena_pipeline.core.dataset.quarantine import CONFLICT_RULE, CROSS_DUMP_RULE
+from arena_pipeline.core.ingest import load as ingest
+from arena_pipeline.core.ingest.load import load_dump
+from arena_pipeline.core.ingest.local_dump import local_manifest
+from arena_pipeline.core.ingest.sources import SourceError, parse_source
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
-from arena_pipeline.core.sources import SourceError, parse_source
 from arena_pipeline_tests import bad_inputs as bi
 from arena_pipeline_tests import dump_fixtures as fx
 from arena_pipeline_tests.fixtures import make_table

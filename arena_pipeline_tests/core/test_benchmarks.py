@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from arena_pipeline.core.benchmarks import (
+from arena_pipeline.core.dataset.models import load_aliases
+from arena_pipeline.core.validation.benchmarks import (
     BENCHMARK_AGREEMENT_SCHEMA,
     BENCHMARK_SCORES_SCHEMA,
     MAX_ABS_SCORE,
@@ -27,7 +28,6 @@ from arena_pipeline.core.benchmarks import (
     read_benchmarks,
     resampled_coefficients,
 )
-from arena_pipeline.core.models import load_aliases
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "benchmarks"
 # two adjacent swaps among 8 models (ranks 2 1 3 4 5 6 8 7): 2 discordant pairs of 28, sum d^2 = 4

@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 
 from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.categories import CATEGORY_NAMES, CATEGORY_RULES, tag_categories
-from arena_pipeline.core.schema import BATTLES_SCHEMA, CRITERIA
+from arena_pipeline.core.dataset.categories import CATEGORY_NAMES, CATEGORY_RULES, tag_categories
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, CRITERIA
 
 CRITERIA_COLUMNS = [f"criteria_{c}" for c in CRITERIA]
 

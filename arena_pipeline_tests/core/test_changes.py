@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core.changes import (
+from arena_pipeline.core.publication.changes import (
     CHANGES_SCHEMA,
     SAME_VOTES,
     UNKNOWN,
@@ -21,8 +21,9 @@ from arena_pipeline.core.changes import (
     data_relation,
     ranking_settings,
 )
-from arena_pipeline.core.publication import VERSIONS, ensure_catalog, versioned
 from arena_pipeline.core.ranking import RankingConfig
+from arena_pipeline.core.store.records import VERSIONS, ensure_catalog
+from arena_pipeline.core.store.versions import versioned
 
 
 def board(rows: list[tuple], category: str = "overall", method: str = "bt") -> pl.DataFrame:

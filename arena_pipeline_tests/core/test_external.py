@@ -9,7 +9,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from arena_pipeline.core.external import (
+from arena_pipeline.core.dataset.models import load_aliases
+from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA, RankingConfig, compute_rankings
+from arena_pipeline.core.validation.external import (
     BOARD_SCHEMA,
     COMPARISON_MODELS_SCHEMA,
     SUMMARY_SCHEMA,
@@ -22,8 +24,6 @@ from arena_pipeline.core.external import (
     read_published_board,
     to_lmarena_json,
 )
-from arena_pipeline.core.models import load_aliases
-from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA, RankingConfig, compute_rankings
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "external"
 

@@ -10,14 +10,14 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from arena_pipeline.core.schema import (
+from arena_pipeline.core.dataset.schema import (
     BATTLES_NESTED_PATHS,
     CONTEXT_MESSAGES_SCHEMA,
     DATASET_ARROW_SCHEMA,
     FLAT_BATTLES_SCHEMA,
     MESSAGES_SCHEMA,
 )
-from arena_pipeline.core.sources import read_csv_export
+from arena_pipeline.core.ingest.sources import read_csv_export
 from arena_pipeline_tests.fixtures import flatten_table, make_row, make_rows
 
 REAL_CSV = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"

@@ -7,7 +7,7 @@ import datetime as dt
 import polars as pl
 import pytest
 
-from arena_pipeline.core.freshness import (
+from arena_pipeline.core.publication.freshness import (
     BUILDS_SCHEMA,
     DUMPS_SCHEMA,
     PUBLICATIONS_SCHEMA,
@@ -19,8 +19,8 @@ from arena_pipeline.core.freshness import (
     read_records,
     short_revision,
 )
-from arena_pipeline.core.publication import ensure_catalog
-from arena_pipeline.core.warehouse import connect
+from arena_pipeline.core.store.records import ensure_catalog
+from arena_pipeline.core.store.warehouse import connect
 
 T0 = dt.datetime(2026, 11, 1)
 WEEK = dt.timedelta(days=7)
@@ -190,7 +190,7 @@ def test_read_records_from_a_warehouse(tmp_path):
 def test_unpublished_revisions_of_a_warehouse_without_records_or_with_older_tables():
     import duckdb
 
-    from arena_pipeline.core.freshness import unpublished_revisions
+    from arena_pipeline.core.publication.freshness import unpublished_revisions
 
     with duckdb.connect() as con:
         assert unpublished_revisions(con, "arena") == []  # nothing recorded yet

@@ -1,4 +1,4 @@
-"""arena_pipeline.core.hub against the fake Hub (a subprocess on 127.0.0.1, stopped by PID)."""
+"""arena_pipeline.core.ingest.hub against the fake Hub (a subprocess on 127.0.0.1, stopped by PID)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arena_pipeline.core import hub
-from arena_pipeline.core.manifest import DumpManifest
-from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
-from arena_pipeline.core.sources import SourceError
+from arena_pipeline.core.dataset.manifest import DumpManifest
+from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA
+from arena_pipeline.core.ingest import hub
+from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline_tests.hub_server import FakeHub, fake_hub_server, verified_revisions
 
 pytestmark = pytest.mark.slow

@@ -6,9 +6,10 @@ import os
 import shutil
 from pathlib import Path
 
-from arena_pipeline.core import ingest, local_dump
-from arena_pipeline.core.local_dump import ContentHashes, local_manifest, local_revision
-from arena_pipeline.core.sources import parse_source
+from arena_pipeline.core.ingest import load as ingest
+from arena_pipeline.core.ingest import local_dump
+from arena_pipeline.core.ingest.local_dump import ContentHashes, local_manifest, local_revision
+from arena_pipeline.core.ingest.sources import parse_source
 from arena_pipeline.resources import DumpSource
 
 REAL_CSV = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
@@ -78,7 +79,7 @@ def _loaded(manifest, tmp_path):
 def test_a_file_rewritten_after_its_revision_was_computed_is_not_loaded_under_it(tmp_path):
     import pytest
 
-    from arena_pipeline.core.sources import SourceError
+    from arena_pipeline.core.ingest.sources import SourceError
 
     dump = tmp_path / "votes.csv"
     shutil.copy(REAL_CSV, dump)
@@ -109,7 +110,7 @@ def test_an_unchanged_file_is_not_hashed_again_by_the_load(tmp_path, monkeypatch
 def test_a_file_changed_while_it_is_read_fails_the_load(tmp_path, monkeypatch):
     import pytest
 
-    from arena_pipeline.core.sources import SourceError
+    from arena_pipeline.core.ingest.sources import SourceError
 
     dump = tmp_path / "votes.csv"
     shutil.copy(REAL_CSV, dump)

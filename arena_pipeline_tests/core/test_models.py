@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.models import (
+from arena_pipeline.core.dataset.models import (
     ALIASES_SCHEMA,
     MERGED_NAMES_SCHEMA,
     MODELS_SCHEMA,

@@ -9,14 +9,14 @@ import polars as pl
 import pytest
 
 from arena_pipeline import constants
-from arena_pipeline.core import ingest
 from arena_pipeline.core.analysis import adopt_loaded_pairs, write_preference_pairs
-from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.ingest import load_dump
-from arena_pipeline.core.local_dump import local_manifest
-from arena_pipeline.core.manifest import combine
-from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA, pair_rows
-from arena_pipeline.core.sources import parse_source, read_csv_export
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.manifest import combine
+from arena_pipeline.core.ingest import load as ingest
+from arena_pipeline.core.ingest.load import load_dump
+from arena_pipeline.core.ingest.local_dump import local_manifest
+from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA, pair_rows
+from arena_pipeline.core.ingest.sources import parse_source, read_csv_export
 from arena_pipeline_tests import dump_fixtures as fx
 from arena_pipeline_tests.fixtures import flatten_table, make_table, write_dump
 from arena_pipeline_tests.pair_frames import preference_pairs

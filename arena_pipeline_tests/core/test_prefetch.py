@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from arena_pipeline.core.prefetch import prefetched
+from arena_pipeline.core.ingest.prefetch import prefetched
 
 
 def test_yields_every_item_in_order():

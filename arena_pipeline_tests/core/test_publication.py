@@ -9,21 +9,18 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core.ingest import DumpManifest, ShardFile
-from arena_pipeline.core.publication import (
+from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile, manifest_from_json, manifest_to_json
+from arena_pipeline.core.publication.gate import plan_tables
+from arena_pipeline.core.publication.publish import publish
+from arena_pipeline.core.store.records import live_publication, record_dump
+from arena_pipeline.core.store.versions import (
     NothingPublishedError,
     PublicationError,
     build_key,
     current_build,
     input_version,
-    live_publication,
-    manifest_from_json,
-    manifest_to_json,
-    plan_tables,
-    publish,
     read_input,
     record_checks,
-    record_dump,
     refuse_build,
     revision_key,
     start_build,
@@ -267,8 +264,8 @@ def test_a_build_whose_process_is_gone_is_ended_abandoned_by_the_next_run(con):
 
 
 def test_a_reused_version_records_the_key_it_was_found_by_computed_once(con, monkeypatch):
-    from arena_pipeline.core import publication
-    from arena_pipeline.core.publication import reusable_version, reuse_version
+    from arena_pipeline.core.store import versions as publication
+    from arena_pipeline.core.store.versions import reusable_version, reuse_version
 
     first = start_build(con, "arena", "run-a", _manifest(SHA1))
     write_version(con, "battles", first, _frame(3, "a"), {"x": 1})

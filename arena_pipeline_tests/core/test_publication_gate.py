@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from arena_pipeline.core.publication_gate import GatePolicy, board_problems, refusal_message
+from arena_pipeline.core.publication.gate import GatePolicy, board_problems, refusal_message
 
 
 def _board(models, categories=("overall",), method="bt", provisional=None) -> pl.DataFrame:

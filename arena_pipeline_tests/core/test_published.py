@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core.published import (
+from arena_pipeline.core.publication.derived import (
     LOADED_ROWS_SCHEMA,
     QUALITY_SUMMARY_SCHEMA,
     STYLE_PROFILE_SCHEMA,

@@ -14,9 +14,9 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core import quality
-from arena_pipeline.core.dumps import unavailable_columns
-from arena_pipeline.core.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
+from arena_pipeline.core.dataset.dumps import unavailable_columns
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
+from arena_pipeline.core.validation import quality
 from arena_pipeline_tests.core.battle_frames import make_battles, make_messages, with_values
 from arena_pipeline_tests.quality_reference import validate_dumps
 

@@ -9,14 +9,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from arena_pipeline.core import quality
-from arena_pipeline.core.quarantine import (
+from arena_pipeline.core.dataset.quarantine import (
     ALL_RULES,
     RULES,
     count_by_rule,
     split_quarantine,
 )
-from arena_pipeline.core.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
+from arena_pipeline.core.validation import quality
 from arena_pipeline_tests.core.battle_frames import make_battles, with_values
 
 
@@ -281,7 +281,7 @@ def test_after_quarantine_error_expectations_pass():
 
 
 def test_count_out_of_range_names_the_field_and_narrows_clean_rows():
-    from arena_pipeline.core.schema import FLAT_BATTLES_SCHEMA, NARROWED_COLUMNS
+    from arena_pipeline.core.dataset.schema import FLAT_BATTLES_SCHEMA, NARROWED_COLUMNS
 
     assert {"sum_user_tokens", "turns", "context_a_tokens"} <= set(NARROWED_COLUMNS)
     frame = make_battles(4).cast(FLAT_BATTLES_SCHEMA)

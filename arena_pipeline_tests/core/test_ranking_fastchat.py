@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 
 from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.ingest.sources import read_csv_export
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.sources import read_csv_export
 from arena_pipeline_tests.fastchat_reference import (
     centred,
     converged,

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from arena_pipeline.core.categories import tag_categories
+from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import (
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from arena_pipeline.core.categories import CATEGORY_NAMES
+from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
 from arena_pipeline.core.ranking import BOARD_STATUS_SCHEMA, UNRATED_MODELS_SCHEMA, RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.board import NOT_CONNECTED, ONLY_LOSSES, ONLY_WINS
 from arena_pipeline.core.ranking.scale import rank_upper_bounds, ranks

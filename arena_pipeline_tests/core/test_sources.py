@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA
-from arena_pipeline.core.sources import (
+from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA
+from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
     MAX_CELL_SYNTAX_CHARS,
     SourceError,

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from arena_pipeline.core.warehouse import REBUILD_COMMAND, WarehouseCorruptError, connect
+from arena_pipeline.core.store.warehouse import REBUILD_COMMAND, WarehouseCorruptError, connect
 
 
 def _good(path: Path) -> int:
@@ -64,7 +64,7 @@ def test_check_is_warehouse_takes_a_new_file_or_a_warehouse_and_refuses_another_
     import duckdb
     import pytest
 
-    from arena_pipeline.core.warehouse import NotAWarehouseError, check_is_warehouse
+    from arena_pipeline.core.store.warehouse import NotAWarehouseError, check_is_warehouse
 
     with duckdb.connect(str(tmp_path / "new.duckdb")) as con:
         check_is_warehouse(con, "new.duckdb")  # empty: a new warehouse

@@ -13,8 +13,8 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
+from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.ranking import RankingConfig, RankingOutput, compute_rankings
-from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.presentation.read import Published
 
 #: True strengths (natural log-odds) and verbosity of the synthetic models. One name carries
@@ -146,7 +146,7 @@ def synthetic_style_profile() -> pl.DataFrame:
     """``core.published.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
     import duckdb
 
-    from arena_pipeline.core.published import style_profile
+    from arena_pipeline.core.publication.derived import style_profile
 
     battles = with_champion(synthetic_battles())  # noqa: F841 - read by DuckDB
     with duckdb.connect() as con:
@@ -164,8 +164,8 @@ def synthetic_benchmarks(publication_id: int = 7):
     """Made-up benchmark scores of the synthetic models (one unknown model, one small benchmark),
     matched and compared with :func:`synthetic_outputs`' leaderboard by the core functions, as
     ``benchmark_comparison`` stores them, as publication ``publication_id`` shows them."""
-    from arena_pipeline.core.benchmarks import benchmark_agreement, match_scores
-    from arena_pipeline.core.published import Benchmarks
+    from arena_pipeline.core.publication.derived import Benchmarks
+    from arena_pipeline.core.validation.benchmarks import benchmark_agreement, match_scores
 
     names = list(SYNTHETIC_MODELS)
     noise = np.random.default_rng(1).normal(0, 0.25, len(names))

@@ -9,8 +9,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core.categories import CATEGORY_NAMES
-from arena_pipeline.core.published import live_benchmarks
+from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
+from arena_pipeline.core.publication.derived import live_benchmarks
 from arena_pipeline.presentation.read import Published, read_published
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,

@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core.published import (
+from arena_pipeline.core.publication.derived import (
     QUALITY_SUMMARY_SCHEMA,
     RANK_CHANGES_SCHEMA,
     Benchmarks,

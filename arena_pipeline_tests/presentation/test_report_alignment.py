@@ -9,8 +9,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from arena_pipeline.core.external import alignment_record, alignment_shifts, apply_alignment, unaligned_record
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.validation.external import (
+    alignment_record,
+    alignment_shifts,
+    apply_alignment,
+    unaligned_record,
+)
 from arena_pipeline.presentation.read import Published
 from arena_pipeline.presentation.report import build_report_html
 

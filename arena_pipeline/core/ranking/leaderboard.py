@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from arena_pipeline.core.categories import category_order, ordered_categories
+from arena_pipeline.core.dataset.categories import category_order, ordered_categories
 from arena_pipeline.core.ranking.board import (
     Board,
     fit_bt_board,

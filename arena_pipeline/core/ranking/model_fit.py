@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from arena_pipeline.core.categories import ordered_categories
+from arena_pipeline.core.dataset.categories import ordered_categories
 from arena_pipeline.core.ranking.bradley_terry import (
     OUTCOME_CODES,
     PairCounts,

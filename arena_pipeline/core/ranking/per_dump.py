@@ -1,7 +1,7 @@
 """Each loaded dump's own boards: the ranking step run again on one dump's battles at a time.
 
 Which battles belong to a dump and which columns a dump lacks are questions about the data
-(:mod:`arena_pipeline.core.dumps`); fitting their boards is the ranking step's, so it lives here.
+(:mod:`arena_pipeline.core.dataset.dumps`); fitting their boards is the ranking step's, so it lives here.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 
 import polars as pl
 
-from arena_pipeline.core.categories import tag_categories
-from arena_pipeline.core.dumps import board_dumps, dump_battles, unavailable_columns
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.dumps import board_dumps, dump_battles, unavailable_columns
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.style_control import style_columns
 from arena_pipeline.core.ranking.types import RankingConfig
@@ -23,7 +23,7 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
                           ) -> tuple[pl.DataFrame, dict[str, float]]:
     """Each loaded dump's own boards: the combined leaderboard's columns plus ``dump``.
 
-    A dump's battles are its own votes: :func:`~arena_pipeline.core.dumps.dump_battles` (its own and
+    A dump's battles are its own votes: :func:`~arena_pipeline.core.dataset.dumps.dump_battles` (its own and
     those it shares with a dump kept first) and its ``copies`` (votes another dump holds with other
     content, tagged here with ``categories.tag_categories``), fitted by ``compute_rankings`` with the
     same ``config``: same methods, intervals and seeds. A dump all of whose votes another dump holds

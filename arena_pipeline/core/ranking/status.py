@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from arena_pipeline.core.categories import CATEGORY_RULES, category_order
+from arena_pipeline.core.dataset.categories import CATEGORY_RULES, category_order
 from arena_pipeline.core.ranking.board import model_stats
 
 #: Columns of ``RankingOutput.unrated_models``: one row per (category, model) with battles in the

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.ranking.bradley_terry import laplacian, pair_index
 from arena_pipeline.core.ranking.logistic import sigmoid
 from arena_pipeline.core.ranking.newton import NewtonResult, newton_minimize
-from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
 
 #: Style features in output order (keys of ``schema.CONVERSATION_STYLE_COLUMNS``).
 STYLE_FEATURES: tuple[str, ...] = tuple(CONVERSATION_STYLE_COLUMNS)

@@ -3,7 +3,7 @@
 An asset built on it declares its inputs and returns its table; it never names a build or a version:
 
 - an input annotated ``pl.DataFrame`` is the version of that table this run reads
-  (``core.publication.input_version``: this run's, else the live publication's of the same dump), read
+  (``core.store.versions.input_version``: this run's, else the live publication's of the same dump), read
   whole or, with the input metadata ``{"columns": "id, model_a, ..."}``, only those columns; an input
   annotated :class:`TableRef` is a reference to that version, queried inside DuckDB. The heavy tables
   (:data:`HEAVY_TABLES`) load only as references: their rows never enter Python.
@@ -11,13 +11,13 @@ An asset built on it declares its inputs and returns its table; it never names a
   version's staging table) or a :class:`Versioned` around either. ``Versioned`` carries the settings
   recorded with the version (what the gate compares and ``inputs_key`` hashes; ``package_version``
   is always added) and ``reuse``: when an earlier version has the same inputs, settings and code
-  (``core.publication.reusable_version``) the new version is a view of it and nothing is written.
+  (``core.store.versions.reusable_version``) the new version is a view of it and nothing is written.
   A bare frame or Fill is ``Versioned(it)``: the package version only, no reuse.
 - a frame whose declared columns (the asset's ``dagster/column_schema``) include ``dump_revision`` and
   that lacks it gets the build's revision there: the revision is the version's, so an asset invoked
   directly on frames returns its table without it.
 
-The table is the asset key's last part; the build is the run's (``core.publication.current_build``).
+The table is the asset key's last part; the build is the run's (``core.store.versions.current_build``).
 Each stored output gets ``revision`` and ``dagster/row_count`` metadata, and after the step's last
 output the store logs the "this run publishes nothing" line (``assets.publish.note_if_unpublished``):
 a multi-asset yields its outputs in the order of its specs.
@@ -45,7 +45,7 @@ from arena_pipeline.constants import (
     PREFERENCE_PAIRS_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.publication import (
+from arena_pipeline.core.store.versions import (
     base_version,
     input_version,
     reusable_version,
@@ -54,7 +54,7 @@ from arena_pipeline.core.publication import (
     write_version,
     write_version_with,
 )
-from arena_pipeline.core.warehouse import read_frame
+from arena_pipeline.core.store.warehouse import read_frame
 from arena_pipeline.resources import Warehouse
 
 #: The key assets and inputs name the store by.
@@ -172,7 +172,7 @@ class VersionStore(dg.IOManager):
 
 
 @dg.io_manager(required_resource_keys={"warehouse"},
-               description="The run's table versions in the warehouse (arena_pipeline/version_store.py).")
+               description="The run's table versions in the warehouse (arena_pipeline/assets/version_store.py).")
 def version_store(init_context: dg.InitResourceContext) -> VersionStore:
     """The :class:`VersionStore` of the run, on its ``warehouse`` resource."""
     return VersionStore(init_context.resources.warehouse, init_context.run.run_id)

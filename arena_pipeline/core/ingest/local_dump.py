@@ -6,9 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from arena_pipeline.core.atomic import write_text_atomic
-from arena_pipeline.core.manifest import DumpManifest, ShardFile
-from arena_pipeline.core.sources import (
+from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.ingest.sources import (
     SourceSpec,
     csv_row_count,
     file_sha256,
@@ -17,6 +16,7 @@ from arena_pipeline.core.sources import (
     single_format,
     verify_shard,
 )
+from arena_pipeline.core.store.atomic import write_text_atomic
 
 
 class ContentHashes:

@@ -23,7 +23,7 @@ Decisions
   quarantines such a vote (``detail`` names the conversation and the message position) before
   the battle rules run.
 - Invariant: ``clean.height + quarantine.height == battles.height``; ``clean`` keeps the input
-  order and schema, ``quarantine`` has :data:`~arena_pipeline.core.schema.QUARANTINE_SCHEMA`.
+  order and schema, ``quarantine`` has :data:`~arena_pipeline.core.dataset.schema.QUARANTINE_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from arena_pipeline.core.schema import (
+from arena_pipeline.core.dataset.schema import (
     BATTLES_SCHEMA,
     CRITERIA,
     DUMP_COLUMNS,
@@ -525,7 +525,7 @@ def screen_rows(frame: pl.DataFrame, rules: tuple[QuarantineRule, ...]) -> pl.Da
 
 #: Rule name of a vote another loaded dump holds too (same id, or same models, winner and
 #: prompt text): the copy of the dump loaded first is kept, this one is counted here
-#: (``core/ingest.py``); the kept row lists this dump in ``also_in_dumps``.
+#: (``core/ingest/load.py``); the kept row lists this dump in ``also_in_dumps``.
 CROSS_DUMP_RULE = "duplicate_across_dumps"
 
 #: Rule name of a vote id another loaded dump holds with other content (other models or another

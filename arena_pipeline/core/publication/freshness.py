@@ -1,8 +1,8 @@
 """Is the live board fresh: the live publication's age, and the newer dump revisions seen but not published.
 
 The age is that of the live publication as ``arena.publications`` records it (``published_at`` of
-its newest row), not that of the last materialization of ``published_dump`` in a Dagster
-instance: a run that built nothing materializes ``published_dump`` ("nothing new to publish")
+its newest row), not that of the last materialization of ``publication_gate`` in a Dagster
+instance: a run that built nothing materializes ``publication_gate`` ("nothing new to publish")
 without changing what is live, a publication may come from another instance (the CLI, a rebuilt
 ``DAGSTER_HOME``), and a restored or moved warehouse brings its own history. Only the gate
 changes what is live, and it writes ``arena.publications``.
@@ -29,7 +29,7 @@ import duckdb
 import polars as pl
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
-from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists
+from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
 
 #: The default of ``Warehouse.max_publication_age_hours`` (ARENA_MAX_PUBLICATION_AGE_HOURS): a week.
 DEFAULT_MAX_AGE_HOURS = 168.0

@@ -2,7 +2,7 @@
 
 A dump's format may lack fields (``adapters.Adapter.unavailable``): the loader leaves them null in
 every row of that dump and lets no other null through (``quarantine.split_quarantine``'s
-``optional``). So downstream, a column of :data:`~arena_pipeline.core.adapters.ADAPTABLE_COLUMNS`
+``optional``). So downstream, a column of :data:`~arena_pipeline.core.dataset.adapters.ADAPTABLE_COLUMNS`
 that is null in every row of a dump is *unavailable* for that dump: categories that read it are
 reported unavailable there, and the quality suites do not check it there, instead of treating the
 nulls as false or as failures.
@@ -20,9 +20,9 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from arena_pipeline.core.adapters import ADAPTABLE_COLUMNS
-from arena_pipeline.core.quarantine import CONFLICT_RULE
-from arena_pipeline.core.schema import BATTLES_SCHEMA, FLAT_BATTLES_SCHEMA
+from arena_pipeline.core.dataset.adapters import ADAPTABLE_COLUMNS
+from arena_pipeline.core.dataset.quarantine import CONFLICT_RULE
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, FLAT_BATTLES_SCHEMA
 
 
 def unavailable_columns(battles: pl.DataFrame, columns: Iterable[str] | None = None) -> dict[str, list[str]]:
@@ -69,7 +69,7 @@ def board_dumps(battles: pl.DataFrame, copies: pl.DataFrame | None = None) -> li
 
 
 def conflicting_copies(quarantine: pl.DataFrame) -> pl.DataFrame:
-    """The votes quarantined as :data:`~arena_pipeline.core.quarantine.CONFLICT_RULE` alone, as battles.
+    """The votes quarantined as :data:`~arena_pipeline.core.dataset.quarantine.CONFLICT_RULE` alone, as battles.
 
     Such a vote is a dump's own copy of a vote id another dump holds with other content: the
     combined tables keep the other copy, the dump's own board counts this one. A copy that also
@@ -83,7 +83,7 @@ def conflicting_copies(quarantine: pl.DataFrame) -> pl.DataFrame:
     Returns
     -------
     pl.DataFrame
-        :data:`~arena_pipeline.core.schema.BATTLES_SCHEMA` rows decoded from ``raw``, one per
+        :data:`~arena_pipeline.core.dataset.schema.BATTLES_SCHEMA` rows decoded from ``raw``, one per
         (dump, id): the first by (source_file, source_row).
     """
     rows = quarantine.filter(pl.col("rule") == CONFLICT_RULE)

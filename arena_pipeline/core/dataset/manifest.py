@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -90,3 +91,19 @@ def combine(manifests: Sequence[tuple[str, DumpManifest]]) -> DumpManifest:
         csv_max_cell_bytes=limits[0] if limits else None,
         parts=parts,
     )
+
+
+def manifest_to_json(manifest: DumpManifest) -> str:
+    """A manifest as JSON (what a later partial run of the same build or dump reads back)."""
+    return json.dumps(dataclasses.asdict(manifest))
+
+
+
+def manifest_from_json(text: str | None) -> DumpManifest | None:
+    """The manifest stored by ``manifest_to_json`` (None stays None)."""
+    if not text:
+        return None
+    data = json.loads(text)
+    files = tuple(ShardFile(**f) for f in data.pop("files", []))
+    parts = tuple(tuple(p) for p in data.pop("parts", []))
+    return DumpManifest(**data, files=files, parts=parts)

@@ -2,7 +2,7 @@
 
 Each adapter is data (the columns and type families its dataset card documents, the winner
 mapping, the canonical fields it cannot fill) plus one small function that turns an Arrow table
-of that format into :data:`~arena_pipeline.core.schema.DATASET_ARROW_SCHEMA`, so flattening,
+of that format into :data:`~arena_pipeline.core.dataset.schema.DATASET_ARROW_SCHEMA`, so flattening,
 quarantine and the quality suites apply unchanged. An adapter is chosen by a file's columns and
 types (:func:`choose_adapter`), never by the dataset's name, so a mirror or a renamed copy loads;
 a file no adapter accepts fails with the columns it has and the nearest adapter.
@@ -13,7 +13,7 @@ Decisions
   every row of that dump; :attr:`Adapter.unavailable` lists the flat battles columns this leaves
   empty. The loader lets exactly those columns be null (``quarantine.split_quarantine``'s
   ``optional``) and the categories and quality checks read "a column entirely null within a dump"
-  as "unavailable for that dump" (``core/dumps.py``).
+  as "unavailable for that dump" (``core/dataset/dumps.py``).
 - **Battle ids are the dump's own ids** (``id``, ``question_id``, or the Kaggle row id): unique
   within a dump; the same id in two dumps is the same vote (the loader keeps one copy) unless the
   copies disagree on the models or the winner (``quarantine.CONFLICT_RULE``).
@@ -49,8 +49,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arena_pipeline.core.quarantine import QuarantineRule, screen_rows
-from arena_pipeline.core.schema import (
+from arena_pipeline.core.dataset.quarantine import QuarantineRule, screen_rows
+from arena_pipeline.core.dataset.schema import (
     BATTLES_NESTED_PATHS,
     CATEGORY_TAG_TYPE,
     CONV_METADATA_TYPE,
@@ -282,7 +282,7 @@ def _widen(dtype: pa.DataType) -> pa.DataType:
     return pa.int64() if pa.types.is_integer(dtype) else dtype
 
 
-#: What the older formats convert to: :data:`~arena_pipeline.core.schema.DATASET_ARROW_SCHEMA` with
+#: What the older formats convert to: :data:`~arena_pipeline.core.dataset.schema.DATASET_ARROW_SCHEMA` with
 #: the integers of conv_metadata and category_tag as int64 (any integer width passes the card check;
 #: flattening keeps them Int64 until the ``count_out_of_range`` rule has seen them).
 CONVERTED_SCHEMA = pa.schema([pa.field(f.name, _widen(f.type)) if f.name in ("conv_metadata", "category_tag")
@@ -478,7 +478,7 @@ ARENA_140K = Adapter(
             pl.element().struct.field("num_tokens")).list.eval(
             pl.element().filter(~_int32_ok(pl.element()))).list.first()),
     ),
-    notes="the canonical schema (core/schema.py); read as is",
+    notes="the canonical schema (core/dataset/schema.py); read as is",
 )
 
 ARENA_100K = Adapter(

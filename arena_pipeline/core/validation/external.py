@@ -23,7 +23,7 @@ Category keys are mapped to ours through ``arena_pipeline/data/category_map.csv`
 (``external, category, method``); our own category names are accepted as they are; any other
 key is kept (``category`` = the key, ``category_known`` false) and so shows up in the
 comparison instead of disappearing. Model names are matched through
-:mod:`arena_pipeline.core.models` (normalization + alias table).
+:mod:`arena_pipeline.core.dataset.models` (normalization + alias table).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from arena_pipeline.core.categories import CATEGORY_NAMES, ordered_categories
-from arena_pipeline.core.models import canonical_name_expr, load_aliases, read_data_csv
+from arena_pipeline.core.dataset.categories import CATEGORY_NAMES, ordered_categories
+from arena_pipeline.core.dataset.models import canonical_name_expr, load_aliases, read_data_csv
 from arena_pipeline.core.ranking.leaderboard import METHODS
 
 PACKAGED_CATEGORY_MAP = "data/category_map.csv"

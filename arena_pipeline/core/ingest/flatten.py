@@ -6,8 +6,8 @@ from functools import lru_cache
 
 import polars as pl
 
-from arena_pipeline.core.models import add_canonical_columns, load_aliases
-from arena_pipeline.core.schema import (
+from arena_pipeline.core.dataset.models import add_canonical_columns, load_aliases
+from arena_pipeline.core.dataset.schema import (
     BATTLES_NESTED_PATHS,
     CONTEXT_MESSAGES_SCHEMA,
     FLAT_BATTLES_SCHEMA,
@@ -71,7 +71,7 @@ def flatten_battles(frame: pl.DataFrame, source_file: str, row_offset: int = 0,
     cast; :func:`quarantine.split_quarantine` narrows the clean rows.
 
     ``model_a_canonical`` / ``model_b_canonical`` are the names normalized by
-    :func:`arena_pipeline.core.models.add_canonical_columns` with ``aliases`` (default: the
+    :func:`arena_pipeline.core.dataset.models.add_canonical_columns` with ``aliases`` (default: the
     packaged alias table).
 
     Parameters

@@ -58,9 +58,9 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from arena_pipeline.core.adapters import ADAPTABLE_COLUMNS
-from arena_pipeline.core.dumps import unavailable_columns
-from arena_pipeline.core.warehouse import read_frame
+from arena_pipeline.core.dataset.adapters import ADAPTABLE_COLUMNS
+from arena_pipeline.core.dataset.dumps import unavailable_columns
+from arena_pipeline.core.store.warehouse import read_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     import great_expectations as gx
@@ -340,7 +340,7 @@ def import_in_background() -> threading.Thread | None:
 
     The import costs ~2 s of Python, paid by the first validation of the process. A caller that knows
     validations come next and leaves a core idle meanwhile starts it early: the loader while DuckDB
-    commits the load (``core.ingest``), before the asset checks of the flat tables. The first
+    commits the load (``core.ingest.load``), before the asset checks of the flat tables. The first
     validation then finds GX imported, or waits for the import to finish (Python's import lock); an
     import that fails here is left to fail again, and be reported, there.
     """
@@ -931,7 +931,7 @@ def unavailable_in(
     *,
     dump_column: str = "dump",
 ) -> dict[str, list[str]]:
-    """:func:`~arena_pipeline.core.dumps.unavailable_columns` of a DuckDB relation, aggregated in DuckDB.
+    """:func:`~arena_pipeline.core.dataset.dumps.unavailable_columns` of a DuckDB relation, aggregated in DuckDB.
 
     One row per dump comes back to Python: for each adaptable column, one of its values in that
     dump's rows (``any_value``, null exactly when all are null), and ``unavailable_columns`` reads

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 import polars as pl
 
-from arena_pipeline.core.dumps import dumps_of, unavailable_columns
-from arena_pipeline.core.schema import CRITERIA
+from arena_pipeline.core.dataset.dumps import dumps_of, unavailable_columns
+from arena_pipeline.core.dataset.schema import CRITERIA
 
 RuleKind = Literal["all", "flag", "not_flag", "at_least", "greater_than", "in", "not_in"]
 
@@ -223,7 +223,7 @@ def tag_categories(
         ``battles`` and ``null_as_false`` None and has no rows in the frame.
 
         With a ``dump`` column (several dumps in one table), ``unavailable_in`` lists the dumps
-        whose format lacks a column the rule reads (``core/dumps.py``): their battles are in no
+        whose format lacks a column the rule reads (``core/dataset/dumps.py``): their battles are in no
         such category and are not counted in ``null_as_false``; a category every loaded dump
         lacks is ``available=False``.
     """

@@ -12,13 +12,13 @@ Three layouts are read, from CSV or parquet (the layout is told by the header):
 
 A location is a local file, or a Hub dataset (``org/name`` when no such local path exists, or
 ``hf://datasets/org/name[@revision]``) whose parquet files are fetched with huggingface_hub
-(:func:`arena_pipeline.core.hub.download_dump`, honouring ``HF_ENDPOINT``) and read as the Open
+(:func:`arena_pipeline.core.ingest.hub.download_dump`, honouring ``HF_ENDPOINT``) and read as the Open
 LLM Leaderboard layout.
 
 A file that cannot be read raises :class:`BenchmarkFormatError` naming the file and the line
 (CSV: the physical line, the header being line 1; parquet: the 1-based row); so does a score that is
 not a finite number within ``±MAX_ABS_SCORE`` (1e6), the range the report's charts can draw. Model
-names go through :func:`arena_pipeline.core.models.canonical_name_expr` (normalization + alias table), as
+names go through :func:`arena_pipeline.core.dataset.models.canonical_name_expr` (normalization + alias table), as
 every external board does; a name that several rows of one benchmark share after that, or a row
 without a score, is kept and reported, never silently used or dropped.
 
@@ -28,7 +28,7 @@ bootstrap over models, and the models whose two ranks differ most. Under
 :data:`MIN_MODELS` matched models no coefficient is given and the row says why.
 
 ``scipy.stats`` is imported by the two agreement functions that use it, not at the top: the CLI and
-the report read this module's schemas (through ``core.published`` and ``presentation.read``) and
+the report read this module's schemas (through ``core.publication.derived`` and ``presentation.read``) and
 must start without loading scipy (~0.5 s).
 """
 
@@ -49,7 +49,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from arena_pipeline.constants import CATEGORIES
-from arena_pipeline.core.models import canonical_name_expr, load_aliases, normalize_name_expr
+from arena_pipeline.core.dataset.models import canonical_name_expr, load_aliases, normalize_name_expr
 
 #: The Open LLM Leaderboard's model column (the Hub repo id, e.g. ``meta-llama/Llama-3.3-70B-Instruct``).
 OLL_MODEL_COLUMN = "fullname"
@@ -326,7 +326,7 @@ def read_benchmark_file(path: str | Path, aliases: pl.DataFrame | None = None,
     path
         The file (``.csv`` or ``.parquet``).
     aliases
-        :func:`arena_pipeline.core.models.load_aliases` output; default the packaged table.
+        :func:`arena_pipeline.core.dataset.models.load_aliases` output; default the packaged table.
     layout
         ``"long"``, ``"wide"`` or ``"open_llm_leaderboard"``; default told from the columns (the
         Open LLM Leaderboard's ``fullname`` + score columns, else ``model, benchmark, score``,
@@ -406,13 +406,13 @@ def read_benchmarks(location: str | Path, aliases: pl.DataFrame | None = None, *
     """Benchmark scores from a local file or a Hub dataset (see :func:`hub_location`).
 
     A Hub dataset's parquet files (``data/train-*.parquet``, else any ``*.parquet``) are fetched
-    into ``cache_dir`` by :func:`arena_pipeline.core.hub.download_dump` (``endpoint`` None: the
+    into ``cache_dir`` by :func:`arena_pipeline.core.ingest.hub.download_dump` (``endpoint`` None: the
     ``HF_ENDPOINT`` huggingface_hub reads; a cached commit needs no request) and read as the
     Open LLM Leaderboard layout unless ``layout`` says otherwise; ``source`` is
     ``hf://datasets/<repo>@<sha>/<path>``. Returns :data:`READ_SCHEMA`.
 
     Raises :class:`BenchmarkFormatError`, ``FileNotFoundError`` (a missing local file) and the
-    Hub errors of :mod:`arena_pipeline.core.hub` (``HubNotFound``, ``HubUnavailable``).
+    Hub errors of :mod:`arena_pipeline.core.ingest.hub` (``HubNotFound``, ``HubUnavailable``).
     """
     hub_id = hub_location(str(location))
     if hub_id is None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import duckdb
 import polars as pl
+
+from arena_pipeline.core.store.records import VERSIONS, live_publication
+from arena_pipeline.core.store.versions import Build, PublicationError
 
 #: the method whose boards the gate compares (every method is fitted on the same battles)
 GATE_METHOD = "bt"
@@ -93,7 +99,7 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     return [p for p in problems if p]
 
 
-RELAX_HINT = ("to publish it anyway, set the published_dump run config allow_degenerate=true, or raise "
+RELAX_HINT = ("to publish it anyway, set the publication_gate run config allow_degenerate=true, or raise "
               "max_model_drop / max_category_drop")
 
 
@@ -110,3 +116,100 @@ def refusal_message(problems: list[str], sources: tuple[str | None, str | None] 
                  "not a new revision of the live one. Replacing the live boards by another dump's is a deliberate "
                  "act; if it is meant")
     return text + f" ({RELAX_HINT})"
+
+
+class NothingBuiltError(PublicationError):
+    """The run wrote no table version: there is nothing new to publish (not a failure of the gate)."""
+
+
+
+def plan_tables(con: duckdb.DuckDBPyConnection, schema: str, build: Build, tables: Iterable[str],
+                *, derived_from: Mapping[str, tuple[str, ...]], built_together: Iterable[tuple[str, ...]],
+                checked: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+    """Which version of each table a publication of ``build`` would show, and which it rebuilt.
+
+    The table rules of the gate as the README's *Publication* paragraph states them (the one place
+    they are written): this run's versions, the live publication's for the rest; refused when one is
+    missing, would be shown beside a rebuilt input (``derived_from``), comes from another run than
+    the tables built with it (``built_together``) or another alias table, or failed its blocking
+    checks (``checked``).
+
+    Raises
+    ------
+    PublicationError
+        If a table is missing, would mix builds, or its blocking checks did not pass.
+    """
+    tables = list(tables)
+    own = dict(con.execute(
+        f"SELECT table_name, version FROM {VERSIONS} WHERE build_id = ? AND revision = ?",
+        [build.build_id, build.revision]).fetchall())
+    if not own:
+        raise NothingBuiltError(f"run {build.build_id} built no table: nothing new to publish")
+    live = live_publication(con, schema)
+    live_tables = live["tables"] if live is not None and live["revision"] == build.revision else {}
+    chosen, rebuilt, problems = {}, [], []
+    for table in tables:
+        if table in own:
+            chosen[table] = own[table]
+            rebuilt.append(table)
+        elif table in live_tables:
+            chosen[table] = live_tables[table]
+        else:
+            problems.append(f"{schema}.{table} was not built for revision {build.revision}")
+    for table in tables:
+        if table in own:
+            continue
+        stale = [up for up in derived_from.get(table, ()) if up in own]
+        if stale:
+            problems.append(f"{schema}.{table} is computed from {', '.join(stale)}, which this run rebuilt, "
+                            f"but was not rebuilt itself (include {schema}/{table} in the selection)")
+    for group in built_together:
+        mine = [t for t in group if t in own]
+        if mine and len(mine) < len(group):
+            problems.append(f"{', '.join(group)} are computed together; this run built only {', '.join(mine)}")
+    checks = dict(con.execute(
+        f"SELECT version, checks_passed FROM {VERSIONS} WHERE version IN (SELECT unnest(?))",
+        [[chosen[t] for t in checked if t in chosen]]).fetchall())
+    for table in checked:
+        if table in chosen and checks.get(chosen[table]) is not True:
+            state = "failed" if checks.get(chosen[table]) is False else "were not run"
+            problems.append(f"the blocking checks of {schema}.{table} ({chosen[table]}) {state}")
+    problems += _settings_conflicts(schema, publication_settings(con, chosen))
+    if problems:
+        raise PublicationError("publication refused, nothing changed: " + "; ".join(problems))
+    return chosen, rebuilt
+
+
+
+#: settings that may differ between the tables of one publication (they do not change the data)
+UNCOMPARED_SETTINGS = frozenset({"package_version", "source"})
+
+
+
+def _settings_conflicts(schema: str, settings: Mapping[str, Mapping]) -> list[str]:
+    """Settings recorded with the chosen versions (``publication_settings``) that disagree (say, two
+    alias tables); check outcomes are not settings."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for table, recorded in settings.items():
+        for key, value in recorded.items():
+            if key not in UNCOMPARED_SETTINGS and key != "checks":
+                seen.setdefault(key, {}).setdefault(json.dumps(value, sort_keys=True), []).append(table)
+    return [
+        f"the tables were made with different {key}: "
+        + " vs ".join(f"{', '.join(f'{schema}.{t}' for t in sorted(tables))}" for tables in values.values())
+        + " (rebuild them together)"
+        for key, values in sorted(seen.items()) if len(values) > 1
+    ]
+
+
+
+def publication_settings(con: duckdb.DuckDBPyConnection, chosen: Mapping[str, str]) -> dict:
+    """The settings recorded with the chosen versions, per table (what the publication row keeps)."""
+    rows = con.execute(f"SELECT table_name, settings, checks FROM {VERSIONS} WHERE version IN (SELECT unnest(?))",
+                       [list(chosen.values())]).fetchall()
+    out: dict = {}
+    for table, settings, checks in rows:
+        out[table] = json.loads(settings) if settings else {}
+        if checks:
+            out[table]["checks"] = json.loads(checks)
+    return out

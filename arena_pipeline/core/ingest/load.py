@@ -19,18 +19,9 @@ from arena_pipeline.constants import (
     PAIRS_LOAD_TABLE,
     QUARANTINE_TABLE,
 )
-from arena_pipeline.core import warehouse
-from arena_pipeline.core.adapters import ARENA_140K, Adapter, csv_schema
-from arena_pipeline.core.flatten import (
-    all_user_texts,
-    flatten_battles,
-    flatten_context_messages,
-    flatten_messages,
-)
-from arena_pipeline.core.manifest import DumpManifest, ShardFile
-from arena_pipeline.core.pairs import PAIR_ROWS_SCHEMA, pair_rows
-from arena_pipeline.core.prefetch import prefetched
-from arena_pipeline.core.quarantine import (
+from arena_pipeline.core.dataset.adapters import ARENA_140K, Adapter, csv_schema
+from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.dataset.quarantine import (
     CONFLICT_RULE,
     CONVERSATION_COLUMNS,
     CROSS_DUMP_RULE,
@@ -40,13 +31,21 @@ from arena_pipeline.core.quarantine import (
     split_cross_dump,
     split_quarantine,
 )
-from arena_pipeline.core.schema import (
+from arena_pipeline.core.dataset.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
     MESSAGES_SCHEMA,
     QUARANTINE_SCHEMA,
 )
-from arena_pipeline.core.sources import (
+from arena_pipeline.core.ingest.flatten import (
+    all_user_texts,
+    flatten_battles,
+    flatten_context_messages,
+    flatten_messages,
+)
+from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA, pair_rows
+from arena_pipeline.core.ingest.prefetch import prefetched
+from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
     SourceError,
     check_utf8,
@@ -59,6 +58,7 @@ from arena_pipeline.core.sources import (
     schema_adapter,
     verify_shard,
 )
+from arena_pipeline.core.store import warehouse
 
 #: Rows of a parquet shard flattened at a time: with DuckDB's memory_limit, this sets the load's peak
 #: memory (4,096 votes of the real dump are ~90 MB of Arrow data, about 4x that while flattened).
@@ -272,7 +272,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
 
     The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
     (the pipeline passes the versions schema and a revision suffix). Rows breaking a row-level
-    rule (core/quarantine.py) or whose nested fields do not parse go to quarantine, with their
+    rule (core/dataset/quarantine.py) or whose nested fields do not parse go to quarantine, with their
     messages left out; every input row ends in exactly one of battles and quarantine.
 
     Messages are streamed into DuckDB batch by batch (``BATCH_ROWS`` votes), so memory stays
@@ -285,7 +285,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
     With ``pairs_revision``, the reward-model pairs of the kept votes are made from each batch's
-    nested rows as well (``core.pairs.pair_rows``, ``dump_revision`` set to it) into
+    nested rows as well (``core.ingest.pairs.pair_rows``, ``dump_revision`` set to it) into
     ``schema.<PAIRS_LOAD_TABLE><suffix>``, which the preference_pairs asset adopts as its version:
     the texts are assembled while they are in hand instead of being aggregated back from the
     messages table, and written once.
@@ -432,7 +432,7 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
     earlier already holds (same id, or same canonical models, winner and user texts) is moved to
-    quarantine with :data:`~arena_pipeline.core.quarantine.CROSS_DUMP_RULE` and the kept row
+    quarantine with :data:`~arena_pipeline.core.dataset.quarantine.CROSS_DUMP_RULE` and the kept row
     lists the repeating dump in ``also_in_dumps``. A worker thread reads and flattens the next
     batch while this one's messages are stored (:func:`prefetch.prefetched`): the connection is
     used by this thread only.
@@ -447,9 +447,9 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
         del messages, context_messages, pairs  # not held while the next batch is made
     # every batch is read: the worker's core is idle until the COMMIT ends (DuckDB writes the last row
     # groups, the whole pairs table at 1x, on one thread, ~3 s), and the asset checks that come next
-    # import Great Expectations (~2 s of Python): import it on that core now (core.quality itself is
+    # import Great Expectations (~2 s of Python): import it on that core now (core.validation.quality itself is
     # imported here, not at the top: the CLI's read path imports this module and needs no quality)
-    from arena_pipeline.core.quality import import_in_background
+    from arena_pipeline.core.validation.quality import import_in_background
 
     import_in_background()
     kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,

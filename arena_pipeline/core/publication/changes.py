@@ -40,18 +40,12 @@ from arena_pipeline.constants import (
     PUBLICATIONS_TABLE,
     VERSIONS_SCHEMA,
 )
-from arena_pipeline.core.categories import category_order
-from arena_pipeline.core.publication import (
-    Build,
-    base_version,
-    publication,
-    publication_settings,
-    version_name,
-    versioned,
-    write_version,
-)
+from arena_pipeline.core.dataset.categories import category_order
+from arena_pipeline.core.publication.gate import publication_settings
 from arena_pipeline.core.ranking import RankingConfig
-from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists
+from arena_pipeline.core.store.records import publication
+from arena_pipeline.core.store.versions import Build, base_version, version_name, versioned, write_version
+from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
 
 #: z of a two-sided 95% interval (the boards' intervals are 95%).
 Z95 = 1.959963984540054

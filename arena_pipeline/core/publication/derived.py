@@ -17,11 +17,11 @@ from arena_pipeline.constants import (
     QUARANTINE_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, BENCHMARK_SCORES_SCHEMA
-from arena_pipeline.core.categories import category_order
-from arena_pipeline.core.publication import live_publication
-from arena_pipeline.core.schema import CONVERSATION_STYLE_COLUMNS
-from arena_pipeline.core.warehouse import quoted, read_frame, relation_exists
+from arena_pipeline.core.dataset.categories import category_order
+from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
+from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
+from arena_pipeline.core.validation.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, BENCHMARK_SCORES_SCHEMA
 
 #: Columns of :func:`style_profile`: mean per answer of each style feature, per model.
 STYLE_PROFILE_SCHEMA: dict[str, pl.DataType] = {

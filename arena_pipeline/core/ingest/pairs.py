@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from arena_pipeline.core.categories import category_order, tag_categories
-from arena_pipeline.core.flatten import content_images, content_text
+from arena_pipeline.core.dataset.categories import category_order, tag_categories
+from arena_pipeline.core.ingest.flatten import content_images, content_text
 
 #: Role markers of the text rendering of the pairs (``core.analysis.preference_pairs_sql``).
 ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "system": "System"}
@@ -67,7 +67,7 @@ def _first_user(column: str) -> tuple[pl.Expr, pl.Expr]:
 
 
 def _categories(battles: pl.DataFrame) -> pl.DataFrame:
-    """battle_id -> its categories in board order (the rules of ``core.categories``)."""
+    """battle_id -> its categories in board order (the rules of ``core.dataset.categories``)."""
     tags, _ = tag_categories(battles)
     return (tags.sort(category_order(), "category")
             .group_by("battle_id", maintain_order=True).agg(pl.col("category").alias("categories")))

@@ -121,7 +121,7 @@ BATTLES_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(),
     "model_a": pl.String(),
     "model_b": pl.String(),
-    # normalized names (core/models.py: case, separators, alias table); what the leaderboards use
+    # normalized names (core/dataset/models.py: case, separators, alias table); what the leaderboards use
     "model_a_canonical": pl.String(),
     "model_b_canonical": pl.String(),
     "winner": pl.String(),

@@ -43,9 +43,9 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.file_download import repo_folder_name
 
-from arena_pipeline.core.atomic import write_text_atomic
-from arena_pipeline.core.manifest import DumpManifest, ShardFile
-from arena_pipeline.core.sources import SourceError, file_sha256, file_stamp, verify_shard
+from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.ingest.sources import SourceError, file_sha256, file_stamp, verify_shard
+from arena_pipeline.core.store.atomic import write_text_atomic
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arena_pipeline.core.adapters import (
+from arena_pipeline.core.dataset.adapters import (
     ARENA_140K,
     Adapter,
     UnknownFormatError,
@@ -23,7 +23,7 @@ from arena_pipeline.core.adapters import (
     csv_schema,
     nearest_adapter,
 )
-from arena_pipeline.core.schema import DATASET_ARROW_SCHEMA, NESTED_COLUMNS, QUARANTINE_SCHEMA
+from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA, NESTED_COLUMNS, QUARANTINE_SCHEMA
 
 
 class SourceError(ValueError):
@@ -205,7 +205,7 @@ def _parquet_schema(path: Path) -> tuple[pa.Schema, int]:
 
 
 def schema_adapter(schema: pa.Schema, path: Path) -> Adapter:
-    """The dump format of a file with ``schema`` (``core/adapters.py``), checked in full.
+    """The dump format of a file with ``schema`` (``core/dataset/adapters.py``), checked in full.
 
     A file with every column of the 140k card is checked field by field against it (nested fields
     included); any other file must match one adapter's documented columns.

@@ -1,0 +1,354 @@
+"""Builds and table versions: each run writes versions of its own, reused when their inputs are unchanged."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from arena_pipeline.constants import DERIVED_FROM, SCHEMA, VERSIONS_SCHEMA
+from arena_pipeline.core.dataset.manifest import DumpManifest, manifest_from_json, manifest_to_json
+from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, record_dump, utc_now
+from arena_pipeline.core.store.warehouse import quoted, read_frame, write_table, write_table_with
+
+#: how a build ends (``arena_versions.builds.status``; 'running' until then)
+FINISHED = ("published", "failed", "refused", "abandoned")
+
+
+
+class PublicationError(RuntimeError):
+    """The publication gate refused: nothing was changed (the message says what and why)."""
+
+
+
+class NothingPublishedError(LookupError):
+    """A run that does not fetch the dump needs a live publication to build on, and there is none."""
+
+
+
+def revision_key(revision: str) -> str:
+    """A short, identifier-safe key for a revision: 12 characters of a sha, or the local id."""
+    if re.fullmatch(r"[0-9a-f]{40}", revision):
+        return revision[:12]
+    key = re.sub(r"[^0-9A-Za-z]+", "_", revision).strip("_").lower()
+    if not key:
+        raise ValueError(f"revision {revision!r} has no usable characters")
+    return key[:40]
+
+
+
+def build_key(build_id: str) -> str:
+    """A short, identifier-safe key for a build (run) id."""
+    key = re.sub(r"[^0-9a-z]+", "", build_id.lower())
+    if not key:
+        raise ValueError(f"build id {build_id!r} has no usable characters")
+    return key[:12]
+
+
+
+@dataclass(frozen=True)
+class Build:
+    """One run's work on one dump revision: the versions it writes carry its key."""
+
+    build_id: str
+    revision: str
+    manifest: DumpManifest | None = None
+
+    @property
+    def key(self) -> str:
+        return build_key(self.build_id)
+
+
+
+def close_abandoned_builds(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """End 'abandoned' the running builds whose process is gone (it ran on this host and has exited:
+    killed before it finished); return their ids. Their unpublished versions go at the next
+    publication's retention."""
+    running = con.execute(f"SELECT build_id, host, pid FROM {BUILDS} WHERE status = 'running'").fetchall()
+    gone = [(build_id, host, pid) for build_id, host, pid in running if process_gone(host, pid)]
+    for build_id, host, pid in gone:
+        finish_build(con, build_id, "abandoned", f"its process ({pid} on {host}) ended before the build finished")
+    return [build_id for build_id, _, _ in gone]
+
+
+
+def start_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str,
+                manifest: DumpManifest) -> Build:
+    """Register (or re-register, for a retried step) the build of ``build_id`` on ``manifest``'s revision.
+
+    Builds of this host whose process is gone are ended first (:func:`close_abandoned_builds`).
+    """
+    ensure_catalog(con, schema)
+    close_abandoned_builds(con)
+    existing = _build_row(con, build_id)
+    if existing and existing["revision"] != manifest.revision:
+        raise PublicationError(
+            f"run {build_id} already works on revision {existing['revision']}; it cannot switch to "
+            f"{manifest.revision}")
+    _insert_build(con, build_id, manifest.revision, manifest_to_json(manifest),
+                  on_conflict="DO UPDATE SET manifest = excluded.manifest, pid = excluded.pid")
+    return Build(build_id, manifest.revision, manifest)
+
+
+
+def _insert_build(con: duckdb.DuckDBPyConnection, build_id: str, revision: str, manifest: str | None,
+                  on_conflict: str) -> None:
+    """Register a running build of this process (host and pid tell retention when it is gone)."""
+    con.execute(
+        f"""INSERT INTO {BUILDS} (build_id, build_key, revision, manifest, started_at, status, host, pid)
+            VALUES (?, ?, ?, ?, ?, 'running', ?, ?) ON CONFLICT (build_id) {on_conflict}""",
+        [build_id, build_key(build_id), revision, manifest, utc_now(), socket.gethostname(), os.getpid()],
+    )
+
+
+
+def _build_row(con: duckdb.DuckDBPyConnection, build_id: str) -> dict | None:
+    frame = read_frame(con, f"SELECT * FROM {BUILDS} WHERE build_id = ?", [build_id])
+    return frame.row(0, named=True) if frame.height else None
+
+
+
+def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str) -> Build:
+    """The build of run ``build_id``: the one its raw_dump step started, or else a new build on the
+    live publication's revision (a partial run: re-rank, new aliases, a re-check).
+
+    Raises
+    ------
+    NothingPublishedError
+        If this run did not fetch a dump and nothing is published yet.
+    """
+    ensure_catalog(con, schema)
+    row = _build_row(con, build_id)
+    if row is not None:
+        return Build(build_id, row["revision"], manifest_from_json(row["manifest"]))
+    live = live_publication(con, schema)
+    if live is None:
+        raise NothingPublishedError(
+            "nothing is published yet and this run does not fetch the dump: materialize the whole "
+            "graph first (dagster asset materialize -m arena_pipeline.definitions --select '*')")
+    close_abandoned_builds(con)
+    source = con.execute(f"SELECT manifest FROM {BUILDS} WHERE build_id = ?", [live["run_id"]]).fetchone()
+    manifest = source[0] if source else None
+    _insert_build(con, build_id, live["revision"], manifest, on_conflict="DO NOTHING")
+    return Build(build_id, live["revision"], manifest_from_json(manifest))
+
+
+
+def refuse_build(con: duckdb.DuckDBPyConnection, schema: str, build: Build, message: str) -> None:
+    """Record the gate's refusal: the build ends 'refused' with the message, and its dump's row says so
+    (a dump already published or superseded keeps its status and detail, see :func:`record_dump`)."""
+    finish_build(con, build.build_id, "refused", message[:2000])
+    record_dump(con, schema, revision=build.revision, status="loaded", detail=f"not published: {message}"[:2000])
+
+
+
+def finish_build(con: duckdb.DuckDBPyConnection, build_id: str, status: str, detail: str | None = None) -> None:
+    """Record how a build ended ('published', 'failed', 'refused' by the gate, 'abandoned': killed)."""
+    con.execute(f"UPDATE {BUILDS} SET status = ?, status_detail = ?, finished_at = ? WHERE build_id = ?",
+                [status, detail, utc_now(), build_id])
+
+
+
+def version_name(table: str, build: Build) -> str:
+    """The unquoted name of ``build``'s version of ``table`` inside the versions schema."""
+    return f"{table}__{revision_key(build.revision)}__{build.key}"
+
+
+
+def sibling_version(version: str, table: str) -> str:
+    """The name of ``table``'s version by the build and on the revision of ``version`` (say, the pairs
+    the load made beside a battles version)."""
+    _, revision, build = version.rsplit("__", 2)
+    return f"{table}__{revision}__{build}"
+
+
+
+def versioned(version: str) -> str:
+    """The quoted, schema-qualified name of a version."""
+    return quoted(VERSIONS_SCHEMA, version)
+
+
+
+def register_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, rows: int,
+                     settings: Mapping | None = None, *, same_as: str | None = None,
+                     key: str | None = None) -> str:
+    """Record that ``build`` wrote its version of ``table`` (``rows`` rows, made with ``settings``).
+
+    The version's :func:`inputs_key` is recorded with it (``key`` when the caller has it already), so
+    a later build with the same inputs and settings can reuse it (:func:`reusable_version`);
+    ``same_as`` names the version it reuses.
+    """
+    version = version_name(table, build)
+    key = key if key is not None else inputs_key(con, table, build, settings)
+    con.execute(
+        f"""INSERT INTO {VERSIONS} (version, table_name, revision, build_id, rows, settings, created_at,
+                                    inputs_key, same_as)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (version) DO UPDATE SET rows = excluded.rows, settings = excluded.settings,
+                checks_passed = NULL, checks = NULL, created_at = excluded.created_at,
+                inputs_key = excluded.inputs_key, same_as = excluded.same_as""",
+        [version, table, build.revision, build.build_id, rows, json.dumps(dict(settings or {}), default=str), utc_now(),
+         key, same_as],
+    )
+    return version
+
+
+
+#: Settings that do not change a table's content (the code fingerprint stands for the package).
+_UNKEYED_SETTINGS = frozenset({"package_version"})
+
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """sha256 of the installed package's code and data files: any change of them changes every key."""
+    root = resources.files("arena_pipeline")
+    digest = hashlib.sha256()
+    for path in sorted(Path(str(root)).rglob("*")):
+        if path.suffix in {".py", ".csv", ".json"} and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(str(root))).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+
+def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, settings: Mapping | None) -> str | None:
+    """What a version of ``table`` is made from: the dump revision, the settings (but
+    ``package_version``), the package's code (:func:`code_fingerprint`) and the keys of the versions
+    of its inputs (``constants.DERIVED_FROM``) that ``build`` reads. Two versions with one key hold
+    the same rows. None (never reused) when an input has no version ``build`` would read."""
+    inputs = {}
+    for upstream in DERIVED_FROM.get(table, ()):
+        try:
+            version = input_version(con, SCHEMA, upstream, build)
+        except LookupError:
+            return None
+        row = con.execute(f"SELECT inputs_key FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
+        inputs[upstream] = (row[0] if row else None) or version
+    payload = {"table": table, "revision": build.revision, "code": code_fingerprint(), "inputs": inputs,
+               "settings": {k: v for k, v in dict(settings or {}).items() if k not in _UNKEYED_SETTINGS}}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+
+def base_version(con: duckdb.DuckDBPyConnection, version: str) -> str:
+    """The version whose table holds ``version``'s rows (itself, or the one it reuses)."""
+    row = con.execute(f"SELECT same_as FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
+    return (row[0] if row else None) or version
+
+
+
+def reusable_version(con: duckdb.DuckDBPyConnection, table: str, build: Build,
+                     settings: Mapping | None = None) -> tuple[str, int] | None:
+    """(version, rows) of an existing version of ``table`` with ``build``'s inputs key, or None.
+
+    Only a version whose table still exists and whose blocking checks did not fail qualifies; the
+    newest is taken. ``build``'s own versions are not candidates (a retried step rewrites its own).
+    """
+    key = inputs_key(con, table, build, settings)
+    if key is None:
+        return None
+    rows = con.execute(
+        f"""SELECT coalesce(same_as, version) AS base, rows FROM {VERSIONS}
+            WHERE table_name = ? AND inputs_key = ? AND build_id <> ? AND checks_passed IS NOT false
+            ORDER BY created_at DESC""", [table, key, build.build_id]).fetchall()
+    existing = {name for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall()}
+    return next(((base, n) for base, n in rows if base in existing), None)
+
+
+
+def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base: str, rows: int,
+                  settings: Mapping | None = None) -> str:
+    """Make ``build``'s version of ``table`` a view of the existing version ``base`` (no rows copied),
+    recorded with ``base``'s inputs key: the one :func:`reusable_version` found it by, not computed
+    again."""
+    version = version_name(table, build)
+    con.execute(f"DROP TABLE IF EXISTS {versioned(version)}")
+    con.execute(f"CREATE OR REPLACE VIEW {versioned(version)} AS SELECT * FROM {versioned(base)}")
+    row = con.execute(f"SELECT inputs_key FROM {VERSIONS} WHERE version = ?", [base]).fetchone()
+    return register_version(con, table, build, rows, settings, same_as=base, key=row[0] if row else None)
+
+
+
+def write_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, frame: pl.DataFrame,
+                  settings: Mapping | None = None) -> int:
+    """Write ``frame`` as ``build``'s version of ``table`` (staged, then swapped in) and register it."""
+    rows = write_table(con, VERSIONS_SCHEMA, version_name(table, build), frame)
+    register_version(con, table, build, rows, settings)
+    return rows
+
+
+
+def write_version_with(con: duckdb.DuckDBPyConnection, table: str, build: Build, fill: Callable[[str], int],
+                       settings: Mapping | None = None) -> int:
+    """Write ``build``'s version of ``table`` with ``fill`` (see ``warehouse.write_table_with``: the
+    rows are made inside DuckDB) and register it."""
+    rows = write_table_with(con, VERSIONS_SCHEMA, version_name(table, build), fill)
+    register_version(con, table, build, rows, settings)
+    return rows
+
+
+
+def record_checks(con: duckdb.DuckDBPyConnection, version: str, passed: bool, checks: Mapping) -> None:
+    """Record the blocking checks' outcome on one version (the gate publishes only passed versions)."""
+    con.execute(f"UPDATE {VERSIONS} SET checks_passed = ?, checks = ? WHERE version = ?",
+                [passed, json.dumps(dict(checks), default=str), version])
+
+
+
+def input_version(con: duckdb.DuckDBPyConnection, schema: str, table: str, build: Build) -> str:
+    """The version of ``table`` a step of ``build`` reads: its own, or the live one of the same dump.
+
+    Raises
+    ------
+    LookupError
+        If neither exists (the message names what to materialize).
+    """
+    own = version_name(table, build)
+    if con.execute(f"SELECT count(*) FROM {VERSIONS} WHERE version = ?", [own]).fetchone()[0]:
+        return own
+    live = live_publication(con, schema)
+    if live is not None and live["revision"] == build.revision and table in live["tables"]:
+        return live["tables"][table]
+    raise LookupError(
+        f"{schema}.{table} has not been built for revision {build.revision} in this run and is not "
+        f"live: include the asset that builds it ({schema}/{table}) in the selection")
+
+
+
+def read_input(con: duckdb.DuckDBPyConnection, schema: str, table: str, build: Build,
+               columns: str = "*") -> pl.DataFrame:
+    """``table`` as a step of ``build`` sees it (see ``input_version``), as a Polars frame."""
+    return read_frame(con, f"SELECT {columns} FROM {versioned(input_version(con, schema, table, build))}")
+
+
+
+def _base_tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
+    """The names of the base tables (not views) of ``schema``."""
+    return {name for (name,) in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
+        [schema]).fetchall()}
+
+
+
+def process_gone(host: str | None, pid: int | None) -> bool:
+    """Whether the process that ran a build is known to be gone (it ran on this host and has exited)."""
+    if host != socket.gethostname() or not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
