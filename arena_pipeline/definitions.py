@@ -8,12 +8,12 @@ from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.models import external_comparison, models
 from arena_pipeline.assets.publish import publication_gate
 from arena_pipeline.assets.rankings import battle_categories, rankings
+from arena_pipeline.assets.version_store import VERSION_STORE, version_store
 from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
 from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
-from arena_pipeline.assets.version_store import VERSION_STORE, version_store
 
 ASSETS = [
     raw_dump,

@@ -11,11 +11,11 @@ from arena_pipeline.assets.analysis import position_bias_table
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.models import models
 from arena_pipeline.assets.rankings import battle_categories
+from arena_pipeline.assets.version_store import Fill, TableRef, Versioned, VersionStore
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.store.versions import Build, start_build, version_name
 from arena_pipeline.resources import ModelCatalog, Warehouse
-from arena_pipeline.assets.version_store import Fill, TableRef, Versioned, VersionStore
 from arena_pipeline_tests.core.battle_frames import MODELS, make_battles
 
 REVISION = "a" * 40

@@ -6,6 +6,7 @@ import polars as pl
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
+from arena_pipeline.assets.version_store import VERSION_STORE, Fill, TableRef, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
@@ -29,7 +30,6 @@ from arena_pipeline.core.analysis import (
 from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA
 from arena_pipeline.core.store.versions import sibling_version, versioned
 from arena_pipeline.core.store.warehouse import relation_exists
-from arena_pipeline.assets.version_store import VERSION_STORE, Fill, TableRef, Versioned, stored_input
 
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
                  for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE, PREFERENCE_PAIRS_TABLE)}

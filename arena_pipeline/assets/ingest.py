@@ -37,6 +37,7 @@ from arena_pipeline.core.store.versions import (
     version_name,
 )
 from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
+from arena_pipeline.core.validation.quality import import_in_background
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
@@ -226,7 +227,7 @@ def _load(con, build, aliases) -> LoadReport:
                          "include raw_dump in the selection", allow_retries=False)
     try:
         return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases,
-                         pairs_revision=build.revision)
+                         pairs_revision=build.revision, when_read=import_in_background)
     except Exception as exc:
         record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
         finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])

@@ -8,6 +8,7 @@ from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES, RANKING_KEYS
+from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     EXTERNAL_COMPARISON_MODELS_TABLE,
@@ -27,7 +28,6 @@ from arena_pipeline.core.validation.external import (
 )
 from arena_pipeline.presentation.markdown import frame_markdown
 from arena_pipeline.resources import ModelCatalog, Warehouse
-from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
 EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])

@@ -8,6 +8,7 @@ import polars as pl
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.assets.run_config import RankingRunConfig
+from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
@@ -49,7 +50,6 @@ from arena_pipeline.core.validation.external import (
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import Published
 from arena_pipeline.resources import ModelCatalog
-from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}

@@ -1,4 +1,4 @@
-"""The version store: the one IO manager that reads and writes the run's table versions (core/publication.py).
+"""The version store: the one IO manager that reads and writes the run's table versions (core/store/versions.py).
 
 An asset built on it declares its inputs and returns its table; it never names a build or a version:
 

@@ -143,7 +143,7 @@ def synthetic_dump() -> dict:
 
 @lru_cache(maxsize=1)
 def synthetic_style_profile() -> pl.DataFrame:
-    """``core.published.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
+    """``core.publication.derived.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
     import duckdb
 
     from arena_pipeline.core.publication.derived import style_profile

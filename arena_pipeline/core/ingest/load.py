@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -267,7 +267,7 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
               suffix: str = "", aliases: pl.DataFrame | None = None,
-              pairs_revision: str | None = None) -> LoadReport:
+              pairs_revision: str | None = None, when_read: Callable[[], None] | None = None) -> LoadReport:
     """Flatten every file of ``manifest`` into staging tables, then swap them in together.
 
     The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
@@ -288,7 +288,8 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     nested rows as well (``core.ingest.pairs.pair_rows``, ``dump_revision`` set to it) into
     ``schema.<PAIRS_LOAD_TABLE><suffix>``, which the preference_pairs asset adopts as its version:
     the texts are assembled while they are in hand instead of being aggregated back from the
-    messages table, and written once.
+    messages table, and written once. ``when_read`` is called once every batch is read, while DuckDB
+    commits (one core is idle then).
 
     Raises
     ------
@@ -314,7 +315,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     con.execute("SET preserve_insertion_order = true")
     con.execute("BEGIN TRANSACTION")
     try:
-        _fill_stages(manifest, con, schema, suffix, aliases, report, pairs_revision)
+        _fill_stages(manifest, con, schema, suffix, aliases, report, pairs_revision, when_read)
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -427,7 +428,8 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
 
 
 def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str, suffix: str,
-                 aliases: pl.DataFrame | None, report: LoadReport, pairs_revision: str | None = None) -> None:
+                 aliases: pl.DataFrame | None, report: LoadReport, pairs_revision: str | None = None,
+                 when_read: Callable[[], None] | None = None) -> None:
     """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
@@ -446,12 +448,10 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
             report.pairs += warehouse.append(con, schema, PAIRS_LOAD_TABLE + suffix, pairs)
         del messages, context_messages, pairs  # not held while the next batch is made
     # every batch is read: the worker's core is idle until the COMMIT ends (DuckDB writes the last row
-    # groups, the whole pairs table at 1x, on one thread, ~3 s), and the asset checks that come next
-    # import Great Expectations (~2 s of Python): import it on that core now (core.validation.quality itself is
-    # imported here, not at the top: the CLI's read path imports this module and needs no quality)
-    from arena_pipeline.core.validation.quality import import_in_background
-
-    import_in_background()
+    # groups, the whole pairs table at 1x, on one thread, ~3 s); the caller may use it (the pipeline
+    # imports Great Expectations there, for the checks that come next)
+    if when_read is not None:
+        when_read()
     kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,
                                             screened.keys)
     formats = screened.formats

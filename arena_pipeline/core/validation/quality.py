@@ -339,8 +339,8 @@ def import_in_background() -> threading.Thread | None:
     """Start importing Great Expectations in a daemon thread; None when it is imported already.
 
     The import costs ~2 s of Python, paid by the first validation of the process. A caller that knows
-    validations come next and leaves a core idle meanwhile starts it early: the loader while DuckDB
-    commits the load (``core.ingest.load``), before the asset checks of the flat tables. The first
+    validations come next and leaves a core idle meanwhile starts it early: the flat_tables asset while DuckDB
+    commits the load (``load_dump(when_read=...)``), before the asset checks of the flat tables. The first
     validation then finds GX imported, or waits for the import to finish (Python's import lock); an
     import that fails here is left to fail again, and be reported, there.
     """

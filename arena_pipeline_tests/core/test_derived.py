@@ -1,4 +1,4 @@
-"""core/published.py on hand-made tables with known answers: each pair from both sides, input
+"""core/publication/derived.py on hand-made tables with known answers: each pair from both sides, input
 outcomes, style means per answer, the quality summary and the live publication's benchmarks."""
 
 from __future__ import annotations
