@@ -417,7 +417,7 @@ def read_benchmarks(location: str | Path, aliases: pl.DataFrame | None = None, *
     hub_id = hub_location(str(location))
     if hub_id is None:
         return read_benchmark_file(location, aliases, layout)
-    from arena_pipeline.core import hub  # huggingface_hub only when the Hub is used
+    from arena_pipeline.core.ingest import hub  # huggingface_hub only when the Hub is used
 
     repo_id, revision = hub_id
     manifest = hub.download_dump(repo_id, revision or "main", cache_dir, endpoint=endpoint, token=token,
