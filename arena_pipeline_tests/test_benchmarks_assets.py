@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from arena_pipeline.assets.benchmarks import benchmark_comparison
 from arena_pipeline.core.validation.benchmarks import benchmark_panel
 from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.materialize import REAL_CSV, materialized, run_sample
@@ -192,3 +193,45 @@ def test_the_setting_is_read_at_run_time_and_a_hub_id_goes_through_hf_endpoint(t
         assert catalog.read_benchmarks(aliases, explicit.hub_access()).height == read.height
     assert list((tmp_path / "cache").iterdir())  # downloaded into ARENA_CACHE_DIR
     assert list((tmp_path / "cache2").iterdir())  # and into the dump source's cache_dir
+
+
+BOARD = OLL.parent / "board.csv"  # 8 models of one board, the names of long.csv after normalization
+
+
+def _invoke(tmp_path: Path, benchmarks: str | None) -> list:
+    """benchmark_comparison invoked directly on a leaderboard frame: what it yields, in order."""
+    leaderboard = pl.read_csv(BOARD).with_columns(category=pl.lit("overall"), method=pl.lit("bt"))
+    resources = {"model_catalog": ModelCatalog(benchmarks=benchmarks),
+                 "dump_source": DumpSource(cache_dir=str(tmp_path / "cache"))}
+    with dg.build_asset_context(resources=resources) as context:
+        return list(benchmark_comparison(context, leaderboard=leaderboard))
+
+
+def test_benchmark_comparison_invoked_directly_on_a_leaderboard_frame(tmp_path):
+    check, scores, agreement = _invoke(tmp_path, str(OLL.parent / "long.csv"))
+    assert isinstance(check, dg.AssetCheckResult) and check.passed and check.metadata["rows"].value == 28
+    assert [scores.output_name, agreement.output_name] == ["benchmark_scores", "benchmark_agreement"]
+    # the settings the gate compares: one record, the alias hash inside it (not a top-level setting)
+    assert scores.value.settings == agreement.value.settings and list(scores.value.settings) == ["benchmarks"]
+    assert "aliases_sha256" in scores.value.settings["benchmarks"]
+    table = scores.value.table
+    assert table.filter(pl.col("matched")).get_column("canonical").n_unique() == 8
+    assert table.filter(~pl.col("matched")).get_column("model").to_list() == ["some-lab/a-model-we-never-saw"]
+    assert scores.metadata["matched_models"].value == 8
+    rows = {r["benchmark"]: r for r in agreement.value.table.iter_rows(named=True)}
+    assert rows["monotone"]["spearman"] == pytest.approx(1.0) and rows["reversed"]["spearman"] == pytest.approx(-1.0)
+    assert rows["tiny"]["spearman"] is None and rows["tiny"]["small_set"]
+
+
+def test_benchmark_comparison_without_a_usable_file_yields_empty_versions_that_say_why(tmp_path):
+    # no file configured: no check, empty tables, the status recorded
+    scores, agreement = _invoke(tmp_path, None)
+    assert scores.value.table.is_empty() and agreement.value.table.is_empty()
+    assert scores.value.settings["benchmarks"]["status"] == "not configured"
+    # an unusable file: the check fails (an error, with the line), the tables are empty, the problem recorded
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,benchmark,score\ngemma-3-27b-it,X,1\no3-mini,X,lots\n", encoding="utf-8")
+    check, scores, agreement = _invoke(tmp_path, str(bad))
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR and check.metadata["line"].value == 3
+    assert scores.value.table.is_empty() and agreement.value.table.is_empty()
+    assert agreement.value.settings["benchmarks"]["problem"].startswith(f"{bad}: line 3:")

@@ -7,10 +7,14 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import polars as pl
 import pytest
 
+from arena_pipeline.assets.models import external_comparison
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 from arena_pipeline_tests.materialize import REAL_CSV, SAMPLE_RUN_CONFIG, materialize, materialized, run_sample
+
+BOARD = Path(__file__).parent / "data" / "benchmarks" / "board.csv"  # 8 models of one board
 
 
 def _rows(tmp_path: Path, sql: str):
@@ -142,3 +146,37 @@ def test_a_missing_alias_file_fails_the_run_at_launch_naming_the_setting(tmp_pat
     messages = [f"{e.message} {e.event_specific_data}" for e in result.all_events]
     assert any("ARENA_MODEL_ALIASES is" in m and "no-such-aliases.csv" in m and "which is not a file" in m
                for m in messages), messages[-3:]
+
+
+def test_external_comparison_invoked_directly_on_a_leaderboard_frame(tmp_path):
+    """Our board against a published one 10 points higher, one of our models missing there; then a malformed
+    board: a failed check, empty tables and the problem recorded; then none: no check."""
+    ours = pl.read_csv(BOARD).with_columns(category=pl.lit("overall"), method=pl.lit("bt"))
+    published = tmp_path / "board.csv"
+    pl.read_csv(BOARD).head(7).with_columns(pl.col("rating", "ci_lower", "ci_upper") + 10,
+                                            category=pl.lit("overall")).write_csv(published)
+
+    def invoke(board: str | None) -> list:
+        with dg.build_asset_context(resources={"model_catalog": ModelCatalog(published_board=board)}) as context:
+            return list(external_comparison(context, leaderboard=ours))
+
+    check, summary, per_model = invoke(str(published))
+    assert check.passed and check.metadata["rows"].value == 7
+    assert [summary.output_name, per_model.output_name] == ["external_comparison", "external_comparison_models"]
+    record = summary.value.settings["published_board"]
+    assert list(summary.value.settings) == ["published_board"] and per_model.value.settings == summary.value.settings
+    assert record["path"] == str(published) and "sha256" in record and "aliases_sha256" in record
+    row = summary.value.table.filter(pl.col("category") == "overall", pl.col("method") == "bt").row(0, named=True)
+    assert row["n_matched"] == 7 and row["spearman"] == pytest.approx(1.0) and row["median_shift"] == pytest.approx(10.0)
+    assert per_model.value.table.filter(pl.col("status") != "matched").get_column("model").to_list() == [
+        "command-a-03-2025"]
+    assert summary.metadata["published_board"].value == record
+
+    published.write_text("model,rating\nx,lots\n", encoding="utf-8")
+    check, summary, per_model = invoke(str(published))
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert summary.value.table.is_empty() and per_model.value.table.is_empty()
+    assert summary.value.settings["published_board"]["problem"] == check.metadata["problem"].value
+
+    summary, per_model = invoke(None)
+    assert summary.value.settings["published_board"]["status"] == "not configured" and summary.value.table.is_empty()

@@ -3,10 +3,9 @@
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.builds import package_version, run_build, table_sha256
+from arena_pipeline.assets.builds import table_sha256
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
-from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES, RANKING_KEYS
 from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 from arena_pipeline.constants import (
@@ -18,7 +17,6 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.dataset.models import MODELS_SCHEMA, merged_names, models_table
-from arena_pipeline.core.store.versions import read_input, write_version
 from arena_pipeline.core.validation.external import (
     EXTERNAL_COMPARISON_MODELS_SCHEMA,
     EXTERNAL_COMPARISON_SCHEMA,
@@ -27,7 +25,7 @@ from arena_pipeline.core.validation.external import (
     compare_leaderboard,
 )
 from arena_pipeline.presentation.markdown import frame_markdown
-from arena_pipeline.resources import ModelCatalog, Warehouse
+from arena_pipeline.resources import ModelCatalog
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
 EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
@@ -67,27 +65,31 @@ def models(model_catalog: ModelCatalog, battles: pl.DataFrame, battle_categories
 BOARD_CHECK = "published_board_valid"
 
 
+_COMPARISON_SPECS = [
+    dg.AssetSpec(
+        EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"},
+        metadata=schema_metadata(EXTERNAL_COMPARISON_SCHEMA, f"{SCHEMA}.{EXTERNAL_COMPARISON_TABLE}"),
+        description="This run's leaderboard against ARENA_PUBLISHED_BOARD, per category and method (rank "
+        "correlations, rating differences, slope and residual RMS of published ~ a + b * ours); a version "
+        "of the publication like every table (empty when no board is configured or the board is "
+        "unusable: then the published_board_valid check fails and the settings say why).",
+    ),
+    dg.AssetSpec(
+        EXTERNAL_COMPARISON_MODELS, group_name="validation", kinds={"polars", "duckdb"},
+        metadata=schema_metadata(EXTERNAL_COMPARISON_MODELS_SCHEMA,
+                                 f"{SCHEMA}.{EXTERNAL_COMPARISON_MODELS_TABLE}"),
+        description="Per model of arena.external_comparison: our and their rating and rank, the centred "
+        "difference, or why the model is on one side only (empty like arena.external_comparison).",
+    ),
+]
+
+
 @dg.multi_asset(
     name="external_comparison",
-    specs=[
-        dg.AssetSpec(
-            EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"},
-            deps=[RANKING_KEYS[LEADERBOARD_TABLE]],
-            metadata=schema_metadata(EXTERNAL_COMPARISON_SCHEMA, f"{SCHEMA}.{EXTERNAL_COMPARISON_TABLE}"),
-            description="This run's leaderboard against ARENA_PUBLISHED_BOARD, per category and method (rank "
-            "correlations, rating differences, slope and residual RMS of published ~ a + b * ours); a version "
-            "of the publication like every table (empty when no board is configured or the board is "
-            "unusable: then the published_board_valid check fails and the settings say why).",
-        ),
-        dg.AssetSpec(
-            EXTERNAL_COMPARISON_MODELS, group_name="validation", kinds={"polars", "duckdb"},
-            deps=[RANKING_KEYS[LEADERBOARD_TABLE]],
-            metadata=schema_metadata(EXTERNAL_COMPARISON_MODELS_SCHEMA,
-                                     f"{SCHEMA}.{EXTERNAL_COMPARISON_MODELS_TABLE}"),
-            description="Per model of arena.external_comparison: our and their rating and rank, the centred "
-            "difference, or why the model is on one side only (empty like arena.external_comparison).",
-        ),
-    ],
+    # outputs the version store keeps, in spec order (the store's last-output line follows the last)
+    outs={spec.key.path[-1]: dg.AssetOut.from_spec(spec, is_required=False, io_manager_key=VERSION_STORE)
+          for spec in _COMPARISON_SPECS},
+    ins={"leaderboard": stored_input(RANKING_KEYS[LEADERBOARD_TABLE])},
     check_specs=[dg.AssetCheckSpec(
         BOARD_CHECK, asset=EXTERNAL_COMPARISON,
         description="The published leaderboard file (ARENA_PUBLISHED_BOARD) is readable; a malformed "
@@ -95,8 +97,7 @@ BOARD_CHECK = "published_board_valid"
         "when no board is configured.")],
     can_subset=True,  # the check may be left out; the gate refuses one table without the other
 )
-def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
-                        model_catalog: ModelCatalog):
+def external_comparison(context: dg.AssetExecutionContext, model_catalog: ModelCatalog, leaderboard: pl.DataFrame):
     """arena.external_comparison (per category and method) and arena.external_comparison_models (per
     model): the leaderboard this run publishes against a published leaderboard file
     (ARENA_PUBLISHED_BOARD), matched through the model-name normalization and aliases; rank correlations
@@ -121,47 +122,33 @@ def external_comparison(context: dg.AssetExecutionContext, warehouse: Warehouse,
     if path is None:
         context.log.info("no published board configured (set ARENA_PUBLISHED_BOARD): empty comparison tables")
     results = {}
-    with warehouse.connection() as con:
-        build = run_build(context, con)
-        if theirs is None:
-            recorded = {"status": "not configured"} if path is None else {"path": path, "problem": str(problem)}
-            summary = pl.DataFrame(schema=EXTERNAL_COMPARISON_SCHEMA)
-            per_model = pl.DataFrame(schema=EXTERNAL_COMPARISON_MODELS_SCHEMA)
-        else:
-            ours = read_input(con, SCHEMA, LEADERBOARD_TABLE, build)
-            summary, per_model, results = compare_leaderboard(ours, theirs, aliases, path)
-            recorded = {"path": path, "sha256": board_sha256(path)}
-            if ours.is_empty():
-                recorded["status"] = "the leaderboard is empty: nothing to compare"
-        # the alias table inside the record: a comparison never blocks the publication over it (the
-        # gate refuses tables made with different top-level settings)
-        recorded["aliases_sha256"] = table_sha256(aliases)
-        settings = {"published_board": recorded, "package_version": package_version()}
-        selected = context.selected_asset_keys
-        if EXTERNAL_COMPARISON in selected:
-            write_version(con, EXTERNAL_COMPARISON_TABLE, build, summary, settings)
-        if EXTERNAL_COMPARISON_MODELS in selected:
-            write_version(con, EXTERNAL_COMPARISON_MODELS_TABLE, build, per_model, settings)
+    if theirs is None:
+        recorded = {"status": "not configured"} if path is None else {"path": path, "problem": str(problem)}
+        summary = pl.DataFrame(schema=EXTERNAL_COMPARISON_SCHEMA)
+        per_model = pl.DataFrame(schema=EXTERNAL_COMPARISON_MODELS_SCHEMA)
+    else:
+        summary, per_model, results = compare_leaderboard(leaderboard, theirs, aliases, path)
+        recorded = {"path": path, "sha256": board_sha256(path)}
+        if leaderboard.is_empty():
+            recorded["status"] = "the leaderboard is empty: nothing to compare"
+    # the alias table inside the record: a comparison never blocks the publication over it (the
+    # gate refuses tables made with different top-level settings)
+    recorded["aliases_sha256"] = table_sha256(aliases)
+    settings = {"published_board": recorded}
     if context.selected_asset_check_keys and path is not None:
         yield (dg.AssetCheckResult(check_name=BOARD_CHECK, passed=True, metadata={"board": path, "rows": theirs.height})
                if problem is None else
                dg.AssetCheckResult(check_name=BOARD_CHECK, passed=False, severity=dg.AssetCheckSeverity.ERROR,
                                    description=f"published board unusable: {problem}",
                                    metadata={"board": path, "problem": str(problem)}))
-    common = {"revision": build.revision, "published_board": dg.MetadataValue.json(recorded)}
+    common = {"published_board": dg.MetadataValue.json(recorded)}
+    selected = context.selected_asset_keys
     if EXTERNAL_COMPARISON in selected:
         headline = summary.filter(pl.col("method") == "bt").select(
             "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff", "slope",
             "rms_residual", "median_shift")
-        yield dg.MaterializeResult(
-            asset_key=EXTERNAL_COMPARISON,
-            metadata={**common, "dagster/row_count": summary.height,
-                      "bt_vs_published": dg.MetadataValue.md(frame_markdown(headline)),
-                      "comparison": dg.MetadataValue.json({m: r.to_metadata() for m, r in results.items()})},
-            data_version=dg.DataVersion(build.revision),
-        )
+        yield dg.Output(Versioned(summary, settings), output_name=EXTERNAL_COMPARISON_TABLE,
+                        metadata={**common, "bt_vs_published": dg.MetadataValue.md(frame_markdown(headline)),
+                                  "comparison": dg.MetadataValue.json({m: r.to_metadata() for m, r in results.items()})})
     if EXTERNAL_COMPARISON_MODELS in selected:
-        yield dg.MaterializeResult(asset_key=EXTERNAL_COMPARISON_MODELS,
-                                   metadata={**common, "dagster/row_count": per_model.height},
-                                   data_version=dg.DataVersion(build.revision))
-    note_if_unpublished(context, warehouse)
+        yield dg.Output(Versioned(per_model, settings), output_name=EXTERNAL_COMPARISON_MODELS_TABLE, metadata=common)
