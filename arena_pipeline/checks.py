@@ -4,7 +4,8 @@ Each table gets two checks from one validation: ``<table>_errors`` (ERROR severi
 nothing downstream, leaderboards and publication included, is materialized from data that fails
 it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's results are appended to
 ``arena.quality_results``, and the outcome is recorded on the exact table version checked, which the
-publication gate requires to have passed.
+publication gate requires to have passed. The checked version is the check's input through the version
+store (a ``TableRef``: this run's version of the table, or the live one of the same dump).
 
 The validation (``core.validation.quality.validate_relation``) reads the checked version from DuckDB in batches
 of at most ~``DEFAULT_BATCH_CELLS`` values of the suite's columns, so the check's memory follows the
@@ -24,20 +25,19 @@ import hashlib
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.builds import run_build
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.models import MODELS
 from arena_pipeline.assets.publish import PUBLICATION_GATE
+from arena_pipeline.assets.version_store import TableRef, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     MESSAGES_TABLE,
-    MODELS_TABLE,
     QUALITY_RESULTS_TABLE,
     SCHEMA,
 )
 from arena_pipeline.core.dataset.models import confusable_pairs
 from arena_pipeline.core.store.records import record_dump
-from arena_pipeline.core.store.versions import finish_build, input_version, read_input, record_checks, versioned
+from arena_pipeline.core.store.versions import finish_build, record_checks
 from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError, quoted
 from arena_pipeline.core.validation.quality import QualityReport, suite_path, validate_relation
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK, SETTING, assess_board, outcomes
@@ -146,23 +146,23 @@ def _suite_checks(table: str):
             dg.AssetCheckSpec(warnings, asset=key,
                               description=f"Warning-severity expectations of expectations/{table}.json."),
         ],
+        ins={"checked": stored_input(key)},
     )
-    def suite_check(context: dg.AssetCheckExecutionContext, warehouse: Warehouse):
+    def suite_check(context: dg.AssetCheckExecutionContext, warehouse: Warehouse, checked: TableRef):
+        # the version this run publishes (the version store's input: its own, or the live one of the dump),
+        # in batches of the suite's columns read from DuckDB (never the whole table in Python); a column a
+        # dump's format lacks (null in all its rows) is not checked on that dump's rows
         with warehouse.connection() as con:
-            build = run_build(context, con)
-            version = input_version(con, SCHEMA, table, build)
-            # batches of the suite's columns read from DuckDB (never the whole table in Python); a column
-            # a dump's format lacks (null in all its rows) is not checked on that dump's rows
-            report = validate_relation(con, versioned(version), table, sample_size=SAMPLE_SIZE)
+            report = validate_relation(con, checked.name, table, sample_size=SAMPLE_SIZE)
         failed = report.failures("error").get_column("expectation_id").to_list()
         with warehouse.connection() as con:
-            store_results(con, build.revision, table, report, version)
-            record_checks(con, version, report.passed_errors,
+            store_results(con, checked.revision, table, report, checked.version)
+            record_checks(con, checked.version, report.passed_errors,
                           {"suite": report.suite, "suite_sha256": suite_sha256(table), "failed": failed})
             if not report.passed_errors:
                 detail = f"{table} failed error expectations: {', '.join(failed)}"[:2000]
-                record_dump(con, SCHEMA, revision=build.revision, status="failed", detail=detail)
-                finish_build(con, build.build_id, "failed", detail)
+                record_dump(con, SCHEMA, revision=checked.revision, status="failed", detail=detail)
+                finish_build(con, context.run.run_id, "failed", detail)  # the run's build (build id = run id)
         context.log.info(f"{table}: {report.summary()}")
         yield _result(report, "error", errors, key)
         yield _result(report, "warning", warnings, key)
@@ -179,15 +179,14 @@ messages_quality = _suite_checks(MESSAGES_TABLE)
                 "(default-ignorable code points, format and control characters) are removed and blanks read as "
                 "spaces, or equal Unicode TR39 confusable skeletons; merge them with an alias row when they are "
                 "one model. Warning only.")
-def models_confusable(context: dg.AssetCheckExecutionContext, warehouse: Warehouse) -> dg.AssetCheckResult:
-    with warehouse.connection() as con:
-        frame = read_input(con, SCHEMA, MODELS_TABLE, run_build(context, con), "model")
-    pairs = confusable_pairs(frame)
+def models_confusable(models: pl.DataFrame) -> dg.AssetCheckResult:
+    # arena.models as this run publishes it, through the version store (a small table)
+    pairs = confusable_pairs(models)
     return dg.AssetCheckResult(
         passed=pairs.is_empty(),
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
-            "models": frame.height,
+            "models": models.height,
             "confusable_pairs": pairs.height,
             "pairs": dg.MetadataValue.json(
                 [{"model": r["model"], "other": r["other"], "model_repr": ascii(r["model"]),

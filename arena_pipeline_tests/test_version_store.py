@@ -12,6 +12,7 @@ from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.models import models
 from arena_pipeline.assets.rankings import battle_categories
 from arena_pipeline.assets.version_store import Fill, TableRef, Versioned, VersionStore
+from arena_pipeline.checks import battles_quality, models_confusable
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.store.versions import Build, start_build, version_name
@@ -148,3 +149,24 @@ def test_models_invoked_directly_on_frames():
     # every battle has it on side b now (a self-battle counts once)
     assert gemini["n_battles"] == 8 and gemini["battles_overall"] == 8
     assert set(table.get_column("model")) == set(MODELS)
+
+
+def test_the_battles_suite_checks_the_version_the_store_gives_and_records_it_on_that_version(store):
+    _store(store, "battles", make_battles(20))
+    checked = _load(store, "battles", TableRef)
+    with dg.build_op_context() as context:
+        errors, warnings = battles_quality(context, warehouse=store.warehouse, checked=checked)
+    assert (errors.check_name, errors.passed, errors.severity) == ("battles_errors", True, dg.AssetCheckSeverity.ERROR)
+    assert (warnings.check_name, warnings.severity, errors.metadata["rows"].value) == (
+        "battles_warnings", dg.AssetCheckSeverity.WARN, 20)
+    with store.warehouse.connection() as con:
+        passed = con.execute("SELECT checks_passed FROM arena_versions.versions WHERE version = ?",
+                             [checked.version]).fetchone()
+        recorded = con.execute("SELECT DISTINCT table_version, dump_revision FROM arena.quality_results").fetchall()
+    assert passed == (True,) and recorded == [(checked.version, REVISION)]
+
+
+def test_models_confusable_invoked_directly_on_a_models_frame():
+    result = models_confusable(models=pl.DataFrame({"model": ["gemma-3-27b-it", "g\u0435mma-3-27b-it", "o3"]}))
+    assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN and result.metadata["models"].value == 3
+    assert [(p["model"], p["other"]) for p in result.metadata["pairs"].value] == [("gemma-3-27b-it", "g\u0435mma-3-27b-it")]
