@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 
-from arena_pipeline.core import hub  # noqa: E402
+from arena_pipeline.core.ingest import hub  # noqa: E402
 from arena_pipeline.core.ingest.sources import verify_shard  # noqa: E402
 from arena_pipeline_tests.hub_server import fake_hub_server  # noqa: E402
 
