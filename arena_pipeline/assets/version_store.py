@@ -48,13 +48,13 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.store.versions import (
     base_version,
     input_version,
+    read_input,
     reusable_version,
     reuse_version,
     versioned,
     write_version,
     write_version_with,
 )
-from arena_pipeline.core.store.warehouse import read_frame
 from arena_pipeline.resources import Warehouse
 
 #: The key assets and inputs name the store by.
@@ -153,11 +153,10 @@ class VersionStore(dg.IOManager):
             raise TypeError(f"{SCHEMA}.{table} is too large to load into Python: declare the input as a TableRef")
         with self.warehouse.connection() as con:
             build = build_of_run(con, self.run_id)
+            if not reference:
+                return read_input(con, SCHEMA, table, build, (context.definition_metadata or {}).get("columns", "*"))
             version = input_version(con, SCHEMA, table, build)
-            if reference:
-                return TableRef(version, build.revision, base_version(con, version))
-            columns = (context.definition_metadata or {}).get("columns", "*")
-            return read_frame(con, f"SELECT {columns} FROM {versioned(version)}")
+            return TableRef(version, build.revision, base_version(con, version))
 
     def _note_after_last_output(self, context: dg.OutputContext) -> None:
         """After the step's last output: the "publishes nothing" line, when the run publishes nothing."""
