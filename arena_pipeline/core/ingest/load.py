@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -277,9 +278,10 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
 
     Messages are streamed into DuckDB batch by batch (``BATCH_ROWS`` votes), so memory stays
     bounded by one batch of the dump, DuckDB's memory limit (the connection's ``memory_limit``) and
-    the battles table (about 450 bytes a vote, no texts). The staging tables are created, then filled in one
-    transaction: DuckDB then writes whole row groups once instead of committing every batch's
-    insert on its own, which takes about a third less CPU on the full dump
+    the battles table (about 450 bytes a vote, no texts). The staging tables are created, then each
+    is filled in a transaction of its own (:class:`_Stages`): DuckDB then writes whole row groups
+    once instead of committing every batch's insert on its own, and does not interleave the
+    tables' row groups in one transaction, which took 1.7x the time on the full dump
     (benchmarks/bench_ingest.py); a failure rolls the staging rows back.
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
@@ -310,19 +312,22 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     for table, columns in tables.items():
         warehouse.create_stage(con, schema, table, columns)
     # rows keep the order they are appended in, so one battle's messages stay close together
-    # (core.analysis.write_preference_pairs reads them in row ranges)
-    ordered = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
+    # (core.analysis.write_preference_pairs reads them in row ranges); one DuckDB thread: the
+    # inserts take a third less CPU than with two, and the other core reads and flattens
+    saved = con.execute("SELECT current_setting('preserve_insertion_order'), current_setting('threads')").fetchone()
     con.execute("SET preserve_insertion_order = true")
-    con.execute("BEGIN TRANSACTION")
+    con.execute("SET threads = 1")
+    stages = _Stages(con, schema, list(tables))
     try:
-        _fill_stages(manifest, con, schema, suffix, aliases, report, pairs_revision, when_read)
+        _fill_stages(manifest, stages, suffix, aliases, report, pairs_revision, when_read)
     except BaseException:
-        con.execute("ROLLBACK")
+        stages.rollback()
         raise
     else:
-        con.execute("COMMIT")
+        stages.commit()
     finally:
-        con.execute(f"SET preserve_insertion_order = {bool(ordered)}")
+        con.execute(f"SET preserve_insertion_order = {bool(saved[0])}")
+        con.execute(f"SET threads = {int(saved[1])}")
     warehouse.swap_in_staged(con, schema, tables)
     report.seconds = time.perf_counter() - started
     return report
@@ -369,6 +374,55 @@ def _content_key(battles: pl.DataFrame, frame: pl.DataFrame) -> pl.Series:
         pl.concat_str([pl.col("model_a_canonical"), pl.col("model_b_canonical"), pl.col("winner"),
                        pl.lit(texts)], separator="\x1f", ignore_nulls=True).hash(seed=14)
     ).to_series().alias("content")
+
+
+class _Stages:
+    """The staging tables of one load, each filled in a transaction of its own (a cursor per table).
+
+    Row groups of one table are then written one after another; the tables interleaved in one
+    transaction took 1.7x the time to insert and commit on the full dump. Every transaction is
+    committed at the end, or every one rolled back: the staging tables are published together by
+    ``warehouse.swap_in_staged`` afterwards, so a reader never sees part of a load.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, schema: str, tables: list[str]) -> None:
+        self.schema = schema
+        self.cursors: dict[str, duckdb.DuckDBPyConnection] = {}
+        for table in tables:
+            cursor = con.cursor()
+            cursor.execute("BEGIN TRANSACTION")
+            self.cursors[table] = cursor
+
+    def append(self, table: str, frame: pl.DataFrame) -> int:
+        """Append ``frame`` to the staging table of ``table``; return the rows appended."""
+        return warehouse.append(self.cursors[table], self.schema, table, frame)
+
+    def delete_battles(self, table: str, battles: pl.DataFrame) -> int:
+        """Delete the rows of ``battles``' ``battle_id`` values from the staging table; return how many."""
+        cursor = self.cursors[table]
+        cursor.register("_gone_battles", battles.to_arrow())
+        try:
+            return cursor.execute(f'DELETE FROM {self.schema}."{warehouse.STAGE_PREFIX}{table}" WHERE battle_id IN '
+                                  "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
+        finally:
+            cursor.unregister("_gone_battles")
+
+    def commit(self) -> None:
+        """Commit every table's rows (a failure rolls back the ones not yet committed)."""
+        try:
+            for table in list(self.cursors):
+                self.cursors.pop(table).execute("COMMIT").close()
+        except BaseException:
+            self.rollback()
+            raise
+
+    def rollback(self) -> None:
+        """Roll every table's uncommitted rows back."""
+        for cursor in self.cursors.values():
+            with contextlib.suppress(duckdb.Error):  # one that cannot roll back must not keep the others
+                cursor.execute("ROLLBACK")
+            cursor.close()
+        self.cursors.clear()
 
 
 @dataclass
@@ -427,8 +481,8 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
         report.per_file.append({"file": shard.name, "rows": file_rows, "dump": dump, "format": adapter.name})
 
 
-def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str, suffix: str,
-                 aliases: pl.DataFrame | None, report: LoadReport, pairs_revision: str | None = None,
+def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: pl.DataFrame | None,
+                 report: LoadReport, pairs_revision: str | None = None,
                  when_read: Callable[[], None] | None = None) -> None:
     """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
 
@@ -436,16 +490,16 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
     earlier already holds (same id, or same canonical models, winner and user texts) is moved to
     quarantine with :data:`~arena_pipeline.core.dataset.quarantine.CROSS_DUMP_RULE` and the kept row
     lists the repeating dump in ``also_in_dumps``. A worker thread reads and flattens the next
-    batch while this one's messages are stored (:func:`prefetch.prefetched`): the connection is
+    batch while this one's messages are stored (:func:`prefetch.prefetched`): the cursors are
     used by this thread only.
     """
     screened = _Screened()
     batches = prefetched(_flat_batches(manifest, aliases, report, screened, pairs_revision))
     for messages, context_messages, pairs in batches:
-        report.messages += warehouse.append(con, schema, MESSAGES_TABLE + suffix, messages)
-        report.context_messages += warehouse.append(con, schema, CONTEXT_MESSAGES_TABLE + suffix, context_messages)
+        report.messages += stages.append(MESSAGES_TABLE + suffix, messages)
+        report.context_messages += stages.append(CONTEXT_MESSAGES_TABLE + suffix, context_messages)
         if pairs is not None:
-            report.pairs += warehouse.append(con, schema, PAIRS_LOAD_TABLE + suffix, pairs)
+            report.pairs += stages.append(PAIRS_LOAD_TABLE + suffix, pairs)
         del messages, context_messages, pairs  # not held while the next batch is made
     # every batch is read: the worker's core is idle until the COMMIT ends (DuckDB writes the last row
     # groups, the whole pairs table at 1x, on one thread, ~3 s); the caller may use it (the pipeline
@@ -463,13 +517,9 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
         if by_content.height:
             cross.append(by_content)
             pairs.append(content_pairs)
-            con.register("_gone_battles", by_content.select(battle_id="id").to_arrow())
+            gone = by_content.select(battle_id="id")
             staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE) + ((PAIRS_LOAD_TABLE,) if pairs_revision else ())
-            removed = {table_name: con.execute(
-                f'DELETE FROM {schema}."{warehouse.STAGE_PREFIX}{table_name}{suffix}" WHERE battle_id IN '
-                "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
-                for table_name in staged}
-            con.unregister("_gone_battles")
+            removed = {table_name: stages.delete_battles(table_name + suffix, gone) for table_name in staged}
             report.messages -= removed[MESSAGES_TABLE]
             report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
             report.pairs -= removed.get(PAIRS_LOAD_TABLE, 0)
@@ -479,8 +529,8 @@ def _fill_stages(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema:
         raise AssertionError(
             f"rows read ({report.rows_read}) != battles ({all_battles.height}) + quarantine ({all_quarantine.height})"
         )
-    report.battles = warehouse.append(con, schema, BATTLES_TABLE + suffix, all_battles)
-    report.quarantined = warehouse.append(con, schema, QUARANTINE_TABLE + suffix, all_quarantine)
+    report.battles = stages.append(BATTLES_TABLE + suffix, all_battles)
+    report.quarantined = stages.append(QUARANTINE_TABLE + suffix, all_quarantine)
     report.quarantine_by_rule = dict(count_by_rule(all_quarantine).iter_rows()) if all_quarantine.height else {}
     report.per_dump = _per_dump(all_battles, all_quarantine, formats)
 
