@@ -128,7 +128,9 @@ def file_adapter(path: Path) -> Adapter:
 def _iter_parquet(path: Path, adapter: Adapter = ARENA_140K):
     """Yield (canonical Arrow table, row offset, excluded rows or None) batches of a verified shard."""
     offset = 0
-    parquet = pq.ParquetFile(path)
+    # no pre-buffering: it reads a row group's column chunks ahead in one piece (meant for object
+    # stores); a local file read as needed holds ~200 MB less at peak on the 1x dump, for no more time
+    parquet = pq.ParquetFile(path, pre_buffer=False)
     columns = adapter.read_columns(parquet.schema_arrow)
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
         raw = pa.Table.from_batches([batch])
