@@ -179,14 +179,18 @@ def compute_rankings(
     with_clusters = "_cluster" in frame.columns
     is_self = (frame.get_column("_a") == frame.get_column("_b")).to_numpy()
     categories = battle_categories.select("battle_id", "category").unique(maintain_order=True)
+    # a battle is in ~5 categories: the (category, battle) rows point at the battle's row of ``frame``
+    # and each category's battles are gathered when its board is fitted, one category at a time
+    # (joined whole, the style features of every battle were held ~5 times: +1.4 GB at 4x the dump)
     tagged = categories.join(
-        frame.with_columns(_self=pl.Series(is_self)), left_on="battle_id", right_on="id"
+        frame.select("id", pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), _self=pl.Series(is_self)),
+        left_on="battle_id", right_on="id",
     )
     self_rows = int(tagged.get_column("_self").sum())
     unmatched = categories.height - tagged.height
-    tagged = tagged.filter(~pl.col("_self"))
+    tagged = tagged.filter(~pl.col("_self")).select("category", "_row")
     order = ordered_categories(tagged.get_column("category").unique().to_list())
-    parts = {key[0]: part for key, part in tagged.partition_by("category", as_dict=True).items()}
+    rows = {key[0]: part.get_column("_row") for key, part in tagged.partition_by("category", as_dict=True).items()}
 
     metadata: dict[str, Any] = {
         "config": asdict(config),
@@ -212,17 +216,19 @@ def compute_rankings(
         "anchors": {},
         "kendall_tau": {},
         "categories": {},
-        "timings_s": {"prepare": perf_counter() - started},
+        "timings_s": {"prepare": perf_counter() - started, "pairwise": 0.0},
     }
     boards: list[pl.DataFrame] = []
     coefficients: list[pl.DataFrame] = []
-    bt_boards: list[pl.DataFrame] = []
+    pairwise_parts: list[pl.DataFrame] = []
     unrated: list[pl.DataFrame] = []
     status: dict[str, dict[str, Any]] = {}
     for category in order:
         t_category = perf_counter()
-        part = parts[category]
+        part = frame[rows[category]]
         every = tuple(part.get_column(c).to_numpy() for c in ("_a", "_b", "_o"))
+        # the head-to-head counts take every battle, ties included whatever config.ties is
+        observed = part.select(pl.lit(category).alias("category"), "model_a", "model_b", "winner")
         if config.ties == "drop":
             part = part.filter(pl.col("_o") < 2)
         a, b, o = (part.get_column(c).to_numpy() for c in ("_a", "_b", "_o"))
@@ -243,6 +249,7 @@ def compute_rankings(
             info["note"] = "fewer than 2 models left: no board"
             unrated.append(unrated_rows(category, names, every, np.zeros(len(names), bool), reasons))
             status[category] = category_status(info, None, unrated[-1].height, config)
+            pairwise_parts.append(_pairwise(observed, None, config, metadata))
             continue
         unrated.append(unrated_rows(category, names, every, active, reasons))
         candidates = config.anchor_models if config.anchor_model is None else (config.anchor_model,)
@@ -272,7 +279,7 @@ def compute_rankings(
         # bt is always fitted: spectral's tau and the pairwise predictions use it
         t0 = perf_counter()
         bt = fit_bt_board(board)
-        bt_boards.append(bt.frame)
+        pairwise_parts.append(_pairwise(observed, bt.frame, config, metadata))
         status[category] = category_status(info, bt.frame, unrated[-1].height, config)
         if "bt" in config.methods:
             boards.append(bt.frame)
@@ -309,14 +316,8 @@ def compute_rankings(
     )
     leaderboard = _concat(boards, LEADERBOARD_SCHEMA)
     leaderboard = leaderboard.sort(*category_rank, method_rank, "provisional", "rank", "model")
-    pairwise = pairwise_table(
-        tagged.select("category", "model_a", "model_b", "winner"),
-        _concat(bt_boards, LEADERBOARD_SCHEMA),
-        config.ties,
-        config.scale,
-        config.base,
-    ).sort(*category_rank, "model_1", "model_2")
-    metadata["timings_s"]["pairwise"] = perf_counter() - t0
+    pairwise = _concat(pairwise_parts, PAIRWISE_SCHEMA).sort(*category_rank, "model_1", "model_2")
+    metadata["timings_s"]["pairwise"] += perf_counter() - t0
     metadata["timings_s"]["total"] = perf_counter() - started
     return RankingOutput(
         leaderboard, _concat(coefficients, STYLE_COEFFICIENTS_SCHEMA), pairwise, metadata,
@@ -369,6 +370,16 @@ def _styled_board(
     pairs = aggregate_pairs(style_board.a, style_board.b, style_board.o, style_board.m)
     theta0 = fit_bt(pairs, tol=c.tol, max_iter=c.max_iter).x[0]
     return style_board, theta0, info
+
+
+def _pairwise(observed: pl.DataFrame, bt_board: pl.DataFrame | None, config: RankingConfig,
+              metadata: dict[str, Any]) -> pl.DataFrame:
+    """One category's rows of the pairwise table (predictions from its bt board; none without one)."""
+    t0 = perf_counter()
+    ratings = bt_board if bt_board is not None else pl.DataFrame(schema=LEADERBOARD_SCHEMA)
+    table = pairwise_table(observed, ratings, config.ties, config.scale, config.base)
+    metadata["timings_s"]["pairwise"] += perf_counter() - t0
+    return table
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
