@@ -1,8 +1,10 @@
 """``arena-pipeline``: read the published leaderboards from the warehouse (``--help`` lists the commands).
 
-The commands start fast: this module imports what reading the warehouse needs (DuckDB, Polars, the
-read API) and nothing of the pipeline (no Dagster, no scipy: ``test_cli.py`` checks ``sys.modules``).
-The report's renderer (Jinja2, the charts) is imported by the ``report`` command, its only user.
+The commands start fast: this module imports what reading the warehouse needs (DuckDB) and nothing of
+the pipeline (no Dagster, no scipy: ``test_cli.py`` checks ``sys.modules``). ``leaderboard`` reads one
+board as DuckDB's rows (``presentation.read_board``: no Polars frame, so no NumPy, Arrow or pydantic);
+what only the other commands need (the read API's frames, the export, the report's renderer) is
+imported by those commands.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 import duckdb
-import polars as pl
 
 from arena_pipeline.constants import (
     DEFAULT_REPORT_PATH,
@@ -26,22 +28,21 @@ from arena_pipeline.constants import (
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.dataset.categories import category_label
-from arena_pipeline.core.publication.changes import changes_between, summary
-from arena_pipeline.core.ranking import METHODS, method_label
-from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.labels import METHODS, category_label, method_label
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
     connect,
     corruption_error,
     quoted,
-    read_frame,
     relation_exists,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
-from arena_pipeline.presentation.read import NoBoard, read_dump_boards, read_published
-from arena_pipeline.presentation.tables import frame_table
+from arena_pipeline.presentation.read_board import NoBoard, read_board
+from arena_pipeline.presentation.tables import frame_table, rows_table
+
+if TYPE_CHECKING:
+    import polars as pl
 
 PROG = "arena-pipeline"
 EXIT_OK = 0
@@ -107,18 +108,27 @@ def text_table(frame: pl.DataFrame, **formats: object) -> str:
     return frame_table(frame, "simple", terminal_safe, missingval="-", **formats)
 
 
-def format_board(board: pl.DataFrame) -> str:
-    """A plain-text table: rank, rank upper bound, model, rating, 95% CI, battles."""
+def plain_table(columns: Sequence[str], rows: Sequence[Sequence[object]], text: Sequence[int],
+                **formats: object) -> str:
+    """:func:`text_table` of rows: ``text``, the indices of the text columns (the others are numbers)."""
+    return rows_table(columns, rows, text, "simple", terminal_safe, missingval="-", **formats)
+
+
+def _interval(row: Mapping[str, Any]) -> str | None:
     # both bounds missing on a board with an interval method: its reference model (the anchor, whose
     # rating is pinned: an interval is of a rating's difference from it); an infinite bound: a
     # clustered interval of a model seen in one session only (presentation.templating.interval_note)
-    method = board.get_column("ci_method") if "ci_method" in board.columns else pl.Series([None] * board.height)
-    ci = [("reference" if m not in (None, "none") else None) if lo is None or hi is None
-          else "unbounded" if math.isinf(lo) or math.isinf(hi) else f"[{lo:.1f}, {hi:.1f}]"
-          for (lo, hi), m in zip(board.select("ci_lower", "ci_upper").iter_rows(), method, strict=True)]
-    table = board.select(Rank="rank", UB="rank_ub", Model="model", Rating="rating",
-                         **{"95% CI": pl.Series(ci, dtype=pl.String)}, Battles="n_battles")
-    return text_table(table, floatfmt=".1f", intfmt=("", "", "", "", "", ","))
+    lo, hi = row["ci_lower"], row["ci_upper"]
+    if lo is None or hi is None:
+        return "reference" if row.get("ci_method") not in (None, "none") else None
+    return "unbounded" if math.isinf(lo) or math.isinf(hi) else f"[{lo:.1f}, {hi:.1f}]"
+
+
+def format_board(board: Sequence[Mapping[str, Any]]) -> str:
+    """A plain-text table of board rows: rank, rank upper bound, model, rating, 95% CI, battles."""
+    rows = [(r["rank"], r["rank_ub"], r["model"], r["rating"], _interval(r), r["n_battles"]) for r in board]
+    return plain_table(("Rank", "UB", "Model", "Rating", "95% CI", "Battles"), rows, (2, 4),
+                       floatfmt=".1f", intfmt=("", "", "", "", "", ","))
 
 
 def _models(n: int) -> str:
@@ -178,45 +188,42 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     provisional and unrated models, and the categories without a board."""
     try:
         with open_warehouse(warehouse, timeout) as con:
-            pub = read_published(con, SCHEMA, style=False) if dump is None else read_dump_boards(con, dump)
-        pub.check_board(category, method)
+            pub = read_board(con, category, method, SCHEMA, dump)
     except NoBoard as exc:  # a dump's own boards come without the reasons of the combined ones
         raise CliError(str(exc) if dump is None else (
             f"category {category!r} has no leaderboard on the boards of dump {dump!r} alone (they are: "
-            f"{', '.join(pub.categories())}); leave out --dump for the combined boards")) from None
+            f"{', '.join(exc.categories)}); leave out --dump for the combined boards")) from None
     except LookupError as exc:
         raise CliError(str(exc)) from None
     except ValueError as exc:  # a typo: usage
         raise CliError(str(exc), EXIT_USAGE) from None
-    board = pub.board(category, method)
-    provisional, board = board.filter("provisional"), board.filter(~pl.col("provisional"))
-    shown = board.head(top or board.height)  # --top 0: all
+    board, provisional = pub.ranked, pub.provisional
+    shown = board[:top or len(board)]  # --top 0: all
     label = method_label(method)
     if f"({method})" not in label and label != method:  # named once: "Rank Centrality (spectral)"
         label = f"{label} ({method})"
-    print(terminal_safe(f"{category_label(category)} - {label}; {board.height + provisional.height} models"
-                        + (f", top {shown.height} shown" if shown.height < board.height else "")
+    print(terminal_safe(f"{category_label(category)} - {label}; {len(board) + len(provisional)} models"
+                        + (f", top {len(shown)} shown" if len(shown) < len(board) else "")
                         + (f"; dump {dump or pub.revision}" if dump or pub.revision else "")))
     print()
-    print(format_board(shown) if shown.height else "No model reaches the display threshold.")
-    if provisional.height:
-        listed = provisional.head(top or provisional.height)
-        print(f"\nProvisional ({_models(provisional.height)}, "
-              + ("not ranked among those above" if board.height else "ranked among themselves")
-              + (f", top {listed.height} shown" if listed.height < provisional.height else "")
-              + f"): {provisional.get_column('provisional_reason')[0]}")
+    print(format_board(shown) if shown else "No model reaches the display threshold.")
+    if provisional:
+        listed = provisional[:top or len(provisional)]
+        print(f"\nProvisional ({_models(len(provisional))}, "
+              + ("not ranked among those above" if board else "ranked among themselves")
+              + (f", top {len(listed)} shown" if len(listed) < len(provisional) else "")
+              + f"): {provisional[0]['provisional_reason']}")
         print(format_board(listed))
-    if (unrated := pub.unrated(category)).height:
-        print(f"\nUnrated ({_models(unrated.height)} with battles here but no rating):")
-        print(text_table(unrated.select(Model="model", Battles="battles", **{
-            "W/L/T": pl.format("{}/{}/{}", "wins", "losses", "ties")}, Reason="reason"), intfmt=","))
-    if shown.height and "ci_method" in shown.columns:
-        print(f"\n95% CI: {shown.get_column('ci_method')[0]} interval of the rating's difference from the board's "
+    if pub.unrated:
+        print(f"\nUnrated ({_models(len(pub.unrated))} with battles here but no rating):")
+        wlt = [(m, n, None if None in (w, lo, t) else f"{w}/{lo}/{t}", why) for m, n, w, lo, t, why in pub.unrated]
+        print(plain_table(("Model", "Battles", "W/L/T", "Reason"), wlt, (0, 2, 3), intfmt=","))
+    if shown and "ci_method" in pub.columns:
+        print(f"\n95% CI: {shown[0]['ci_method']} interval of the rating's difference from the board's "
           "reference model (rating 1000, no interval). UB: best rank the interval allows.")
-    if (missing := pub.no_board()).height:
-        print(f"\nCategories without a board ({missing.height}):")
-        print(text_table(missing.select(Category="category", Status="status",
-                                        Reason=pl.col("reason").fill_null(""))))
+    if pub.no_board:
+        print(f"\nCategories without a board ({len(pub.no_board)}):")
+        print(plain_table(("Category", "Status", "Reason"), pub.no_board, (0, 1, 2)))
     return EXIT_OK
 
 
@@ -255,6 +262,7 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
     if out.is_dir():
         raise CliError(f"{out} is a folder; give the report's file path, e.g. {out / 'leaderboards.html'}")
+    from arena_pipeline.presentation.read import read_published  # Polars frames: not at the CLI's start
     from arena_pipeline.presentation.report import render_report  # Jinja2 and the charts: this command only
 
     with open_warehouse(warehouse, timeout) as con:
@@ -277,6 +285,8 @@ def format_changes(rows: pl.DataFrame) -> str:
     after, change with its 95% interval and whether the move is beyond it, rank and rank UB moves."""
     ci = [None if lo is None or hi is None else "unbounded" if math.isinf(lo) or math.isinf(hi)
           else f"[{lo:+.1f}, {hi:+.1f}]" for lo, hi in rows.select("change_ci_lower", "change_ci_upper").iter_rows()]
+    import polars as pl
+
     beyond = ["yes" if b else "no" if b is not None else None for b in rows.get_column("beyond_interval")]
     table = rows.select(
         Model="model", Status="status", Before="rating_before", After="rating_after",
@@ -303,6 +313,12 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     """Print, per category, how the live boards moved since the previous publication (or --since
     ID): new and gone models, each rating's change with a 95% interval for the change (how the two
     fits' votes relate decides it: README, Changes between publications), rank and rank UB moves."""
+    import polars as pl  # the changes' frames: not at the CLI's start
+
+    from arena_pipeline.core.publication.changes import changes_between, summary
+    from arena_pipeline.core.store.records import live_publication
+    from arena_pipeline.core.store.warehouse import read_frame
+
     with open_warehouse(warehouse, timeout) as con:
         live = live_publication(con, SCHEMA)
         if live is None:

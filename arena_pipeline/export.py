@@ -31,7 +31,6 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.publication.derived import published_dump_row
 from arena_pipeline.core.store.atomic import make_folder
 from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists
 
@@ -112,6 +111,8 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
     folder it finally leads to is the one written and swapped, beside itself (on its own file system):
     the link stays and points at the new export. Returns the tables written (file, rows), the tables
     missing and the published revision. Raises OSError or duckdb.Error with nothing changed."""
+    from arena_pipeline.core.publication.derived import published_dump_row  # Polars: not at the CLI's start
+
     if out_dir.is_symlink():  # swapping the link itself would replace it with a plain folder
         out_dir = Path(os.path.realpath(out_dir))
     suffix, options = (".parquet", "FORMAT parquet") if fmt == "parquet" else (".csv", "FORMAT csv, HEADER true")

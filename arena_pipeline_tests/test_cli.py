@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,8 @@ import pytest
 from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
 from arena_pipeline.core.store.records import DUMPS_DDL
 from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
+from arena_pipeline.presentation.read import read_dump_boards, read_published
+from arena_pipeline.presentation.read_board import read_board
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
     REVISION,
@@ -171,6 +174,37 @@ def test_dump_option_prints_one_dumps_own_board(warehouse, tmp_path, capsys):
     exported = pl.read_parquet(tmp_path / "out" / "dump_leaderboard.parquet")
     both = synthetic_outputs().leaderboard.filter(pl.col("category").is_in(["overall", "math"])).height
     assert exported.group_by("dump").len().sort("dump").rows() == [("a/33k", board.height), ("b/140k", both)]
+
+
+def test_the_rows_of_a_board_are_the_read_apis_frames(warehouse, tmp_path):
+    """``leaderboard`` reads one board as DuckDB's rows (``read_board``); the report and the UI read frames
+    (``Published``): for every board, also a dump's own, both give the same rows in the same order, the
+    same revision, unrated models and categories without a board, and the same errors."""
+    path = tmp_path / "family.duckdb"
+    path.write_bytes(warehouse.read_bytes())
+    with duckdb.connect(str(path)) as con:  # one dump's own boards: overall and math, 'o''dump' needs quoting
+        con.execute("CREATE TABLE arena.dump_leaderboard AS SELECT 'o''dump' AS dump, * FROM arena.leaderboard "
+                    "WHERE category IN ('overall', 'math')")
+    with duckdb.connect(str(path), read_only=True) as con:
+        for dump, pub in ((None, read_published(con, style=False)), ("o'dump", read_dump_boards(con, "o'dump"))):
+            boards = [(c, m) for c in pub.categories() for m in pub.methods(c)]
+            assert len(boards) > 3 and any(pub.board(c, m).get_column("provisional").any() for c, m in boards)
+            for category, method in boards:
+                rows, frame = read_board(con, category, method, dump=dump), pub.board(category, method)
+                assert rows.ranked + rows.provisional == frame.rows(named=True), (category, method)
+                assert rows.provisional == frame.filter("provisional").rows(named=True)
+                assert rows.categories == pub.categories()
+                assert rows.unrated == pub.unrated(category).select(
+                    "model", "battles", "wins", "losses", "ties", "reason").rows()
+                assert rows.no_board == pub.no_board().select(
+                    "category", "status", pl.col("reason").fill_null("")).rows()
+                if dump is None:
+                    assert rows.revision == pub.revision
+            for category, method in (("nosuch", "bt"), ("overall", "nosuch"), ("no_refusal", "bt")):
+                with pytest.raises(ValueError) as expected:
+                    pub.check_board(category, method)
+                with pytest.raises(type(expected.value), match=re.escape(str(expected.value))):
+                    read_board(con, category, method, dump=dump)
 
 
 def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, capsys):
@@ -478,6 +512,36 @@ def test_the_cli_loads_no_fitting_or_pipeline_library(warehouse, argv):
     outcome = json.loads(result.stderr.strip().splitlines()[-1])
     assert outcome == {"code": EXIT_OK, "loaded": []}, result.stderr
     if argv and argv[0] == "leaderboard":
+        assert "gemini-2.5-pro" in result.stdout
+
+
+#: What ``import arena_pipeline.cli``, ``--help`` and ``leaderboard`` must do without: the array and validation
+#: stacks (NumPy, Arrow, pydantic and pandas, ~0.3 s of imports together) that only the frames of the other
+#: commands and of the pipeline need; ``leaderboard`` prints DuckDB's rows (``presentation.read_board``).
+FRAME_ONLY_MODULES = ("numpy", "pyarrow", "pydantic", "pandas", "jinja2")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [None, ["--help"], ["leaderboard", "--top", "2"],
+                                  ["leaderboard", "--category", "nosuch"], ["export", "--help"]],
+                         ids=["import", "help", "leaderboard", "unknown-category", "export-help"])
+def test_the_cli_and_leaderboard_load_no_array_library(warehouse, argv):
+    """In a fresh process: importing the CLI, ``--help`` and ``leaderboard`` (also failing on a typo) leave
+    every one of :data:`FRAME_ONLY_MODULES` out of ``sys.modules`` (what makes ``leaderboard`` answer fast)."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        import arena_pipeline.cli
+        code = 0 if {argv!r} is None else arena_pipeline.cli.main({argv!r})
+        loaded = [m for m in {FRAME_ONLY_MODULES!r} if m in sys.modules]
+        print(json.dumps({{"code": code, "loaded": loaded}}), file=sys.stderr)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ARENA_WAREHOUSE": str(warehouse)},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stderr.strip().splitlines()[-1])
+    expected = EXIT_USAGE if argv and "nosuch" in argv else EXIT_OK
+    assert outcome == {"code": expected, "loaded": []}, result.stderr
+    if argv == ["leaderboard", "--top", "2"]:
         assert "gemini-2.5-pro" in result.stdout
 
 

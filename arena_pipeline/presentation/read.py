@@ -1,8 +1,9 @@
 """One read API over the published views: Polars frames for the CLI, the report and the UI previews.
 
-Category order and labels come from ``core.dataset.categories`` (``ordered_categories``, ``category_label``),
-method order and labels from ``core.ranking`` (``METHODS``, ``method_label``); nothing else decides
-them. The derived tables (rank changes, opponents, style per model, quality summary) are computed by
+Category order and labels come from ``core.labels`` (``ordered_categories``, ``category_label``), as do
+method order and labels (``ordered_methods``, ``method_label``); nothing else decides them. The CLI's
+``leaderboard`` reads its one board with ``presentation.read_board`` (rows, no Polars), which chooses and
+checks a board with the same :func:`~arena_pipeline.presentation.read_board.check_board`. The derived tables (rank changes, opponents, style per model, quality summary) are computed by
 ``core.publication.derived``; this module reads a consistent snapshot and hands out its frames.
 """
 
@@ -29,8 +30,9 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.dataset.categories import CATEGORY_NAMES, category_order, ordered_categories
+from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
+from arena_pipeline.core.labels import ordered_categories, ordered_methods
 from arena_pipeline.core.publication.changes import CHANGES_SCHEMA
 from arena_pipeline.core.publication.derived import (
     FAILED,
@@ -51,7 +53,6 @@ from arena_pipeline.core.publication.derived import (
 from arena_pipeline.core.publication.freshness import Pending, unpublished_revisions
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
-    METHODS,
     PAIRWISE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     UNRATED_MODELS_SCHEMA,
@@ -61,10 +62,7 @@ from arena_pipeline.core.ranking.model_fit import MODEL_FIT_CALIBRATION_SCHEMA, 
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.warehouse import quoted, read_frame, read_snapshot, relation_exists
 from arena_pipeline.core.validation.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
-
-
-class NoBoard(ValueError):
-    """A known category has no board in the published dump."""
+from arena_pipeline.presentation.read_board import NoBoard, check_board  # noqa: F401 - NoBoard: re-exported
 
 
 @dataclass(frozen=True)
@@ -131,8 +129,7 @@ class Published:
 
     def methods(self, category: str) -> list[str]:
         """Methods on the category's boards, in ``METHODS`` order (unknown after)."""
-        present = {m for c, m in self._boards if c == category}
-        return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
+        return ordered_methods(m for c, m in self._boards if c == category)
 
     def board(self, category: str, method: str) -> pl.DataFrame:
         """One board: shown models by rank, then the provisional ones (flag ``provisional``)."""
@@ -141,19 +138,9 @@ class Published:
 
     def check_board(self, category: str, method: str) -> None:
         """Raise :class:`NoBoard` for a known category without a board (why, from ``board_status``),
-        ValueError for an unknown category or method; both name the valid choices."""
-        present = self.categories()
-        categories = ", ".join(present) or "none"
-        if category not in present:
-            status = of_category(self.board_status, category)
-            if category not in CATEGORY_NAMES and not status.height:
-                raise ValueError(f"unknown category {category!r}; valid categories: {categories}")
-            reason = status.get_column("reason")[0] if status.height else None
-            raise NoBoard(f"category {category!r} has no leaderboard in the published dump "
-                          f"({reason or 'too few battles?'}); categories with a leaderboard: {categories}")
-        if method not in (methods := self.methods(category)):
-            raise ValueError(f"unknown method {method!r} for category {category!r}; valid methods: "
-                             f"{', '.join(methods)}")
+        ValueError for an unknown category or method; both name the valid choices (:func:`check_board`)."""
+        reasons = of_category(self.board_status, category).get_column("reason").to_list()
+        check_board(category, method, self.categories(), reasons, self.methods(category))
 
     def primary_method(self, category: str) -> str:
         methods = self.methods(category)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -10,6 +9,10 @@ import polars as pl
 
 from arena_pipeline.core.dataset.dumps import dumps_of, unavailable_columns
 from arena_pipeline.core.dataset.schema import CRITERIA
+from arena_pipeline.core.labels import CATEGORY_NAMES, category_label, ordered_categories
+
+__all__ = ["CATEGORY_NAMES", "CATEGORY_RULES", "RULES_BY_NAME", "CategoryRule", "category_label", "category_order",
+           "ordered_categories", "tag_categories"]
 
 RuleKind = Literal["all", "flag", "not_flag", "at_least", "greater_than", "in", "not_in"]
 
@@ -192,8 +195,8 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
 
 RULES_BY_NAME: dict[str, CategoryRule] = {rule.name: rule for rule in CATEGORY_RULES}
 
-#: Every category name, in board order.
-CATEGORY_NAMES: tuple[str, ...] = tuple(rule.name for rule in CATEGORY_RULES)
+if tuple(rule.name for rule in CATEGORY_RULES) != CATEGORY_NAMES:  # the plain copy of the order, for readers
+    raise RuntimeError("core.labels.CATEGORY_NAMES must list the names of CATEGORY_RULES, in their order")
 
 
 def tag_categories(
@@ -273,14 +276,6 @@ def tag_categories(
     return long, metadata
 
 
-
-def ordered_categories(names: Iterable[str]) -> list[str]:
-    """Distinct ``names`` in board order: :data:`CATEGORY_NAMES` order, unknown names after
-    (alphabetically). The one place the order of categories is decided."""
-    present = set(names)
-    return [c for c in CATEGORY_NAMES if c in present] + sorted(present - set(CATEGORY_NAMES))
-
-
 def category_order(column: str = "category") -> pl.Expr:
     """Sort key of :func:`ordered_categories` as an expression (use with the name as a tie-break)."""
     return pl.col(column).replace_strict(
@@ -288,8 +283,3 @@ def category_order(column: str = "category") -> pl.Expr:
         return_dtype=pl.Int32,
     )
 
-
-def category_label(name: str) -> str:
-    """People-facing name: ``"instruction_following"`` -> ``"Instruction following"``."""
-    text = name.replace("_", " ").strip()
-    return text[:1].upper() + text[1:]

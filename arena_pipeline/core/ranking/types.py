@@ -11,18 +11,7 @@ import polars as pl
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
-#: People-facing names of the ranking methods (:func:`method_label`).
-METHOD_LABELS: dict[str, str] = {
-    "bt": "Bradley-Terry",
-    "bt_style": "Bradley-Terry, style-controlled",
-    "spectral": "Rank Centrality (spectral)",
-}
-
-
-def method_label(method: str) -> str:
-    """People-facing name of a ranking method (an unknown one as it is)."""
-    return METHOD_LABELS.get(method, method)
+from arena_pipeline.core.labels import METHOD_LABELS, METHODS, method_label  # noqa: F401 - re-exported
 
 #: Reference models, in order of preference: on every board, the first of them that is on
 #: the board is pinned at ``anchor_rating`` (a board with none of them is centred instead).

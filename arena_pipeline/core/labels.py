@@ -1,0 +1,49 @@
+"""Board order and people-facing names of the categories and ranking methods, in plain Python for fast readers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from arena_pipeline.constants import CATEGORIES
+
+#: Every category name, in board order: the seed categories of ``constants.CATEGORIES``, then LMArena's
+#: further boards. ``core.dataset.categories`` holds one rule per name, in this order (it checks so on import);
+#: this copy imports no Polars, so the CLI's read path can order and label boards without it.
+CATEGORY_NAMES: tuple[str, ...] = (
+    *CATEGORIES,
+    "english", "chinese", "french", "german", "japanese", "korean", "russian", "spanish",
+    "hard_prompt_english", "no_short", "no_tie", "no_refusal",
+)
+
+#: The ranking methods, in board order.
+METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
+#: People-facing names of the ranking methods (:func:`method_label`).
+METHOD_LABELS: dict[str, str] = {
+    "bt": "Bradley-Terry",
+    "bt_style": "Bradley-Terry, style-controlled",
+    "spectral": "Rank Centrality (spectral)",
+}
+
+
+def ordered_categories(names: Iterable[str]) -> list[str]:
+    """Distinct ``names`` in board order: :data:`CATEGORY_NAMES` order, unknown names after
+    (alphabetically). The one place the order of categories is decided."""
+    present = set(names)
+    return [c for c in CATEGORY_NAMES if c in present] + sorted(present - set(CATEGORY_NAMES))
+
+
+def ordered_methods(names: Iterable[str]) -> list[str]:
+    """Distinct ``names`` in :data:`METHODS` order, unknown names after (alphabetically)."""
+    present = set(names)
+    return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
+
+
+def category_label(name: str) -> str:
+    """People-facing name: ``"instruction_following"`` -> ``"Instruction following"``."""
+    text = name.replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
+def method_label(method: str) -> str:
+    """People-facing name of a ranking method (an unknown one as it is)."""
+    return METHOD_LABELS.get(method, method)
