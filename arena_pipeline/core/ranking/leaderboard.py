@@ -86,8 +86,9 @@ def _prepare(
         pl.col("winner").replace_strict(OUTCOME_CODES, return_dtype=pl.Int8).alias("_o"),
         *([*style_feature_exprs(), has_style_counts()] if with_style else []),
         *(
-            # a null session is a session of its own (keyed by the battle id)
-            [pl.coalesce(pl.col(cluster_column).cast(pl.String), "id").alias("_cluster")]
+            # a null session is a session of its own (keyed by the battle id); sessions are numbered in
+            # the order of their names, as sorting the names would (np.unique of strings was 0.5 s at 1x)
+            [pl.coalesce(pl.col(cluster_column).cast(pl.String), "id").rank("dense").alias("_cluster")]
             if cluster_column is not None and cluster_column in battles.columns
             else []
         ),
