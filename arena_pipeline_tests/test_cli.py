@@ -518,7 +518,7 @@ def test_the_cli_loads_no_fitting_or_pipeline_library(warehouse, argv):
 #: What ``import arena_pipeline.cli``, ``--help`` and ``leaderboard`` must do without: the array and validation
 #: stacks (NumPy, Arrow, pydantic and pandas, ~0.3 s of imports together) that only the frames of the other
 #: commands and of the pipeline need; ``leaderboard`` prints DuckDB's rows (``presentation.read_board``).
-FRAME_ONLY_MODULES = ("numpy", "pyarrow", "pydantic", "pandas", "jinja2")
+FRAME_ONLY_MODULES = ("polars", "numpy", "pyarrow", "pydantic", "pandas", "jinja2")
 
 
 @pytest.mark.slow

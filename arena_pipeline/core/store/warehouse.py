@@ -6,9 +6,12 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
+
+if TYPE_CHECKING:  # Polars is imported where a frame is made: the CLI's read path does without it
+    import polars as pl
 
 STAGE_PREFIX = "_stage_"
 
@@ -140,6 +143,8 @@ def create_stage(con: duckdb.DuckDBPyConnection, schema: str, table: str,
     """Create (or empty) the staging table for ``table`` with the given Polars schema; return its name."""
     con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
     stage = quoted(schema, STAGE_PREFIX + table)
+    import polars as pl
+
     empty = pl.DataFrame(schema=columns).to_arrow()  # noqa: F841 - read by DuckDB below
     con.execute(f"CREATE OR REPLACE TABLE {stage} AS SELECT * FROM empty")
     return stage
