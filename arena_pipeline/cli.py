@@ -283,10 +283,10 @@ def _signed(value: float | int | None, digits: int = 1) -> str | None:
 def format_changes(rows: pl.DataFrame) -> str:
     """A plain-text table of ``arena.publication_changes`` rows: model, status, rating before and
     after, change with its 95% interval and whether the move is beyond it, rank and rank UB moves."""
+    import polars as pl  # the changes' frames: not at the CLI's start
+
     ci = [None if lo is None or hi is None else "unbounded" if math.isinf(lo) or math.isinf(hi)
           else f"[{lo:+.1f}, {hi:+.1f}]" for lo, hi in rows.select("change_ci_lower", "change_ci_upper").iter_rows()]
-    import polars as pl
-
     beyond = ["yes" if b else "no" if b is not None else None for b in rows.get_column("beyond_interval")]
     table = rows.select(
         Model="model", Status="status", Before="rating_before", After="rating_after",

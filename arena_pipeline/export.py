@@ -32,7 +32,8 @@ from arena_pipeline.constants import (
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.store.atomic import make_folder
-from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists
+from arena_pipeline.core.store.records import published_dump_row
+from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists, sql_string
 
 #: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
 #: validation tables (comparisons with a published board and with benchmarks) come last.
@@ -52,16 +53,12 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 NESTED_TYPE_IDS = frozenset({"list", "array", "struct", "map"})
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _csv_cell(ident: str, dtype: duckdb.DuckDBPyType) -> str:
     """The select item that writes column ``ident`` (of type ``dtype``) as CSV cells."""
     if dtype.id in NESTED_TYPE_IDS:
         return f"to_json({ident}) AS {ident}"
     if str(dtype) == "VARCHAR":
-        prefixes = ", ".join(map(_sql_string, FORMULA_PREFIXES))
+        prefixes = ", ".join(map(sql_string, FORMULA_PREFIXES))
         return f"CASE WHEN left({ident}, 1) IN ({prefixes}) THEN '''' || {ident} ELSE {ident} END AS {ident}"
     return ident
 
@@ -111,8 +108,6 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
     folder it finally leads to is the one written and swapped, beside itself (on its own file system):
     the link stays and points at the new export. Returns the tables written (file, rows), the tables
     missing and the published revision. Raises OSError or duckdb.Error with nothing changed."""
-    from arena_pipeline.core.publication.derived import published_dump_row  # Polars: not at the CLI's start
-
     if out_dir.is_symlink():  # swapping the link itself would replace it with a plain folder
         out_dir = Path(os.path.realpath(out_dir))
     suffix, options = (".parquet", "FORMAT parquet") if fmt == "parquet" else (".csv", "FORMAT csv, HEADER true")
@@ -130,7 +125,7 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
                 target, source = staging / f"{table}{suffix}", f"SELECT * FROM {quoted(SCHEMA, table)}"
                 if fmt == "csv":
                     source = csv_safe_select(con, source)
-                rows = con.execute(f"COPY ({source}) TO {_sql_string(str(target))} ({options})").fetchone()[0]
+                rows = con.execute(f"COPY ({source}) TO {sql_string(str(target))} ({options})").fetchone()[0]
                 written[table] = {"file": target.name, "rows": int(rows)}  # COPY returns the rows written
         manifest = {"revision": revision, "format": fmt, "warehouse": warehouse,
                     "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -3,7 +3,8 @@
 Category order and labels come from ``core.labels`` (``ordered_categories``, ``category_label``), as do
 method order and labels (``ordered_methods``, ``method_label``); nothing else decides them. The CLI's
 ``leaderboard`` reads its one board with ``presentation.read_board`` (rows, no Polars), which chooses and
-checks a board with the same :func:`~arena_pipeline.presentation.read_board.check_board`. The derived tables (rank changes, opponents, style per model, quality summary) are computed by
+checks a board with the same :func:`~arena_pipeline.presentation.read_board.check_board`. The derived
+tables (rank changes, opponents, style per model, quality summary) are computed by
 ``core.publication.derived``; this module reads a consistent snapshot and hands out its frames.
 """
 
@@ -44,7 +45,6 @@ from arena_pipeline.core.publication.derived import (
     loaded_rows,
     of_category,
     opponents,
-    published_dump_row,
     quality_summary,
     rank_changes,
     style_profile,
@@ -59,7 +59,7 @@ from arena_pipeline.core.ranking import (
     RankingOutput,
 )
 from arena_pipeline.core.ranking.model_fit import MODEL_FIT_CALIBRATION_SCHEMA, MODEL_FIT_SCHEMA
-from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.records import live_publication, published_dump_row
 from arena_pipeline.core.store.warehouse import quoted, read_frame, read_snapshot, relation_exists
 from arena_pipeline.core.validation.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
 from arena_pipeline.presentation.read_board import NoBoard, check_board  # noqa: F401 - NoBoard: re-exported

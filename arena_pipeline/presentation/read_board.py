@@ -16,13 +16,13 @@ import duckdb
 from arena_pipeline.constants import (
     BOARD_STATUS_TABLE,
     DUMP_LEADERBOARD_TABLE,
-    DUMPS_TABLE,
     LEADERBOARD_TABLE,
     SCHEMA,
     UNRATED_MODELS_TABLE,
 )
 from arena_pipeline.core.labels import CATEGORY_NAMES, ordered_categories, ordered_methods
-from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists
+from arena_pipeline.core.store.records import published_dump_row
+from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists, sql_string
 
 
 class NoBoard(ValueError):
@@ -47,11 +47,6 @@ def check_board(category: str, method: str, categories: Sequence[str], reasons: 
                       f"{listed}", categories)
     if method not in methods:
         raise ValueError(f"unknown method {method!r} for category {category!r}; valid methods: {', '.join(methods)}")
-
-
-def sql_text(value: str) -> str:
-    """``value`` as a SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -94,7 +89,7 @@ def read_board(con: duckdb.DuckDBPyConnection, category: str, method: str, schem
     if dump is None:
         table, where = quoted(schema, LEADERBOARD_TABLE), "TRUE"
     else:
-        table, where = quoted(schema, DUMP_LEADERBOARD_TABLE), f"dump = {sql_text(dump)}"
+        table, where = quoted(schema, DUMP_LEADERBOARD_TABLE), f"dump = {sql_string(dump)}"
     with read_snapshot(con):
         if dump is None and not relation_exists(con, schema, LEADERBOARD_TABLE):
             raise LookupError(f"{schema}.leaderboard does not exist")
@@ -107,18 +102,18 @@ def read_board(con: duckdb.DuckDBPyConnection, category: str, method: str, schem
             raise ValueError(f"no boards for dump {dump!r}; dumps with boards: {', '.join(dumps) or 'none'}")
         status = dump is None and relation_exists(con, schema, BOARD_STATUS_TABLE)
         reasons = [r[0] for r in con.execute(f"SELECT reason FROM {quoted(schema, BOARD_STATUS_TABLE)} "
-                                             f"WHERE category = {sql_text(category)}").fetchall()] if status else []
+                                             f"WHERE category = {sql_string(category)}").fetchall()] if status else []
         methods = ordered_methods(r[0] for r in con.execute(
-            f"SELECT DISTINCT method FROM {table} WHERE {where} AND category = {sql_text(category)}").fetchall())
+            f"SELECT DISTINCT method FROM {table} WHERE {where} AND category = {sql_string(category)}").fetchall())
         check_board(category, method, categories, reasons, methods)
         flagged = "provisional" in {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
-        columns, rows = _rows(con, f"SELECT * {'' if dump is None else 'EXCLUDE (dump) '}FROM {table} WHERE {where} AND category = {sql_text(category)} AND "
-                                 f"method = {sql_text(method)} ORDER BY {'provisional NULLS FIRST, ' if flagged else ''}"
+        columns, rows = _rows(con, f"SELECT * {'' if dump is None else 'EXCLUDE (dump) '}FROM {table} WHERE {where} AND category = {sql_string(category)} AND "
+                                 f"method = {sql_string(method)} ORDER BY {'provisional NULLS FIRST, ' if flagged else ''}"
                                  "rank NULLS FIRST, model NULLS FIRST")
         board = [dict(zip(columns, row, strict=True)) for row in rows]
         revision = _revision(con, schema, table, where, columns)
         unrated = _rows(con, f"SELECT model, battles, wins, losses, ties, reason FROM "
-                             f"{quoted(schema, UNRATED_MODELS_TABLE)} WHERE category = {sql_text(category)} "
+                             f"{quoted(schema, UNRATED_MODELS_TABLE)} WHERE category = {sql_string(category)} "
                              "ORDER BY model NULLS FIRST")[1] \
             if dump is None and relation_exists(con, schema, UNRATED_MODELS_TABLE) else []
         no_board = _rows(con, f"SELECT category, status, coalesce(reason, '') FROM {quoted(schema, BOARD_STATUS_TABLE)} "
@@ -139,8 +134,5 @@ def _revision(con: duckdb.DuckDBPyConnection, schema: str, table: str, where: st
                         "LIMIT 2").fetchall() if "dump_revision" in columns else []
     if len(named) == 1:
         return named[0][0]
-    if not relation_exists(con, schema, DUMPS_TABLE):
-        return None
-    row = con.execute(f"SELECT revision FROM {quoted(schema, DUMPS_TABLE)} WHERE status = 'published' "
-                      "ORDER BY published_at DESC NULLS LAST LIMIT 1").fetchone()
-    return row[0] if row else None
+    row = published_dump_row(con, schema)
+    return row["revision"] if row else None

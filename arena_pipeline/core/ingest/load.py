@@ -283,8 +283,8 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     the battles table (about 450 bytes a vote, no texts). The staging tables are created, then each
     is filled in a transaction of its own (:class:`_Stages`): DuckDB then writes whole row groups
     once instead of committing every batch's insert on its own, and does not interleave the
-    tables' row groups in one transaction, which took 1.7x the time on the full dump
-    (benchmarks/bench_ingest.py); a failure rolls the staging rows back.
+    tables' row groups in one transaction (which took 1.7x the insert and commit time on the 1x
+    dump of benchmarks/bench_ingest.py); a failure rolls the staging rows back.
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
@@ -404,8 +404,8 @@ class _Stages:
         cursor = self.cursors[table]
         cursor.register("_gone_battles", battles.to_arrow())
         try:
-            return cursor.execute(f'DELETE FROM {self.schema}."{warehouse.STAGE_PREFIX}{table}" WHERE battle_id IN '
-                                  "(SELECT battle_id FROM _gone_battles)").fetchone()[0]
+            return cursor.execute(f"DELETE FROM {warehouse.quoted(self.schema, warehouse.STAGE_PREFIX + table)} "
+                                  "WHERE battle_id IN (SELECT battle_id FROM _gone_battles)").fetchone()[0]
         finally:
             cursor.unregister("_gone_battles")
 

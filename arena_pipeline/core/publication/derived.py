@@ -13,7 +13,6 @@ from arena_pipeline.constants import (
     BATTLES_TABLE,
     BENCHMARK_AGREEMENT_TABLE,
     BENCHMARK_SCORES_TABLE,
-    DUMPS_TABLE,
     QUARANTINE_TABLE,
     SCHEMA,
 )
@@ -53,15 +52,6 @@ def table_frame(con: duckdb.DuckDBPyConnection, schema: str, table: str, empty: 
 def of_category(frame: pl.DataFrame, category: str | None) -> pl.DataFrame:
     """The rows of one category (all rows for None)."""
     return frame if category is None else frame.filter(pl.col("category") == category)
-
-
-def published_dump_row(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> dict[str, Any] | None:
-    """The latest ``status = 'published'`` row of ``schema.dumps``, or None."""
-    if not relation_exists(con, schema, DUMPS_TABLE):
-        return None
-    frame = con.execute(f"SELECT * FROM {quoted(schema, DUMPS_TABLE)} WHERE status = 'published' "
-                        "ORDER BY published_at DESC NULLS LAST LIMIT 1").pl()
-    return frame.row(0, named=True) if frame.height else None
 
 
 def style_profile(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.DataFrame:

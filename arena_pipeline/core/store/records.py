@@ -133,6 +133,16 @@ def record_dump(
 
 
 
+def published_dump_row(con: duckdb.DuckDBPyConnection, schema: str) -> dict | None:
+    """The latest ``status = 'published'`` row of ``schema.dumps`` (column -> value), or None."""
+    if not relation_exists(con, schema, DUMPS_TABLE):
+        return None
+    cursor = con.execute(f"SELECT * FROM {quoted(schema, DUMPS_TABLE)} WHERE status = 'published' "
+                         "ORDER BY published_at DESC NULLS LAST LIMIT 1")
+    row = cursor.fetchone()
+    return None if row is None else dict(zip((d[0] for d in cursor.description), row, strict=True))
+
+
 def live_publication(con: duckdb.DuckDBPyConnection, schema: str) -> dict | None:
     """The newest row of ``schema.publications`` (what the views show), or None."""
     return publication(con, schema)

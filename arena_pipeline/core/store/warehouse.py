@@ -16,6 +16,12 @@ if TYPE_CHECKING:  # Polars is imported where a frame is made: the CLI's read pa
 STAGE_PREFIX = "_stage_"
 
 
+def sql_string(value: str) -> str:
+    """``value`` as a SQL string literal (for a query that binds no Python value: binding makes DuckDB
+    import pandas, which the CLI's read path avoids)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 class WarehouseLockedError(RuntimeError):
     """The DuckDB file stayed locked by another process for longer than the allowed wait."""
 
