@@ -497,9 +497,11 @@ def write_preference_pairs(
 def _categories_sql(battle_categories: str) -> str:
     """battle_id -> its categories in board order (``categories.ordered_categories``), in SQL."""
     order = " ".join(f"WHEN {sql_literal(c)} THEN {i}" for i, c in enumerate(CATEGORY_NAMES))
-    return (f"SELECT battle_id, list(category ORDER BY CASE category {order} ELSE {len(CATEGORY_NAMES)} END, "
-            f"category) AS categories FROM (SELECT DISTINCT battle_id, category FROM {battle_categories}) "
-            "GROUP BY battle_id")
+    # an unordered list of (board position, name) sorted inside each row: the same lists as an
+    # ordered aggregate (``list(category ORDER BY ...)``) in 0.15 s instead of 0.4 s on the 1x dump
+    return (f"SELECT battle_id, list_transform(list_sort(list({{'o': CASE category {order} "
+            f"ELSE {len(CATEGORY_NAMES)} END, 'c': category}})), x -> x.c) AS categories "
+            f"FROM (SELECT DISTINCT battle_id, category FROM {battle_categories}) GROUP BY battle_id")
 
 
 def adopt_loaded_pairs(con: duckdb.DuckDBPyConnection, loaded: str, target: str, battle_categories: str

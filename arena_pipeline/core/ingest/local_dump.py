@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
@@ -50,8 +52,15 @@ class ContentHashes:
             self._dirty = True
         return digest, stamp
 
-    def sha256(self, path: Path) -> str:
-        return self.stamped(path)[0]
+    def stamped_all(self, paths: list[Path]) -> list[tuple[str, tuple[int, ...]]]:
+        """:meth:`stamped` of each path, in order; files not remembered are hashed on every core at once
+        (hashlib lets go of the GIL: a new 1.5 GB dump of 8 shards took 1.56 s on one core of this
+        2-core machine, about half that on both)."""
+        workers = min(len(paths), os.cpu_count() or 1)
+        if workers <= 1:
+            return [self.stamped(path) for path in paths]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sha256") as pool:
+            return list(pool.map(self.stamped, paths))
 
     def save(self) -> None:
         if self.path is None or not self._dirty:
@@ -76,7 +85,10 @@ def local_revision(spec: SourceSpec, hashes: ContentHashes | None = None) -> str
     """The content-addressed revision of a local source (what the sensor and a manual run agree on)."""
     hashes = hashes or ContentHashes()
     root = _root(spec)
-    revision = content_revision([(_identity(spec, p.relative_to(root)), hashes.sha256(p)) for p in local_files(spec)])
+    paths = local_files(spec)
+    stamped = hashes.stamped_all(paths)
+    revision = content_revision([(_identity(spec, p.relative_to(root)), digest)
+                                 for p, (digest, _) in zip(paths, stamped, strict=True)])
     hashes.save()
     return revision
 
@@ -107,8 +119,7 @@ def local_manifest(spec: SourceSpec, hashes: ContentHashes | None = None,
     root = _root(spec)
     if spec.kind == "parquet_dir":  # before hashing: a folder of two formats is refused at once
         single_format(root, paths)
-    for path in paths:
-        digest, stamp = hashes.stamped(path)
+    for path, (digest, stamp) in zip(paths, hashes.stamped_all(paths), strict=True):
         rows = verify_shard(path) if path.suffix.lower() == ".parquet" else csv_row_count(path)
         files.append(ShardFile(str(path), str(path.relative_to(root)), stamp[0], rows, digest, stamp=stamp))
     hashes.save()

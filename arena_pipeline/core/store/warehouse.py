@@ -160,7 +160,11 @@ def append(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.Da
     """Append a frame to the staging table of ``table``; return the rows appended."""
     if frame.height == 0:
         return 0
-    arrow = frame.to_arrow()  # noqa: F841 - read by DuckDB below
+    import polars as pl  # loaded already: the caller has a frame
+
+    # Arrow string views are Polars' own string layout: handed over without a copy (the default
+    # export copies every text into a large_string array first; same rows in DuckDB either way)
+    arrow = frame.to_arrow(compat_level=pl.CompatLevel.newest())  # noqa: F841 - read by DuckDB below
     con.execute(f"INSERT INTO {quoted(schema, STAGE_PREFIX + table)} SELECT * FROM arrow")
     return frame.height
 
