@@ -12,9 +12,8 @@ import pyarrow.parquet as pq
 from arena_pipeline.core.ingest import load as ingest
 from arena_pipeline.core.ingest.local_dump import local_manifest
 from arena_pipeline.core.ingest.sources import parse_source
+from arena_pipeline_tests.core.test_load_stages import STAGED
 from arena_pipeline_tests.fixtures import make_table
-
-STAGED = ("battles", "messages", "context_messages", "quarantine", "preference_pairs_load")
 
 
 def _dump(root: Path) -> Path:

@@ -140,10 +140,9 @@ def _parquet_batches(path: Path, parquet: pq.ParquetFile, columns: list[str], ad
     lists; rows are dropped with :func:`_filtered`): on the 1x dump of benchmarks/bench_ingest.py,
     1.7 s and 3.3 s of CPU against 5.3 s and 7.0 s with pyarrow's batch reader (2.2 s and 4.2 s, and
     ~200 MB more at the load's peak, converted to Arrow's large strings). Other formats, whose
-    adapters look at the Arrow types, and
-    larger row groups are read by pyarrow (no pre-buffering: it reads a row group's column chunks
-    ahead in one piece, meant for object stores; a local file read as needed holds ~200 MB less at
-    peak on the 1x dump, for no more time).
+    adapters look at the Arrow types, and larger row groups are read by pyarrow (no pre-buffering:
+    it reads a row group's column chunks ahead in one piece, meant for object stores; a local file
+    read as needed holds ~200 MB less at peak on the 1x dump, for no more time).
     """
     meta = parquet.metadata
     largest = max((meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)), default=0)
