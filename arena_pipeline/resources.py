@@ -28,6 +28,8 @@ from arena_pipeline.constants import (
     DEFAULT_REPORT_PATH,
     DEFAULT_REVISION,
     DEFAULT_WAREHOUSE,
+    SCHEMA,
+    SNAPSHOT_FILE_TABLES,
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.dataset.models import AliasTableError, load_aliases
@@ -43,7 +45,7 @@ from arena_pipeline.core.ingest.sources import (
     verify_file,
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.store import warehouse
+from arena_pipeline.core.store import snapshot, warehouse
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map, read_published_board
 
@@ -266,16 +268,31 @@ class DumpSource(dg.ConfigurableResource):
 
 
 class Warehouse(DuckDBResource):
-    """The DuckDB file the tables are published to (schema ``arena``), on dagster-duckdb's resource.
+    """The published snapshot readers open (``database``, schema ``arena``) and the pipeline's own store
+    beside it, on dagster-duckdb's resource.
 
-    ``DuckDBResource`` gives the ``database`` and ``connection_config`` fields and the Dagster
-    resource type; this adds what it lacks: the ARENA_WAREHOUSE fallback resolved at run time,
-    read-only reader connections, a bounded wait for another process's lock (its own backoff
-    retries ten times and then raises the raw IOException), and DuckDB's buffer-pool cap.
+    ``connection()`` opens the pipeline's work file (read-write; in the store folder, which readers
+    never open); ``connection(read_only=True)`` opens the readers' snapshot, which no process ever
+    holds read-write, so it never waits on a run (core/store/snapshot.py). ``DuckDBResource`` gives
+    the ``database`` and ``connection_config`` fields and the Dagster resource type; this adds the
+    ARENA_WAREHOUSE fallback resolved at run time, a bounded wait for another pipeline process's lock
+    on the work file, DuckDB's buffer-pool cap and the in-place upgrade of a warehouse from before
+    the snapshot (:func:`core.store.snapshot.adopt_legacy`).
     """
 
     database: str | None = Field(  # type: ignore[assignment] - optional here, resolved at run time
-        default=None, description=f"ARENA_WAREHOUSE: DuckDB file (default {DEFAULT_WAREHOUSE})."
+        default=None, description=f"ARENA_WAREHOUSE: the DuckDB file readers open, the live publication "
+        f"(default {DEFAULT_WAREHOUSE}); the pipeline never opens it read-write."
+    )
+    store_dir: str | None = Field(
+        default=None, description="ARENA_STORE_DIR: the pipeline's own folder: its work file (work.duckdb) "
+        "and the Parquet files of the published vote tables (default: '<warehouse name>.pipeline' beside "
+        "ARENA_WAREHOUSE). Keep it on the same file system as the warehouse.",
+    )
+    keep_revisions: int = Field(
+        default=2, ge=0, le=100,
+        description="How many dump revisions beyond the live one keep their vote tables' Parquet files (a "
+        "reader holding an older snapshot open keeps reading them).",
     )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
     memory_limit: str | None = Field(
@@ -305,7 +322,22 @@ class Warehouse(DuckDBResource):
     )
 
     def database_path(self) -> str:
+        """The readers' snapshot file (ARENA_WAREHOUSE)."""
         return _setting(self.database, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE)
+
+    def store_path(self) -> Path:
+        """The pipeline's own folder (ARENA_STORE_DIR, else beside the snapshot)."""
+        configured = _setting(self.store_dir, "ARENA_STORE_DIR", None)
+        return Path(configured) if configured else snapshot.store_folder(self.database_path())
+
+    def work_path(self) -> str:
+        """The pipeline's work file (read-write, never opened by readers)."""
+        return str(self.store_path() / snapshot.WORK_FILE)
+
+    def snapshot_target(self) -> snapshot.SnapshotTarget:
+        """Where the publications go: the snapshot file and the Parquet folder of the vote tables."""
+        return snapshot.SnapshotTarget(Path(self.database_path()), self.store_path() / snapshot.FILES_FOLDER,
+                                       frozenset(SNAPSHOT_FILE_TABLES), self.keep_revisions)
 
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
@@ -332,18 +364,40 @@ class Warehouse(DuckDBResource):
 
     @contextmanager
     def get_connection(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection; waits (bounded) for a lock held by another process."""
-        database = self.database_path()
-        if not read_only:
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        con = warehouse.connect(database, read_only=read_only, timeout_s=self.lock_timeout_s,
-                                memory_limit=self.memory_limit, config=self.duckdb_settings())
+        """A short-lived connection: read-write to the work file (waiting, bounded, for another pipeline
+        process's lock), or read-only to the readers' snapshot (an empty in-memory database while
+        nothing is published: every relation is missing, as in a new warehouse)."""
+        if read_only:
+            path = self.database_path()
+            con = (warehouse.connect(path, read_only=True, timeout_s=self.lock_timeout_s,
+                                     memory_limit=self.memory_limit, config=self.duckdb_settings())
+                   if Path(path).is_file() else duckdb.connect(":memory:"))
+        else:
+            path = self.prepare_store()
+            con = warehouse.connect(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
+                                    config=self.duckdb_settings())
         try:
             if not read_only:
-                warehouse.check_is_warehouse(con, database)
+                warehouse.check_is_warehouse(con, path)
             yield con
         finally:
             con.close()
+
+    def prepare_store(self) -> str:
+        """The work file's path, its folder created; a warehouse from before the snapshot at
+        ARENA_WAREHOUSE becomes the work file in place (no copy); a file there that is not a warehouse
+        is refused before anything is written (NotAWarehouseError)."""
+        work = Path(self.work_path())
+        if not work.exists() and snapshot.adopt_legacy(Path(self.database_path()), work):  # raises for a non-warehouse
+            # readers still share the old file with the pipeline: give them a snapshot at once
+            con = warehouse.connect(str(work), timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
+                                    config=self.duckdb_settings())
+            try:
+                snapshot.sync_snapshot(con, SCHEMA, self.snapshot_target())
+            finally:
+                con.close()
+        work.parent.mkdir(parents=True, exist_ok=True)
+        return str(work)
 
     connection = get_connection
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from arena_pipeline.core.store.snapshot import WORK_FILE, store_folder
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 
@@ -42,12 +43,18 @@ def materialized(result: dg.ExecuteInProcessResult) -> set[str]:
 
 
 def copy_warehouse(source: Path, target: Path) -> Path:
-    """A copy of the warehouse file ``source`` (and its write-ahead log, if any) at ``target``."""
+    """A copy of the warehouse ``source`` at ``target``: the readers' snapshot and the pipeline's store
+    folder beside it (its work file, write-ahead log included, and the Parquet vote tables)."""
     shutil.copy(source, target)
-    wal = source.with_name(source.name + ".wal")
-    if wal.exists():
-        shutil.copy(wal, target.with_name(target.name + ".wal"))
+    if store_folder(source).is_dir():
+        shutil.copytree(store_folder(source), store_folder(target))
     return target
+
+
+def work_file(warehouse: Path) -> Path:
+    """The pipeline's work file of the warehouse whose readers' snapshot is ``warehouse`` (where the
+    version registry, ``arena_versions.versions``, and every version's table live)."""
+    return store_folder(warehouse) / WORK_FILE
 
 
 #: The sample run's ranking settings: models with 3 battles or more, 5 bootstrap rounds.

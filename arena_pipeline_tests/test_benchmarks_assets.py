@@ -17,14 +17,16 @@ from scipy import stats
 from arena_pipeline.assets.benchmarks import benchmark_comparison
 from arena_pipeline.core.validation.benchmarks import benchmark_panel
 from arena_pipeline.resources import DumpSource, ModelCatalog
-from arena_pipeline_tests.materialize import REAL_CSV, materialized, run_sample
+from arena_pipeline_tests.materialize import REAL_CSV, materialized, run_sample, work_file
 
 OLL = Path(__file__).parent / "data" / "benchmarks" / "open_llm_leaderboard.csv"
 FEW = ["gemma-3-27b-it", "o3-mini", "claude-3-5-sonnet-20241022"]  # the three most-voted models of the sample
 
 
-def _frame(tmp_path: Path, sql: str) -> pl.DataFrame:
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+def _frame(tmp_path: Path, sql: str, work: bool = False) -> pl.DataFrame:
+    """``sql`` on the readers' snapshot, or with ``work`` on the pipeline's work file."""
+    path = tmp_path / "warehouse.duckdb"
+    with duckdb.connect(str(work_file(path) if work else path), read_only=True) as con:
         return con.execute(sql).pl()
 
 
@@ -37,7 +39,7 @@ def _published_versions(root: Path) -> dict[str, str]:
 def _run_versions(root: Path, run_id: str) -> dict[str, str]:
     """The versions of the benchmark tables that run ``run_id`` wrote."""
     return dict(_frame(root, "select table_name, version from arena_versions.versions where build_id = "
-                             f"'{run_id}' and table_name like 'benchmark_%'").rows())
+                             f"'{run_id}' and table_name like 'benchmark_%'", work=True).rows())
 
 
 def _scores_file(tmp_path: Path) -> Path:

@@ -20,6 +20,7 @@ from arena_pipeline_tests.materialize import (
     materialize,
     materialized,
     sample_resources,
+    work_file,
 )
 from arena_pipeline_tests.publication_support import assert_live_is_one_publication
 
@@ -37,12 +38,14 @@ def _live(warehouse: Path) -> dict:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         pid, tables = con.execute("SELECT publication_id, tables FROM arena.publications "
                                   "ORDER BY publication_id DESC LIMIT 1").fetchone()
+    with duckdb.connect(str(work_file(warehouse)), read_only=True) as con:
         versions = dict(con.execute("SELECT version, build_id FROM arena_versions.versions").fetchall())
     return {"publication_id": pid, "tables": json.loads(tables), "builds": versions}
 
 
 def test_after_a_full_run_schema_arena_has_no_base_table_but_the_records(sample_run):
-    assert _base_tables(sample_run.warehouse) == sorted(RECORD_TABLES)
+    # in the readers' snapshot as in the pipeline's work file (the snapshot has the work file's layout)
+    assert _base_tables(sample_run.warehouse) == _base_tables(work_file(sample_run.warehouse)) == sorted(RECORD_TABLES)
     live = _live(sample_run.warehouse)
     assert set(VALIDATION) <= set(live["tables"]) and set(PUBLISHED_TABLES) <= set(live["tables"])
     assert {live["builds"][live["tables"][t]] for t in VALIDATION} == {sample_run.result.run_id}
@@ -64,12 +67,12 @@ def test_a_rerank_publishes_its_own_comparisons_and_upgrades_a_warehouse_from_be
     a warehouse whose validation tables are base tables (from before they went through the gate) has
     them replaced by views in the gate's transaction."""
     warehouse = copy_warehouse(sample_run.warehouse, tmp_path / "warehouse.duckdb")
-    with duckdb.connect(str(warehouse)) as con:  # the layout of a warehouse from before: stamped base tables
+    with duckdb.connect(str(work_file(warehouse))) as con:  # the layout of a warehouse from before: stamped base tables
         for table in VALIDATION:
             con.execute(f"CREATE TABLE arena._old AS SELECT *, 1::BIGINT AS publication_id FROM arena.{table}")
             con.execute(f"DROP VIEW arena.{table}")
             con.execute(f"ALTER TABLE arena._old RENAME TO {table}")
-    assert _base_tables(warehouse) == sorted([*RECORD_TABLES, *VALIDATION])
+    assert _base_tables(work_file(warehouse)) == sorted([*RECORD_TABLES, *VALIDATION])
     scores, board = _scores_and_board(tmp_path)
     catalog = ModelCatalog(benchmarks=str(scores), published_board=str(board))
     result = materialize(sample_resources(tmp_path, model_catalog=catalog), selection=rerank_job.selection,

@@ -13,6 +13,7 @@ import pytest
 
 from arena_pipeline.resources import ModelCatalog, Warehouse
 from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.materialize import work_file
 from arena_pipeline_tests.publication_support import (
     Setup,
     assert_live_is_one_publication,
@@ -31,12 +32,12 @@ def _live_tables(setup: Setup) -> dict[str, str]:
 
 
 def _base_tables(setup: Setup) -> set[str]:
-    return {name for (name,) in query(setup.warehouse, "SELECT table_name FROM duckdb_tables() "
+    return {name for (name,) in query(work_file(setup.warehouse), "SELECT table_name FROM duckdb_tables() "
                                                        "WHERE schema_name = 'arena_versions'")}
 
 
 def _same_as(setup: Setup) -> dict[str, str | None]:
-    return dict(query(setup.warehouse, "SELECT version, same_as FROM arena_versions.versions"))
+    return dict(query(work_file(setup.warehouse), "SELECT version, same_as FROM arena_versions.versions"))
 
 
 @pytest.mark.slow
@@ -80,7 +81,7 @@ def test_unchanged_rerun_reuses_the_heavy_versions_and_retention_keeps_what_they
         assert same_as[third[table]] is None and third[table] in _base_tables(setup), table
     # the first run's tables are shown by no kept publication any more: retention dropped them,
     # views and tables alike
-    names = {n for (n,) in query(setup.warehouse, "SELECT table_name FROM duckdb_tables() WHERE schema_name = "
+    names = {n for (n,) in query(work_file(setup.warehouse), "SELECT table_name FROM duckdb_tables() WHERE schema_name = "
                                                   "'arena_versions' UNION ALL SELECT view_name FROM duckdb_views() "
                                                   "WHERE schema_name = 'arena_versions'")}
     assert not ({first[t] for t in HEAVY} | {second[t] for t in HEAVY}) & names

@@ -12,6 +12,7 @@ import polars as pl
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, utc_now
+from arena_pipeline.core.store.snapshot import SnapshotTarget, prune_files, record_files, stage_snapshot
 from arena_pipeline.core.store.versions import FINISHED, Build, _base_tables, finish_build, process_gone, versioned
 from arena_pipeline.core.store.warehouse import quoted, read_frame
 
@@ -29,6 +30,8 @@ class PublishReport:
     history_views: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
+    #: Parquet files of vote tables deleted after the swap (no kept snapshot names them)
+    pruned_files: list[str] = field(default_factory=list)
 
 
 
@@ -45,6 +48,7 @@ def publish(
     retention: int = 5,
     is_finished: Callable[[str, dt.datetime], bool] = lambda build_id, started: False,
     before_commit: Callable[[], None] | None = None,
+    snapshot: SnapshotTarget | None = None,
 ) -> PublishReport:
     """Point every ``schema.<table>`` view at its chosen version and record the publication, in one
     transaction; then (same transaction) drop the versions nothing needs any more.
@@ -56,6 +60,12 @@ def publish(
     A version is dropped only when no kept publication uses it and its build is finished: published,
     failed or refused, run by a process of this host that has exited (killed), or ``is_finished(build_id,
     started_at)`` (the Dagster instance knows the run is over, or it is older than a stale limit).
+
+    With ``snapshot``, the readers' file is part of the publication: the new snapshot is written
+    (complete, fsynced) before the work file's COMMIT and renamed over the readers' file right after
+    it; a failure before the COMMIT rolls both back. A crash between the two leaves the work file one
+    publication ahead of the readers' file, which :func:`core.store.snapshot.sync_snapshot` brings level (the gate's
+    step does at every run). The Parquet files no kept snapshot names are deleted after the swap.
     """
     ensure_catalog(con, schema)
     live = live_publication(con, schema)
@@ -64,6 +74,7 @@ def publish(
     report = PublishReport(publication_id=0, revision=build.revision,
                            previous=live["revision"] if live else None,
                            tables=dict(chosen), rebuilt=list(rebuilt), settings=dict(settings or {}))
+    staged = None
     con.execute("BEGIN TRANSACTION")
     try:
         pid = con.execute(f"SELECT coalesce(max(publication_id), 0) + 1 FROM {pubs}").fetchone()[0]
@@ -106,11 +117,20 @@ def publish(
         if before_commit is not None:
             before_commit()
         report.dropped = _drop_unused(con, kept, history_tables, chosen, is_finished, build.build_id)
+        staged = stage_snapshot(con, schema, snapshot) if snapshot else None
+        if staged is not None:
+            record_files(con, staged)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
+        if staged is not None:
+            staged.discard()
         raise
+    if staged is not None:
+        staged.swap()
+        report.pruned_files = prune_files(con, schema, snapshot)
     return report
+
 
 
 
