@@ -163,6 +163,7 @@ def _suite_checks(table: str):
                 detail = f"{table} failed error expectations: {', '.join(failed)}"[:2000]
                 record_dump(con, SCHEMA, revision=checked.revision, status="failed", detail=detail)
                 finish_build(con, context.run.run_id, "failed", detail)  # the run's build (build id = run id)
+                warehouse.sync_readers(con)  # readers see why the revision is not published
         context.log.info(f"{table}: {report.summary()}")
         yield _result(report, "error", errors, key)
         yield _result(report, "warning", warnings, key)

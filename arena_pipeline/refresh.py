@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from arena_pipeline.core.ingest.hub import HubError
 from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.core.publication.changes import ranking_settings
 from arena_pipeline.core.publication.freshness import one_line, short_revision
+from arena_pipeline.core.publication.retry import MAX_ATTEMPTS, FailedRun, RetryPlan, plan_retry
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.store import warehouse as core_warehouse
 from arena_pipeline.core.store.records import live_publication
@@ -30,6 +32,8 @@ SETTINGS_TAG = "arena/ranking_settings_of"
 REASON_TAG = "arena/requested_because"
 #: The longest reason a tag or a skip shows (a Hub error can be long).
 REASON_CHARS = 400
+#: The tag numbering a revision's runs requested after a failure (core/publication/retry.py).
+ATTEMPT_TAG = "arena/attempt"
 
 ACTIVE = [
     dg.DagsterRunStatus.QUEUED,
@@ -87,6 +91,8 @@ class Decision:
     live: Live = field(default_factory=Live)
     #: an earlier run already refreshed this revision (it is no longer, or not, what is live)
     again: bool = False
+    #: the revision's earlier runs failed for a reason that can pass: this run is attempt N (else 0)
+    retry: RetryPlan | None = None
 
     def skip_text(self) -> str | None:
         """The skip reason in one line (a Hub error's message may span several), or None."""
@@ -101,7 +107,9 @@ class Decision:
             shown = "nothing is published yet"
         else:
             shown = f"live: publication {live.publication_id} of revision {short_revision(live.revision or '')}"
-        if self.again:
+        if self.retry is not None:
+            what = self.retry.reason
+        elif self.again:
             what = f"dump revision {short_revision(self.revision or '')} was refreshed before but is not live"
         elif self.revisions:
             moved = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in self.changes.items() if names)
@@ -141,8 +149,40 @@ def already_handled_reason(instance: dg.DagsterInstance, revision: str, live: Li
     return None
 
 
+def _errors(instance: dg.DagsterInstance, run_id: str) -> tuple[tuple[str, str], ...]:
+    """The (class name, message) chain of a failed run's step failures (else its run failure)."""
+    chain: list[tuple[str, str]] = []
+    for kind in (dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE):
+        for entry in instance.all_logs(run_id, of_type=kind):
+            error = getattr(entry.dagster_event.event_specific_data, "error", None) if entry.dagster_event else None
+            while error is not None:
+                chain.append((error.cls_name or "", error.message or ""))
+                error = error.cause or error.context
+        if chain:
+            break
+    return tuple(chain)
+
+
+def failed_runs(instance: dg.DagsterInstance, revision: str) -> list[FailedRun]:
+    """The revision's consecutive failed runs, newest first (empty when its newest run did not fail)."""
+    failed = []
+    for record in instance.get_run_records(dg.RunsFilter(tags={REVISION_TAG: revision}), limit=MAX_ATTEMPTS + 1):
+        if record.dagster_run.status != dg.DagsterRunStatus.FAILURE:
+            break
+        ended = record.end_time or record.update_timestamp.timestamp()
+        errors = _errors(instance, record.dagster_run.run_id)
+        failed.append(FailedRun(record.dagster_run.run_id,
+                                dt.datetime.fromtimestamp(ended, dt.UTC).replace(tzinfo=None), errors,
+                                refused=any("publication refused" in message for _, message in errors)))
+    return failed
+
+
 def _decision(instance: dg.DagsterInstance, revision: str, live: Live, **extra: Any) -> Decision:
     reason = already_handled_reason(instance, revision, live)
+    if reason is None and (failures := failed_runs(instance, revision)):
+        plan = plan_retry(short_revision(revision), failures, dt.datetime.now(dt.UTC).replace(tzinfo=None))
+        return Decision(revision, None, live=live, retry=plan, **extra) if plan.retry else \
+            Decision(revision, plan.reason, live=live, **extra)
     # unknown live state: a successful run would have been the reason to skip, so none exists
     again = reason is None and live.known and bool(_runs(instance, REVISION_TAG, revision,
                                                           [dg.DagsterRunStatus.SUCCESS]))
@@ -176,7 +216,7 @@ def decide_many(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: s
     revision = combined_revision(revisions)
     previous, before = cursor_revisions(cursor)
     changes = _changes(before, revisions)
-    if previous == revision:
+    if previous == revision and not failed_runs(instance, revision):
         return Decision(None, f"dump revisions unchanged since the last tick ({len(revisions)} dumps, {revision})",
                         revisions, changes)
     return _decision(instance, revision, read_live(warehouse), revisions=revisions, changes=changes)
@@ -193,7 +233,7 @@ def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | 
         revision = dump_source.latest_revision()
     except (HubError, SourceError, OSError) as exc:
         return Decision(None, f"could not look up the dump revision: {type(exc).__name__}: {exc}")
-    if cursor == revision:
+    if cursor == revision and not failed_runs(instance, revision):
         return Decision(None, f"dump revision {revision} unchanged since the last tick")
     return _decision(instance, revision, read_live(warehouse))
 
@@ -213,4 +253,7 @@ def run_request(decision: Decision) -> dg.RunRequest:
         run_config["ops"]["rankings"] = {"config": run_config_of(live.ranking)}
         tags[SETTINGS_TAG] = f"publication {live.publication_id}"
     run_key = f"{revision} after publication {live.publication_id}" if decision.again else revision
+    if decision.retry is not None:
+        run_key += f" attempt {decision.retry.attempt}"
+        tags[ATTEMPT_TAG] = str(decision.retry.attempt)
     return dg.RunRequest(run_key=run_key, run_config=run_config, tags=tags)

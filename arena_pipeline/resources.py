@@ -383,6 +383,12 @@ class Warehouse(DuckDBResource):
         finally:
             con.close()
 
+    def sync_readers(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Give readers a snapshot of the work file (``con``) as it is now: the same live publication with
+        the records a run wrote without publishing (a refusal, a failed load, a rejected dump), or the
+        publication a crash left between the work file's COMMIT and the snapshot's rename."""
+        snapshot.sync_snapshot(con, SCHEMA, self.snapshot_target())
+
     def prepare_store(self) -> str:
         """The work file's path, its folder created; a warehouse from before the snapshot at
         ARENA_WAREHOUSE becomes the work file in place (no copy); a file there that is not a warehouse
@@ -393,7 +399,7 @@ class Warehouse(DuckDBResource):
             con = warehouse.connect(str(work), timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
                                     config=self.duckdb_settings())
             try:
-                snapshot.sync_snapshot(con, SCHEMA, self.snapshot_target())
+                self.sync_readers(con)
             finally:
                 con.close()
         work.parent.mkdir(parents=True, exist_ok=True)

@@ -98,6 +98,7 @@ def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceE
     with warehouse.connection() as con:
         record_dump(con, SCHEMA, revision=revision, status="failed", source=spec.location,
                     source_kind=spec.kind, requested_revision=requested, detail=f"rejected: {exc}"[:2000])
+        warehouse.sync_readers(con)
 
 
 def _run_config(context: dg.AssetExecutionContext) -> dict:
@@ -196,7 +197,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
         if reused is not None:
             counts, report = reused, None
         else:
-            report = _load(con, build, aliases)
+            report = _load(con, build, aliases, warehouse)
             counts = {
                 BATTLES_TABLE: report.battles,
                 MESSAGES_TABLE: report.messages,
@@ -219,7 +220,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     note_if_unpublished(context, warehouse)
 
 
-def _load(con, build, aliases) -> LoadReport:
+def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
     """Flatten the build's dump into its versions of the flat tables (not yet registered)."""
     manifest = build.manifest
     if manifest is None or any(not Path(f.path).exists() for f in manifest.files):
@@ -231,6 +232,7 @@ def _load(con, build, aliases) -> LoadReport:
     except Exception as exc:
         record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
         finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
+        warehouse.sync_readers(con)
         if isinstance(exc, SourceError):  # a file that is not what was fetched: one line, no retry
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         raise

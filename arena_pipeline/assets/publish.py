@@ -30,7 +30,6 @@ from arena_pipeline.core.publication.gate import (
 )
 from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store.records import live_publication
-from arena_pipeline.core.store.snapshot import sync_snapshot
 from arena_pipeline.core.store.versions import PublicationError, refuse_build, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
@@ -102,7 +101,7 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                 chosen = None
             except PublicationError as exc:
                 refuse_build(con, SCHEMA, build, str(exc))
-                _sync_readers(con, warehouse)
+                warehouse.sync_readers(con)
                 raise _Refused(_still_live(str(exc), con, warehouse, report_settings)) from exc
             if chosen is not None:
                 live = live_publication(con, SCHEMA)
@@ -113,7 +112,7 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                 if problems:
                     refusal = refusal_message(problems, _sources(con, live, chosen))
                     refuse_build(con, SCHEMA, build, refusal)
-                    _sync_readers(con, warehouse)
+                    warehouse.sync_readers(con)
                     raise _Refused(_still_live(refusal, con, warehouse, report_settings))
                 # what changed against the live publication: a table of this publication, written by the gate
                 chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
@@ -125,7 +124,7 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                                  is_finished=finished_check(context.instance, warehouse.stale_build_hours),
                                  snapshot=warehouse.snapshot_target())
             else:
-                _sync_readers(con, warehouse)
+                warehouse.sync_readers(con)
     except _Refused as refused:  # the page says a newer revision was refused, then the run fails
         _render_after_refusal(context, warehouse, report_settings)
         raise dg.Failure(description=str(refused), allow_retries=False) from refused.__cause__
@@ -155,13 +154,6 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
     # the step's last line: what users see now, where (a CLI user reads nothing else)
     context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
                      f"{_live_now(warehouse, report_settings)}")
-
-
-def _sync_readers(con: duckdb.DuckDBPyConnection, warehouse: Warehouse) -> None:
-    """Give readers a snapshot of the work file's records as they are now (a run that published
-    nothing: its refusal or its build recorded; the live publication unchanged), and bring a snapshot
-    left behind by a crash between a publication's COMMIT and its rename level."""
-    sync_snapshot(con, SCHEMA, warehouse.snapshot_target())
 
 
 def _live_text(live: dict | None, warehouse: Warehouse, report_settings: ReportSettings | None = None) -> str:

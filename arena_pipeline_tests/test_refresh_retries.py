@@ -1,0 +1,76 @@
+"""A refresh that failed for a passing reason is requested again by the new-dump sensor (with a
+backoff, up to a bound); one that would fail the same way is not, and every tick says which and why."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import subprocess
+import sys
+
+import dagster as dg
+import pytest
+
+from arena_pipeline import refresh
+from arena_pipeline.constants import REVISION_TAG
+from arena_pipeline.core.publication import retry
+from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
+from arena_pipeline.sensors import new_dump_sensor
+from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.materialize import materialize, rank_config, sample_resources
+from arena_pipeline_tests.ticks import tick
+
+
+@contextlib.contextmanager
+def _held(path):
+    """``path`` held read-write by another process (DuckDB's file lock works per process)."""
+    code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(120)"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.slow
+def test_a_run_failed_by_a_lock_is_retried_by_the_sensor_a_repeating_failure_is_not(tmp_path, monkeypatch):
+    write_dump(tmp_path / "dump", 8, 1)
+    source = DumpSource(source=str(tmp_path / "dump"), cache_dir=str(tmp_path / "cache"))
+    revision = source.latest_revision()
+    warehouse = Warehouse(database=str(tmp_path / "warehouse.duckdb"), lock_timeout_s=0.5)
+    with warehouse.connection():  # the work file exists (empty): another pipeline process holds it below
+        pass
+    resources = sample_resources(tmp_path, dump_source=source, warehouse=warehouse)
+    sensor_resources = {"dump_source": source, "warehouse": warehouse}
+    with dg.instance_for_test() as instance:
+        with _held(warehouse.work_path()):
+            failed = materialize(resources, run_config=rank_config(min_battles=1), instance=instance,
+                                 tags={REVISION_TAG: revision})
+        assert not failed.success
+        # the next tick: the revision is pending, retried once the first wait has passed
+        waiting = tick(new_dump_sensor, instance, sensor_resources, revision)
+        assert not waiting.run_requests
+        assert f"run {failed.run_id} failed (the work file was locked); attempt 2 of 4 at" in waiting.skip_message
+        # the wait over: the next tick requests attempt 2
+        monkeypatch.setattr(refresh, "plan_retry", functools.partial(retry.plan_retry, first_wait=dt.timedelta(0)))
+        (request,) = tick(new_dump_sensor, instance, sensor_resources, revision).run_requests
+        assert request.run_key == f"{revision} attempt 2"
+        assert request.tags[refresh.ATTEMPT_TAG] == "2" and request.tags[REVISION_TAG] == revision
+        assert "attempt 2 of 4" in request.tags[refresh.REASON_TAG]
+
+        # a run that fails the same way whatever the time (an alias file that is not there) is not retried
+        broken = materialize({**resources, "model_catalog": ModelCatalog(aliases_path=str(tmp_path / "no.csv"))},
+                             run_config=rank_config(min_battles=1), instance=instance, tags={REVISION_TAG: revision})
+        assert not broken.success
+        skipped = tick(new_dump_sensor, instance, sensor_resources, revision)
+        assert not skipped.run_requests
+        assert f"run {broken.run_id} failed" in skipped.skip_message and "not retried" in skipped.skip_message
+
+        # once a run of the revision succeeds, the revision is simply unchanged
+        assert materialize(resources, run_config=rank_config(min_battles=1), instance=instance,
+                           tags={REVISION_TAG: revision}).success
+        done = tick(new_dump_sensor, instance, sensor_resources, revision)
+        assert not done.run_requests and done.skip_message == f"dump revision {revision} unchanged since the last tick"
