@@ -212,14 +212,18 @@ def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | N
 
 # ------------------------------------------------------------------------------------------- hold
 
-def run_holder(warehouse: Path, ready_file: Path, release_file: Path, max_seconds: float) -> int:
-    """Hold ``warehouse`` open read-write (as a user's ``duckdb warehouse.duckdb`` session would)."""
-    con = duckdb.connect(str(warehouse))
+def run_holder(warehouse: Path, ready_file: Path, release_file: Path, max_seconds: float,
+               read_only: bool = False) -> int:
+    """Hold ``warehouse`` open read-write (as another pipeline process, or a user's ``duckdb warehouse.duckdb``
+    session would), or with ``read_only`` as a notebook or a BI pool does, querying it every 0.1 s."""
+    con = duckdb.connect(str(warehouse), read_only=read_only)
     con.execute("SELECT 1").fetchall()
     ready_file.write_text(str(os.getpid()))
     deadline = time.monotonic() + max_seconds
     while not release_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+        time.sleep(0.1 if read_only else 0.02)
+        if read_only:
+            con.execute("SELECT count(*) FROM information_schema.tables").fetchall()
     con.close()
     return 0
 
@@ -242,13 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     hold.add_argument("--ready-file", type=Path, required=True)
     hold.add_argument("--release-file", type=Path, required=True)
     hold.add_argument("--max-seconds", type=float, default=60.0)
+    hold.add_argument("--read-only", action="store_true")
     args = parser.parse_args(argv)
     if args.mode == "refresh":
         return run_refresh(args.pause_at, args.paused_file)
     if args.mode == "read":
         return run_reader(args.warehouse, args.out, args.stop_file, args.ready_file, args.pause,
                           args.max_seconds)
-    return run_holder(args.warehouse, args.ready_file, args.release_file, args.max_seconds)
+    return run_holder(args.warehouse, args.ready_file, args.release_file, args.max_seconds, args.read_only)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
 from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.materialize import materialize, rank_config
+from arena_pipeline_tests.materialize import copy_warehouse, materialize, rank_config
 from arena_pipeline_tests.publication_support import RANK, Setup, query
 from arena_pipeline_tests.ticks import tick
 
@@ -58,7 +58,7 @@ def published(tmp_path_factory):
 
 @pytest.fixture
 def setup(published, tmp_path) -> Setup:
-    shutil.copy(published[0].warehouse, tmp_path / "warehouse.duckdb")
+    copy_warehouse(published[0].warehouse, tmp_path / "warehouse.duckdb")
     shutil.copytree(published[0].dump, tmp_path / "dump")
     return Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
 

@@ -6,6 +6,7 @@ import duckdb
 import pytest
 
 from arena_pipeline_tests.fixtures import write_dump
+from arena_pipeline_tests.materialize import copy_warehouse
 from arena_pipeline_tests.publication_support import RANKING_SELECTION, RERANK_SELECTION, Setup, publications, query
 
 pytestmark = pytest.mark.slow  # a whole-pipeline run of its own (module fixture), then re-ranks
@@ -41,7 +42,7 @@ def test_model_fit_is_published_with_the_boards_and_shown_in_the_report(publishe
 def test_a_rerank_rebuilds_the_model_fit_with_its_settings(published, tmp_path):
     import shutil
 
-    shutil.copy(published.warehouse, tmp_path / "warehouse.duckdb")
+    copy_warehouse(published.warehouse, tmp_path / "warehouse.duckdb")
     shutil.copytree(published.dump, tmp_path / "dump")
     shutil.copytree(published.root / "cache", tmp_path / "cache")
     setup = Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")

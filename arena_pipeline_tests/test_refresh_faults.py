@@ -31,6 +31,7 @@ from arena_pipeline.definitions import defs
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server, verified_revisions
+from arena_pipeline_tests.materialize import copy_warehouse, work_file
 from arena_pipeline_tests.refresh_worker import no_retries_config, refresh_job, versioned_keys
 from arena_pipeline_tests.waiting import wait_for
 
@@ -140,19 +141,21 @@ def _read(database: Path):
 
 
 def _snapshot(database: Path) -> dict:
-    """What users see: the published revision(s), and per arena.* view its revision key and rows."""
+    """What users see (the readers' file): the published revision(s), and per arena.* view its revision
+    key and rows; what the pipeline recorded (its work file): each revision's status and the versions."""
+    with _read(work_file(database)) as con:
+        statuses = dict(con.execute(f"SELECT revision, status FROM {SCHEMA}.dumps").fetchall())
+        versions = sorted(r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall())
     with _read(database) as con:
         published = [r[0] for r in con.execute(
             f"SELECT revision FROM {SCHEMA}.dumps WHERE status = 'published'").fetchall()]
-        statuses = dict(con.execute(f"SELECT revision, status FROM {SCHEMA}.dumps").fetchall())
         views = {}
         for name, sql in con.execute(
             "SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal", [SCHEMA]
         ).fetchall():
             rows = con.execute(f'SELECT count(*) FROM "{SCHEMA}"."{name}"').fetchone()[0]
             views[name] = {"keys": sorted(versioned_keys(sql)), "rows": rows}
-        versions = sorted(r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall())
     return {"published": published, "statuses": statuses, "views": views, "versions": versions}
 
 
@@ -188,9 +191,8 @@ def published_old(tmp_path_factory) -> dict:
 
 
 def _copy_published(published_old: dict, tmp_path: Path) -> Path:
-    database = tmp_path / "warehouse.duckdb"
-    shutil.copy(published_old["database"], database)
-    assert not Path(f"{published_old['database']}.wal").exists()  # closed cleanly: the file is whole
+    database = copy_warehouse(published_old["database"], tmp_path / "warehouse.duckdb")
+    assert not Path(f"{work_file(published_old['database'])}.wal").exists()  # closed cleanly: the file is whole
     return database
 
 
@@ -220,7 +222,7 @@ def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, 
         text = lambda: log.read_text(errors="replace")  # noqa: E731
         _wait_for(lambda: paused.exists() or proc.poll() is not None, 120, f"the refresh to reach {point}")
         assert proc.poll() is None, f"the refresh ended before reaching {point}:\n{text()[-3000:]}"
-        wal = Path(f"{database}.wal")
+        wal = Path(f"{work_file(database)}.wal")
         wal_bytes = wal.stat().st_size if wal.exists() else 0
         _killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -236,7 +238,7 @@ def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, 
     assert after["views"] == before["views"]  # every arena.* view: same revision, same row count
     assert after["statuses"][new] == new_status
     leftovers = [t for t in after["versions"] if f"__{revision_key(new)}__" in t]
-    with _read(database) as con:
+    with _read(work_file(database)) as con:
         left = {t: con.execute(f'SELECT count(*) FROM {VERSIONS_SCHEMA}."{t}"').fetchone()[0] for t in leftovers}
     print(f"\nkill -9 at {point} ({step}): WAL {wal_bytes} bytes; arena.dumps has the new revision as "
           f"{after['statuses'][new]!r}; its tables left (rows): {left}; arena.* views unchanged: "
@@ -268,12 +270,19 @@ def test_reader_during_refresh_sees_one_complete_revision_at_a_time(tmp_path, pu
     out, stop, ready = tmp_path / "reader.json", tmp_path / "reader.stop", tmp_path / "reader.ready"
     args = WORKER + ["read", "--warehouse", str(database), "--out", str(out), "--stop-file", str(stop),
                      "--ready-file", str(ready)]
-    with _process(args, _env(tmp_path), tmp_path / "reader.log", tmp_path) as reader:
+    hold_ready, release = tmp_path / "hold.ready", tmp_path / "hold.release"
+    hold = WORKER + ["hold", "--warehouse", str(database), "--ready-file", str(hold_ready), "--release-file",
+                     str(release), "--read-only"]
+    with _process(args, _env(tmp_path), tmp_path / "reader.log", tmp_path) as reader, \
+            _process(hold, _env(tmp_path), tmp_path / "hold.log", tmp_path) as holder:
         _wait_for(lambda: ready.exists() or reader.poll() is not None, 60, "the reader's first read")
+        _wait_for(lambda: hold_ready.exists() or holder.poll() is not None, 60, "the held connection")
         assert reader.poll() is None, (tmp_path / "reader.log").read_text()
         refresh_start = time.time()
         result = _refresh_in_process(DumpSource(source=str(new_dir)), database)
         refresh_end = time.time()
+        release.touch()
+        assert holder.wait(timeout=30) == 0, (tmp_path / "hold.log").read_text()
         time.sleep(1.0)  # keep reading the new revision a little
         stop.touch()
         reader.wait(timeout=30)
@@ -295,7 +304,9 @@ def test_reader_during_refresh_sees_one_complete_revision_at_a_time(tmp_path, pu
     switch = order.index(new)
     assert set(order[:switch]) == {old} and set(order[switch:]) == {new}  # never back to the old one
     during = sum(refresh_start <= t <= refresh_end for t, _ in summary["timeline"])
-    assert during > 0 and summary["blocked"] > 0
+    # a reader never waits on the pipeline (the readers' file is a snapshot it never opens read-write),
+    # and the pipeline never waits on a reader (one held a connection through the whole refresh)
+    assert during > 0 and summary["blocked"] == 0
     print(f"\nreader: {summary['attempts']} attempts, {summary['reads']} reads "
           f"({during} while the refresh ran for {refresh_end - refresh_start:.1f} s), "
           f"{summary['blocked']} blocked by the writer's lock; "
@@ -306,11 +317,15 @@ def test_reader_during_refresh_sees_one_complete_revision_at_a_time(tmp_path, pu
 # ---------------------------------------------------------------------------------------- lock
 
 def test_held_lock_makes_writer_wait_bounded_then_fail_clearly(tmp_path):
+    """Another pipeline process holding the work file (readers never open it): the writer waits,
+    bounded, then fails clearly; released, it gets in."""
     database = tmp_path / "warehouse.duckdb"
+    work = work_file(database)
+    work.parent.mkdir()
     dump = tmp_path / "dump"
     write_dump(dump, n_rows=20, n_shards=1, seed=3)
     ready, release = tmp_path / "hold.ready", tmp_path / "hold.release"
-    args = WORKER + ["hold", "--warehouse", str(database), "--ready-file", str(ready),
+    args = WORKER + ["hold", "--warehouse", str(work), "--ready-file", str(ready),
                      "--release-file", str(release)]
     with _process(args, _env(tmp_path), tmp_path / "hold.log", tmp_path) as holder:
         _wait_for(lambda: ready.exists() or holder.poll() is not None, 60, "the lock holder")
@@ -323,7 +338,7 @@ def test_held_lock_makes_writer_wait_bounded_then_fail_clearly(tmp_path):
         waited = time.monotonic() - started
         assert 1.0 <= waited < 3.0  # the full timeout, not less (a last attempt at the deadline)
         message = str(caught.value)
-        assert str(database) in message and "locked by another process" in message and "of 1 s)" in message
+        assert str(work) in message and "locked by another process" in message and "of 1 s)" in message
 
         # a whole refresh against the held file fails (bounded) with that error; it does not hang
         started = time.monotonic()

@@ -48,6 +48,8 @@ from arena_pipeline.core.store.warehouse import (
 WORK_FILE = "work.duckdb"
 #: Where the Parquet files of published vote-table versions live, inside the store folder.
 FILES_FOLDER = "tables"
+#: The marker of a snapshot (one row: the publication it shows, when it was written, its store folder).
+SNAPSHOT_MARKER = "snapshot"
 #: Which snapshot file names which Parquet files (work file; one row per publication and file table).
 SNAPSHOT_FILES = quoted(VERSIONS_SCHEMA, "snapshot_files")
 SNAPSHOT_FILES_DDL = (f"CREATE TABLE IF NOT EXISTS {SNAPSHOT_FILES} (publication_id BIGINT, version VARCHAR, "
@@ -126,6 +128,9 @@ def export_version(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -
         return out
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{version}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    # row groups bounded in bytes need the rows' order free (it is: a version is a set of rows)
+    (ordered,) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
+    con.execute("SET preserve_insertion_order = false")
     try:
         con.execute(f"COPY (SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}) TO {sql_string(str(tmp))} "
                     f"({PARQUET_OPTIONS})")
@@ -134,6 +139,8 @@ def export_version(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        con.execute(f"SET preserve_insertion_order = {bool(ordered)}")
     return out
 
 
@@ -189,8 +196,13 @@ def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: Snapshot
             for table in (PUBLICATIONS_TABLE, DUMPS_TABLE, QUALITY_RESULTS_TABLE):
                 if relation_exists(con, schema, table):
                     _copy(con, f"SELECT * FROM {quoted(schema, table)}", snap, schema, table)
-            if relation_exists(con, VERSIONS_SCHEMA, "builds"):
-                _copy(con, f"SELECT * FROM {BUILDS}", snap, VERSIONS_SCHEMA, "builds")
+            for registry in (BUILDS, VERSIONS):  # what a reader's look-ups of versions and builds need
+                name = registry.rpartition(".")[2].strip('"')
+                if relation_exists(con, VERSIONS_SCHEMA, name):
+                    _copy(con, f"SELECT * FROM {registry}", snap, VERSIONS_SCHEMA, name)
+            snap.execute(f"CREATE TABLE {quoted(VERSIONS_SCHEMA, SNAPSHOT_MARKER)} AS SELECT "
+                         f"{staged.publication_id or 'NULL'}::BIGINT AS publication_id, now() AS written_at, "
+                         f"{sql_string(str(target.files.parent.resolve()))} AS store")
             for _, sql in views:
                 snap.execute(sql)
             snap.execute("CHECKPOINT")
@@ -292,6 +304,8 @@ def kind_of(path: Path) -> str:
     if not rows:
         return "empty"
     schemas = {s for s, _ in rows}
+    if (VERSIONS_SCHEMA, SNAPSHOT_MARKER) in rows:
+        return "snapshot"
     if (VERSIONS_SCHEMA, "versions") in rows:
         return "legacy"
     if schemas & {"arena", VERSIONS_SCHEMA}:
@@ -304,12 +318,25 @@ def kind_of(path: Path) -> str:
     return "other"
 
 
+class StoreMissingError(NotAWarehouseError):
+    """The readers' snapshot has publications but its pipeline store is not where the settings say:
+    a new store would start the publications over and replace the snapshot's history."""
+
+
 def adopt_legacy(path: Path, work: Path) -> bool:
     """Make a warehouse from before the snapshot (the pipeline and its readers shared ``path``) the
     work file, in place and without a copy: checkpointed (its WAL merged), then hard-linked as
     ``work`` (renamed where the file system has no hard links). ``path`` keeps serving readers
     until the first snapshot replaces it. Returns whether it adopted one."""
-    if work.exists() or kind_of(path) != "legacy":
+    if work.exists():
+        return False
+    kind = kind_of(path)
+    if kind == "snapshot" and snapshot_publication(path, "arena") is not None:
+        raise StoreMissingError(
+            f"{path} is a published snapshot, but its pipeline store {work.parent} (the work file and the vote "
+            f"tables' Parquet files) is missing; nothing was written. Put the store folder back beside it (or "
+            f"point ARENA_STORE_DIR at it), or move the snapshot away to start a new history")
+    if kind != "legacy":
         return False
     con = duckdb.connect(str(path))
     try:
