@@ -332,6 +332,10 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
         live = live_publication(con, SCHEMA)
         if live is None:
             raise CliError(f"{warehouse} records no publication; {MATERIALIZE_HINT}")
+        if since == live["publication_id"]:  # not a comparison of the live boards with themselves
+            print(f"publication {since} is the live publication: nothing to compare it with; --since takes an "
+                  "earlier publication's id")
+            return EXIT_OK
         try:
             if since is not None:
                 rows = changes_between(con, SCHEMA, since, live["publication_id"])

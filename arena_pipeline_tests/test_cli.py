@@ -494,6 +494,23 @@ def test_report_is_never_written_over_a_file_it_did_not_write(warehouse, tmp_pat
     assert "<title>Again</title>" in page.read_text(encoding="utf-8")
 
 
+def test_changes_since_the_live_publication_says_so(warehouse, monkeypatch, capsys):
+    """`changes --since <live id>` printed the live boards compared with themselves, every change 0 (issue 38,
+    item 8); it says plainly that this is the live publication, and compares nothing."""
+    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.store import records
+
+    monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})
+
+    def no_comparison(*args):
+        raise AssertionError("the live publication was compared with itself")
+
+    monkeypatch.setattr(changes, "changes_between", no_comparison)
+    assert main(["changes", "--warehouse", str(warehouse), "--since", "4"]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines() == [
+        "publication 4 is the live publication: nothing to compare it with; --since takes an earlier publication's id"]
+
+
 def test_report_default_path(warehouse, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
