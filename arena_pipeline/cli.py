@@ -262,13 +262,22 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
     if out.is_dir():
         raise CliError(f"{out} is a folder; give the report's file path, e.g. {out / 'leaderboards.html'}")
-    from arena_pipeline.presentation.read import read_published  # Polars frames: not at the CLI's start
-    from arena_pipeline.presentation.report import render_report  # Jinja2 and the charts: this command only
+    if out.is_file() and warehouse.is_file() and out.resolve() == warehouse.resolve():
+        raise CliError(f"{out} is the warehouse: the report is not written over it; give the report another path")
+    # Polars frames, Jinja2 and the charts: this command only, not at the CLI's start
+    from arena_pipeline.presentation.read import read_published
+    from arena_pipeline.presentation.report import NotAReportError, refuse_foreign_file, render_report
 
+    try:
+        refuse_foreign_file(out)  # before reading the warehouse: nothing would be written
+    except NotAReportError as exc:
+        raise CliError(exc.strerror) from None
     with open_warehouse(warehouse, timeout) as con:
         pub = read_published(con, SCHEMA, style=True)
     try:
         written = render_report(pub, out, title=title, heatmap_models=heatmap_models)
+    except NotAReportError as exc:
+        raise CliError(exc.strerror) from None
     except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
         raise CliError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
     n = len(pub.categories())
@@ -323,6 +332,10 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
         live = live_publication(con, SCHEMA)
         if live is None:
             raise CliError(f"{warehouse} records no publication; {MATERIALIZE_HINT}")
+        if since == live["publication_id"]:  # not a comparison of the live boards with themselves
+            print(f"publication {since} is the live publication: nothing to compare it with; --since takes an "
+                  "earlier publication's id")
+            return EXIT_OK
         try:
             if since is not None:
                 rows = changes_between(con, SCHEMA, since, live["publication_id"])

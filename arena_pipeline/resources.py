@@ -49,6 +49,12 @@ from arena_pipeline.core.store import snapshot, warehouse
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map, read_published_board
 
+#: The range of ``Warehouse.max_publication_age_hours`` (ARENA_MAX_PUBLICATION_AGE_HOURS): 1 minute to
+#: 10 years (of 365.25 days). Beyond it the age limit is a typo, not a policy: 1e300 hours overflow a
+#: timedelta, 1e8 hours (11,400 years) the date the freshness check subtracts it from, and 1e-300 hours
+#: would read as "0 min".
+MAX_PUBLICATION_AGE_RANGE_HOURS = (1 / 60, 10 * 365.25 * 24)
+
 
 def _setting(value: str | None, env: str, default: str | None) -> str | None:
     if value not in (None, ""):
@@ -342,7 +348,8 @@ class Warehouse(DuckDBResource):
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
 
-        Raises ValueError for a value that is not a positive number of hours, rather than guessing.
+        Raises ValueError for a value that is not a positive number of hours, or is outside
+        :data:`MAX_PUBLICATION_AGE_RANGE_HOURS` (1 minute to 10 years), rather than guessing.
         """
         configured = None if self.max_publication_age_hours is None else str(self.max_publication_age_hours)
         value = _setting(configured, "ARENA_MAX_PUBLICATION_AGE_HOURS", str(DEFAULT_MAX_AGE_HOURS))
@@ -352,6 +359,10 @@ class Warehouse(DuckDBResource):
             hours = float("nan")
         if not hours > 0 or hours == float("inf"):
             raise ValueError(f"ARENA_MAX_PUBLICATION_AGE_HOURS must be a positive number of hours, got {value!r}")
+        low, high = MAX_PUBLICATION_AGE_RANGE_HOURS
+        if not low <= hours <= high:  # 1e300 overflows a timedelta; 1e8 hours, the date it is subtracted from
+            raise ValueError(f"ARENA_MAX_PUBLICATION_AGE_HOURS must be from 1 minute to 10 years ({low:.4g} to "
+                             f"{high:g} hours), got {value!r}")
         return dt.timedelta(hours=hours)
 
     def duckdb_settings(self) -> dict:

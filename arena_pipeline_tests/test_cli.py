@@ -465,6 +465,52 @@ def test_report_renders_from_the_warehouse(warehouse, tmp_path, capsys):
     assert f"wrote {out} (3 categories; dump {REVISION})" in capsys.readouterr().out
 
 
+def test_report_is_never_written_over_a_file_it_did_not_write(warehouse, tmp_path, capsys):
+    """`report WAREHOUSE_PATH` replaced the DuckDB file with the page (issue 38, item 2): refused in one line,
+    every byte kept; a report written before is replaced as ever."""
+    import shutil
+
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copy(warehouse, copy)
+    before = copy.read_bytes()
+    assert main(["report", str(copy), "--warehouse", str(copy)]) == EXIT_NO_DATA
+    assert capsys.readouterr().err.splitlines() == [
+        f"arena-pipeline: error: {copy} is the warehouse: the report is not written over it; give the report "
+        "another path"]
+    notes = tmp_path / "notes.html"
+    notes.write_text("<html><body>my notes</body></html>")
+    for target in (copy, notes):  # another warehouse's file, a page of someone else's
+        original = target.read_bytes()
+        assert main(["report", str(target), "--warehouse", str(warehouse)]) == EXIT_NO_DATA
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"arena-pipeline: error: {target} exists and is not a report arena_pipeline wrote (no "
+                       '<meta name="generator" content="arena_pipeline"> tag): not replaced; give the report '
+                       "another path (ARENA_REPORT, or the report command's OUT)"]
+        assert target.read_bytes() == original
+    assert copy.read_bytes() == before
+    page = tmp_path / "index.html"
+    assert main(["report", str(page), "--warehouse", str(warehouse)]) == EXIT_OK
+    assert main(["report", str(page), "--warehouse", str(warehouse), "--title", "Again"]) == EXIT_OK
+    assert "<title>Again</title>" in page.read_text(encoding="utf-8")
+
+
+def test_changes_since_the_live_publication_says_so(warehouse, monkeypatch, capsys):
+    """`changes --since <live id>` printed the live boards compared with themselves, every change 0 (issue 38,
+    item 8); it says plainly that this is the live publication, and compares nothing."""
+    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.store import records
+
+    monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})
+
+    def no_comparison(*args):
+        raise AssertionError("the live publication was compared with itself")
+
+    monkeypatch.setattr(changes, "changes_between", no_comparison)
+    assert main(["changes", "--warehouse", str(warehouse), "--since", "4"]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines() == [
+        "publication 4 is the live publication: nothing to compare it with; --since takes an earlier publication's id"]
+
+
 def test_report_default_path(warehouse, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))

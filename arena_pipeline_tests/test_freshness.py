@@ -7,6 +7,7 @@ reasons of the new-dump sensor's and the nightly schedule's ticks.
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import subprocess
 import sys
@@ -86,6 +87,28 @@ def test_names_and_settings_are_pinned():
         assert {dg.AssetCheckKey(PUBLICATION_GATE, name) for name in specs} <= set(keys)
     assert Warehouse().max_publication_age().total_seconds() == 7 * 24 * 3600
 
+
+
+@pytest.mark.parametrize("hours", ["1e8", "1e300", "1e-300", "0.01", "87661"])
+def test_max_publication_age_out_of_range_is_one_line(hours, monkeypatch):
+    """1e8 and 1e300 hours used to raise OverflowError in the sensor's tick and the run's check step
+    (1e300 in the timedelta, 1e8 subtracted from now); 1e-300 was accepted as "0 min" (issue 38, 7)."""
+    monkeypatch.setenv("ARENA_MAX_PUBLICATION_AGE_HOURS", hours)
+    with pytest.raises(ValueError) as raised:
+        Warehouse().max_publication_age()
+    assert str(raised.value) == ("ARENA_MAX_PUBLICATION_AGE_HOURS must be from 1 minute to 10 years (0.01667 to "
+                                 f"87660 hours), got {hours!r}")
+    with pytest.raises(ValueError, match="from 1 minute to 10 years"):  # the field, as the environment
+        Warehouse(max_publication_age_hours=float(hours)).max_publication_age()
+
+
+@pytest.mark.parametrize(("hours", "seconds"), [(str(1 / 60), 60), ("87660", 87660 * 3600)])
+def test_max_publication_age_bounds_are_accepted(hours, seconds, monkeypatch):
+    """Both ends of the range are usable: the age limit can be subtracted from any date the check sees."""
+    monkeypatch.setenv("ARENA_MAX_PUBLICATION_AGE_HOURS", hours)
+    age = Warehouse().max_publication_age()
+    assert round(age.total_seconds()) == seconds
+    assert (dt.datetime(2025, 1, 1) - age).year in (2015, 2024)
 
 @pytest.mark.slow
 def test_the_publishing_run_finds_its_board_fresh(published):

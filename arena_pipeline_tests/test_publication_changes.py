@@ -130,6 +130,8 @@ def test_changes_between_publications_with_known_differences(tmp_path, capsys):
     assert main(["changes", "--warehouse", str(warehouse), "--since", "1", "--top", "0"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "since publication 1" in out and VOTES_ADDED in out  # same votes, then votes added
+    assert main(["changes", "--warehouse", str(warehouse), "--since", "3"]) == EXIT_OK  # the live one
+    assert capsys.readouterr().out.startswith("publication 3 is the live publication: nothing to compare it with")
     assert main(["changes", "--warehouse", str(warehouse), "--since", "99"]) == EXIT_NO_DATA
     assert "publication 99 is not kept" in capsys.readouterr().err
     assert main(["changes", "--warehouse", str(warehouse), "--category", "nonsense"]) == EXIT_USAGE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 from importlib.resources import files
@@ -27,6 +28,35 @@ from arena_pipeline.presentation.read import Published
 from arena_pipeline.presentation.templating import environment, interval
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
+
+#: What marks a page this project wrote: the generator tag in the head of ``templates/report.html.j2``.
+#: An existing file without it in its first :data:`MARKER_WITHIN` bytes is never replaced.
+REPORT_MARKER = b'<meta name="generator" content="arena_pipeline'
+MARKER_WITHIN = 64 * 1024
+
+
+class NotAReportError(FileExistsError):
+    """The report's path holds a file this project did not write (say, the warehouse): not replaced."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.EEXIST, f"{path} exists and is not a report arena_pipeline wrote (no "
+                         f"{REPORT_MARKER.decode()}\"> tag): not replaced; give the report another path "
+                         "(ARENA_REPORT, or the report command's OUT)", str(path))
+
+
+def refuse_foreign_file(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`NotAReportError` when ``path`` is an existing file other than a report of this project.
+
+    A missing path, or a report written before (its :data:`REPORT_MARKER` in its first
+    :data:`MARKER_WITHIN` bytes), may be replaced.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(MARKER_WITHIN)
+    if REPORT_MARKER not in head:
+        raise NotAReportError(path)
 
 
 def _file_count(files: Any) -> int | None:
@@ -82,7 +112,8 @@ def render_report(pub: Published, out_path: str | os.PathLike[str] = DEFAULT_REP
     field), the benchmark comparison when it describes the live publication (per category: the
     agreement with each benchmark and a scatter of rating against score; ``pub.benchmarks``), the
     data-quality summary and the dump. ``options``: ``title``, ``heatmap_models``,
-    ``generated_at`` of :func:`build_report_html`. Written atomically (temporary file, then rename).
+    ``generated_at`` of :func:`build_report_html`. Written atomically (temporary file, then rename),
+    and only over a missing file or a report this project wrote (:func:`refuse_foreign_file`).
     With ``arena.model_fit`` published, a section after the models without a rating shows each board's
     held-out goodness of fit: a table and a calibration chart per board.
 
@@ -90,5 +121,11 @@ def render_report(pub: Published, out_path: str | os.PathLike[str] = DEFAULT_REP
     ------
     ValueError
         The leaderboard is empty (nothing is written).
+    NotAReportError
+        ``out_path`` is an existing file that is not a report of this project (a warehouse given as
+        the report's path, say): nothing is written.
     """
-    return write_text_atomic(out_path, build_report_html(pub, **options))
+    refuse_foreign_file(out_path)
+    html = build_report_html(pub, **options)
+    refuse_foreign_file(out_path)  # again: the page took a while, the file may have appeared meanwhile
+    return write_text_atomic(out_path, html)

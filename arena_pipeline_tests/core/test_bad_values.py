@@ -213,3 +213,144 @@ def test_per_dump_boards_fit_each_dumps_own_votes(conflicting):
         expected = expected.sort(key)
         assert got.select(key, "n_battles").equals(expected.select(key, "n_battles")), dump
         assert got["rating"].to_list() == pytest.approx(expected["rating"].to_list(), abs=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Issue 38, item 1: text that is not UTF-8 is one quarantined vote, in either reader
+# ---------------------------------------------------------------------------
+
+#: Seven bytes that are not UTF-8, written over a seven-character placeholder in an uncompressed file.
+PLACEHOLDER, NOT_UTF8 = b"@@BAD@@", b"gp\xff\xfe\xfd\xfc!"
+
+#: Loads a dump in a child process: on 49b278d the first string operation on such a value read out of
+#: bounds (a segfault), which must fail the test, not end pytest. Prints the outcome as JSON.
+_LOAD = """
+import json, sys
+import duckdb
+from arena_pipeline.core.ingest import load as ingest
+from arena_pipeline.core.ingest.local_dump import local_manifest
+from arena_pipeline.core.ingest.sources import parse_source
+source, reader, batch_rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if reader == "pyarrow":
+    ingest.POLARS_ROW_GROUP_BYTES = -1
+ingest.BATCH_ROWS = batch_rows
+with duckdb.connect() as con:
+    report = ingest.load_dump(local_manifest(parse_source(source)), con, "v")
+    rows = con.execute("SELECT id, source_row, rule, detail FROM v.quarantine ORDER BY source_row").fetchall()
+    ids = sorted(r[0] for r in con.execute("SELECT id FROM v.battles").fetchall())
+print(json.dumps({"read": report.rows_read, "quarantine": [list(r) for r in rows], "ids": ids}))
+"""
+
+
+def _load_in_child(source: Path, reader: str = "polars", batch_rows: int = ingest.BATCH_ROWS) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _LOAD, str(source), reader, str(batch_rows)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"the load ended with {done.returncode}: {done.stderr[-2000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _with_placeholder(table: pa.Table, path: tuple, row: int) -> pa.Table:
+    return bi.set_value(table, path, PLACEHOLDER.decode(), row=row)
+
+
+def _write_not_utf8(table: pa.Table, path: Path, row_group_size: int | None = None) -> None:
+    """``table`` written plain (no compression, no dictionary), the placeholder's bytes then replaced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="NONE", use_dictionary=False, write_statistics=False,
+                   row_group_size=row_group_size)
+    data = path.read_bytes()
+    assert data.count(PLACEHOLDER) == 1
+    path.write_bytes(data.replace(PLACEHOLDER, NOT_UTF8))
+
+
+def _55k_table() -> pa.Table:
+    cells = [("1", "0", "0"), ("0", "1", "0"), ("0", "0", "1"), ("1", "0", "0")]
+    return pl.read_csv(io.BytesIO(_csv_55k(cells)), infer_schema=False).to_arrow()
+
+
+#: (format, reader, column path of the bad text, the column the detail names, row, row group size, batch rows)
+NOT_UTF8_CASES = [
+    ("33k", "pyarrow", ("model_a",), "model_a", 1, None, 4096),
+    ("100k", "pyarrow", ("model_a",), "model_a", 1, None, 4096),
+    ("100k", "pyarrow", ("conversation_b", 0, "content"), "conversation_b[].content", 2, None, 4096),
+    ("55k", "pyarrow", ("model_b",), "model_b", 1, None, 4096),
+    ("140k", "polars", ("model_a",), "model_a", 1, None, 4096),
+    ("140k", "pyarrow", ("model_a",), "model_a", 1, None, 4096),
+    ("140k", "pyarrow", ("conversation_a", 0, "content", 0, "text"), "conversation_a[].content[].text", 4, None,
+     4096),
+    # Polars refuses the file in its third row group, after batches of the first ones were loaded:
+    # pyarrow reads on from the row where it stopped
+    ("140k", "polars", ("conversation_a", 0, "content", 0, "text"), "conversation_a[].content[].text", 11, 5, 4),
+    ("140k", "polars", ("id",), "id", 7, 3, 2),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fmt", "reader", "path", "column", "row", "group", "batch"), NOT_UTF8_CASES,
+                         ids=[f"{c[0]} {c[1]} {c[3]} row {c[4]}" for c in NOT_UTF8_CASES])
+def test_text_that_is_not_utf8_is_one_quarantined_vote(fmt, reader, path, column, row, group, batch, tmp_path):
+    """A string that is not UTF-8 segfaulted the process when pyarrow read it (every older format, and the
+    140k's row groups over 256 MB), and failed the whole dump naming neither file nor vote on the Polars
+    path (issue 38, item 1). Now: the vote is quarantined as invalid_utf8, the detail naming the column."""
+    table = {"55k": _55k_table, "140k": lambda: make_table(14, seed=3)}.get(fmt, TABLES.get(fmt))()
+    id_column = {"55k": "id"}.get(fmt, ID_COLUMN.get(fmt))
+    ids = [str(i) for i in table.column(id_column).to_pylist()]
+    table = _with_placeholder(table, path, row)
+    source = tmp_path / "dump" / bi.shard_name(0, 1)
+    _write_not_utf8(table, source, group)
+    out = _load_in_child(tmp_path / "dump", reader, batch)
+    shown = NOT_UTF8.decode("latin-1").encode("latin-1")
+    expected_id = None if column == "id" else ids[row]
+    assert out["read"] == len(ids)
+    assert out["quarantine"] == [[expected_id, row, "invalid_utf8", f"{column} is not valid UTF-8: {shown!r}"]]
+    assert out["ids"] == sorted(set(ids) - {ids[row]})
+
+
+# ---------------------------------------------------------------------------
+# Issue 38, item 5: dictionary-encoded columns; a read error names the file and the row group
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("fmt", "reader"), [("33k", "pyarrow"), ("100k", "pyarrow"), ("140k", "polars"),
+                                             ("140k", "pyarrow")])
+def test_dictionary_encoded_columns_are_decoded(fmt, reader, tmp_path, monkeypatch):
+    """A dictionary-encoded string column (a writer's choice of encoding) failed the format check."""
+    table = TABLES[fmt]()
+    for name in ("model_a", "winner"):
+        index = table.schema.get_field_index(name)
+        table = table.set_column(index, name, table.column(name).dictionary_encode())
+    bi.write_shards(tmp_path / "dump", [table])
+    if reader == "pyarrow":
+        monkeypatch.setattr(ingest, "POLARS_ROW_GROUP_BYTES", -1)
+    report, quarantined, _ = _load(tmp_path / "dump")
+    with duckdb.connect() as con:
+        load_dump(local_manifest(parse_source(str(tmp_path / "dump"))), con, "v")
+        models = con.execute("SELECT model_a FROM v.battles ORDER BY source_row").fetchall()
+    expected = [m for m, anony in zip(table.column("model_a").to_pylist(), table.column("anony").to_pylist()
+                                      if "anony" in table.column_names else [True] * ROWS, strict=True) if anony]
+    assert report.rows_read == ROWS and [m for (m,) in models] == expected
+    assert all(rule == "not_anonymous" for _, rule, _ in quarantined)
+
+
+@pytest.mark.parametrize("reader", ["polars", "pyarrow"])
+def test_a_corrupt_row_group_names_the_file_and_the_row_group(reader, tmp_path, monkeypatch):
+    """A damaged page in the middle of a shard failed with "Invalid thrift: bad data", naming no file."""
+    path = tmp_path / "dump" / bi.shard_name(0, 1)
+    path.parent.mkdir(parents=True)
+    pq.write_table(make_table(30, seed=3), path, row_group_size=10)
+    column = pq.ParquetFile(path).metadata.row_group(1).column(0)
+    start = column.dictionary_page_offset or column.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start:start + 16] = b"\xff" * 16  # the page header of row group 1's first column
+    path.write_bytes(bytes(data))
+    if reader == "pyarrow":
+        monkeypatch.setattr(ingest, "POLARS_ROW_GROUP_BYTES", -1)
+    with pytest.raises(SourceError) as error:
+        _load(tmp_path / "dump")
+    text = str(error.value)
+    assert "\n" not in text
+    assert text.startswith(f"{path}: row group 1 of 3 (rows 10 to 19) is not readable (") and "thrift" in text
+    assert text.endswith("); nothing was loaded")

@@ -11,6 +11,7 @@ import pytest
 
 from arena_pipeline.core.dataset.models import load_aliases
 from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA, RankingConfig, compute_rankings
+from arena_pipeline.core.validation import external
 from arena_pipeline.core.validation.external import (
     BOARD_SCHEMA,
     COMPARISON_MODELS_SCHEMA,
@@ -217,6 +218,14 @@ MALFORMED = [
     ("duplicate.csv", "model,rating\na,1\na,2\n", "model 'a' appears more than once"),
     ("bad_method.csv", "model,rating,method\na,1,elo\n", "method must be one of"),
     ("board.txt", "model,rating\na,1\n", "unknown format 'txt'"),
+    # finite but out of all proportion: an alignment shift of them overflowed to inf (issue 38, item 4)
+    ("huge_rating.json", '{"full": {"a": {"rating": 1200}, "b": {"rating": 1.7e308}}}',
+     "category 'full', model 'b': rating 1.7e+308 is not between -1,000,000 and 1,000,000"),
+    ("huge_q025.json", '{"full": {"a": {"rating": 1200, "rating_q025": -1.7e308}}}',
+     "model 'a': ci_lower -1.7e+308 is not between -1,000,000 and 1,000,000"),
+    ("huge_rating.csv", "model,rating\na,1200\nb,-1.7e308\nc,2e6\n",
+     "category 'overall', model 'b': rating -1.7e+308 is not between -1,000,000 and 1,000,000 (2 such entries)"),
+    ("huge_ci.csv", "model,rating,ci_upper\na,1200,1000001\n", "ci_upper 1e+06 is not between"),
 ]
 
 
@@ -229,6 +238,39 @@ def test_malformed_board(tmp_path: Path, name: str, content: str, message: str) 
     assert err.value.path == str(path)
     assert str(err.value).startswith(f"{path}: ")
     assert message in err.value.problem
+
+
+def test_a_board_of_30k_models_is_read_in_one_pass(tmp_path: Path) -> None:
+    """The duplicate-key check counted every key once per key: quadratic, minutes at 30k models
+    (issue 38, item 6). Linear now; a repeated key among them is still found and named."""
+    models = {f"model-{i:05d}": {"rating": 1000.0 + i % 700, "rating_q025": 990.0, "rating_q975": 1800.0}
+              for i in range(30_000)}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"full": models}), encoding="utf-8")
+    board = read_published_board(path)
+    assert board.height == 30_000 and board.get_column("model").n_unique() == 30_000
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[:-2] + ', "model-00007": {"rating": 1}, "model-29999": {"rating": 2}}}', encoding="utf-8")
+    with pytest.raises(BoardFormatError, match=r"duplicate JSON key\(s\) \['model-00007', 'model-29999'\] in one object"):
+        read_published_board(path)
+
+
+@pytest.mark.parametrize("name", ["board.json", "board.csv"])
+def test_board_files_over_the_size_or_entry_limits_are_one_line(tmp_path: Path, monkeypatch, name: str) -> None:
+    """A board file is read whole: its bytes and its (category, model) entries are bounded (issue 38, item 6)."""
+    path = tmp_path / name
+    path.write_bytes((DATA / name).read_bytes())
+    entries = read_published_board(path).height
+    monkeypatch.setattr(external, "MAX_BOARD_ENTRIES", entries - 1)
+    with pytest.raises(BoardFormatError) as err:
+        read_published_board(path)
+    assert err.value.problem.endswith(f"entries, over the limit of {entries - 1:,} (external.MAX_BOARD_ENTRIES): "
+                                      "not a published leaderboard")
+    monkeypatch.setattr(external, "MAX_BOARD_BYTES", path.stat().st_size - 1)
+    with pytest.raises(BoardFormatError) as err:
+        read_published_board(path)
+    assert err.value.problem == (f"{path.stat().st_size:,} bytes, over the limit of {path.stat().st_size - 1:,} "
+                                 "bytes (external.MAX_BOARD_BYTES): not a published leaderboard")
 
 
 def test_not_utf8(tmp_path: Path) -> None:
@@ -493,6 +535,24 @@ def test_shift_uses_shown_models_and_the_median() -> None:
     row = alignment_shifts(ours, theirs).row(0, named=True)
     assert row["n_matched"] == 5  # f is provisional
     assert row["shift"] == pytest.approx(250.0)  # median of 250, 250, 252, 248, 400
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_a_shift_out_of_all_proportion_is_refused() -> None:
+    """Ratings near the float limit made an infinite shift, and inf ratings were published (issue 38, 4):
+    such a board stays on our scale and the record says why. Boards read from a file cannot hold them any
+    more (test_malformed_board); these frames stand for a board that slipped through."""
+    ours = pl.concat([leaderboard([("overall", m, -1.7e308) for m in "abc"]),
+                      leaderboard([("math", m, 1000.0) for m in "abc"])])
+    theirs = pl.DataFrame({"category": ["overall"] * 3 + ["math"] * 3, "model": list("abc") * 2,
+                           "rating": [1.7e308] * 3 + [5e6] * 3})
+    shifts = {r["category"]: r for r in alignment_shifts(ours, theirs).to_dicts()}
+    assert shifts["overall"]["reason"] == ("the shift inf is not a plausible shift (a finite number between "
+                                           "-1,000,000 and 1,000,000 points)")
+    assert shifts["math"]["reason"].startswith("the shift 4.999e+06 is not a plausible shift")
+    assert not any(r["aligned"] or r["shift"] is not None for r in shifts.values())
+    aligned = apply_alignment(ours, alignment_shifts(ours, theirs))
+    assert aligned["rating"].to_list() == ours["rating"].to_list()
 
 
 def test_boards_that_cannot_be_aligned_stay_as_they_are() -> None:

@@ -56,6 +56,42 @@ def test_unchanged_dump_is_not_rehashed(tmp_path, monkeypatch):
     assert local_revision(spec, ContentHashes(cache)) == first and len(calls) == 1
 
 
+def test_a_cache_entry_is_checked_against_the_file_before_use(tmp_path, monkeypatch):
+    """local-sha256.json was trusted as is: a list or a string entry crashed the look-up, a damaged digest
+    became the revision (issue 38, item 8). An entry is used only if it fits the file now; else: re-hash."""
+    import json
+
+    dump = tmp_path / "votes.csv"
+    shutil.copy(REAL_CSV, dump)
+    cache = tmp_path / "cache" / "local-sha256.json"
+    spec = parse_source(str(dump))
+    right = local_revision(spec, ContentHashes(cache))
+    entry = json.loads(cache.read_text())[str(dump.resolve())]
+    size, mtime = dump.stat().st_size, dump.stat().st_mtime_ns
+    assert (entry["size"], entry["mtime_ns"], entry["stamp"][:2]) == (size, mtime, [size, mtime])
+    calls = []
+    real = local_dump.file_sha256
+    monkeypatch.setattr(local_dump, "file_sha256", lambda p: calls.append(p) or real(p))
+    key = str(dump.resolve())
+    damaged = [
+        [],  # not an object of entries
+        {key: "x"},
+        {key: dict(entry, sha256=5)},
+        {key: dict(entry, sha256="0" * 63)},
+        {key: dict(entry, sha256=entry["sha256"].upper())},
+        {key: dict(entry, size=size + 1)},  # the size or mtime recorded is not the file's
+        {key: dict(entry, mtime_ns=mtime - 1)},
+        {key: {k: v for k, v in entry.items() if k != "size"}},  # an entry from before the fields
+        {key: dict(entry, stamp="abc")},
+    ]
+    for content in damaged:
+        cache.write_text(json.dumps(content))
+        assert local_revision(spec, ContentHashes(cache)) == right, content
+    assert len(calls) == len(damaged)  # each damaged entry hashed the file again
+    assert json.loads(cache.read_text())[key] == entry  # and was replaced by a sound one
+    assert local_revision(spec, ContentHashes(cache)) == right and len(calls) == len(damaged)
+
+
 def test_sensor_lookup_and_fetch_agree(tmp_path):
     dump = tmp_path / "votes.csv"
     shutil.copy(REAL_CSV, dump)

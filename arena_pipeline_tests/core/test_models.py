@@ -506,3 +506,15 @@ def test_real_model_names_have_no_confusable_pair() -> None:
     canonical = pl.concat([names["model_a"], names["model_b"]]).to_frame("raw").select(
         normalize_name_expr("raw").alias("model"))
     assert confusable_pairs(canonical).is_empty()
+
+
+def test_a_blank_glyph_its_name_does_not_announce_is_a_blank() -> None:
+    """U+1D159 MUSICAL SYMBOL NULL NOTEHEAD draws nothing: a name differing from another only by it made a
+    second model and no confusable warning (issue 38, item 8). It is a blank now, like the braille blank."""
+    null_notehead = "\U0001d159"
+    assert null_notehead in blank_characters()
+    assert normalize_names([f"gpt-4o{null_notehead}", f"gpt{null_notehead}4o"]) == ["gpt-4o", "gpt-4o"]
+    pairs = confusable_pairs(pl.DataFrame({"model": ["gpt-4o", f"gpt-4o{null_notehead}", "gpt 4o",
+                                                     f"gpt{null_notehead}4o", "gpt4o"]}))
+    assert {frozenset(p) for p in pairs.select("model", "other").rows()} == {
+        frozenset(("gpt-4o", f"gpt-4o{null_notehead}")), frozenset(("gpt 4o", f"gpt{null_notehead}4o"))}

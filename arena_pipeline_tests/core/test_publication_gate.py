@@ -79,3 +79,34 @@ def test_allow_degenerate_lifts_every_rule():
 def test_shares_are_validated():
     with pytest.raises(ValueError, match="max_model_drop"):
         GatePolicy(max_model_drop=1.5)
+
+
+def _rated_board(ratings: dict[str, float], lower: float | None = 990.0, upper: float | None = 1010.0) -> pl.DataFrame:
+    frame = _board(list(ratings), ("overall", "math"))
+    return frame.with_columns(rating=pl.col("model").replace_strict(ratings, return_dtype=pl.Float64),
+                              ci_lower=pl.lit(lower, pl.Float64), ci_upper=pl.lit(upper, pl.Float64),
+                              cluster_sandwich_lower=pl.lit(float("-inf")), cluster_sandwich_upper=pl.lit(float("inf")))
+
+
+@pytest.mark.parametrize(("change", "shown"), [
+    ({"rating": float("inf")}, "rating=inf"),
+    ({"rating": float("nan")}, "rating=nan"),
+    ({"ci_lower": float("inf")}, "ci_lower=inf"),
+    ({"ci_upper": float("-inf")}, "ci_upper=-inf"),
+    ({"cluster_sandwich_upper": float("nan")}, "cluster_sandwich_upper=nan"),
+])
+def test_a_non_finite_rating_or_bound_is_refused_whatever_the_policy(change, shown):
+    """An alignment shift that overflowed published inf ratings: the gate let them through (issue 38, 4)."""
+    healthy = _rated_board({"a": 1000.0, "b": 1010.0})
+    # an unbounded clustered interval (a model seen in one session) is what its infinite bounds mean
+    assert board_problems(healthy, LIVE, GatePolicy(max_model_drop=1, max_category_drop=1)) == []
+    broken = healthy.with_columns(**{c: pl.when(pl.col("model") == "b").then(pl.lit(v)).otherwise(c)
+                                     for c, v in change.items()})
+    for policy in (GatePolicy(max_model_drop=1, max_category_drop=1), GatePolicy(allow_degenerate=True)):
+        problems = board_problems(broken, LIVE, policy)
+        assert len(problems) == 1
+        assert problems[0].startswith("the new leaderboard has ratings or interval bounds that are not finite "
+                                      "numbers (2 rows: overall/bt 'b' ")
+        assert shown in problems[0] and "math/bt 'b'" in problems[0]
+    message = refusal_message(problems)
+    assert "allow_degenerate does not lift this rule" in message and "max_model_drop" not in message

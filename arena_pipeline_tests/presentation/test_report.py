@@ -27,7 +27,13 @@ from arena_pipeline.presentation.charts import (
 )
 from arena_pipeline.presentation.markdown import frame_markdown, top_n_markdown
 from arena_pipeline.presentation.read import Published, read_published
-from arena_pipeline.presentation.report import build_report_html, render_report
+from arena_pipeline.presentation.report import (
+    MARKER_WITHIN,
+    REPORT_MARKER,
+    NotAReportError,
+    build_report_html,
+    render_report,
+)
 from arena_pipeline_tests.presentation.synthetic import (
     REVISION,
     synthetic_benchmarks,
@@ -305,6 +311,29 @@ def test_report_page_has_every_section_per_category(outputs, tmp_path):
     assert page.count('<th scope="row"') >= board.height  # one row header per model and board
     assert REVISION in page and "2025-07-01 03:04 UTC" in page and "Generated 2025-07-02 12:00 UTC" in page
     assert "1 warning" in page and "winner_in_set" in page
+
+
+def test_report_replaces_only_a_report_it_wrote(outputs, tmp_path):
+    """ARENA_REPORT equal to ARENA_WAREHOUSE had the run's report replace the warehouse (issue 38, item 2):
+    the writer refuses any existing file without the page's generator tag, and leaves it as it was."""
+    pub = Published.from_output(outputs, quality_results=synthetic_quality(), dump=synthetic_dump())
+    warehouse = tmp_path / "warehouse.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("CREATE TABLE t AS SELECT 1 AS x")
+    before = warehouse.read_bytes()
+    with pytest.raises(NotAReportError) as raised:
+        render_report(pub, warehouse)
+    assert raised.value.strerror.startswith(f"{warehouse} exists and is not a report arena_pipeline wrote")
+    assert warehouse.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]
+    # the marker must be in the page's head: one deep inside a large file does not count
+    late = tmp_path / "late.html"
+    late.write_bytes(b"x" * MARKER_WITHIN + REPORT_MARKER + b'">')
+    with pytest.raises(NotAReportError):
+        render_report(pub, late)
+    page = render_report(pub, tmp_path / "index.html")
+    assert REPORT_MARKER in page.read_bytes()[:MARKER_WITHIN]
+    assert render_report(pub, page, title="Again") == page  # a report it wrote is replaced
+    assert "<title>Again</title>" in page.read_text(encoding="utf-8")
 
 
 def test_report_page_is_self_contained_and_escapes_names(outputs):

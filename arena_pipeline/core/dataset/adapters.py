@@ -90,7 +90,10 @@ _FAMILIES = {
 
 
 def type_family(dtype: pa.DataType) -> str:
-    """The coarse family of an Arrow type (string kinds, integer widths and units are one family)."""
+    """The coarse family of an Arrow type (string kinds, integer widths and units are one family; a
+    dictionary-encoded column is of its values' family: the loader decodes it)."""
+    if pa.types.is_dictionary(dtype):
+        return type_family(dtype.value_type)
     for name, test in _FAMILIES.items():
         if test(dtype):
             return "string" if name == "large_string" else name

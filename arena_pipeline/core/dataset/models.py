@@ -87,6 +87,11 @@ MODELS_SCHEMA: dict[str, pl.DataType] = {
 INVISIBLE = r"[\p{Default_Ignorable_Code_Point}\p{Cf}[\p{Cc}--\p{White_Space}]]+"
 #: The last word of the Unicode name of a character that is an empty cell (:func:`blank_characters`).
 BLANK_NAME_ENDINGS = (" BLANK", " FILLER")
+#: Characters that draw nothing although their Unicode name does not say so (:func:`blank_characters`):
+#: U+1D159 MUSICAL SYMBOL NULL NOTEHEAD, a notehead of no ink that only takes up room (So, not
+#: default-ignorable). From the lists of characters that render blank (invisible-characters.com, the
+#: "invisible" fonts' tests); every other character there is whitespace, default-ignorable or a BLANK/FILLER.
+BLANK_GLYPHS = "\U0001D159"
 
 #: Columns and types of :func:`confusable_pairs`.
 CONFUSABLE_PAIRS_SCHEMA: dict[str, pl.DataType] = {
@@ -111,18 +116,20 @@ def blank_characters() -> str:
         which draw a mark. Unicode has no property for "draws no ink"; its names are where it says
         so. White_Space characters are not here (whitespace is handled as such), and the fillers that
         are default-ignorable (the Hangul ones) are removed with :data:`INVISIBLE` before these are
-        looked for, so only the braille blank and the Khitan filler act as blanks. Derived once per
-        process (~0.2 s: every code point's name).
+        looked for, so only the braille blank and the Khitan filler act as blanks. Then the characters
+        of :data:`BLANK_GLYPHS`, which draw nothing though their names do not say so (the musical
+        symbol null notehead). Derived once per process (~0.2 s: every code point's name).
 
     Notes
     -----
     :func:`normalize_name_expr` reads these as whitespace (a braille blank looks like a space
     between two words, and like nothing at either end), :func:`visible_expr` as a space.
     """
-    return "".join(
+    named = "".join(
         c for c in map(chr, range(sys.maxunicode + 1))
         if unicodedata.name(c, "").endswith(BLANK_NAME_ENDINGS) and not unicodedata.category(c).startswith("P")
     )
+    return named + "".join(c for c in BLANK_GLYPHS if c not in named)
 
 
 @functools.cache

@@ -523,6 +523,12 @@ def screen_rows(frame: pl.DataFrame, rules: tuple[QuarantineRule, ...]) -> pl.Da
     ).cast({"rule": pl.String, "detail": pl.String})
 
 
+#: Rule name of a vote with a text value that is not UTF-8 (any column, nested ones included): found on
+#: the file's own Arrow batch before any string operation (``core/dataset/raw_values.py``), the value made
+#: null; the detail names the column and the first bytes. pyarrow's reader does not validate UTF-8, and a
+#: Polars string operation on such a value crashed the process.
+INVALID_UTF8_RULE = "invalid_utf8"
+
 #: Rule name of a vote another loaded dump holds too (same id, or same models, winner and
 #: prompt text): the copy of the dump loaded first is kept, this one is counted here
 #: (``core/ingest/load.py``); the kept row lists this dump in ``also_in_dumps``.

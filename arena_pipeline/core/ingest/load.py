@@ -20,6 +20,7 @@ from arena_pipeline.constants import (
     PAIRS_LOAD_TABLE,
     QUARANTINE_TABLE,
 )
+from arena_pipeline.core.dataset import raw_values
 from arena_pipeline.core.dataset.adapters import ARENA_140K, Adapter, csv_schema
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.dataset.quarantine import (
@@ -132,8 +133,9 @@ POLARS_ROW_GROUP_BYTES = 256 * 2**20
 
 
 def _parquet_batches(path: Path, parquet: pq.ParquetFile, columns: list[str], adapter: Adapter
-                     ) -> Iterator[pa.Table]:
-    """The shard's ``columns``, :data:`BATCH_ROWS` rows at a time, as Arrow tables.
+                     ) -> Iterator[tuple[pa.Table, bool]]:
+    """The shard's ``columns``, :data:`BATCH_ROWS` rows at a time, as Arrow tables (dictionary-encoded
+    columns decoded), each with whether its reader validated its text as UTF-8.
 
     The card's format (:data:`ARENA_140K`) with row groups up to :data:`POLARS_ROW_GROUP_BYTES` is
     read by Polars' streaming engine and handed over as Arrow without a copy (string views, large
@@ -143,24 +145,98 @@ def _parquet_batches(path: Path, parquet: pq.ParquetFile, columns: list[str], ad
     adapters look at the Arrow types, and larger row groups are read by pyarrow (no pre-buffering:
     it reads a row group's column chunks ahead in one piece, meant for object stores; a local file
     read as needed holds ~200 MB less at peak on the 1x dump, for no more time).
+
+    Polars validates UTF-8 as it reads and refuses the whole file at the first text that is not: from
+    the batch where it stopped, pyarrow reads on (its batches are validated by ``raw_values.screen_raw``
+    and such votes quarantined). pyarrow does not validate.
+
+    Raises
+    ------
+    SourceError
+        A part of the file cannot be read (a corrupt page, say): the message names the file and,
+        found by reading the row groups from where the read stopped, the row group.
     """
     meta = parquet.metadata
     largest = max((meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)), default=0)
+    done = 0
     if adapter is ARENA_140K and largest <= POLARS_ROW_GROUP_BYTES:
-        for frame in pl.scan_parquet(path).select(columns).collect_batches(chunk_size=BATCH_ROWS):
-            yield frame.to_arrow(compat_level=pl.CompatLevel.newest())
-        return
-    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-        yield pa.Table.from_batches([batch])
+        try:
+            scan = raw_values.decoded_scan(pl.scan_parquet(path).select(columns))
+            for frame in scan.collect_batches(chunk_size=BATCH_ROWS):
+                table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
+                yield table, True
+                done += table.num_rows
+            return
+        except pl.exceptions.PolarsError as exc:
+            if "invalid utf-8" not in str(exc).lower():
+                raise _read_error(path, parquet, columns, done, exc) from exc
+    yield from _pyarrow_batches(path, parquet, columns, done)
+
+
+def _row_group_starts(parquet: pq.ParquetFile) -> list[int]:
+    """The first row of each row group, and the file's row count last."""
+    meta = parquet.metadata
+    starts = [0]
+    for i in range(meta.num_row_groups):
+        starts.append(starts[-1] + meta.row_group(i).num_rows)
+    return starts
+
+
+def _pyarrow_batches(path: Path, parquet: pq.ParquetFile, columns: list[str], skip: int = 0
+                     ) -> Iterator[tuple[pa.Table, bool]]:
+    """pyarrow's batches of the file from row ``skip`` on (see :func:`_parquet_batches`)."""
+    starts = _row_group_starts(parquet)
+    first = max((i for i in range(len(starts) - 1) if starts[i] <= skip), default=0)
+    drop, done = skip - starts[first], skip
+    batches = parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns,
+                                   row_groups=range(first, parquet.metadata.num_row_groups))
+    while True:
+        try:
+            batch = next(batches, None)
+        except (OSError, pa.ArrowException) as exc:
+            raise _read_error(path, parquet, columns, done, exc) from exc
+        if batch is None:
+            return
+        if drop:
+            cut = min(drop, batch.num_rows)
+            batch, drop = batch.slice(cut), drop - cut
+            if not batch.num_rows:
+                continue
+        done += batch.num_rows
+        yield raw_values.decoded(pa.Table.from_batches([batch])), False
+
+
+def _read_error(path: Path, parquet: pq.ParquetFile, columns: list[str], done: int, exc: Exception) -> SourceError:
+    """The error of a file whose reading failed after ``done`` rows: the row group that fails to read
+    (each row group from the one holding row ``done`` is read alone, with pyarrow, until one fails)."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    starts = _row_group_starts(parquet)
+    groups = len(starts) - 1
+    first = max((i for i in range(groups) if starts[i] <= done), default=0)
+    for group in range(first, groups):
+        try:
+            parquet.read_row_group(group, columns=columns)
+        except (OSError, pa.ArrowException) as probe:
+            detail = (str(probe).strip().splitlines() or [reason])[0]
+            return SourceError(f"{path}: row group {group} of {groups} (rows {starts[group]:,} to "
+                               f"{starts[group + 1] - 1:,}) is not readable ({type(exc).__name__}: {reason}; "
+                               f"read alone: {detail}); nothing was loaded")
+    return SourceError(f"{path}: not readable after row {done:,} ({type(exc).__name__}: {reason}); "
+                       "nothing was loaded")
 
 
 def _iter_parquet(path: Path, adapter: Adapter = ARENA_140K):
-    """Yield (canonical Arrow table, row offset, excluded rows or None) batches of a verified shard."""
+    """Yield (canonical Arrow table, row offset, excluded rows or None) batches of a verified shard.
+
+    Each batch's values no later step may touch (text that is not UTF-8, counts beyond Int64) are made
+    null first and their rows excluded (``raw_values.screen_raw``), before the format's own row rules.
+    """
     offset = 0
     parquet = pq.ParquetFile(path, pre_buffer=False)
     columns = adapter.read_columns(parquet.schema_arrow)
-    for raw in _parquet_batches(path, parquet, columns, adapter):
-        excluded = adapter.screen(raw)
+    for raw, validated in _parquet_batches(path, parquet, columns, adapter):
+        raw, unreadable = raw_values.screen_raw(raw, utf8=not validated)
+        excluded = raw_values.merge_screens(unreadable, adapter.screen(raw))
         table = adapter.convert(raw)
         yield table, offset, excluded
         offset += table.num_rows

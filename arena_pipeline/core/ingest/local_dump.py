@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,13 +21,33 @@ from arena_pipeline.core.ingest.sources import (
 )
 from arena_pipeline.core.store.atomic import write_text_atomic
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def remembered_digest(entry: object, stamp: tuple[int, ...]) -> str | None:
+    """The sha256 an entry of the cache file remembers, if it may be used for a file whose stamp is ``stamp``.
+
+    The cache file is read, not trusted: an entry is used only when it is an object whose ``size`` and
+    ``mtime_ns`` are the file's size and modification time now, whose ``stamp`` is the file's whole stamp
+    (``sources.file_stamp``: size, mtime, ctime, inode) and whose ``sha256`` is 64 lower-case hex digits.
+    Anything else (another shape, a changed file, a damaged digest) is None: the file is hashed again.
+    """
+    if not isinstance(entry, dict):
+        return None
+    digest = entry.get("sha256")
+    if entry.get("size") != stamp[0] or entry.get("mtime_ns") != stamp[1] or entry.get("stamp") != list(stamp):
+        return None
+    return digest if isinstance(digest, str) and _SHA256.fullmatch(digest) else None
+
 
 class ContentHashes:
     """sha256 of local files, remembered by (path, size, mtime, ctime, inode) in a JSON file.
 
     The status-change time (ctime) cannot be set back by a program, so rewriting a file in place
     with its old size and modification time still invalidates its entry; an unchanged dump costs
-    no re-hash. Without a ``path`` nothing is remembered.
+    no re-hash. Each entry is checked against the file before use (:func:`remembered_digest`); a
+    file of another shape is ignored (rewritten at the next save). Without a ``path`` nothing is
+    remembered.
     """
 
     def __init__(self, path: Path | None = None) -> None:
@@ -35,20 +56,21 @@ class ContentHashes:
         self._dirty = False
         if path is not None and path.is_file():
             try:
-                self._entries = json.loads(path.read_text(encoding="utf-8"))
+                entries = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                self._entries = {}
+                entries = {}
+            self._entries = entries if isinstance(entries, dict) else {}
 
     def stamped(self, path: Path) -> tuple[str, tuple[int, ...]]:
         """(sha256, the file's stamp when it was taken: ``sources.file_stamp``)."""
         key = str(path.resolve())
         stamp = file_stamp(path)
-        entry = self._entries.get(key)
-        if entry and entry.get("stamp") == list(stamp):
-            return entry["sha256"], stamp
+        digest = remembered_digest(self._entries.get(key), stamp)
+        if digest is not None:
+            return digest, stamp
         digest = file_sha256(path)
         if file_stamp(path) == stamp:  # not changed while it was read
-            self._entries[key] = {"stamp": list(stamp), "sha256": digest}
+            self._entries[key] = {"size": stamp[0], "mtime_ns": stamp[1], "stamp": list(stamp), "sha256": digest}
             self._dirty = True
         return digest, stamp
 

@@ -142,6 +142,8 @@ class SchemaDiff:
 
 
 def _family(t: pa.DataType) -> str:
+    if pa.types.is_dictionary(t):  # an encoding of its values (the loader decodes it)
+        return _family(t.value_type)
     if pa.types.is_integer(t):
         return "integer"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
@@ -162,6 +164,8 @@ def _family(t: pa.DataType) -> str:
 
 
 def _compare(expected: pa.DataType, actual: pa.DataType, path: str, diff: SchemaDiff) -> None:
+    while pa.types.is_dictionary(actual):
+        actual = actual.value_type
     fe, fa = _family(expected), _family(actual)
     # an all-null scalar column (e.g. a CSV without values) carries no type to check; an all-null list
     # or struct has none of the fields the flattening reads

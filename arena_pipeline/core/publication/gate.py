@@ -64,6 +64,39 @@ def _dropped(lost: list[str], whole: set[str], now_provisional: set[str], what: 
         f"{_names(lost)}"
 
 
+#: How a :func:`non_finite_problem` starts: the one rule ``allow_degenerate`` does not lift.
+NON_FINITE = "the new leaderboard has ratings or interval bounds that are not finite numbers"
+
+
+def non_finite_problem(candidate: pl.DataFrame) -> str | None:
+    """The problem of a leaderboard frame with a rating or interval bound that is not a number, else None.
+
+    Every method's rows are read. A rating must be a finite number; an interval bound (any
+    ``*_lower`` / ``*_upper`` column) may be missing (the reference model, an interval not computed)
+    or infinite in its own direction only (``-inf`` lower, ``inf`` upper: the clustered interval of a
+    model seen in one session, shown as "unbounded"); NaN, an ``inf`` lower or a ``-inf`` upper bound
+    is an overflow upstream (a rating of 1.7e308 moved by an alignment shift) and never published.
+    """
+    lower = [c for c in candidate.columns if c.endswith("_lower")]
+    upper = [c for c in candidate.columns if c.endswith("_upper")]
+    checks = {"rating": pl.col("rating").is_null() | ~pl.col("rating").is_finite()} if "rating" in candidate.columns else {}
+    checks |= {c: pl.col(c).is_nan() | (pl.col(c) == float("inf")) for c in lower}
+    checks |= {c: pl.col(c).is_nan() | (pl.col(c) == float("-inf")) for c in upper}
+    if not checks:
+        return None
+    flags = candidate.select(**{c: e.fill_null(False) for c, e in checks.items()})
+    bad_rows = candidate.filter(pl.any_horizontal(flags))
+    if bad_rows.is_empty():
+        return None
+    bad = flags.filter(pl.any_horizontal(flags))
+    examples = [f"{row['category']}/{row['method']} {row['model']!r} "
+                + ", ".join(f"{c}={row[c]}" for c in checks if hit[c])
+                for row, hit in zip(bad_rows.head(3).iter_rows(named=True), bad.head(3).iter_rows(named=True),
+                                    strict=True)]
+    return (f"{NON_FINITE} ({bad_rows.height} row{'s' if bad_rows.height > 1 else ''}: {'; '.join(examples)}"
+            f"{'; ...' if bad_rows.height > 3 else ''}); allow_degenerate does not lift this rule")
+
+
 def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: GatePolicy) -> list[str]:
     """Why ``candidate`` (a leaderboard frame) must not replace ``live``; empty when it may.
 
@@ -73,18 +106,19 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     longer shows (unrated, or now provisional) must not exceed ``max_model_drop``; of its categories
     showing a model, the share showing none in the new one must not exceed ``max_category_drop``.
     So a re-run that forgets the live run's ``display_min_battles`` cannot hide the boards.
-    ``allow_degenerate`` lifts every rule.
+    ``allow_degenerate`` lifts every rule but one: no rating or interval bound of any method may be
+    a non-finite number beyond what an interval means (:func:`non_finite_problem`).
     """
+    problems = [non_finite_problem(candidate)]
     if policy.allow_degenerate:
-        return []
+        return [p for p in problems if p]
     rated = _rated(candidate)
     rated_overall = _overall(rated)
-    problems = []
     if not rated_overall:
         problems.append("the new overall leaderboard is empty (no model has a rating; lower the rankings "
                         "config min_battles if the dump is small)")
     if live is None or live.is_empty():
-        return problems
+        return [p for p in problems if p]
     new, old = _shown(candidate), _shown(live)
     old_overall = _overall(old)
     if rated_overall:  # an empty board is refused above already
@@ -115,6 +149,8 @@ def refusal_message(problems: list[str], sources: tuple[str | None, str | None] 
         text += (f". The live boards are of source {sources[0]!r} and this run's of {sources[1]!r}: another dump, "
                  "not a new revision of the live one. Replacing the live boards by another dump's is a deliberate "
                  "act; if it is meant")
+    if all(p.startswith(NON_FINITE) for p in problems):  # no setting relaxes it
+        return text
     return text + f" ({RELAX_HINT})"
 
 

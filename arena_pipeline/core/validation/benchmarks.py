@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 
 from arena_pipeline.constants import CATEGORIES
 from arena_pipeline.core.dataset.models import canonical_name_expr, load_aliases, normalize_name_expr
+from arena_pipeline.core.validation.plausible import MAX_ABS_VALUE, implausible_expr, range_text
 
 #: The Open LLM Leaderboard's model column (the Hub repo id, e.g. ``meta-llama/Llama-3.3-70B-Instruct``).
 OLL_MODEL_COLUMN = "fullname"
@@ -67,12 +68,13 @@ OLL_BENCHMARKS: dict[str, str] = {
 Layout = Literal["long", "wide", "open_llm_leaderboard"]
 LAYOUTS: tuple[str, ...] = ("long", "wide", "open_llm_leaderboard")
 
-#: The largest magnitude a score may have: a score outside ``[-MAX_ABS_SCORE, MAX_ABS_SCORE]`` makes the
+#: The largest magnitude a score may have (``core.validation.plausible.MAX_ABS_VALUE``, the bound of a
+#: published board's ratings too): a score outside ``[-MAX_ABS_SCORE, MAX_ABS_SCORE]`` makes the
 #: file invalid. Benchmark scales (fractions, percentages, Elo-style ratings, counts of problems) stay far
 #: below it, and every score within it can be drawn: the report's scatter widens a range of equal scores
 #: by a step of 2e-10, which is lost in rounding above ~2e6 (floats there lie more than 4e-10 apart: an axis
 #: of zero length), and scores near 1.7e308 overflow its arithmetic. Rescale a file in other units.
-MAX_ABS_SCORE = 1e6
+MAX_ABS_SCORE = MAX_ABS_VALUE
 #: Fewer matched models than this give no coefficient.
 MIN_MODELS = 5
 #: Bootstrap resamples over models per (category, method, benchmark), and the base seed.
@@ -295,11 +297,11 @@ def _check_scores(long: pl.DataFrame, path: Path, unit: str, layout: Layout) -> 
         raise BenchmarkFormatError(
             path, f"score for {row['benchmark']!r} must be a finite number, got {row['value']!r}",
             row["_line"], unit)
-    row = first(present & (number.abs() > MAX_ABS_SCORE))
+    row = first(present & implausible_expr(number, MAX_ABS_SCORE))
     if row:
         raise BenchmarkFormatError(
-            path, f"score for {row['benchmark']!r} must be between {-MAX_ABS_SCORE:,.0f} and "
-            f"{MAX_ABS_SCORE:,.0f}, got {row['value']!r}", row["_line"], unit)
+            path, f"score for {row['benchmark']!r} must be {range_text(MAX_ABS_SCORE)}, got {row['value']!r}",
+            row["_line"], unit)
     named = pl.col("model").is_not_null() & (pl.col("model").str.strip_chars() != "")
     checked = long.filter(named).select(
         "model", "benchmark", pl.when(present).then(number).alias("score"),

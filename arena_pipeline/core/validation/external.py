@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -44,6 +45,7 @@ from scipy import stats
 from arena_pipeline.core.dataset.categories import CATEGORY_NAMES, ordered_categories
 from arena_pipeline.core.dataset.models import canonical_name_expr, load_aliases, read_data_csv
 from arena_pipeline.core.ranking.leaderboard import METHODS
+from arena_pipeline.core.validation.plausible import MAX_ABS_VALUE, implausible_expr, plausible, range_text
 
 PACKAGED_CATEGORY_MAP = "data/category_map.csv"
 
@@ -132,6 +134,15 @@ _AGREEMENT = (
 )
 
 _JSON_SHAPE = '{category: {model: {"rating": r, "rating_q025": lo, "rating_q975": hi}}}'
+
+#: The largest published board file read (bytes): LMArena's JSON of every text board is about 1 MB.
+MAX_BOARD_BYTES = 64 * 2**20
+#: The most (category, model) entries a published board may hold: LMArena's text boards hold about
+#: 12,000 (some 40 categories of about 300 models).
+MAX_BOARD_ENTRIES = 200_000
+#: The largest magnitude of a published rating or interval bound (``core.validation.plausible``, the
+#: bound of benchmark scores too): an alignment shift of such a board stays finite.
+MAX_ABS_RATING = MAX_ABS_VALUE
 _CSV_COLUMNS = "model, rating[, ci_lower, ci_upper, category, method]"
 
 
@@ -227,15 +238,20 @@ def _describe(value: Any) -> str:
     return f"{text} ({type(value).__name__})"
 
 
+def _too_many(entries: int) -> str:
+    return (f"{entries:,} or more (category, model) entries, over the limit of {MAX_BOARD_ENTRIES:,} "
+            "(external.MAX_BOARD_ENTRIES): not a published leaderboard")
+
+
 def _parse_json(path: Path, text: str) -> list[tuple[str, str, float, float | None, float | None]]:
     """Records (category key, model, rating, lower, upper) of an LMArena-shaped JSON board."""
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [k for k, _ in pairs]
-        repeated = sorted({k for k in keys if keys.count(k) > 1})
-        if repeated:
+        data = dict(pairs)
+        if len(data) < len(pairs):  # one pass (a count per key was quadratic: minutes at 30k models)
+            repeated = sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
             raise BoardFormatError(path, f"duplicate JSON key(s) {repeated} in one object")
-        return dict(pairs)
+        return data
 
     def no_constants(name: str) -> Any:
         raise BoardFormatError(path, f"non-finite number {name} is not allowed")
@@ -261,6 +277,8 @@ def _parse_json(path: Path, text: str) -> list[tuple[str, str, float, float | No
             )
         if not models:
             raise BoardFormatError(path, f"{where} has no models")
+        if len(records) + len(models) > MAX_BOARD_ENTRIES:
+            raise BoardFormatError(path, _too_many(len(records) + len(models)))
         for model, entry in models.items():
             at = f"{where}, model {model!r}"
             if not model.strip():
@@ -300,6 +318,8 @@ def _parse_csv(path: Path) -> pl.DataFrame:
         )
     if raw.height == 0:
         raise BoardFormatError(path, "the board is empty (no rows)")
+    if raw.height > MAX_BOARD_ENTRIES:
+        raise BoardFormatError(path, _too_many(raw.height))
 
     def text(name: str) -> pl.Expr:
         if name not in raw.columns:
@@ -391,8 +411,10 @@ def read_published_board(
     ------
     BoardFormatError
         Empty file or board, invalid JSON, wrong shape, a missing, null or non-numeric
-        rating or interval bound, non-finite numbers, a duplicated model in a category,
-        ``ci_lower > ci_upper``, unknown suffix. The message starts with the path.
+        rating or interval bound, non-finite numbers, a rating or bound beyond
+        ``±MAX_ABS_RATING`` (1e6), a duplicated model in a category, ``ci_lower > ci_upper``,
+        unknown suffix, a file over :data:`MAX_BOARD_BYTES` or with more than
+        :data:`MAX_BOARD_ENTRIES` (category, model) entries. The message starts with the path.
     FileNotFoundError
         ``path`` does not exist.
     ValueError
@@ -407,6 +429,10 @@ def read_published_board(
     kind = format or path.suffix.lower().lstrip(".")
     if kind not in ("json", "csv"):
         raise BoardFormatError(path, f"unknown format {kind!r}: expected a .json or .csv file")
+    size = path.stat().st_size
+    if size > MAX_BOARD_BYTES:
+        raise BoardFormatError(path, f"{size:,} bytes, over the limit of {MAX_BOARD_BYTES:,} bytes "
+                               "(external.MAX_BOARD_BYTES): not a published leaderboard")
     try:
         content = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -430,6 +456,16 @@ def read_published_board(
     else:
         parsed = _parse_csv(path)
 
+    columns = ("rating", "ci_lower", "ci_upper")
+    extreme = parsed.filter(pl.any_horizontal(implausible_expr(pl.col(c), MAX_ABS_RATING) for c in columns))
+    if extreme.height:
+        row = extreme.row(0, named=True)
+        column = next(c for c in columns if row[c] is not None and not plausible(row[c], MAX_ABS_RATING))
+        raise BoardFormatError(
+            path,
+            f"category {row['source_category']!r}, model {row['model']!r}: {column} {row[column]:g} is not "
+            f"{range_text(MAX_ABS_RATING)}" + (f" ({extreme.height} such entries)" if extreme.height > 1 else ""),
+        )
     inverted = parsed.filter(pl.col("ci_lower") > pl.col("ci_upper"))
     if inverted.height:
         row = inverted.row(0, named=True)
@@ -814,6 +850,10 @@ def compare_leaderboard(
 #: stays on our own scale (and the record says why).
 ALIGN_MIN_MODELS = 3
 
+#: The largest magnitude of a shift applied (the published ratings are within ``MAX_ABS_RATING``, ours
+#: near the reference rating: a larger or non-finite shift comes from a board out of all proportion).
+MAX_ABS_SHIFT = MAX_ABS_RATING
+
 #: How the shift of a board is estimated (recorded with it).
 ALIGN_ESTIMATOR = (
     "median over the matched shown models of (published rating - our rating), same category "
@@ -869,8 +909,9 @@ def alignment_shifts(
     -------
     pl.DataFrame
         :data:`ALIGNMENT_SCHEMA`, one row per (category, method) of ``ours``, in the order of
-        ``ours``. A board with fewer than ``min_models`` matched shown models is not aligned
-        (``shift`` null, ``aligned`` false, ``reason`` says why).
+        ``ours``. A board with fewer than ``min_models`` matched shown models, or whose shift
+        would be non-finite or beyond ``±MAX_ABS_SHIFT`` points, is not aligned (``shift``
+        null, ``aligned`` false, ``reason`` says why).
     """
     aliases = load_aliases() if aliases is None else aliases
     boards = ours.select("category", "method").unique(maintain_order=True)
@@ -907,7 +948,12 @@ def alignment_shifts(
             row["reason"] = f"{n} matched shown model(s), fewer than the {min_models} needed"
         else:
             diff = matched.get_column("their_rating") - matched.get_column("our_rating")
-            row.update(shift=float(diff.median()), aligned=True)
+            shift = float(diff.median())
+            if plausible(shift, MAX_ABS_SHIFT):
+                row.update(shift=shift, aligned=True)
+            else:  # a rating would leave the float range (or the charts'): our own scale, and why
+                row["reason"] = (f"the shift {shift:g} is not a plausible shift (a finite number "
+                                 f"{range_text(MAX_ABS_SHIFT)} points)")
         rows.append(row)
     return pl.DataFrame(rows, schema=ALIGNMENT_SCHEMA)
 
