@@ -34,7 +34,7 @@ from arena_pipeline.core.store.versions import PublicationError, refuse_build, v
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
 from arena_pipeline.presentation.read import Published, read_published
-from arena_pipeline.presentation.report import render_report
+from arena_pipeline.presentation.report import refuse_foreign_file, render_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
 PUBLICATION_GATE = dg.AssetKey("publication_gate")
@@ -243,6 +243,7 @@ def _write_report(context: dg.AssetExecutionContext, pub: Published, report_sett
     previous one is removed. The one writer of the report."""
     if pub.leaderboard.is_empty():  # published on purpose (allow_degenerate): no stale board stays
         stale = report_settings.path()
+        refuse_foreign_file(stale)  # never delete what is not a report (say, the warehouse itself)
         removed = stale.is_file()
         stale.unlink(missing_ok=True)
         context.log.warning("the published leaderboard is empty: no report written"
