@@ -394,6 +394,12 @@ class Warehouse(DuckDBResource):
         finally:
             con.close()
 
+    def export_ahead(self, table: str, version: str) -> None:
+        """Start writing the Parquet file of a new version of a vote table now, in a worker thread, so
+        that the publication finds it written (core/store/snapshot.py); other tables: nothing."""
+        if table in SNAPSHOT_FILE_TABLES:
+            snapshot.export_ahead(self.connection, version, self.snapshot_target().files)
+
     def sync_readers(self, con: duckdb.DuckDBPyConnection) -> None:
         """Give readers a snapshot of the work file (``con``) as it is now: the same live publication with
         the records a run wrote without publishing (a refusal, a failed load, a rejected dump), or the

@@ -4,6 +4,7 @@ validation tables belong to the publication they describe, and a warehouse from 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -119,3 +120,24 @@ def test_a_new_benchmark_file_alone_is_published_with_the_live_boards(sample_run
     assert matched > 0
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert f"compared with publication {live['publication_id']}:" in page
+
+
+@pytest.mark.slow
+def test_a_warehouse_from_before_the_snapshot_is_upgraded_in_place_by_the_next_run(sample_run, tmp_path):
+    """A warehouse of the old layout (the pipeline and its readers shared one file) at ARENA_WAREHOUSE:
+    the next run adopts it as its work file (the same inode: no copy, no rebuild), publishes, and
+    leaves a snapshot at the path readers use, with the earlier publications' records."""
+    legacy = tmp_path / "warehouse.duckdb"
+    shutil.copy(work_file(sample_run.warehouse), legacy)  # the work file is the old layout's whole warehouse
+    before = _live(sample_run.warehouse)
+    inode = legacy.stat().st_ino
+    result = materialize(sample_resources(tmp_path), selection=rerank_job.selection, run_config=SAMPLE_RUN_CONFIG)
+    assert result.success
+    assert work_file(legacy).stat().st_ino == inode  # adopted in place
+    assert legacy.stat().st_ino != inode  # readers' path: now a snapshot
+    live = _live(legacy)
+    assert live["publication_id"] == before["publication_id"] + 1
+    assert live["tables"]["battles"] == before["tables"]["battles"]  # the flat tables reused, not rebuilt
+    with duckdb.connect(str(legacy), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM arena.publications").fetchone()[0] == live["publication_id"]
+        assert con.execute("SELECT count(*) FROM arena.battles").fetchone()[0] == 100

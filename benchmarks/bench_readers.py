@@ -119,7 +119,9 @@ with dg.DagsterInstance.ephemeral() as instance:
     seconds = time.perf_counter() - started
     steps = {s.step_key: (s.end_time or 0) - (s.start_time or 0) for s in instance.get_run_step_stats(result.run_id)}
     failures = [e.message for e in result.all_events if e.is_failure][:3]
-json.dump({"success": result.success, "seconds": seconds, "steps": steps, "failures": failures}, open(out, "w"))
+import arena_pipeline
+json.dump({"success": result.success, "seconds": seconds, "steps": steps, "failures": failures,
+           "code": arena_pipeline.__file__}, open(out, "w"))
 """
 
 
@@ -172,8 +174,10 @@ def _run(job: str, env: dict, scratch: Path, bootstrap: int, seed: int) -> dict:
     out.unlink(missing_ok=True)
     log = scratch / f"{job}.log"
     with log.open("a") as sink:
+        # run in the scratch folder: ``python -c`` puts the working directory first on sys.path, and the
+        # code measured must be the one PYTHONPATH names
         subprocess.run([sys.executable, "-c", CHILD, job, str(out), str(bootstrap), str(seed)], env=env,
-                       stdout=sink, stderr=subprocess.STDOUT, check=False)
+                       stdout=sink, stderr=subprocess.STDOUT, check=False, cwd=scratch)
     if not out.exists():
         return {"success": False, "seconds": float("nan"), "steps": {}, "failures": [log.read_text()[-500:]]}
     return json.loads(out.read_text())
@@ -227,6 +231,8 @@ def main(argv: list[str] | None = None) -> None:
                     run = _run("refresh_job", env, scratch, args.bootstrap, seed=42)
                 run["reader"] = reader
                 figures[name][step] = run
+                if "code" in run and not run["code"].startswith(str(code)):
+                    raise SystemExit(f"{name} ran the code at {run['code']}, not {code}")
                 extra = ""
                 if step == "polled":
                     extra = (f"; reads {reader.get('attempted')} failed {reader.get('failed')} mixed "

@@ -207,6 +207,9 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
             for name, rows in counts.items():
                 register_version(con, name, build, rows, settings)
         record_dump(con, SCHEMA, revision=build.revision, status="loaded")
+    if report is not None:  # their Parquet files for the readers' snapshot, written while the checks and fits run
+        for name in counts:
+            warehouse.export_ahead(name, version_name(name, build))
     if report is None:
         context.log.info(f"revision {build.revision} was loaded before with the same aliases, source and code: "
                          f"its tables are reused ({', '.join(f'{n} {r}' for n, r in counts.items())} rows), "

@@ -51,6 +51,7 @@ from arena_pipeline.core.store.versions import (
     read_input,
     reusable_version,
     reuse_version,
+    version_name,
     versioned,
     write_version,
     write_version_with,
@@ -143,6 +144,8 @@ class VersionStore(dg.IOManager):
                 if REVISION_COLUMN in _declared_columns(context) and REVISION_COLUMN not in frame.columns:
                     frame = frame.with_columns(pl.lit(build.revision).alias(REVISION_COLUMN))
                 rows = write_version(con, table, build, frame, settings)
+        if "reused" not in extra:  # a vote table's Parquet file for the readers' snapshot, written ahead
+            self.warehouse.export_ahead(table, version_name(table, build))
         context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
         self._note_after_last_output(context)
 

@@ -27,7 +27,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,9 +123,48 @@ def _base(con: duckdb.DuckDBPyConnection, version: str) -> str:
     return row[0] if row else version
 
 
+#: Exports started ahead of a publication in this process ((folder, version) -> its future).
+_AHEAD: dict[tuple[Path, str], Future] = {}
+_AHEAD_LOCK = threading.Lock()
+#: One worker: an export ahead runs on the core the steps after the load leave idle.
+_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-export")
+
+
+def export_ahead(connect: Callable[[], contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]],
+                 version: str, folder: Path) -> None:
+    """Start writing ``version``'s Parquet file in a worker thread of this process, on a connection of
+    its own (``connect()``); the publication that shows the version then finds it written. The steps
+    between the load and the gate (the checks, the fits) run meanwhile, mostly on one core. A version
+    never published leaves a file the next publication's pruning deletes."""
+    key = (folder.resolve(), version)
+    with _AHEAD_LOCK:
+        if key not in _AHEAD:
+            _AHEAD[key] = _WORKER.submit(_export_on, connect, version, folder)
+
+
+def _export_on(connect, version: str, folder: Path) -> Path:
+    with connect() as con:
+        return _write_parquet(con, version, folder)
+
+
+def _wait_ahead(version: str, folder: Path) -> None:
+    """Wait for an export of ``version`` started ahead, if any (a failed one is written again after)."""
+    with _AHEAD_LOCK:
+        future = _AHEAD.pop((folder.resolve(), version), None)
+    if future is not None:
+        with contextlib.suppress(Exception):
+            future.result()
+
+
 def export_version(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -> Path:
     """The Parquet file of ``version`` (a table of the versions schema), written once: an existing
-    file is the same rows (a version is never rewritten under its name once published)."""
+    file is the same rows (a version is never rewritten under its name once published). An export
+    of it started ahead (:func:`export_ahead`) is waited for."""
+    _wait_ahead(version, folder)
+    return _write_parquet(con, version, folder)
+
+
+def _write_parquet(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -> Path:
     out = folder / f"{version}.parquet"
     if out.is_file():
         return out
