@@ -3,11 +3,8 @@ backoff, up to a bound); one that would fail the same way is not, and every tick
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
-import subprocess
-import sys
 
 import dagster as dg
 import pytest
@@ -19,20 +16,8 @@ from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.materialize import materialize, rank_config, sample_resources
+from arena_pipeline_tests.publication_support import held_by_another_process
 from arena_pipeline_tests.ticks import tick
-
-
-@contextlib.contextmanager
-def _held(path):
-    """``path`` held read-write by another process (DuckDB's file lock works per process)."""
-    code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(120)"
-    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 @pytest.mark.slow
@@ -46,7 +31,7 @@ def test_a_run_failed_by_a_lock_is_retried_by_the_sensor_a_repeating_failure_is_
     resources = sample_resources(tmp_path, dump_source=source, warehouse=warehouse)
     sensor_resources = {"dump_source": source, "warehouse": warehouse}
     with dg.instance_for_test() as instance:
-        with _held(warehouse.work_path()):
+        with held_by_another_process(warehouse.work_path()):
             failed = materialize(resources, run_config=rank_config(min_battles=1), instance=instance,
                                  tags={REVISION_TAG: revision})
         assert not failed.success

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-import sys
 import time
 
 import dagster as dg
@@ -22,6 +19,7 @@ from arena_pipeline.schedules import make_nightly_schedule, nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_tests.fixtures import write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
+from arena_pipeline_tests.publication_support import held_by_another_process
 from arena_pipeline_tests.ticks import tick
 
 REPO = "lmarena-ai/arena-human-preference-140k"
@@ -130,7 +128,7 @@ def test_schedule_runs_once_per_revision(hub, tmp_path):
         assert not again.run_requests
         assert again.skip_message == f"dump revision {sha} is live (publication 1)"
         # a warehouse the tick cannot read in time (a run writes it): the run records decide
-        with _held(tmp_path / "warehouse.duckdb"):
+        with held_by_another_process(tmp_path / "warehouse.duckdb"):
             busy = tick(nightly_refresh, instance, resources)
         assert not busy.run_requests and busy.skip_message.startswith(f"dump revision {sha} is already published")
 
@@ -178,17 +176,6 @@ def _publish_settings(path, publication_id: int, ranking: dict, gate: dict, revi
         con.close()
 
 
-@contextlib.contextmanager
-def _held(path):
-    """The warehouse held by a writer in another process (a run), as DuckDB's file lock works per process."""
-    code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(120)"
-    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_refresh_ranks_with_the_live_publications_settings(tmp_path):

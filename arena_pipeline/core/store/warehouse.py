@@ -127,7 +127,11 @@ def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
             damaged = corruption_error(path, exc)
             if damaged is not None:
                 raise damaged from exc
-            if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
+            # another process's lock; or, in this process, another thread's connection to the same file
+            # being closed this instant (DuckDB then refuses to attach it again for a moment)
+            passing = (isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()) or (
+                isinstance(exc, duckdb.BinderException) and "unique file handle conflict" in str(exc).lower())
+            if not passing:
                 raise
             remaining = deadline - time.monotonic()
             if remaining <= 0:
