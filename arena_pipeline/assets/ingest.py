@@ -24,7 +24,7 @@ from arena_pipeline.core.dataset.schema import (
     MESSAGES_SCHEMA,
     QUARANTINE_SCHEMA,
 )
-from arena_pipeline.core.ingest.load import LoadReport, load_dump
+from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, load_dump
 from arena_pipeline.core.ingest.local_dump import local_revision
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
 from arena_pipeline.core.store.records import record_dump
@@ -66,6 +66,18 @@ def _files(manifest: DumpManifest) -> list[dict]:
     return [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256,
              **({"dump": f.dump, "dump_revision": revisions.get(f.dump)} if f.dump else {})}
             for f in manifest.files]
+
+
+def _new_fields(manifest: DumpManifest) -> dict[str, list]:
+    """The fields each file has beyond the dataset card's (a warning only). A file that cannot be read
+    again now (it changed since the fetch) is left out: the load names it as changed."""
+    found = {}
+    for f in manifest.files:
+        try:
+            found[f.name] = new_fields(Path(f.path))
+        except (OSError, ValueError):  # pyarrow's errors of a file cut short are ValueError or OSError
+            continue
+    return found
 
 
 def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError,
@@ -135,8 +147,7 @@ def raw_dump(
         except (WarehouseLockedError, WarehouseCorruptError):
             pass
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
-    extras = {f.name: new_fields(Path(f.path)) for f in manifest.files}
-    extras = {name: fields for name, fields in extras.items() if fields}
+    extras = {name: fields for name, fields in _new_fields(manifest).items() if fields}
     if extras:
         context.log.warning(f"fields the dataset card does not document (ignored, not fatal): {extras}")
     try:
@@ -233,8 +244,12 @@ def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
         return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases,
                          pairs_revision=build.revision, when_read=import_in_background)
     except Exception as exc:
-        record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
-        finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
+        if isinstance(exc, FileChangedError):  # not a bad dump: its files changed after the fetch
+            record_dump(con, SCHEMA, revision=manifest.revision, status="fetched", detail=f"not loaded: {exc}"[:2000])
+            finish_build(con, build.build_id, "failed", f"not loaded, its files changed: {exc}"[:2000])
+        else:
+            record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
+            finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
         warehouse.sync_readers(con)
         if isinstance(exc, SourceError):  # a file that is not what was fetched: one line, no retry
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
