@@ -300,3 +300,29 @@ def test_a_warehouse_that_is_another_database_is_refused_before_anything_is_writ
                                    "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal")) == [
         ("main", "orders"), ("sales", "big")]
     assert not _query(tmp_path, "SELECT * FROM duckdb_schemas() WHERE schema_name LIKE 'arena%'")
+
+
+def test_an_upgrade_that_changes_name_normalization_changes_the_flat_tables_reuse_key(monkeypatch):
+    """Polars' regex engine and Python's Unicode database decide how raw names normalize, yet neither was part
+    of the reuse key (issue 38, item 8): after an upgrade a re-run reused names normalized the old way."""
+    import unicodedata
+
+    import polars as pl
+
+    from arena_pipeline.assets.ingest import flat_settings
+    from arena_pipeline.core.dataset.models import load_aliases
+    from arena_pipeline.core.store.versions import Build, inputs_key
+
+    aliases, build = load_aliases(), Build("run-1", "rev-1")
+
+    def key() -> str:
+        return inputs_key(None, "battles", build, flat_settings(aliases, None))  # battles has no inputs: no look-up
+
+    before = key()
+    assert key() == before  # the same libraries: the same key, the tables are reused
+    assert flat_settings(aliases, None)["normalization"] == {"polars": pl.__version__,
+                                                             "unicodedata": unicodedata.unidata_version}
+    monkeypatch.setattr(pl, "__version__", "0.0.1")
+    after_polars = key()
+    monkeypatch.setattr(unicodedata, "unidata_version", "1.1.0")
+    assert len({before, after_polars, key()}) == 3

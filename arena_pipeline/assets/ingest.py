@@ -18,6 +18,7 @@ from arena_pipeline.constants import (
     VERSIONS_SCHEMA,
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest
+from arena_pipeline.core.dataset.models import normalization_versions
 from arena_pipeline.core.dataset.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
@@ -200,10 +201,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     with warehouse.connection() as con:
         build = run_build(context, con)
         manifest = build.manifest
-        # what the flat tables are made from besides the revision and the code (the reuse key)
-        settings = {"aliases_sha256": table_sha256(aliases), "source": manifest.source if manifest else None,
-                    "csv_max_cell_bytes": manifest.csv_max_cell_bytes if manifest else None,
-                    "package_version": package_version()}
+        settings = flat_settings(aliases, manifest)
         reused = _reuse_flat_tables(con, build, settings)
         if reused is not None:
             counts, report = reused, None
@@ -232,6 +230,16 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
         )
     yield from _flat_results(build, counts, report)
     note_if_unpublished(context, warehouse)
+
+
+def flat_settings(aliases, manifest: DumpManifest | None) -> dict:
+    """What the flat tables are made from besides the revision and the code: their reuse key's settings
+    (every table derived from them keys on theirs). The library versions of name normalization are in it:
+    an upgrade of Polars or of Python's Unicode database loads the dump again instead of reusing names
+    normalized the old way."""
+    return {"aliases_sha256": table_sha256(aliases), "source": manifest.source if manifest else None,
+            "csv_max_cell_bytes": manifest.csv_max_cell_bytes if manifest else None,
+            "normalization": normalization_versions(), "package_version": package_version()}
 
 
 def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
