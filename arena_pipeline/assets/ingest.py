@@ -5,7 +5,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from arena_pipeline.assets.builds import package_version, run_build, table_sha256
+from arena_pipeline.assets.builds import package_version, run_build, run_failure, table_sha256
 from arena_pipeline.assets.metadata import table_spec
 from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.run_config import check_ranking_run_config
@@ -158,7 +158,7 @@ def raw_dump(
                 source_kind=manifest.source_kind, requested_revision=manifest.requested_revision,
                 files=_files(manifest), rows=manifest.rows,
             )
-            start_build(con, SCHEMA, context.run_id, manifest)
+            start_build(con, SCHEMA, context.run_id, manifest, run_failure(context.instance))
     except (WarehouseLockedError, WarehouseCorruptError) as exc:  # waited already / damaged: no retry
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     context.log.info(f"dump {manifest.source} at {manifest.revision}: {len(manifest.files)} file(s)")
