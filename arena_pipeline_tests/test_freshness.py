@@ -312,3 +312,34 @@ def test_the_reason_tag_of_every_kind_of_request():
     assert several.because() == ("dump revisions changed (new: b/y; changed: a/x), combined revision 0123456789ab; "
                                  "the live publication is unknown (the warehouse was busy)")
     assert Decision(None, "a\nb").skip_text() == "a b" and Decision(sha, None).skip_text() is None
+
+
+def test_a_missing_warehouse_file_is_not_read_as_never_published(tmp_path):
+    """A deleted or moved ARENA_WAREHOUSE read like a new deployment, "nothing is published yet" (issue 38,
+    item 8): with the pipeline's store folder beside it, or a publication recorded in the instance, the
+    checks say the file is missing (ERROR); with neither, nothing is published yet (WARN), as before."""
+    from arena_pipeline.constants import PUBLISHED_TAG
+
+    path = tmp_path / "warehouse.duckdb"
+    resources = {"warehouse": Warehouse(database=str(path)),
+                 "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))}
+    with dg.instance_for_test() as instance:
+        fresh = tick(board_freshness_sensor, instance, resources)
+        age = by_name(fresh.asset_events)[AGE_CHECK]
+        assert age.severity == dg.AssetCheckSeverity.WARN and age.description.startswith("nothing is published yet")
+
+        (tmp_path / "warehouse.pipeline").mkdir()  # the store folder every run writes
+        stored = tick(board_freshness_sensor, instance, resources, fresh.cursor)
+        age = by_name(stored.asset_events)[AGE_CHECK]
+        assert not age.passed and age.severity == dg.AssetCheckSeverity.ERROR
+        assert age.description.startswith(f"the warehouse file {path} is missing, yet the pipeline's store folder "
+                                          f"{tmp_path / 'warehouse.pipeline'} exists")
+        assert stored.skip_message.startswith(f"the warehouse file {path} is missing")
+
+        (tmp_path / "warehouse.pipeline").rmdir()
+        instance.add_run(dg.DagsterRun(job_name="refresh_job", run_id="p" * 8 + "-0000-0000-0000-000000000000",
+                                       tags={PUBLISHED_TAG: "local-abc"}, status=dg.DagsterRunStatus.SUCCESS))
+        recorded = tick(board_freshness_sensor, instance, resources, stored.cursor)
+        assert by_name(recorded.asset_events)[AGE_CHECK].description == (
+            f"the warehouse file {path} is missing, yet revision local-abc was published (the Dagster instance "
+            "records it): restore the file, or run the pipeline to publish again")
