@@ -36,9 +36,10 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.dataset.models import confusable_pairs
+from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.versions import finish_build, record_checks
-from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError, quoted
+from arena_pipeline.core.store.warehouse import quoted
 from arena_pipeline.core.validation.quality import QualityReport, suite_path, validate_relation
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK, SETTING, assess_board, outcomes
 from arena_pipeline.resources import Warehouse
@@ -215,11 +216,20 @@ def board_freshness(context: dg.AssetCheckExecutionContext, warehouse: Warehouse
     """Is the live board fresh: its publication's age, and a newer dump revision not published.
 
     Runs after every publication; ``board_freshness_sensor`` reports the same checks between runs.
+    Never fails its step (the checks are not blocking, and the run may have published): a freshness
+    that cannot be assessed (a setting out of range, a warehouse that cannot be read) makes both checks
+    fail with the reason.
     """
     try:
         freshness = assess_board(context.instance, warehouse, timeout_s=warehouse.lock_timeout_s)
-    except (ValueError, WarehouseLockedError, WarehouseCorruptError) as exc:
-        raise dg.Failure(description=str(exc), allow_retries=False) from None
+    except Exception as exc:  # whatever it is, a failed check with the reason, not a failed step
+        reason = one_line(f"not evaluated: {exc if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'}")
+        context.log.warning(f"board_freshness {reason}")
+        for name in (AGE_CHECK, PENDING_CHECK):
+            yield dg.AssetCheckResult(asset_key=PUBLICATION_GATE, check_name=name, passed=False,
+                                      severity=dg.AssetCheckSeverity.ERROR, description=reason,
+                                      metadata={"error": reason, "setting": SETTING})
+        return
     context.log.info(freshness.summary())
     for outcome in outcomes(freshness):
         yield outcome.result()

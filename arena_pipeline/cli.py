@@ -266,12 +266,13 @@ def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout:
         raise CliError(f"{out} is the warehouse: the report is not written over it; give the report another path")
     # Polars frames, Jinja2 and the charts: this command only, not at the CLI's start
     from arena_pipeline.presentation.read import read_published
-    from arena_pipeline.presentation.report import NotAReportError, refuse_foreign_file, render_report
+    from arena_pipeline.presentation.report import NotAReportError, page_publication, refuse_foreign_file, render_report
 
     try:
         refuse_foreign_file(out)  # before reading the warehouse: nothing would be written
     except NotAReportError as exc:
         raise CliError(exc.strerror) from None
+    shown = page_publication(out)  # a page behind the live publication is said to be (issue 38, item 3)
     with open_warehouse(warehouse, timeout) as con:
         pub = read_published(con, SCHEMA, style=True)
     try:
@@ -282,6 +283,8 @@ def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout:
         raise CliError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
     n = len(pub.categories())
     print(f"wrote {written} ({n} {'category' if n == 1 else 'categories'}; dump {pub.revision or 'unknown'})")
+    if pub.publication_id is not None and shown is not None and shown != pub.publication_id:
+        print(f"the page showed publication {shown}; it now shows the live publication, {pub.publication_id}")
     return EXIT_OK
 
 

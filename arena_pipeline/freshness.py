@@ -10,6 +10,7 @@ selects them with ``publication_gate``) and ``board_freshness_sensor`` reports t
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from dataclasses import dataclass, field
@@ -19,13 +20,14 @@ import dagster as dg
 import polars as pl
 
 from arena_pipeline.assets.publish import PUBLICATION_GATE
-from arena_pipeline.constants import REVISION_TAG, SCHEMA
+from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
 from arena_pipeline.core.publication.freshness import (
     RUNS_SCHEMA,
     Freshness,
     WarehouseRecords,
     assess,
     format_age,
+    missing_warehouse,
     read_records,
     short_revision,
 )
@@ -67,6 +69,7 @@ def assess_board(instance: dg.DagsterInstance, warehouse: Warehouse, timeout_s: 
     max_age = warehouse.max_publication_age()
     path = warehouse.database_path()
     records = WarehouseRecords.empty()
+    missing = None
     if Path(path).is_file():
         con = core_warehouse.connect(path, read_only=True, timeout_s=timeout_s, memory_limit=warehouse.memory_limit,
                                      config=warehouse.duckdb_settings())
@@ -74,8 +77,12 @@ def assess_board(instance: dg.DagsterInstance, warehouse: Warehouse, timeout_s: 
             records = read_records(con, SCHEMA)
         finally:
             con.close()
+    else:  # never published, or the file is gone: the store folder and the instance tell them apart
+        store = warehouse.store_path()
+        published = [v for _, values in instance.get_run_tags(tag_keys=[PUBLISHED_TAG]) for v in values]
+        missing = missing_warehouse(str(Path(path).resolve()), str(store) if store.is_dir() else None, published)
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    return assess(records, refresh_runs(instance), now=now, max_age=max_age)
+    return dataclasses.replace(assess(records, refresh_runs(instance), now=now, max_age=max_age), missing=missing)
 
 
 def _utc(moment: dt.datetime) -> str:
@@ -111,6 +118,8 @@ def age_outcome(freshness: Freshness) -> Outcome:
     limit = freshness.max_age
     common = {"max_age_hours": round(limit.total_seconds() / 3600, 3), "setting": SETTING}
     live = freshness.live
+    if live is None and freshness.missing:
+        return Outcome(AGE_CHECK, False, dg.AssetCheckSeverity.ERROR, freshness.missing, common)
     if live is None:
         return Outcome(AGE_CHECK, False, dg.AssetCheckSeverity.WARN,
                        "nothing is published yet: materialize the whole graph (or start the schedule or "
@@ -174,6 +183,7 @@ def state_key(freshness: Freshness) -> str:
     newest = freshness.newest
     return json.dumps({
         "publication": freshness.live.publication_id if freshness.live else None,
+        "missing": freshness.missing,
         "fresh": freshness.fresh,
         "max_age_s": freshness.max_age.total_seconds(),
         "pending": [newest.revision, newest.state, newest.run_id] if newest else None,

@@ -494,6 +494,25 @@ def test_report_is_never_written_over_a_file_it_did_not_write(warehouse, tmp_pat
     assert "<title>Again</title>" in page.read_text(encoding="utf-8")
 
 
+def test_report_brings_a_page_behind_the_live_publication_up_to_it(warehouse, tmp_path, monkeypatch, capsys):
+    """A page left at publication N-1 while N is live (issue 38, item 3): `report` re-renders it, says which
+    publication the page showed, and the page now carries the live publication's id."""
+    from arena_pipeline.presentation import read
+    from arena_pipeline.presentation.report import page_publication
+
+    live = {"publication_id": 5, "revision": REVISION, "tables": {}, "settings": {}}
+    monkeypatch.setattr(read, "live_publication", lambda con, schema: {**live, "publication_id": 4})
+    page = tmp_path / "index.html"
+    assert main(["report", str(page), "--warehouse", str(warehouse)]) == EXIT_OK
+    assert page_publication(page) == 4
+    capsys.readouterr()
+    monkeypatch.setattr(read, "live_publication", lambda con, schema: live)
+    assert main(["report", str(page), "--warehouse", str(warehouse)]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "the page showed publication 4; it now shows the live publication, 5")
+    assert page_publication(page) == 5
+
+
 def test_changes_since_the_live_publication_says_so(warehouse, monkeypatch, capsys):
     """`changes --since <live id>` printed the live boards compared with themselves, every change 0 (issue 38,
     item 8); it says plainly that this is the live publication, and compares nothing."""

@@ -23,20 +23,21 @@ from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.definitions import defs
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK
+from arena_pipeline.presentation.report import page_publication
 from arena_pipeline.refresh import REASON_TAG, Decision, Live
-from arena_pipeline.resources import DumpSource, Warehouse
+from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
 from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.materialize import copy_warehouse, materialize, rank_config
+from arena_pipeline_tests.materialize import copy_warehouse, materialize, materialized, rank_config
 from arena_pipeline_tests.publication_support import RANK, Setup, query
 from arena_pipeline_tests.ticks import tick
 
 ROWS = 200
 
 
-def _run(setup: Setup, instance: dg.DagsterInstance, selection=None, rank: dict | None = None):
-    return materialize(setup.resources(), selection=selection, instance=instance,
+def _run(setup: Setup, instance: dg.DagsterInstance, selection=None, rank: dict | None = None, **resources):
+    return materialize(setup.resources(**resources), selection=selection, instance=instance,
                        run_config=rank_config(**{**RANK, **(rank or {})}) if selection is None else None)
 
 
@@ -61,6 +62,7 @@ def published(tmp_path_factory):
 def setup(published, tmp_path) -> Setup:
     copy_warehouse(published[0].warehouse, tmp_path / "warehouse.duckdb")
     shutil.copytree(published[0].dump, tmp_path / "dump")
+    shutil.copytree(published[0].root / "report", tmp_path / "report")  # the page of the live publication
     return Setup(tmp_path, tmp_path / "dump", tmp_path / "warehouse.duckdb")
 
 
@@ -70,7 +72,8 @@ def live_revision(setup: Setup) -> str:
 
 def freshness_tick(setup: Setup, instance, cursor: str | None = None, **warehouse):
     return tick(board_freshness_sensor, instance,
-                {"warehouse": Warehouse(database=str(setup.warehouse), **warehouse)}, cursor)
+                {"warehouse": Warehouse(database=str(setup.warehouse), **warehouse),
+                 "report_settings": ReportSettings(report_path=str(setup.root / "report" / "index.html"))}, cursor)
 
 
 def test_names_and_settings_are_pinned():
@@ -160,6 +163,48 @@ def test_stale_publication(setup, monkeypatch):
         assert not bad.asset_events
         assert bad.skip_message == ("not evaluated: ValueError: ARENA_MAX_PUBLICATION_AGE_HOURS must be a positive "
                                     "number of hours, got 'a week'")
+
+
+@pytest.mark.slow
+def test_a_publication_stands_when_its_page_or_its_freshness_check_fails(setup, monkeypatch):
+    """An unwritable ARENA_REPORT failed the run after the gate's commit, and the freshness sensor skipped
+    the live revision: publication N live, the page at N-1, the run FAILED (issue 38, item 3). Now the run
+    succeeds and says "published N; report not written: <why>"; an age limit that overflows fails both
+    freshness checks with the reason instead of the step; the next sensor tick re-renders the page."""
+    write_dump(setup.dump, n_rows=ROWS, n_shards=1, seed=13)  # new content: a new revision to publish
+    blocker = setup.root / "blocker"
+    blocker.write_text("a file where the report's folder would be")
+    page = setup.root / "report" / "index.html"
+    assert page_publication(page) == 1
+    monkeypatch.setenv("ARENA_MAX_PUBLICATION_AGE_HOURS", "1e300")
+    with dg.instance_for_test() as instance:
+        result = _run(setup, instance, report_settings=ReportSettings(report_path=str(blocker / "index.html")))
+        assert result.success
+        assert [p for (p,) in query(setup.warehouse, "SELECT publication_id FROM arena.publications")] == [1, 2]
+        assert "leaderboard_report" not in materialized(result) and "publication_gate" in materialized(result)
+        logs = [e.user_message for e in instance.all_logs(result.run_id)]
+        assert f"published 2; report not written: {blocker} is a file, not a folder" in logs
+        checks = by_name(result.get_asset_check_evaluations())
+        for name in (AGE_CHECK, PENDING_CHECK):
+            assert not checks[name].passed and checks[name].severity == dg.AssetCheckSeverity.ERROR
+            assert checks[name].description.startswith(
+                "not evaluated: ARENA_MAX_PUBLICATION_AGE_HOURS must be from 1 minute to 10 years")
+        assert page_publication(page) == 1  # behind the live publication
+
+        monkeypatch.delenv("ARENA_MAX_PUBLICATION_AGE_HOURS")
+        caught_up = freshness_tick(setup, instance)
+        assert page_publication(page) == 2 and by_name(caught_up.asset_events)[AGE_CHECK].passed
+        assert caught_up.skip_message.endswith(
+            f"; report re-rendered {page} (the page shows publication 1, publication 2 is live)")
+        again = freshness_tick(setup, instance, cursor=caught_up.cursor)
+        assert again.skip_message.endswith("(as last reported)") and page_publication(page) == 2
+
+        # a page that cannot be written: the tick says so in its line and still evaluates the checks
+        unwritable = tick(board_freshness_sensor, instance, {
+            "warehouse": Warehouse(database=str(setup.warehouse)),
+            "report_settings": ReportSettings(report_path=str(blocker / "index.html"))})
+        assert unwritable.asset_events
+        assert unwritable.skip_message.endswith(f"; report not re-rendered: {blocker} is a file, not a folder")
 
 
 @pytest.mark.slow
@@ -267,3 +312,34 @@ def test_the_reason_tag_of_every_kind_of_request():
     assert several.because() == ("dump revisions changed (new: b/y; changed: a/x), combined revision 0123456789ab; "
                                  "the live publication is unknown (the warehouse was busy)")
     assert Decision(None, "a\nb").skip_text() == "a b" and Decision(sha, None).skip_text() is None
+
+
+def test_a_missing_warehouse_file_is_not_read_as_never_published(tmp_path):
+    """A deleted or moved ARENA_WAREHOUSE read like a new deployment, "nothing is published yet" (issue 38,
+    item 8): with the pipeline's store folder beside it, or a publication recorded in the instance, the
+    checks say the file is missing (ERROR); with neither, nothing is published yet (WARN), as before."""
+    from arena_pipeline.constants import PUBLISHED_TAG
+
+    path = tmp_path / "warehouse.duckdb"
+    resources = {"warehouse": Warehouse(database=str(path)),
+                 "report_settings": ReportSettings(report_path=str(tmp_path / "report" / "index.html"))}
+    with dg.instance_for_test() as instance:
+        fresh = tick(board_freshness_sensor, instance, resources)
+        age = by_name(fresh.asset_events)[AGE_CHECK]
+        assert age.severity == dg.AssetCheckSeverity.WARN and age.description.startswith("nothing is published yet")
+
+        (tmp_path / "warehouse.pipeline").mkdir()  # the store folder every run writes
+        stored = tick(board_freshness_sensor, instance, resources, fresh.cursor)
+        age = by_name(stored.asset_events)[AGE_CHECK]
+        assert not age.passed and age.severity == dg.AssetCheckSeverity.ERROR
+        assert age.description.startswith(f"the warehouse file {path} is missing, yet the pipeline's store folder "
+                                          f"{tmp_path / 'warehouse.pipeline'} exists")
+        assert stored.skip_message.startswith(f"the warehouse file {path} is missing")
+
+        (tmp_path / "warehouse.pipeline").rmdir()
+        instance.add_run(dg.DagsterRun(job_name="refresh_job", run_id="p" * 8 + "-0000-0000-0000-000000000000",
+                                       tags={PUBLISHED_TAG: "local-abc"}, status=dg.DagsterRunStatus.SUCCESS))
+        recorded = tick(board_freshness_sensor, instance, resources, stored.cursor)
+        assert by_name(recorded.asset_events)[AGE_CHECK].description == (
+            f"the warehouse file {path} is missing, yet revision local-abc was published (the Dagster instance "
+            "records it): restore the file, or run the pipeline to publish again")

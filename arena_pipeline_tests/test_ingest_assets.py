@@ -11,7 +11,7 @@ from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_tests.fixtures import make_rows, write_dump
 from arena_pipeline_tests.hub_server import fake_hub_server
-from arena_pipeline_tests.materialize import REAL_CSV, materialize, rank_config
+from arena_pipeline_tests.materialize import REAL_CSV, materialize, rank_config, work_file
 
 REPO = "lmarena-ai/arena-human-preference-140k"
 RUN_CONFIG = rank_config(min_battles=1, bootstrap_rounds=5)
@@ -77,6 +77,37 @@ def test_real_csv_sample_ingests_completely(sample_run):
         "select text from arena.messages where battle_id = 'c4b9710c-8d64-4bee-a0b0-94637ae4cc65' "
         "and side = 'b' and position = 0",
     ) == [("Compare Tormenta20 with DnD5e",)]
+
+
+class CutAfterFetch(DumpSource):
+    """A local dump whose second shard is cut short once raw_dump has fetched it (before the load reads it)."""
+
+    def fetch(self, revision=None, revisions=None):
+        manifest = super().fetch(revision=revision, revisions=revisions)
+        second = Path(manifest.files[1].path)
+        with open(second, "r+b") as fh:
+            fh.truncate(second.stat().st_size // 2)
+        return manifest
+
+
+@pytest.mark.slow
+def test_a_shard_changed_after_the_fetch_is_not_recorded_as_a_bad_dump(tmp_path):
+    """A shard cut short after the fetch recorded a good revision as a failed dump, with a reader's error that
+    named no file (issue 38, item 5): the revision stays fetched, "not loaded" because a named file changed,
+    the build failed with that reason, and no staging table of the load is left in the work file."""
+    write_dump(tmp_path / "dump", n_rows=40, n_shards=2, seed=8)
+    result = _run(tmp_path, CutAfterFetch(source=str(tmp_path / "dump")), raise_on_error=False)
+    assert not result.success
+    (revision, status, detail), = _query(tmp_path, "SELECT revision, status, status_detail FROM arena.dumps")
+    assert status == "fetched"
+    assert detail.startswith("not loaded: data/train-00001-of-00002.parquet (")
+    assert "changed since it was fetched (" in detail and "run again to load the new revision" in detail
+    with duckdb.connect(str(work_file(tmp_path / "warehouse.duckdb")), read_only=True) as con:
+        (build_status, build_detail), = con.execute("SELECT status, status_detail FROM arena_versions.builds").fetchall()
+        stages = con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '\\_stage\\_%' "
+                             "ESCAPE '\\'").fetchall()
+    assert build_status == "failed" and build_detail.startswith("not loaded, its files changed: data/train-00001")
+    assert stages == []
 
 
 @pytest.mark.slow
@@ -269,3 +300,29 @@ def test_a_warehouse_that_is_another_database_is_refused_before_anything_is_writ
                                    "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal")) == [
         ("main", "orders"), ("sales", "big")]
     assert not _query(tmp_path, "SELECT * FROM duckdb_schemas() WHERE schema_name LIKE 'arena%'")
+
+
+def test_an_upgrade_that_changes_name_normalization_changes_the_flat_tables_reuse_key(monkeypatch):
+    """Polars' regex engine and Python's Unicode database decide how raw names normalize, yet neither was part
+    of the reuse key (issue 38, item 8): after an upgrade a re-run reused names normalized the old way."""
+    import unicodedata
+
+    import polars as pl
+
+    from arena_pipeline.assets.ingest import flat_settings
+    from arena_pipeline.core.dataset.models import load_aliases
+    from arena_pipeline.core.store.versions import Build, inputs_key
+
+    aliases, build = load_aliases(), Build("run-1", "rev-1")
+
+    def key() -> str:
+        return inputs_key(None, "battles", build, flat_settings(aliases, None))  # battles has no inputs: no look-up
+
+    before = key()
+    assert key() == before  # the same libraries: the same key, the tables are reused
+    assert flat_settings(aliases, None)["normalization"] == {"polars": pl.__version__,
+                                                             "unicodedata": unicodedata.unidata_version}
+    monkeypatch.setattr(pl, "__version__", "0.0.1")
+    after_polars = key()
+    monkeypatch.setattr(unicodedata, "unidata_version", "1.1.0")
+    assert len({before, after_polars, key()}) == 3

@@ -170,3 +170,42 @@ def test_models_confusable_invoked_directly_on_a_models_frame():
     result = models_confusable(models=pl.DataFrame({"model": ["gemma-3-27b-it", "g\u0435mma-3-27b-it", "o3"]}))
     assert not result.passed and result.severity == dg.AssetCheckSeverity.WARN and result.metadata["models"].value == 3
     assert [(p["model"], p["other"]) for p in result.metadata["pairs"].value] == [("gemma-3-27b-it", "g\u0435mma-3-27b-it")]
+
+
+def test_a_build_whose_step_failed_is_closed_with_the_reason_not_as_abandoned(tmp_path):
+    """A step that waited past the lock timeout cannot record its failure in the work file; its build was
+    later labelled "abandoned: its process ended" (issue 38, item 8). The run's recorded failure is now the
+    build's reason; a build whose run did not fail (a killed process leaves it started) is 'abandoned'."""
+    import subprocess
+    import sys
+
+    import duckdb
+
+    from arena_pipeline.assets.builds import run_failure
+    from arena_pipeline.core.store.versions import close_abandoned_builds
+    from arena_pipeline.core.store.warehouse import WarehouseLockedError
+
+    @dg.asset
+    def waits_for_the_work_file():
+        raise WarehouseLockedError("work.duckdb is locked by another process (waited 120.0 s of 120 s)")
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    pid = int(gone.stdout)  # a process of this host that has ended
+    manifest = DumpManifest("local", "votes.csv", "local", "rev-1")
+    with dg.instance_for_test() as instance:
+        failed = dg.materialize([waits_for_the_work_file], instance=instance, raise_on_error=False)
+        assert not failed.success
+        killed = "k" * 8 + "-0000-0000-0000-000000000000"
+        instance.add_run(dg.DagsterRun(job_name="refresh_job", run_id=killed, status=dg.DagsterRunStatus.STARTED))
+        with duckdb.connect(str(tmp_path / "work.duckdb")) as con:
+            for run_id in (failed.run_id, killed):
+                start_build(con, SCHEMA, run_id, manifest)
+            con.execute("UPDATE arena_versions.builds SET pid = ?", [pid])
+            assert sorted(close_abandoned_builds(con, run_failure(instance))) == sorted([failed.run_id, killed])
+            ended = dict(con.execute("SELECT build_id, status || ': ' || status_detail FROM arena_versions.builds")
+                         .fetchall())
+    assert ended[failed.run_id] == ("failed: step waits_for_the_work_file failed: arena_pipeline.core.store.warehouse."
+                                    "WarehouseLockedError: work.duckdb is locked by another process (waited 120.0 s "
+                                    "of 120 s)")
+    assert ended[killed].startswith(f"abandoned: its process ({pid} on ")

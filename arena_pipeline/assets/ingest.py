@@ -5,7 +5,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from arena_pipeline.assets.builds import package_version, run_build, table_sha256
+from arena_pipeline.assets.builds import package_version, run_build, run_failure, table_sha256
 from arena_pipeline.assets.metadata import table_spec
 from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.run_config import check_ranking_run_config
@@ -18,13 +18,14 @@ from arena_pipeline.constants import (
     VERSIONS_SCHEMA,
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest
+from arena_pipeline.core.dataset.models import normalization_versions
 from arena_pipeline.core.dataset.schema import (
     BATTLES_SCHEMA,
     CONTEXT_MESSAGES_SCHEMA,
     MESSAGES_SCHEMA,
     QUARANTINE_SCHEMA,
 )
-from arena_pipeline.core.ingest.load import LoadReport, load_dump
+from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, load_dump
 from arena_pipeline.core.ingest.local_dump import local_revision
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
 from arena_pipeline.core.store.records import record_dump
@@ -66,6 +67,18 @@ def _files(manifest: DumpManifest) -> list[dict]:
     return [{"file": f.name, "bytes": f.size, "rows": f.rows, "sha256": f.sha256,
              **({"dump": f.dump, "dump_revision": revisions.get(f.dump)} if f.dump else {})}
             for f in manifest.files]
+
+
+def _new_fields(manifest: DumpManifest) -> dict[str, list]:
+    """The fields each file has beyond the dataset card's (a warning only). A file that cannot be read
+    again now (it changed since the fetch) is left out: the load names it as changed."""
+    found = {}
+    for f in manifest.files:
+        try:
+            found[f.name] = new_fields(Path(f.path))
+        except (OSError, ValueError):  # pyarrow's errors of a file cut short are ValueError or OSError
+            continue
+    return found
 
 
 def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError,
@@ -135,8 +148,7 @@ def raw_dump(
         except (WarehouseLockedError, WarehouseCorruptError):
             pass
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
-    extras = {f.name: new_fields(Path(f.path)) for f in manifest.files}
-    extras = {name: fields for name, fields in extras.items() if fields}
+    extras = {name: fields for name, fields in _new_fields(manifest).items() if fields}
     if extras:
         context.log.warning(f"fields the dataset card does not document (ignored, not fatal): {extras}")
     try:
@@ -146,7 +158,7 @@ def raw_dump(
                 source_kind=manifest.source_kind, requested_revision=manifest.requested_revision,
                 files=_files(manifest), rows=manifest.rows,
             )
-            start_build(con, SCHEMA, context.run_id, manifest)
+            start_build(con, SCHEMA, context.run_id, manifest, run_failure(context.instance))
     except (WarehouseLockedError, WarehouseCorruptError) as exc:  # waited already / damaged: no retry
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     context.log.info(f"dump {manifest.source} at {manifest.revision}: {len(manifest.files)} file(s)")
@@ -189,10 +201,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     with warehouse.connection() as con:
         build = run_build(context, con)
         manifest = build.manifest
-        # what the flat tables are made from besides the revision and the code (the reuse key)
-        settings = {"aliases_sha256": table_sha256(aliases), "source": manifest.source if manifest else None,
-                    "csv_max_cell_bytes": manifest.csv_max_cell_bytes if manifest else None,
-                    "package_version": package_version()}
+        settings = flat_settings(aliases, manifest)
         reused = _reuse_flat_tables(con, build, settings)
         if reused is not None:
             counts, report = reused, None
@@ -223,6 +232,16 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     note_if_unpublished(context, warehouse)
 
 
+def flat_settings(aliases, manifest: DumpManifest | None) -> dict:
+    """What the flat tables are made from besides the revision and the code: their reuse key's settings
+    (every table derived from them keys on theirs). The library versions of name normalization are in it:
+    an upgrade of Polars or of Python's Unicode database loads the dump again instead of reusing names
+    normalized the old way."""
+    return {"aliases_sha256": table_sha256(aliases), "source": manifest.source if manifest else None,
+            "csv_max_cell_bytes": manifest.csv_max_cell_bytes if manifest else None,
+            "normalization": normalization_versions(), "package_version": package_version()}
+
+
 def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
     """Flatten the build's dump into its versions of the flat tables (not yet registered)."""
     manifest = build.manifest
@@ -233,8 +252,12 @@ def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
         return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases,
                          pairs_revision=build.revision, when_read=import_in_background)
     except Exception as exc:
-        record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
-        finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
+        if isinstance(exc, FileChangedError):  # not a bad dump: its files changed after the fetch
+            record_dump(con, SCHEMA, revision=manifest.revision, status="fetched", detail=f"not loaded: {exc}"[:2000])
+            finish_build(con, build.build_id, "failed", f"not loaded, its files changed: {exc}"[:2000])
+        else:
+            record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
+            finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
         warehouse.sync_readers(con)
         if isinstance(exc, SourceError):  # a file that is not what was fetched: one line, no retry
             raise dg.Failure(description=str(exc), allow_retries=False) from exc

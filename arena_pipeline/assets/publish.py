@@ -20,6 +20,7 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.publication.changes import write_publication_changes
+from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.publication.gate import (
     GatePolicy,
     NothingBuiltError,
@@ -34,7 +35,7 @@ from arena_pipeline.core.store.versions import PublicationError, refuse_build, v
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
 from arena_pipeline.presentation.read import Published, read_published
-from arena_pipeline.presentation.report import refuse_foreign_file, render_report
+from arena_pipeline.presentation.report import why_not_written, write_live_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
 PUBLICATION_GATE = dg.AssetKey("publication_gate")
@@ -65,11 +66,13 @@ class PublishConfig(dg.Config):
                      "(with the live publication's for what the run did not rebuild) in one DuckDB "
                      "transaction, after checking them; recorded in arena.publications, with "
                      "arena.publication_changes (the new boards against the live ones), written by the gate."),
-        dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLICATION_GATE],
+        dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLICATION_GATE], skippable=True,
                      description="A static, offline HTML report of the live publication (default "
                      "data/report/index.html), rendered once per publication by the gate's step (its benchmark "
-                     "panel from the publication's own benchmark tables). Selected alone, it re-renders the "
-                     "report of the live publication."),
+                     "panel from the publication's own benchmark tables); the page carries the publication's id. "
+                     "A page that cannot be written is logged and not materialized, and the publication stands; "
+                     "board_freshness_sensor re-renders a page behind the live publication. Selected alone, it "
+                     "re-renders the report of the live publication."),
     ],
     can_subset=True,  # either may be materialized alone (`--select leaderboard_report`)
 )
@@ -85,7 +88,10 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
 
     Either asset may be selected alone: the report alone is re-rendered from the live publication;
     the gate alone still re-renders the report file after a publication (what is live and the page
-    must not disagree), without recording a materialization of the report.
+    must not disagree), without recording a materialization of the report. Once the gate has run, a
+    report that cannot be written (an unwritable ARENA_REPORT, a file that is not a report) is one
+    line, "published N; report not written: <why>", not a failure: the publication stands and the
+    next tick of board_freshness_sensor, run or ``arena-pipeline report`` re-renders the page.
     """
     if PUBLICATION_GATE not in context.selected_asset_keys:
         yield _render_report(context, warehouse, report_settings)
@@ -148,8 +154,9 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
             },
             data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
         )
-    rendered = _render_report(context, warehouse, report_settings)
-    if REPORT in context.selected_asset_keys:
+    done = "nothing new was published" if chosen is None else f"published {report.publication_id}"
+    rendered = _render_after_gate(context, warehouse, report_settings, done)
+    if rendered is not None and REPORT in context.selected_asset_keys:
         yield rendered
     # the step's last line: what users see now, where (a CLI user reads nothing else)
     context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
@@ -217,6 +224,20 @@ def _render_after_refusal(context: dg.AssetExecutionContext, warehouse: Warehous
         context.log.warning(f"the report was not re-rendered after the refusal: {exc}")
 
 
+def _render_after_gate(context: dg.AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
+                       done: str) -> dg.MaterializeResult | None:
+    """:func:`_render_report` once the gate has run (``done``: what it did, in words), or None with a
+    warning "<done>; report not written: <why>" when the page cannot be written: the publication is
+    committed whatever happens to the page, and a page behind it is re-rendered later (the freshness
+    sensor, the next run, the ``report`` command)."""
+    try:
+        return _render_report(context, warehouse, report_settings)
+    except Exception as exc:  # whatever the page's failure, the publication stands
+        why = exc.description if isinstance(exc, dg.Failure) else why_not_written(exc)
+        context.log.warning(one_line(f"{done}; report not written: {why}"))
+        return None
+
+
 def _sources(con, live: dict | None, chosen: dict[str, str]) -> tuple[str | None, str | None] | None:
     """(the live boards' source, this run's), as recorded with their battles versions; None before the
     first publication."""
@@ -241,19 +262,18 @@ def _write_report(context: dg.AssetExecutionContext, pub: Published, report_sett
     """Write the report of ``pub`` (the live publication, its benchmark panel included) atomically and
     return its metadata; with an empty leaderboard (published on purpose) no report is written and a
     previous one is removed. The one writer of the report."""
-    if pub.leaderboard.is_empty():  # published on purpose (allow_degenerate): no stale board stays
-        stale = report_settings.path()
-        refuse_foreign_file(stale)  # never delete what is not a report (say, the warehouse itself)
-        removed = stale.is_file()
-        stale.unlink(missing_ok=True)
+    out = report_settings.path()
+    existed = out.is_file()
+    path = write_live_report(pub, out)
+    if path is None:  # an empty leaderboard, published on purpose (allow_degenerate): no stale board stays
         context.log.warning("the published leaderboard is empty: no report written"
-                            + (f"; the previous report {stale} was removed (its board is no longer live)" if removed else ""))
-        return {"status": "empty leaderboard: no report written", "removed_stale_report": removed}
-    path = render_report(pub, report_settings.path())
+                            + (f"; the previous report {out} was removed (its board is no longer live)" if existed else ""))
+        return {"status": "empty leaderboard: no report written", "removed_stale_report": existed}
     chart = overall_chart_markdown(pub)
     return {
         "path": dg.MetadataValue.path(str(path.resolve())),
         "bytes": path.stat().st_size,
+        "publication_id": pub.publication_id if pub.publication_id is not None else "",
         "revision": (pub.dump or {}).get("revision", ""),
         "benchmark_panel": ("the benchmark file failed its check" if pub.benchmarks and pub.benchmarks.problem
                             else f"publication {pub.benchmarks.publication_id}" if pub.benchmarks else "none"),

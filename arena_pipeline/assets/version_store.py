@@ -36,7 +36,7 @@ import dagster as dg
 import duckdb
 import polars as pl
 
-from arena_pipeline.assets.builds import build_of_run, package_version
+from arena_pipeline.assets.builds import build_of_run, package_version, run_failure
 from arena_pipeline.assets.metadata import COLUMN_SCHEMA
 from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.constants import (
@@ -46,6 +46,7 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.store.versions import (
+    FailureOf,
     base_version,
     input_version,
     read_input,
@@ -113,8 +114,9 @@ def _declared_columns(context: dg.OutputContext) -> set[str]:
 class VersionStore(dg.IOManager):
     """Loads inputs from, and stores outputs as, the table versions of run ``run_id`` in ``warehouse``."""
 
-    def __init__(self, warehouse: Warehouse, run_id: str):
-        self.warehouse, self.run_id = warehouse, run_id
+    def __init__(self, warehouse: Warehouse, run_id: str, failure_of: FailureOf | None = None):
+        # failure_of: why an ended build's run failed (assets.builds.run_failure), for the builds it closes
+        self.warehouse, self.run_id, self.failure_of = warehouse, run_id, failure_of
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         stored = obj if isinstance(obj, Versioned) else Versioned(obj)
@@ -124,7 +126,7 @@ class VersionStore(dg.IOManager):
         settings = {"package_version": package_version(), **stored.settings}
         extra: dict = {}
         with self.warehouse.connection() as con:
-            build = build_of_run(con, self.run_id)
+            build = build_of_run(con, self.run_id, self.failure_of)
             reusable = reusable_version(con, table, build, settings) if stored.reuse else None
             if reusable is not None:  # same inputs, settings and code: the earlier version, as a view
                 base, rows = reusable
@@ -155,7 +157,7 @@ class VersionStore(dg.IOManager):
         if table in HEAVY_TABLES and not reference:
             raise TypeError(f"{SCHEMA}.{table} is too large to load into Python: declare the input as a TableRef")
         with self.warehouse.connection() as con:
-            build = build_of_run(con, self.run_id)
+            build = build_of_run(con, self.run_id, self.failure_of)
             if not reference:
                 return read_input(con, SCHEMA, table, build, (context.definition_metadata or {}).get("columns", "*"))
             version = input_version(con, SCHEMA, table, build)
@@ -177,7 +179,9 @@ class VersionStore(dg.IOManager):
                description="The run's table versions in the warehouse (arena_pipeline/assets/version_store.py).")
 def version_store(init_context: dg.InitResourceContext) -> VersionStore:
     """The :class:`VersionStore` of the run, on its ``warehouse`` resource."""
-    return VersionStore(init_context.resources.warehouse, init_context.run.run_id)
+    instance = init_context.instance
+    return VersionStore(init_context.resources.warehouse, init_context.run.run_id,
+                        run_failure(instance) if instance is not None else None)
 
 
 def stored_input(key: dg.AssetKey, columns: str | None = None) -> dg.AssetIn:

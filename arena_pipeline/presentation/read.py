@@ -95,6 +95,9 @@ class Published:
     #: Dump revisions fetched after the live one and not published, with why (``core.publication.freshness``), as of
     #: reading: the page says the board is not the newest dump's.
     pending: tuple[Pending, ...] = ()
+    #: The live publication's id (``arena.publications``): the report page carries it, so that a page behind the
+    #: live publication is told (``presentation.report.page_publication``); None: not read from a publication.
+    publication_id: int | None = None
 
     @classmethod
     def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
@@ -299,6 +302,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
                                               MODEL_FIT_CALIBRATION_SCHEMA),
             changes=table_frame(con, schema, PUBLICATION_CHANGES_TABLE, CHANGES_SCHEMA),
             pending=tuple(unpublished_revisions(con, schema)),
+            publication_id=None if live is None else int(live["publication_id"]),
         )
     if published.quality_results is not None:
         published = replace(published, quality_results=latest_quality_results(

@@ -6,16 +6,20 @@ import datetime as dt
 import errno
 import json
 import os
+import re
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 from markupsafe import Markup
 
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
+from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA
 from arena_pipeline.core.dataset.categories import RULES_BY_NAME
 from arena_pipeline.core.store.atomic import write_text_atomic
+from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.validation.benchmarks import MIN_MODELS
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,
@@ -24,7 +28,7 @@ from arena_pipeline.presentation.charts import (
     profile_chart_svg,
     rating_chart_svg,
 )
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import Published, read_published
 from arena_pipeline.presentation.templating import environment, interval
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
@@ -33,6 +37,8 @@ DEFAULT_REPORT_PATH = Path(_DEFAULT)
 #: An existing file without it in its first :data:`MARKER_WITHIN` bytes is never replaced.
 REPORT_MARKER = b'<meta name="generator" content="arena_pipeline'
 MARKER_WITHIN = 64 * 1024
+#: The tag that carries the id of the publication a page shows (in the head of ``templates/report.html.j2``).
+PUBLICATION_TAG = re.compile(rb'<meta name="arena-publication" content="(\d+)">')
 
 
 class NotAReportError(FileExistsError):
@@ -57,6 +63,116 @@ def refuse_foreign_file(path: str | os.PathLike[str]) -> None:
         head = fh.read(MARKER_WITHIN)
     if REPORT_MARKER not in head:
         raise NotAReportError(path)
+
+
+def _head(path: Path) -> bytes | None:
+    """The first :data:`MARKER_WITHIN` bytes of ``path``; None when it is not a file (or cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MARKER_WITHIN)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return None
+
+
+def page_publication(path: str | os.PathLike[str]) -> int | None:
+    """The id of the publication the report page at ``path`` shows (its ``arena-publication`` tag).
+
+    None when there is no page, the file is not a report of this project, or the page was written
+    before pages carried the id.
+    """
+    head = _head(Path(path))
+    if head is None or REPORT_MARKER not in head:
+        return None
+    found = PUBLICATION_TAG.search(head)
+    return int(found.group(1)) if found else None
+
+
+def _leaderboard_rows(live: dict) -> int | None:
+    """The leaderboard's row count recorded with a publication (``arena.publications.rows``), None if unknown."""
+    rows = live.get("rows")
+    try:
+        rows = json.loads(rows) if isinstance(rows, str) else rows
+    except ValueError:
+        return None
+    count = rows.get(LEADERBOARD_TABLE) if isinstance(rows, dict) else None
+    return count if isinstance(count, int) else None
+
+
+def report_lag(path: str | os.PathLike[str], live: dict | None) -> str | None:
+    """Why the report page at ``path`` is behind the live publication (``live``: its ``arena.publications``
+    row), in words; None when the page shows it, or when there is nothing to show.
+
+    Behind means: no page (or a page without the publication's id) while a publication with a board is
+    live, a page of another publication, or a page left while the live publication's leaderboard is empty
+    (published on purpose: the gate removes the page then). A file that is not a report of this project
+    is never behind: it is not replaced (:func:`refuse_foreign_file`).
+    """
+    if live is None:
+        return None
+    path = Path(path)
+    head = _head(path)
+    if head is not None and REPORT_MARKER not in head:
+        return None
+    live_id = int(live["publication_id"])
+    if _leaderboard_rows(live) == 0:
+        return None if head is None else f"publication {live_id} has an empty leaderboard, the page shows an older board"
+    shown = page_publication(path)
+    if shown == live_id:
+        return None
+    if head is None:
+        return f"no page while publication {live_id} is live"
+    return f"the page shows {'an unknown publication' if shown is None else f'publication {shown}'}, " \
+           f"publication {live_id} is live"
+
+
+def write_live_report(pub: Published, out_path: str | os.PathLike[str], **options: Any) -> Path | None:
+    """Write the report of ``pub`` (the live publication) with :func:`render_report` and return its path;
+    with an empty leaderboard (published on purpose) remove a previous page instead (its board is no
+    longer live) and return None. The one writer of the report file (the gate's step, the freshness
+    sensor, the ``report`` command).
+
+    Raises
+    ------
+    NotAReportError
+        ``out_path`` holds a file this project did not write: nothing is written or removed.
+    OSError
+        The page cannot be written (a read-only folder, a full disk).
+    """
+    if pub.leaderboard.is_empty():
+        refuse_foreign_file(out_path)  # never delete what is not a report (say, the warehouse itself)
+        Path(out_path).unlink(missing_ok=True)
+        return None
+    return render_report(pub, out_path, **options)
+
+
+def why_not_written(exc: BaseException) -> str:
+    """Why a page was not written, in words: an OS error's own text with its path (a read-only folder,
+    a full disk, a file where the folder should be, a file that is not a report), else the error."""
+    if isinstance(exc, OSError) and exc.strerror:
+        path = exc.filename
+        return exc.strerror if path is None or str(path) in exc.strerror else f"{exc.strerror}: {path}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def catch_up_report(con: duckdb.DuckDBPyConnection, out_path: str | os.PathLike[str],
+                    schema: str = SCHEMA) -> str | None:
+    """Re-render the report page at ``out_path`` when it is behind the live publication of ``con`` (read
+    once, in one snapshot); return what was done in one line, or None when the page was up to date.
+
+    Cheap when nothing is to be done: one row of ``schema.publications`` and the page's first
+    :data:`MARKER_WITHIN` bytes (see :func:`report_lag`).
+
+    Raises
+    ------
+    NotAReportError, OSError, duckdb.Error, LookupError
+        The page could not be brought up to date (it is left as it was).
+    """
+    lag = report_lag(out_path, live_publication(con, schema))
+    if lag is None:
+        return None
+    written = write_live_report(read_published(con, schema), out_path)
+    done = f"re-rendered {written}" if written is not None else f"removed {out_path}"
+    return f"report {done} ({lag})"
 
 
 def _file_count(files: Any) -> int | None:

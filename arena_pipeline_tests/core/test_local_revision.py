@@ -121,7 +121,7 @@ def test_a_file_rewritten_after_its_revision_was_computed_is_not_loaded_under_it
     shutil.copy(REAL_CSV, dump)
     manifest = local_manifest(parse_source(str(dump)))
     _swap_winner_in_place(dump)  # same size, inode and modification time: only the content differs
-    with pytest.raises(SourceError, match=r"votes\.csv .*changed after its revision was computed"):
+    with pytest.raises(SourceError, match=r"votes\.csv .*changed since it was fetched \(sha256 [0-9a-f]{64} now, [0-9a-f]{64} when fetched\): run again to load the new revision"):
         _loaded(manifest, tmp_path)
 
 
@@ -160,5 +160,70 @@ def test_a_file_changed_while_it_is_read_fails_the_load(tmp_path, monkeypatch):
             yield batch
 
     monkeypatch.setattr(ingest, "_iter_file", rewrite_midway)
-    with pytest.raises(SourceError, match="changed while it was read"):
+    with pytest.raises(SourceError, match=r"changed since it was fetched \(modified while it was read"):
         _loaded(manifest, tmp_path)
+
+
+def _truncate(path: Path, keep: int) -> None:
+    with open(path, "r+b") as fh:
+        fh.truncate(keep)
+
+
+def test_a_shard_cut_short_after_the_fetch_is_named_as_changed(tmp_path, monkeypatch):
+    """The second shard truncated while the first is read failed with "Parquet magic bytes not found", no
+    file named, and the revision was recorded as a bad dump (issue 38, item 5): it is named as changed since
+    it was fetched, with how, and the first shard's rows are not loaded under the revision."""
+    import pytest
+
+    from arena_pipeline_tests.fixtures import write_dump
+
+    first, second = write_dump(tmp_path / "dump", n_rows=60, n_shards=2, seed=3)
+    manifest = local_manifest(parse_source(str(tmp_path / "dump")))
+    size = second.stat().st_size
+    real = ingest._iter_file
+
+    def cut_the_next_shard_midway(shard, *args, **kwargs):
+        for i, batch in enumerate(real(shard, *args, **kwargs)):
+            if shard.path == str(first) and i == 0:
+                _truncate(second, size // 3)  # while the first shard is read
+            yield batch
+
+    monkeypatch.setattr(ingest, "_iter_file", cut_the_next_shard_midway)
+    with pytest.raises(ingest.FileChangedError) as raised:
+        _loaded(manifest, tmp_path)
+    assert str(raised.value) == (
+        f"data/train-00001-of-00002.parquet ({second}) changed since it was fetched ({size:,} bytes when fetched, "
+        f"{size // 3:,} now): run again to load the new revision; nothing was loaded")
+    # and the failed load leaves no staging table behind (they stayed, empty, until the next publication)
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "load.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall() == []
+
+
+def test_every_read_error_names_the_file(tmp_path):
+    """A shard that does not read, and did not change since it was fetched (a manifest without a digest or
+    stamp: nothing to compare), fails with its name and the reader's reason; one rewritten with other
+    bytes of the same size is named as changed (its digest)."""
+    import dataclasses
+
+    import pytest
+
+    from arena_pipeline.core.ingest.sources import SourceError
+    from arena_pipeline_tests.fixtures import write_dump
+
+    first, second = write_dump(tmp_path / "dump", n_rows=60, n_shards=2, seed=4)
+    manifest = local_manifest(parse_source(str(tmp_path / "dump")))
+    size = second.stat().st_size
+    second.write_bytes(b"\0" * size)  # same size, other bytes: no parquet footer any more
+    with pytest.raises(ingest.FileChangedError, match=r"^data/train-00001-of-00002\.parquet \(.*\) changed since "
+                       r"it was fetched \(sha256 [0-9a-f]{64} now, [0-9a-f]{64} when fetched\): run again"):
+        _loaded(manifest, tmp_path)
+    unknown = dataclasses.replace(manifest, files=tuple(dataclasses.replace(f, sha256=None, stamp=None)
+                                                        for f in manifest.files))
+    (tmp_path / "load.duckdb").unlink(missing_ok=True)
+    with pytest.raises(SourceError) as raised:
+        _loaded(unknown, tmp_path)
+    assert not isinstance(raised.value, ingest.FileChangedError)
+    assert str(raised.value).startswith(f"data/train-00001-of-00002.parquet ({second}) is not readable (Arrow")
+    assert "magic bytes" in str(raised.value) and str(raised.value).endswith("; nothing was loaded")

@@ -32,7 +32,10 @@ from arena_pipeline.presentation.report import (
     REPORT_MARKER,
     NotAReportError,
     build_report_html,
+    catch_up_report,
+    page_publication,
     render_report,
+    report_lag,
 )
 from arena_pipeline_tests.presentation.synthetic import (
     REVISION,
@@ -334,6 +337,65 @@ def test_report_replaces_only_a_report_it_wrote(outputs, tmp_path):
     assert REPORT_MARKER in page.read_bytes()[:MARKER_WITHIN]
     assert render_report(pub, page, title="Again") == page  # a report it wrote is replaced
     assert "<title>Again</title>" in page.read_text(encoding="utf-8")
+
+
+def _publication(publication_id: int, board_rows: int) -> dict:
+    """A row of arena.publications as ``live_publication`` gives it (``rows`` as JSON text)."""
+    return {"publication_id": publication_id, "revision": REVISION, "tables": {}, "settings": {},
+            "rows": f'{{"leaderboard": {board_rows}, "battles": 10}}'}
+
+
+def test_the_page_carries_its_publication_and_says_when_it_is_behind(outputs, tmp_path):
+    """A run killed after the gate's commit, or one that could not write the page, left publication N live
+    and the page at N-1 with nothing to tell them apart (issue 38, item 3): the page carries its id."""
+    page = tmp_path / "index.html"
+    assert page_publication(page) is None and report_lag(page, _publication(4, 9)) == "no page while publication 4 is live"
+    assert report_lag(page, None) is None  # nothing published: nothing to show
+    render_report(pub_of(outputs.leaderboard, outputs, publication_id=3), page)
+    assert page_publication(page) == 3
+    assert report_lag(page, _publication(3, 9)) is None
+    assert report_lag(page, _publication(4, 9)) == "the page shows publication 3, publication 4 is live"
+    # an empty board published on purpose has no page: a page left from before is behind, no page is not
+    assert report_lag(page, _publication(4, 0)) == ("publication 4 has an empty leaderboard, the page shows an "
+                                                   "older board")
+    assert report_lag(tmp_path / "none.html", _publication(4, 0)) is None
+    # a page written before pages carried the id is behind; a file that is not a report never is (not replaced)
+    render_report(pub_of(outputs.leaderboard, outputs), page)
+    assert page_publication(page) is None
+    assert report_lag(page, _publication(3, 9)) == "the page shows an unknown publication, publication 3 is live"
+    foreign = tmp_path / "notes.html"
+    foreign.write_text('<meta name="arena-publication" content="1">')
+    assert page_publication(foreign) is None and report_lag(foreign, _publication(3, 9)) is None
+
+
+def test_a_page_behind_the_live_publication_is_brought_up_to_it(outputs, tmp_path):
+    """``catch_up_report`` (the freshness sensor's): one look at the publication and the page when the page
+    is current; the live publication's page written when it is behind, or the stale page removed when the
+    live board is empty."""
+    path = tmp_path / "w.duckdb"
+    lb = outputs.leaderboard.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841 - read by DuckDB
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE SCHEMA arena")
+        con.execute("CREATE TABLE arena.leaderboard AS SELECT * FROM lb")
+        con.execute("CREATE TABLE arena.publications (publication_id BIGINT, revision VARCHAR, tables JSON, "
+                    "settings JSON, rows JSON)")
+        con.execute("INSERT INTO arena.publications VALUES (1, ?, '{}', '{}', ?), (2, ?, '{}', '{}', ?)",
+                    [REVISION, f'{{"leaderboard": {lb.height}}}', REVISION, f'{{"leaderboard": {lb.height}}}'])
+    page = tmp_path / "report" / "index.html"
+    render_report(pub_of(outputs.leaderboard, outputs, publication_id=1), page)
+    with duckdb.connect(str(path), read_only=True) as con:
+        done = catch_up_report(con, page)
+        assert done == f"report re-rendered {page} (the page shows publication 1, publication 2 is live)"
+        assert page_publication(page) == 2 and REVISION in page.read_text(encoding="utf-8")
+        written = page.stat().st_mtime_ns
+        assert catch_up_report(con, page) is None and page.stat().st_mtime_ns == written  # current: untouched
+    with duckdb.connect(str(path)) as con:  # publication 3: an empty board
+        con.execute("DELETE FROM arena.leaderboard")
+        con.execute("""INSERT INTO arena.publications VALUES (3, 'r3', '{}', '{}', '{"leaderboard": 0}')""")
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert catch_up_report(con, page) == (f"report removed {page} (publication 3 has an empty leaderboard, "
+                                              "the page shows an older board)")
+        assert not page.exists() and catch_up_report(con, page) is None
 
 
 def test_report_page_is_self_contained_and_escapes_names(outputs):

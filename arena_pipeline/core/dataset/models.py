@@ -152,6 +152,15 @@ class AliasTableError(ValueError):
     """An alias CSV that cannot be used; the message names the file and the problem."""
 
 
+def normalization_versions() -> dict[str, str]:
+    """The library versions name normalization depends on: Polars (whose regex engine reads the Unicode
+    classes of :data:`INVISIBLE` and the separators) and Python's Unicode database (``unicodedata``:
+    the blank characters, NFKC). An upgrade of either may map a raw name to another canonical one, so
+    the flat tables' reuse key includes them (``assets/ingest.py``): tables normalized by other
+    versions are loaded again, not reused."""
+    return {"polars": pl.__version__, "unicodedata": unicodedata.unidata_version}
+
+
 def normalize_name_expr(col: str | pl.Expr) -> pl.Expr:
     """Normalized model name, vectorised.
 

@@ -86,6 +86,44 @@ class LoadReport:
     seconds: float = 0.0
 
 
+class FileChangedError(SourceError):
+    """A file of the dump is not what ``raw_dump`` fetched (its size, time or content differ): the
+    revision is not loaded because its files changed, not because the dump is bad; a new run fetches
+    the new content (a new revision) and loads it."""
+
+
+def file_change(shard: ShardFile) -> str | None:
+    """How ``shard``'s file differs from the file ``raw_dump`` fetched, in words; None when it does not.
+
+    The size is compared first (a truncated or grown file), then the stamp taken with the file's
+    sha256; a file whose stamp differs is hashed again (one sequential read) and differs only when
+    its content does (a file touched, or copied back, is unchanged). Without a digest, a different
+    modification time counts as a change.
+    """
+    try:
+        stamp = file_stamp(shard.path)
+    except OSError as exc:
+        return f"it cannot be opened now: {exc.strerror or type(exc).__name__}"
+    if stamp[0] != shard.size:
+        return f"{shard.size:,} bytes when fetched, {stamp[0]:,} now"
+    if shard.stamp is not None and tuple(shard.stamp) == stamp:
+        return None
+    if shard.sha256 is not None:
+        digest = file_sha256(shard.path)
+        if digest == shard.sha256 and file_stamp(shard.path) == stamp:
+            return None
+        return f"sha256 {digest} now, {shard.sha256} when fetched"
+    if shard.stamp is not None and shard.stamp[1] != stamp[1]:
+        return "modified since"
+    return None
+
+
+def changed_error(shard: ShardFile, change: str) -> FileChangedError:
+    """The one-line error of a file that changed since it was fetched (:func:`file_change`)."""
+    return FileChangedError(f"{shard.name} ({shard.path}) changed since it was fetched ({change}): run again to "
+                            "load the new revision; nothing was loaded")
+
+
 def content_unchanged(shard: ShardFile) -> tuple[int, ...]:
     """The file's stamp now, once its content is known to be what ``shard.sha256`` says.
 
@@ -96,19 +134,35 @@ def content_unchanged(shard: ShardFile) -> tuple[int, ...]:
 
     Raises
     ------
-    SourceError
-        The file's content is not the one its revision was computed from.
+    FileChangedError
+        The file is not the one its revision was computed from (:func:`file_change`).
     """
-    stamp = file_stamp(shard.path)
-    if shard.sha256 is None or (shard.stamp is not None and tuple(shard.stamp) == stamp):
-        return stamp
-    digest = file_sha256(shard.path)
-    if digest != shard.sha256 or file_stamp(shard.path) != stamp:
-        raise SourceError(
-            f"{shard.name} ({shard.path}) changed after its revision was computed: sha256 {digest}, the "
-            f"revision was computed from {shard.sha256}; nothing was loaded. Run again: the new content is "
-            f"a new revision")
-    return stamp
+    change = file_change(shard)
+    if change is not None:
+        raise changed_error(shard, change)
+    return file_stamp(shard.path)
+
+
+#: Errors of reading a file (besides SourceError): a file that changed since it was fetched raises them too.
+_READ_ERRORS = (OSError, pa.ArrowException, pl.exceptions.PolarsError, duckdb.IOException)
+
+
+def read_failure(shard: ShardFile, exc: BaseException) -> SourceError | None:
+    """What a failure while reading ``shard`` is reported as: :class:`FileChangedError` when the file
+    changed since it was fetched (whatever the reader said: a truncated file reads as corrupt); else,
+    for a read error, a :class:`SourceError` naming the file; None for any other error (raised as it is)."""
+    if isinstance(exc, FileChangedError):
+        return exc
+    change = file_change(shard)
+    if change is not None:
+        return changed_error(shard, change)
+    if isinstance(exc, SourceError):
+        return exc
+    if isinstance(exc, _READ_ERRORS):
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return SourceError(f"{shard.name} ({shard.path}) is not readable ({type(exc).__name__}: {reason}); "
+                           "nothing was loaded")
+    return None
 
 
 def dump_label(manifest: DumpManifest, shard: ShardFile) -> str:
@@ -393,7 +447,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     is filled in a transaction of its own (:class:`_Stages`): DuckDB then writes whole row groups
     once instead of committing every batch's insert on its own, and does not interleave the
     tables' row groups in one transaction (which took 1.7x the insert and commit time on the 1x
-    dump of benchmarks/bench_ingest.py); a failure rolls the staging rows back.
+    dump of benchmarks/bench_ingest.py); a failure rolls the staging rows back and drops the staging tables.
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
@@ -420,26 +474,30 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     if pairs_revision is not None:
         tables[PAIRS_LOAD_TABLE] = PAIR_ROWS_SCHEMA
     tables = {name + suffix: columns for name, columns in tables.items()}
-    for table, columns in tables.items():
-        warehouse.create_stage(con, schema, table, columns)
     # rows keep the order they are appended in, so one battle's messages stay close together
     # (core.analysis.write_preference_pairs reads them in row ranges); one DuckDB thread: the
     # inserts take a third less CPU than with two, and the other core reads and flattens
     saved = con.execute("SELECT current_setting('preserve_insertion_order'), current_setting('threads')").fetchone()
-    con.execute("SET preserve_insertion_order = true")
-    con.execute("SET threads = 1")
-    stages = _Stages(con, schema, list(tables))
     try:
-        _fill_stages(manifest, stages, suffix, aliases, report, pairs_revision, when_read)
-    except BaseException:
-        stages.rollback()
+        for table, columns in tables.items():
+            warehouse.create_stage(con, schema, table, columns)
+        con.execute("SET preserve_insertion_order = true")
+        con.execute("SET threads = 1")
+        stages = _Stages(con, schema, list(tables))
+        try:
+            _fill_stages(manifest, stages, suffix, aliases, report, pairs_revision, when_read)
+        except BaseException:
+            stages.rollback()
+            raise
+        else:
+            stages.commit()
+        finally:
+            con.execute(f"SET preserve_insertion_order = {bool(saved[0])}")
+            con.execute(f"SET threads = {int(saved[1])}")
+        warehouse.swap_in_staged(con, schema, tables)
+    except BaseException:  # a failed load leaves no (empty) staging table behind until the next publication
+        warehouse.drop_stages(con, schema, tables)
         raise
-    else:
-        stages.commit()
-    finally:
-        con.execute(f"SET preserve_insertion_order = {bool(saved[0])}")
-        con.execute(f"SET threads = {int(saved[1])}")
-    warehouse.swap_in_staged(con, schema, tables)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -564,10 +622,13 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
         # a manifest pickled before the field existed has no limit: the default applies
         limit = getattr(manifest, "csv_max_cell_bytes", None)
         dump = dump_label(manifest, shard)
-        adapter = file_adapter(Path(shard.path))
+        stamp = content_unchanged(shard)  # before the file is opened: a file cut short reads as corrupt
+        try:
+            adapter = file_adapter(Path(shard.path))
+        except Exception as exc:
+            raise (read_failure(shard, exc) or exc) from exc
         screened.formats.setdefault(dump, adapter.name)
-        stamp = content_unchanged(shard)
-        for table, battles, unparsed in _iter_file(shard, aliases, limit, dump, adapter):
+        for table, battles, unparsed in _read_file(shard, aliases, limit, dump, adapter):
             file_rows += battles.height + unparsed.height
             batch = battles  # row-aligned with table
             battles, repeated, seen_in = _same_id_elsewhere(battles, screened.kept, dump, adapter.unavailable)
@@ -585,11 +646,20 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
                     _content_key(clean, frame)))
             pairs = pair_rows(frame, clean, pairs_revision) if pairs_revision is not None else None
             yield flatten_messages(frame, dump), flatten_context_messages(frame, dump), pairs
-        if file_stamp(shard.path) != stamp:
-            raise SourceError(f"{shard.name} ({shard.path}) changed while it was read: the tables would not be "
-                              f"the revision's content; run again (the changed file is a new revision)")
+        if file_stamp(shard.path) != stamp:  # the tables would not be the revision's content
+            change = file_change(shard)
+            raise changed_error(shard, "modified while it was read" + (f": {change}" if change else ""))
         report.rows_read += file_rows
         report.per_file.append({"file": shard.name, "rows": file_rows, "dump": dump, "format": adapter.name})
+
+
+def _read_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: int | None, dump: str,
+               adapter: Adapter) -> Iterator[tuple[pa.Table, pl.DataFrame, pl.DataFrame]]:
+    """:func:`_iter_file`, whose failures name the file (:func:`read_failure`)."""
+    try:
+        yield from _iter_file(shard, aliases, max_cell_bytes, dump, adapter)
+    except Exception as exc:
+        raise (read_failure(shard, exc) or exc) from exc
 
 
 def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: pl.DataFrame | None,

@@ -149,6 +149,8 @@ class Freshness:
     live: LiveBoard | None
     #: the revisions seen at or after the live one and not published, the most recently seen first
     pending: list[Pending] = field(default_factory=list)
+    #: why nothing could be read although something was published (the warehouse file is missing), or None
+    missing: str | None = None
 
     @property
     def age(self) -> dt.timedelta | None:
@@ -167,7 +169,7 @@ class Freshness:
     def age_text(self) -> str:
         """One line on the live publication's age against the limit."""
         if self.live is None:
-            return "nothing is published yet"
+            return self.missing or "nothing is published yet"
         live, age = self.live, self.age
         verdict = "within" if self.fresh else "over"
         return (f"publication {live.publication_id} (revision {short_revision(live.revision)}) is "
@@ -185,6 +187,28 @@ class Freshness:
     def summary(self) -> str:
         """The whole state in one line (what a sensor tick shows)."""
         return f"{self.age_text()}; {self.pending_text()}"
+
+
+def missing_warehouse(path: str, store: str | None, published: list[str]) -> str | None:
+    """Why a warehouse file that does not exist is missing rather than not written yet, in one line; None
+    when nothing says it was ever there.
+
+    Parameters
+    ----------
+    path
+        The warehouse file (ARENA_WAREHOUSE), which does not exist.
+    store
+        The pipeline's store folder when it exists (written by every run since the first), else None.
+    published
+        Revisions a Dagster instance records as published (its runs' ``arena/published_revision`` tags).
+    """
+    if published:
+        return (f"the warehouse file {path} is missing, yet revision {short_revision(sorted(published)[-1])} was "
+                "published (the Dagster instance records it): restore the file, or run the pipeline to publish again")
+    if store is not None:
+        return (f"the warehouse file {path} is missing, yet the pipeline's store folder {store} exists: it was moved "
+                "or deleted (or the first run has not published yet); a run publishes it again")
+    return None
 
 
 def _one_line(text: pl.Expr) -> pl.Expr:

@@ -70,26 +70,39 @@ class Build:
 
 
 
-def close_abandoned_builds(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """End 'abandoned' the running builds whose process is gone (it ran on this host and has exited:
-    killed before it finished); return their ids. Their unpublished versions go at the next
-    publication's retention."""
+#: Why a build's run failed, when it is known (``failure_of(build_id)``; a build's id is its run's), else None.
+FailureOf = Callable[[str], "str | None"]
+
+
+def close_abandoned_builds(con: duckdb.DuckDBPyConnection, failure_of: FailureOf | None = None) -> list[str]:
+    """End the running builds whose process is gone (it ran on this host and has exited); return their ids.
+    Their unpublished versions go at the next publication's retention.
+
+    A build whose run is known to have failed (``failure_of`` gives the reason: a step that could not
+    record it, such as one that waited past the lock timeout for the work file) ends 'failed' with that
+    reason; any other ends 'abandoned': its process was killed before it finished.
+    """
     running = con.execute(f"SELECT build_id, host, pid FROM {BUILDS} WHERE status = 'running'").fetchall()
     gone = [(build_id, host, pid) for build_id, host, pid in running if process_gone(host, pid)]
     for build_id, host, pid in gone:
-        finish_build(con, build_id, "abandoned", f"its process ({pid} on {host}) ended before the build finished")
+        reason = failure_of(build_id) if failure_of is not None else None
+        if reason:
+            finish_build(con, build_id, "failed", reason[:2000])
+        else:
+            finish_build(con, build_id, "abandoned", f"its process ({pid} on {host}) ended before the build finished")
     return [build_id for build_id, _, _ in gone]
 
 
 
 def start_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str,
-                manifest: DumpManifest) -> Build:
+                manifest: DumpManifest, failure_of: FailureOf | None = None) -> Build:
     """Register (or re-register, for a retried step) the build of ``build_id`` on ``manifest``'s revision.
 
-    Builds of this host whose process is gone are ended first (:func:`close_abandoned_builds`).
+    Builds of this host whose process is gone are ended first (:func:`close_abandoned_builds`, with
+    ``failure_of``).
     """
     ensure_catalog(con, schema)
-    close_abandoned_builds(con)
+    close_abandoned_builds(con, failure_of)
     existing = _build_row(con, build_id)
     if existing and existing["revision"] != manifest.revision:
         raise PublicationError(
@@ -118,9 +131,11 @@ def _build_row(con: duckdb.DuckDBPyConnection, build_id: str) -> dict | None:
 
 
 
-def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str) -> Build:
+def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str,
+                  failure_of: FailureOf | None = None) -> Build:
     """The build of run ``build_id``: the one its raw_dump step started, or else a new build on the
-    live publication's revision (a partial run: re-rank, new aliases, a re-check).
+    live publication's revision (a partial run: re-rank, new aliases, a re-check); builds whose process
+    is gone are ended first (:func:`close_abandoned_builds`, with ``failure_of``).
 
     Raises
     ------
@@ -136,7 +151,7 @@ def current_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str) ->
         raise NothingPublishedError(
             "nothing is published yet and this run does not fetch the dump: materialize the whole "
             "graph first (dagster asset materialize -m arena_pipeline.definitions --select '*')")
-    close_abandoned_builds(con)
+    close_abandoned_builds(con, failure_of)
     source = con.execute(f"SELECT manifest FROM {BUILDS} WHERE build_id = ?", [live["run_id"]]).fetchone()
     manifest = source[0] if source else None
     _insert_build(con, build_id, live["revision"], manifest, on_conflict="DO NOTHING")

@@ -173,6 +173,14 @@ def append(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.Da
     return frame.height
 
 
+def drop_stages(con: duckdb.DuckDBPyConnection, schema: str, tables: Iterable[str]) -> None:
+    """Drop the staging tables of ``tables`` (a load that failed: nothing of it stays behind). Each is
+    dropped on its own, and one that cannot be dropped does not keep the others."""
+    for table in tables:
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"DROP TABLE IF EXISTS {quoted(schema, STAGE_PREFIX + table)}")
+
+
 def swap_in_staged(con: duckdb.DuckDBPyConnection, schema: str, tables: Iterable[str]) -> None:
     """Swap every staging table in for its published table in one transaction.
 
