@@ -125,10 +125,12 @@ def _interval(row: Mapping[str, Any]) -> str | None:
 
 
 def format_board(board: Sequence[Mapping[str, Any]]) -> str:
-    """A plain-text table of board rows: rank, rank upper bound, model, rating, 95% CI, battles."""
-    rows = [(r["rank"], r["rank_ub"], r["model"], r["rating"], _interval(r), r["n_battles"]) for r in board]
-    return plain_table(("Rank", "UB", "Model", "Rating", "95% CI", "Battles"), rows, (2, 4),
-                       floatfmt=".1f", intfmt=("", "", "", "", "", ","))
+    """A plain-text table of board rows: rank, rank upper bound, model, rating, 95% CI, how many models it
+    is significantly above (a board published before that column: -), battles."""
+    rows = [(r["rank"], r["rank_ub"], r["model"], r["rating"], _interval(r), r.get("significantly_above"),
+             r["n_battles"]) for r in board]
+    return plain_table(("Rank", "UB", "Model", "Rating", "95% CI", "Above", "Battles"), rows, (2, 4),
+                       floatfmt=".1f", intfmt=("", "", "", "", "", "", ","))
 
 
 def _models(n: int) -> str:
@@ -220,7 +222,9 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
         print(plain_table(("Model", "Battles", "W/L/T", "Reason"), wlt, (0, 2, 3), intfmt=","))
     if shown and "ci_method" in pub.columns:
         print(f"\n95% CI: {shown[0]['ci_method']} interval of the rating's difference from the board's "
-          "reference model (rating 1000, no interval). UB: best rank the interval allows.")
+              "reference model (rating 1000, no interval). Above: significantly above N models (the 95% "
+              "interval of the rating difference lies above 0, arena.pairwise_significance); UB: best rank "
+              "those tests allow, 1 + the models significantly above.")
     if pub.no_board:
         print(f"\nCategories without a board ({len(pub.no_board)}):")
         print(plain_table(("Category", "Status", "Reason"), pub.no_board, (0, 1, 2)))

@@ -24,6 +24,7 @@ from arena_pipeline.constants import (
     MODEL_FIT_CALIBRATION_TABLE,
     MODEL_FIT_TABLE,
     MODELS_TABLE,
+    PAIRWISE_SIGNIFICANCE_TABLE,
     PAIRWISE_TABLE,
     PUBLICATION_CHANGES_TABLE,
     QUALITY_RESULTS_TABLE,
@@ -38,7 +39,8 @@ from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_
 #: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
 #: validation tables (comparisons with a published board and with benchmarks) come last.
 EXPORT_TABLES: tuple[str, ...] = (
-    LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE, f"{LEADERBOARD_TABLE}_history",
+    LEADERBOARD_TABLE, PAIRWISE_TABLE, PAIRWISE_SIGNIFICANCE_TABLE, STYLE_COEFFICIENTS_TABLE,
+    f"{LEADERBOARD_TABLE}_history",
     f"{STYLE_COEFFICIENTS_TABLE}_history", MODELS_TABLE, QUALITY_RESULTS_TABLE, DUMPS_TABLE,
     UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE, EXTERNAL_COMPARISON_TABLE, EXTERNAL_COMPARISON_MODELS_TABLE,
     BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE, MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE,

@@ -18,7 +18,8 @@ from arena_pipeline_tests.materialize import materialize
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RANK = {"min_battles": 5, "bootstrap_rounds": 5}
 #: Every table of the rankings fit (built together: a publication takes them from one run).
-RANKING_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/style_coefficients", "arena/unrated_models",
+RANKING_SELECTION = ["arena/leaderboard", "arena/pairwise", "arena/pairwise_significance", "arena/style_coefficients",
+                     "arena/unrated_models",
                      "arena/board_status", "arena/dump_leaderboard", "arena/model_fit", "arena/model_fit_calibration"]
 #: The validation tables computed from the leaderboard (a re-rank rebuilds them before the gate).
 VALIDATION_SELECTION = ["arena/external_comparison", "arena/external_comparison_models", "arena/benchmark_scores",

@@ -47,6 +47,8 @@ def build_warehouse(path: Path, *, leaderboard: bool = True, extras: bool = True
             st = out.style_coefficients.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
             q = synthetic_quality()  # noqa: F841
             con.execute("CREATE TABLE arena.pairwise AS SELECT * FROM pw")
+            ps = out.pairwise_significance.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
+            con.execute("CREATE TABLE arena.pairwise_significance AS SELECT * FROM ps")
             con.execute("CREATE TABLE arena.style_coefficients AS SELECT * FROM st")
             con.execute("CREATE TABLE arena.quality_results AS SELECT * FROM q")
             un = out.unrated_models.with_columns(dump_revision=pl.lit(REVISION))  # noqa: F841
@@ -95,7 +97,7 @@ def test_leaderboard_prints_a_table_in_rank_order(warehouse, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("Overall - Bradley-Terry (bt); 9 models, top 3 shown; dump " + REVISION)
     header = lines[2].split()
-    assert header == ["Rank", "UB", "Model", "Rating", "95%", "CI", "Battles"]
+    assert header == ["Rank", "UB", "Model", "Rating", "95%", "CI", "Above", "Battles"]
     board = synthetic_outputs().leaderboard.filter(
         (pl.col("category") == "overall") & (pl.col("method") == "bt")
     ).sort("rank")
@@ -105,7 +107,9 @@ def test_leaderboard_prints_a_table_in_rank_order(warehouse, capsys):
         assert cells[3] == f"{row['rating']:.1f}"
         assert f"[{row['ci_lower']:.1f}, {row['ci_upper']:.1f}]" in line
         assert cells[-1] == f"{row['n_battles']:,}"
+        assert cells[-2] == str(row["significantly_above"])  # issue 36: from the pairwise tests
     assert "95% CI: sandwich interval" in out
+    assert "Above: significantly above N models" in out
 
 
 def test_leaderboard_category_method_and_all_rows(warehouse, capsys):
@@ -362,8 +366,8 @@ def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, c
     assert main(["export", "--warehouse", str(warehouse), "--format", "parquet", str(out_dir)]) == EXIT_OK
     files = sorted(p.name for p in out_dir.iterdir())
     assert files == ["board_status.parquet", "dumps.parquet", "leaderboard.parquet", "leaderboard_history.parquet",
-                     "manifest.json", "pairwise.parquet", "quality_results.parquet", "style_coefficients.parquet",
-                     "unrated_models.parquet"]
+                     "manifest.json", "pairwise.parquet", "pairwise_significance.parquet", "quality_results.parquet",
+                     "style_coefficients.parquet", "unrated_models.parquet"]
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["revision"] == REVISION and manifest["format"] == "parquet"
     assert manifest["missing_tables"] == ["style_coefficients_history", "models", "dump_leaderboard",

@@ -44,7 +44,12 @@ def _frame(warehouse: Path, sql: str, params: list | None = None) -> pl.DataFram
 
 def _expected(warehouse: Path, before: int, after: int) -> pl.DataFrame:
     """The two publications' boards side by side, straight from arena.leaderboard_history."""
-    history = _frame(warehouse, "SELECT publication_id, category, method, model, rating, ci_lower, ci_upper, rank "
+    # the test's standard errors: the sandwich of the primary (clustered or not), else the primary (issue 36)
+    se = ("CASE WHEN ci_method LIKE 'cluster_%' AND cluster_sandwich_lower IS NOT NULL THEN cluster_sandwich_{0} "
+          "WHEN ci_method NOT LIKE 'cluster_%' AND sandwich_lower IS NOT NULL THEN sandwich_{0} ELSE ci_{0} END "
+          "AS se_{0}")
+    history = _frame(warehouse, "SELECT publication_id, category, method, model, rating, ci_lower, ci_upper, rank, "
+                                f"{se.format('lower')}, {se.format('upper')} "
                                 "FROM arena.leaderboard_history WHERE publication_id IN (?, ?)", [before, after])
     old, new = (history.filter(pl.col("publication_id") == p).drop("publication_id") for p in (before, after))
     return old.join(new, on=["category", "method", "model"], how="full", coalesce=True, suffix="_after")
@@ -109,13 +114,15 @@ def test_changes_between_publications_with_known_differences(tmp_path, capsys):
     new = changes.filter((pl.col("category") == "overall") & (pl.col("status") == "new"))
     assert NEW_MODEL in new.get_column("model").to_list()
     nested = changes.filter(pl.col("correlation").is_between(0, 1, closed="none"))
-    assert nested.height  # nested fits: Var = s0^2 - s1^2
+    assert nested.height  # nested fits: Var = max(s0^2 - s1^2, 0), s from the sandwich of the primary
+    assert set(nested.get_column("change_variance").str.split(",").list.first()) == {"max(s0^2 - s1^2"}
     history = _expected(warehouse, 2, 3)
     order = nested.join(history, on=["category", "method", "model"]).select(
         half=pl.col("change_ci_upper") - pl.col("rating_change"),
-        se0=(pl.col("ci_upper") - pl.col("ci_lower")) / (2 * Z95),
-        se1=(pl.col("ci_upper_after") - pl.col("ci_lower_after")) / (2 * Z95))
-    assert ((order["half"] - Z95 * (order["se0"] ** 2 - order["se1"] ** 2).sqrt()).abs() < 1e-9).all()
+        se0=(pl.col("se_upper") - pl.col("se_lower")) / (2 * Z95),
+        se1=(pl.col("se_upper_after") - pl.col("se_lower_after")) / (2 * Z95))
+    expected = Z95 * (order["se0"] ** 2 - order["se1"] ** 2).clip(lower_bound=0).sqrt()
+    assert ((order["half"] - expected).abs() < 1e-9).all()
     assert order.height == nested.height
     # the publication records the relation (what --since composes once the earlier battles are dropped)
     settings = json.loads(_frame(warehouse, "SELECT settings FROM arena.publications WHERE publication_id = 3")

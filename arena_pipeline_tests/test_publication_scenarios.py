@@ -74,7 +74,8 @@ def test_rerank_changes_nothing_until_published_then_keeps_the_earlier_board(set
     (first, _, _), (second, _, rebuilt) = publications(setup.warehouse)
     assert sorted(rebuilt) == ["benchmark_agreement", "benchmark_scores", "board_status", "dump_leaderboard",
                                "external_comparison", "external_comparison_models", "leaderboard", "model_fit",
-                               "model_fit_calibration", "pairwise", "publication_changes", "style_coefficients",
+                               "model_fit_calibration", "pairwise", "pairwise_significance", "publication_changes",
+                               "style_coefficients",
                                "unrated_models"]
     settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications "
                                                  "WHERE publication_id = ?", [second])[0][0])
@@ -226,7 +227,8 @@ def test_partial_runs_from_the_cli_without_dagster_home(setup):
     (_, _, _), (_, _, rebuilt) = publications(setup.warehouse)
     assert sorted(rebuilt) == ["benchmark_agreement", "benchmark_scores", "board_status", "dump_leaderboard",
                                "external_comparison", "external_comparison_models", "leaderboard", "model_fit",
-                               "model_fit_calibration", "pairwise", "publication_changes", "style_coefficients",
+                               "model_fit_calibration", "pairwise", "pairwise_significance", "publication_changes",
+                               "style_coefficients",
                                "unrated_models"]
     assert_live_is_one_publication(setup.warehouse)
 

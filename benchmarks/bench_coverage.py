@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_coverage.py                  # ~2.5 min on 2 shared cores
+    .venv/bin/python benchmarks/bench_coverage.py                  # ~4 min on 2 shared cores
     .venv/bin/python benchmarks/bench_coverage.py --replicates 300 --variants   # ~8 min
     .venv/bin/python benchmarks/bench_coverage.py --replicates 3000 --seed 7 --scenario sessions
 
@@ -30,16 +30,26 @@ is a tie (tie or both_bad, half each) with probability ``tau = 0.35 * 4 p (1 - p
 equals), else a win for a with probability ``p - tau / 2``: a tie scores half a win each way, so the
 expected score of a is exactly ``p`` and the true strengths are the estimand of the half-tie fit.
 
-Two scenarios, each fitted with the project's code (``core.ranking.board.fit_bt_board``):
+Three scenarios, each fitted with the project's code (``core.ranking.board.fit_bt_board``) under the
+default settings, the sessions of the votes passed as ``compute_rankings`` passes them
+(``core.ranking.sessions.session_clusters``):
 
 ``independent``
-    every vote independent: ``sandwich`` (the primary interval) and the ``bootstrap``
-    (percentile, ``--rounds`` rounds).
+    every vote independent and its session unknown (a null ``evaluation_session_id``, as in the 33k
+    and 55k dumps): no clustered interval, the primary one is the vote-level ``sandwich``; also the
+    ``bootstrap`` (percentile, ``--rounds`` rounds).
+``singletons``
+    every vote independent and in a session of its own, known: the primary interval is the
+    clustered one (CR3 over one-vote sessions), which must not lose what the vote-level one had.
 ``sessions``
-    votes come in evaluation sessions that re-vote one pair: Geometric(0.4) votes (1 or more, mean 2.5),
-    each repeating the session's previous vote with probability 0.6, else drawn afresh (so every
-    vote is still exactly the law above; only independence fails): the vote-level intervals and
-    the clustered ``cluster_sandwich`` and ``cluster_bootstrap``.
+    the re-vote session design: votes come in evaluation sessions that re-vote one pair:
+    Geometric(0.4) votes (1 or more, mean 2.5), each repeating the session's previous vote with
+    probability 0.6, else drawn afresh (so every vote is still exactly the law above; only
+    independence fails), the session ids known: the vote-level intervals and the clustered
+    ``cluster_sandwich`` (the default primary, issue 36) and ``cluster_bootstrap``.
+
+In every scenario ``primary`` is what the default settings put in ``ci_lower``/``ci_upper`` (its
+``ci_method`` in brackets) and ``primary bootstrap`` what ``primary_interval: bootstrap`` would.
 
 Each table row gives the coverage (%) in a battle-count band (a model's battles on that replicate),
 the number of (model, replicate) indicators, and the Monte-Carlo standard error: indicators of one
@@ -56,6 +66,7 @@ and Hinkley (1997, section 5.2; NumPy's ``weibull``), each with its CPU time per
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import math
 import time
@@ -63,7 +74,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.board import Board, fit_bt_board, primary_order
 from arena_pipeline.core.ranking.bradley_terry import (
     BOOTSTRAP_RIDGE,
     aggregate_pairs,
@@ -74,6 +85,7 @@ from arena_pipeline.core.ranking.bradley_terry import (
     fit_bt,
 )
 from arena_pipeline.core.ranking.scale import anchor_matrix, points_per_logit, to_ratings, z_value
+from arena_pipeline.core.ranking.sessions import session_clusters
 from arena_pipeline.core.ranking.types import RankingConfig
 
 #: Battle-count bands of the table: [low, high).
@@ -175,7 +187,7 @@ class Tally:
     def table(self, title: str) -> str:
         names = list(dict.fromkeys(name for name, _ in self.rows))
         labels = [f"{lo:,}-{hi - 1:,}" if math.isfinite(hi) else f"{lo:,}+" for lo, hi in BANDS] + ["all"]
-        lines = [title, f"  {'interval':<20}{'battles':>14}{'n':>9}{'coverage %':>12}{'s.e.':>7}{'width':>8}"]
+        lines = [title, f"  {'interval':<40}{'battles':>14}{'n':>9}{'coverage %':>12}{'s.e.':>7}{'width':>8}"]
         for name in names:
             for band, label in enumerate(labels):
                 hits, n, width = (np.array(c, dtype=float) for c in zip(*self.rows[name, band], strict=True))
@@ -185,7 +197,7 @@ class Tally:
                 # ratio estimator over replicates (the replicate is the independent unit)
                 r = len(n)
                 se = math.sqrt(((hits - cov * n) ** 2).sum() * r / max(r - 1, 1)) / n.sum()
-                lines.append(f"  {name:<20}{label:>14}{int(n.sum()):>9}{100 * cov:>12.1f}{100 * se:>7.1f}"
+                lines.append(f"  {name:<40}{label:>14}{int(n.sum()):>9}{100 * cov:>12.1f}{100 * se:>7.1f}"
                              f"{width.sum() / n.sum():>8.1f}")
         return "\n".join(lines)
 
@@ -208,13 +220,20 @@ def cluster_cr0(pairs, theta, t: Tournament, o: np.ndarray, anchor: int | None, 
     return rating - half, rating + half
 
 
+#: The scenarios and their random streams (independent and sessions keep the streams they had before
+#: singletons was added, so their figures are those of the earlier runs).
+SCENARIOS = {"independent": 0, "sessions": 1, "singletons": 2}
+
+
 def run(scenario: str, args: argparse.Namespace) -> str:
-    rng = np.random.default_rng([args.seed, 0 if scenario == "independent" else 1])
+    rng = np.random.default_rng([args.seed, SCENARIOS[scenario]])
     sessions = scenario == "sessions"
     config = RankingConfig(methods=("bt",), bootstrap_rounds=args.rounds, display_min_battles=0)
+    boot_order = primary_order(dataclasses.replace(config, primary_interval="bootstrap"))
     names = [f"m{i:02d}" for i in range(args.models)]
     tally = Tally()
-    intervals = ("sandwich", "bootstrap") + (("cluster_sandwich", "cluster_bootstrap") if sessions else ())
+    clustered = scenario != "independent"
+    intervals = ("sandwich", "bootstrap") + (("cluster_sandwich", "cluster_bootstrap") if clustered else ())
     variants = [(b, m) for b in args.variant_rounds for m in ("linear", "weibull")] if args.variants else []
     spent = dict.fromkeys(["board", *variants], 0.0)
     votes, ref_battles, low, high = [], [], math.inf, 0
@@ -225,7 +244,9 @@ def run(scenario: str, args: argparse.Namespace) -> str:
         target = truth(t, config, args.statement)
         keep = np.arange(args.models) != anchor
         o = draw_outcomes(rng, t, 0.6 if sessions else 0.0)
-        board = Board("sim", config, names, t.a, t.b, o, None, anchor, t.session if sessions else None)
+        # the session ids as compute_rankings sees them: unknown (null, -1) in the independent design
+        known = t.session if clustered else np.full(t.a.size, -1)
+        board = Board("sim", config, names, t.a, t.b, o, None, anchor, session_clusters(known).cluster)
         started = time.process_time()
         frame = fit_bt_board(board).frame
         spent["board"] += time.process_time() - started
@@ -233,8 +254,11 @@ def run(scenario: str, args: argparse.Namespace) -> str:
         votes.append(t.a.size)
         ref_battles.append(battles[t.reference])
         low, high = min(low, battles.min()), max(high, battles.max())
-        for name in intervals:
-            lower, upper = (frame.get_column(f"{name}_{s}").to_numpy() for s in ("lower", "upper"))
+        ci_method = frame.get_column("ci_method")[0]
+        boot = next(k for k in boot_order if frame.get_column(f"{k}_upper").drop_nulls().len())
+        for name, column in (*((k, k) for k in intervals), (f"primary ({ci_method})", "ci"),
+                             (f"primary bootstrap ({boot})", boot)):
+            lower, upper = (frame.get_column(f"{column}_{s}").to_numpy() for s in ("lower", "upper"))
             tally.add(name, lower, upper, target, battles, keep)
         if not variants:
             continue
@@ -277,7 +301,7 @@ def main() -> None:
     parser.add_argument("--reference-battles", type=float, default=3000.0)
     parser.add_argument("--rounds", type=int, default=100, help="bootstrap rounds of the boards")
     parser.add_argument("--seed", type=int, default=20251201)
-    parser.add_argument("--scenario", choices=("independent", "sessions", "both"), default="both")
+    parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
     parser.add_argument("--statement", choices=("reference", "centred"), default="reference",
                         help="reference: anchored boards scored against the rating relative to the reference "
                         "(what the page shows); centred: centred boards (no reference) against the rating "
@@ -286,7 +310,7 @@ def main() -> None:
     parser.add_argument("--variant-rounds", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000])
     args = parser.parse_args()
     started = time.perf_counter()
-    for scenario in ("independent", "sessions") if args.scenario == "both" else (args.scenario,):
+    for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
         print(run(scenario, args), flush=True)
         print()
     print(f"total {time.perf_counter() - started:.0f} s")

@@ -17,6 +17,7 @@ from arena_pipeline.constants import (
     LEADERBOARD_TABLE,
     MODEL_FIT_CALIBRATION_TABLE,
     MODEL_FIT_TABLE,
+    PAIRWISE_SIGNIFICANCE_TABLE,
     PAIRWISE_TABLE,
     QUARANTINE_TABLE,
     SCHEMA,
@@ -29,6 +30,7 @@ from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,
+    PAIRWISE_SIGNIFICANCE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     UNRATED_MODELS_SCHEMA,
     compute_rankings,
@@ -54,7 +56,7 @@ from arena_pipeline.resources import ModelCatalog
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
 RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
-                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, STYLE_COEFFICIENTS_TABLE,
+                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, PAIRWISE_SIGNIFICANCE_TABLE, STYLE_COEFFICIENTS_TABLE,
                              UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE,
                              MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE)}
 
@@ -124,8 +126,15 @@ _RANKING_SPECS = [
                    description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
                    "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral."),
         table_spec(PAIRWISE_TABLE, {**PAIRWISE_SCHEMA, **REVISION_COLUMN}, **_RANKED,
-                   description="arena.pairwise: per category and model pair, battles, wins, ties, observed and "
-                   "Bradley-Terry-predicted win rate (what a win-rate heatmap reads)."),
+                   description="arena.pairwise: per category and model pair, battles, wins, ties, observed score "
+                   "rate and the Bradley-Terry expected score (win_rate_1, predicted_win_rate_1: a tie counts 1/2, so "
+                   "these are expected scores, not chances of an outright win; what a win-rate heatmap reads)."),
+        table_spec(PAIRWISE_SIGNIFICANCE_TABLE, {**PAIRWISE_SIGNIFICANCE_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+                   description="arena.pairwise_significance: per category, method and pair of shown models, the "
+                   "rating difference, its 95% interval from the full covariance of the primary method "
+                   "(clustered by session where sessions are known) and whether it excludes 0; rank_ub and "
+                   "rank_lb are read from it. expected_score_1 is model_1's expected score (a tie counting 1/2), "
+                   "not its chance of an outright win."),
         table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
                    "lists, bold) per category with 95% intervals."),
@@ -167,7 +176,7 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_
              battles: pl.DataFrame, battle_categories: pl.DataFrame, quarantine: pl.DataFrame):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
-    The six tables come from one fit: a publication takes them all from the same run, so select
+    The seven tables come from one fit: a publication takes them all from the same run, so select
     them together (the rerank_job does) to re-rank with other settings. arena.unrated_models and
     arena.board_status say what the boards leave out and why; arena.dump_leaderboard holds each
     loaded dump's own boards (arena.leaderboard is the board over every dump).
@@ -179,7 +188,7 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_
 
     arena.model_fit and arena.model_fit_calibration (core/ranking/model_fit.py) say how well each
     Bradley-Terry board predicts held-out votes (on the reference scale: the fit's models and votes);
-    they are built with the six, from the same settings.
+    they are built with the seven, from the same settings.
     """
     selected = {key.path[-1] for key in context.selected_asset_keys}
     # the leaderboards rank canonical names (core/dataset/models.py); raw names stay in arena.battles
@@ -191,6 +200,7 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_
     frames = {  # the store adds dump_revision
         LEADERBOARD_TABLE: board,
         PAIRWISE_TABLE: output.pairwise,
+        PAIRWISE_SIGNIFICANCE_TABLE: output.pairwise_significance,
         STYLE_COEFFICIENTS_TABLE: output.style_coefficients,
         UNRATED_MODELS_TABLE: output.unrated_models,
         BOARD_STATUS_TABLE: output.board_status,

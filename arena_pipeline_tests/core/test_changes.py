@@ -90,13 +90,80 @@ def test_new_and_gone_models_ranks_and_order():
     assert (b["rank_change"], b["rank_ub_change"], b["battles_before"], b["battles_after"]) == (0, 0, 300, 400)
 
 
-def test_a_new_interval_as_wide_as_the_old_falls_back_to_independent_fits():
-    wider = AFTER.with_columns(ci_lower=pl.col("rating") - 30, ci_upper=pl.col("rating") + 30)
+@pytest.mark.parametrize(("half_after", "half_change"), [
+    (19.9, math.sqrt(20**2 - 19.9**2)), (20.0, 0.0), (20.1, 0.0), (30.0, 0.0)])
+def test_votes_added_variance_is_continuous_and_never_negative(half_after, half_change):
+    """Issue 36: Var = max(s0^2 - s1^2, 0) on both sides of s1 = s0 (before: s1 >= s0 switched to
+    independence, s1 just under s0 gave a near-zero variance)."""
+    wider = AFTER.with_columns(ci_lower=pl.col("rating") - half_after, ci_upper=pl.col("rating") + half_after)
     wider = wider.with_columns(ci_lower=pl.when(pl.col("model") == "ref").then(None).otherwise("ci_lower"),
                                ci_upper=pl.when(pl.col("model") == "ref").then(None).otherwise("ci_upper"))
     a = _row(compare_boards(BEFORE, wider, relation=VOTES_ADDED, settings_changed=False), "a")
-    assert a["correlation"] == 0.0
-    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(math.sqrt(20**2 + 30**2))
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(half_change, abs=1e-9)
+    assert a["correlation"] == pytest.approx(min(half_after / 20, 1.0))
+    assert a["change_variance"] == "max(s0^2 - s1^2, 0), sandwich intervals"
+
+
+def test_the_test_reads_the_sandwich_of_a_bootstrap_primary():
+    """A bootstrap primary's width is Monte-Carlo noise: s0, s1 come from the board's sandwich columns
+    (the clustered sandwich for a clustered primary); spectral, without them, from its primary."""
+    def with_sandwich(frame, method, half):
+        return frame.with_columns(ci_method=pl.lit(method), ci_lower=pl.col("ci_lower") - 50,
+                                  ci_upper=pl.col("ci_upper") + 50,
+                                  cluster_sandwich_lower=pl.col("rating") - half,
+                                  cluster_sandwich_upper=pl.col("rating") + half,
+                                  sandwich_lower=pl.col("rating") - 1.0, sandwich_upper=pl.col("rating") + 1.0)
+    pinned = pl.when(pl.col("model") == "ref")
+    before, after = (with_sandwich(f, "cluster_bootstrap", h) for f, h in ((BEFORE, 20.0), (AFTER, 12.0)))
+    before, after = (f.with_columns(**{c: pinned.then(None).otherwise(c) for c in
+                                       ("cluster_sandwich_lower", "cluster_sandwich_upper", "sandwich_lower",
+                                        "sandwich_upper")}) for f in (before, after))
+    a = _row(compare_boards(before, after, relation=VOTES_ADDED, settings_changed=False), "a")
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(16.0)  # sqrt(20^2 - 12^2)
+    assert a["change_variance"] == "max(s0^2 - s1^2, 0), cluster_sandwich intervals"
+    spectral = _row(compare_boards(BEFORE.with_columns(ci_method=pl.lit("bootstrap")),
+                                   AFTER.with_columns(ci_method=pl.lit("bootstrap")),
+                                   relation=VOTES_ADDED, settings_changed=False), "a")
+    assert spectral["change_variance"] == "max(s0^2 - s1^2, 0), bootstrap intervals"
+
+
+def _aligned(frame: pl.DataFrame, shift: float) -> tuple[pl.DataFrame, dict]:
+    moved = frame.with_columns(pl.col(c) + shift for c in ("rating", "ci_lower", "ci_upper"))
+    record = {"requested": True, "board_sha256": "abc", "estimator": "median", "min_models": 3,
+              "boards": [{"category": "overall", "method": "bt", "shift": shift, "aligned": True}]}
+    return moved, record
+
+
+def test_aligned_boards_are_compared_without_their_shifts():
+    """Issue 36: the shift is re-estimated each publication; comparing aligned ratings moved every
+    model by its change and flagged the reference. The change is of the unaligned ratings, the shift's
+    change is reported apart, and the reference is never flagged for it."""
+    plain = compare_boards(BEFORE, AFTER, relation=VOTES_ADDED, settings_changed=False)
+    (before, ab), (after, aa) = _aligned(BEFORE, 250.0), _aligned(AFTER, 262.5)
+    out = compare_boards(before, after, relation=VOTES_ADDED, settings_changed=False,
+                         alignment_before=ab, alignment_after=aa)
+    same = ["model", "rating_change", "change_ci_lower", "change_ci_upper", "correlation", "beyond_interval"]
+    assert out.select(same).equals(plain.select(same))
+    ref, a = _row(out, "ref"), _row(out, "a")
+    assert ref["rating_change"] == 0.0 and ref["beyond_interval"] is False
+    assert (a["shift_before"], a["shift_after"], a["shift_change"]) == (250.0, 262.5, 12.5)
+    # the ratings as published: the displayed move is the change plus the shift's change
+    assert a["rating_after"] - a["rating_before"] == pytest.approx(a["rating_change"] + a["shift_change"])
+    assert _row(plain, "a")["shift_change"] == 0.0
+
+
+def test_turning_alignment_on_is_a_settings_change_but_not_another_estimator():
+    from arena_pipeline.core.publication.changes import _or_aligned
+
+    after, record = _aligned(AFTER, 240.0)
+    assert _or_aligned(False, None, record) is True and _or_aligned(False, record, record) is False
+    assert _or_aligned(None, record, {**record, "board_sha256": "other"}) is True
+    out = compare_boards(BEFORE, after, relation=VOTES_ADDED, settings_changed=True, alignment_after=record,
+                         estimator_changed=False)
+    a = _row(out, "a")
+    assert a["settings_changed"] is True and a["rating_change"] == pytest.approx(20.0)
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(math.sqrt(20**2 - 15**2))
+    assert _row(out, "ref")["beyond_interval"] is False
 
 
 def test_another_reference_model_gives_no_interval_and_unbounded_stays_unbounded():

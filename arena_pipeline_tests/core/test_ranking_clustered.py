@@ -247,17 +247,24 @@ def test_clustered_intervals_hold_95_percent(simulated):
     assert widths["cluster_sandwich"] > 1.2 * widths["sandwich"]
 
 
-def test_compute_rankings_clusters_by_session_column():
-    rng = np.random.default_rng(5)
-    a, b, cluster, _ = sessions(rng, 600)
+def session_votes(seed: int = 5, n_sessions: int = 600, known: float = 6 / 7) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Votes in sessions of one pair, a ``1 - known`` share of the sessions without an id (null)."""
+    rng = np.random.default_rng(seed)
+    a, b, cluster, _ = sessions(rng, n_sessions)
     names = np.array([f"m{i:02d}" for i in range(MODELS)])
+    with_id = rng.random(n_sessions) < known
     frame = pl.DataFrame({
         "id": [f"v{i}" for i in range(a.size)],
         "model_a": names[a], "model_b": names[b],
         "winner": np.where(rng.random(a.size) < 0.5, "model_a", "model_b"),
-        "evaluation_session_id": [f"s{c}" if c % 7 else None for c in cluster],
+        "evaluation_session_id": [f"s{c}" if with_id[c] else None for c in cluster],
     })
     categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    return frame, categories
+
+
+def test_compute_rankings_clusters_by_session_column():
+    frame, categories = session_votes()
     config = RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=20,
                            primary_interval="cluster_sandwich", display_min_battles=0)
     out = compute_rankings(frame, categories, config)
@@ -265,12 +272,62 @@ def test_compute_rankings_clusters_by_session_column():
     assert bt.get_column("ci_method").unique().to_list() == ["cluster_sandwich"]
     assert bt.get_column("ci_lower").equals(bt.get_column("cluster_sandwich_lower"), check_names=False)
     assert bt.select(pl.col("^cluster_.*$").null_count()).sum_horizontal().item() == 0
+    # spectral has bootstraps only: its primary is the whole-session one
     spectral = out.leaderboard.filter(pl.col("method") == "spectral")
-    assert spectral.get_column("ci_method").unique().to_list() == ["bootstrap"]
+    assert spectral.get_column("ci_method").unique().to_list() == ["cluster_bootstrap"]
+    assert spectral.get_column("ci_lower").equals(spectral.get_column("cluster_bootstrap_lower"), check_names=False)
     # sessions with a null id count one battle each
-    expected = len(set(cluster[cluster % 7 != 0])) + int((cluster % 7 == 0).sum())
+    ids = frame.get_column("evaluation_session_id")
+    expected = ids.drop_nulls().n_unique() + ids.null_count()
     assert out.metadata["categories"]["overall"]["bt"]["clusters"] == expected
+    status = out.board_status.filter(pl.col("category") == "overall").row(0, named=True)
+    assert (status["sessions"], status["votes_without_session"]) == (ids.drop_nulls().n_unique(), ids.null_count())
+    assert status["clustering"].startswith(f"clustered by evaluation_session_id: {ids.count():,} votes in ")
+    assert f"{ids.null_count():,} votes with a null evaluation_session_id" in status["clustering"]
     without = compute_rankings(frame.drop("evaluation_session_id"), categories, config)
     wbt = without.leaderboard.filter(pl.col("method") == "bt")
     assert wbt.get_column("ci_method").unique().to_list() == ["sandwich"]
     assert wbt.get_column("cluster_sandwich_lower").null_count() == wbt.height
+    assert without.board_status.row(0, named=True)["clustering"].startswith(
+        "not clustered: the battles have no evaluation_session_id column")
+
+
+def test_the_default_primary_interval_is_clustered_where_sessions_are_known():
+    """Issue 36: with the default settings a board whose votes carry sessions shows the clustered
+    interval (sandwich, or bootstrap with primary_interval='bootstrap'); cluster_primary=False
+    gives LMArena's vote-level one; the other columns are the same either way."""
+    frame, categories = session_votes()
+    default = compute_rankings(frame, categories, RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=20,
+                                                               display_min_battles=0)).leaderboard
+    vote_level = compute_rankings(frame, categories, RankingConfig(
+        methods=("bt", "spectral"), bootstrap_rounds=20, display_min_battles=0, cluster_primary=False)).leaderboard
+    boot = compute_rankings(frame, categories, RankingConfig(
+        methods=("bt",), bootstrap_rounds=20, display_min_battles=0, primary_interval="bootstrap")).leaderboard
+    bt = default.filter(pl.col("method") == "bt")
+    assert bt.get_column("ci_method").unique().to_list() == ["cluster_sandwich"]
+    assert bt.get_column("ci_upper").equals(bt.get_column("cluster_sandwich_upper"), check_names=False)
+    assert boot.get_column("ci_method").unique().to_list() == ["cluster_bootstrap"]
+    assert boot.get_column("ci_upper").equals(boot.get_column("cluster_bootstrap_upper"), check_names=False)
+    assert vote_level.filter(pl.col("method") == "bt").get_column("ci_method").unique().to_list() == ["sandwich"]
+    assert vote_level.filter(pl.col("method") == "spectral").get_column("ci_method").unique().to_list() == [
+        "bootstrap"]
+    pairwise_tests = ("rank_ub", "rank_lb", "significantly_above")
+    same = [c for c in default.columns if c not in ("ci_lower", "ci_upper", "ci_method", *pairwise_tests)]
+    assert default.select(same).equals(vote_level.select(same))
+
+
+def test_votes_without_any_session_have_no_clustered_interval():
+    """A board none of whose votes has a session id (the 33k / 55k formats) gets null cluster_*
+    columns and the vote-level primary interval, with the reason in board_status: never a
+    per-vote interval labelled "cluster"."""
+    frame, categories = session_votes(known=0.0)
+    out = compute_rankings(frame, categories, RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=20,
+                                                           display_min_battles=0))
+    board = out.leaderboard
+    assert board.select(pl.col("^cluster_.*$").null_count()).sum_horizontal().item() == 4 * board.height
+    assert board.filter(pl.col("method") == "bt").get_column("ci_method").unique().to_list() == ["sandwich"]
+    assert board.filter(pl.col("method") == "spectral").get_column("ci_method").unique().to_list() == ["bootstrap"]
+    status = out.board_status.row(0, named=True)
+    assert (status["sessions"], status["votes_without_session"]) == (0, frame.height)
+    assert status["clustering"].startswith("not clustered: no vote of this board has a known evaluation_session_id")
+    assert "clusters" not in out.metadata["categories"]["overall"]["bt"]

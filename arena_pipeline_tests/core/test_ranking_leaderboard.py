@@ -12,6 +12,7 @@ from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import (
     LEADERBOARD_SCHEMA,
     PAIRWISE_SCHEMA,
+    PAIRWISE_SIGNIFICANCE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     RankingConfig,
     compute_rankings,
@@ -73,26 +74,73 @@ def test_frames_have_their_schemas_and_order(output):
     assert fitted.get_column("ci_lower").equals(fitted.get_column("sandwich_lower"), check_names=False)
 
 
-def test_rank_and_rank_ub_follow_their_definitions(output):
-    for _, board in output.leaderboard.group_by(
-        "category", "method", maintain_order=True
-    ):
+def test_rank_and_rank_bounds_follow_their_definitions(output):
+    """rank: 1 + the shown models rated higher. rank_ub / rank_lb / significantly_above (issue 36):
+    from the pairwise tests published in pairwise_significance: 1 + the shown models significantly
+    above, the shown models - those significantly below, and that count; a provisional model is
+    ranked among all models, so its bounds only bracket its rank."""
+    tests = output.pairwise_significance
+    for (category, method), board in output.leaderboard.group_by("category", "method", maintain_order=True):
         rating = board.get_column("rating").to_numpy()
-        lower = board.get_column("ci_lower").to_numpy()
-        upper = board.get_column("ci_upper").to_numpy()
         provisional = board.get_column("provisional").to_list()
         shown = ~np.array(provisional)
         expected_rank = [
             1 + int((rating[np.ones_like(shown) if p else shown] > r).sum())
             for r, p in zip(rating, provisional, strict=True)
         ]
-        expected_ub = [
-            1 + int((lower[np.ones_like(shown) if p else shown] > u).sum())
-            for u, p in zip(upper, provisional, strict=True)
-        ]
         assert board.get_column("rank").to_list() == expected_rank
-        assert board.get_column("rank_ub").to_list() == expected_ub
+        pairs = tests.filter(pl.col("category") == category, pl.col("method") == method)
+        assert pairs.height == shown.sum() * (shown.sum() - 1) // 2
+        winners = pairs.filter("significant").select(
+            winner=pl.when(pl.col("difference") > 0).then("model_1").otherwise("model_2"),
+            loser=pl.when(pl.col("difference") > 0).then("model_2").otherwise("model_1"))
+        beaten = dict(winners.group_by("winner").len().iter_rows())
+        beaten_by = dict(winners.group_by("loser").len().iter_rows())
+        for row in board.filter(~pl.col("provisional")).iter_rows(named=True):
+            assert row["rank_ub"] == 1 + beaten_by.get(row["model"], 0), row
+            assert row["significantly_above"] == beaten.get(row["model"], 0), row
+            assert row["rank_lb"] == shown.sum() - beaten.get(row["model"], 0), row
         assert (board.get_column("rank_ub") <= board.get_column("rank")).all()
+        assert (board.get_column("rank") <= board.get_column("rank_lb")).all()
+
+
+@pytest.mark.parametrize("primary", ["sandwich", "bootstrap"])
+def test_pairwise_significance_is_the_difference_with_its_interval(battles, primary):
+    """Each row: model_1 < model_2 by name, difference = R_1 - R_2 of the board, the primary method's
+    interval around it (containing it for the sandwich), significant when it excludes 0, the expected
+    score 1 / (1 + 10^(-difference / 400)). Against the board's reference model, the difference's
+    interval is the reference's displayed interval of the other model (R - 1000: the same contrast;
+    for the bootstrap, the same re-anchored replicates)."""
+    tagged, _ = tag_categories(battles)
+    anchor = battles.get_column("model_a").mode().sort()[0]
+    output = compute_rankings(battles, tagged, RankingConfig(
+        methods=("bt", "spectral"), bootstrap_rounds=30, min_battles=20, display_min_battles=130,
+        anchor_model=anchor, primary_interval=primary))
+    tests = output.pairwise_significance
+    assert tests.schema == pl.Schema(PAIRWISE_SIGNIFICANCE_SCHEMA)
+    assert (tests.get_column("model_1") < tests.get_column("model_2")).all()
+    board = output.leaderboard.select("category", "method", "model", "rating", "ci_lower", "ci_upper", "ci_method")
+    joined = (tests.join(board.rename(lambda c: c if c in ("category", "method") else f"{c}_a"),
+                         left_on=["category", "method", "model_1"], right_on=["category", "method", "model_a"])
+              .join(board.rename(lambda c: c if c in ("category", "method") else f"{c}_b"),
+                    left_on=["category", "method", "model_2"], right_on=["category", "method", "model_b"]))
+    assert joined.height == tests.height
+    assert np.allclose(joined["difference"], joined["rating_a"] - joined["rating_b"], atol=1e-9)
+    assert (joined["ci_method"] == joined["ci_method_a"]).all()
+    assert set(joined["ci_method"]) == ({"sandwich", "bootstrap"} if primary == "sandwich" else {"bootstrap"})
+    sandwich = joined.filter(pl.col("ci_method") == "sandwich")
+    assert ((sandwich["ci_lower"] <= sandwich["difference"]) & (sandwich["difference"] <= sandwich["ci_upper"])).all()
+    excludes = (joined["ci_lower"] > 0) | (joined["ci_upper"] < 0)
+    assert joined["significant"].equals(excludes, check_names=False)
+    assert np.allclose(joined["expected_score_1"], 1 / (1 + 10 ** (-joined["difference"] / 400)))
+    # the reference (null bounds) against a model: the model's displayed interval, sign as the names go
+    ref_b = joined.filter(pl.col("ci_lower_b").is_null(), pl.col("ci_lower_a").is_not_null())
+    ref_a = joined.filter(pl.col("ci_lower_a").is_null(), pl.col("ci_lower_b").is_not_null())
+    assert ref_a.height + ref_b.height > 0
+    assert np.allclose(ref_b["ci_lower"], ref_b["ci_lower_a"] - 1000, atol=1e-6)
+    assert np.allclose(ref_b["ci_upper"], ref_b["ci_upper_a"] - 1000, atol=1e-6)
+    assert np.allclose(ref_a["ci_lower"], 1000 - ref_a["ci_upper_b"], atol=1e-6)
+    assert np.allclose(ref_a["ci_upper"], 1000 - ref_a["ci_lower_b"], atol=1e-6)
 
 
 def test_every_battle_is_fitted_and_low_counts_are_provisional(battles):

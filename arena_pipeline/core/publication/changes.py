@@ -12,10 +12,11 @@ the two estimates: with s₀, s₁ the standard errors of the ratings (half the 
 - **votes added** (every earlier battle is in the new dump, unchanged): the earlier fit uses a
   subset of the new one's votes. For an efficient estimator the full-data estimate is the
   precision-weighted mean of the subset's and the added votes' estimates, so
-  Cov(before, after) = Var(after) and Var(Δ) = s₀² − s₁² (ρ = s₁ / s₀): the interval of how far the
-  added votes alone could move the rating if the model's strength had not changed. When the new
-  interval is not narrower (s₁ ≥ s₀: bootstrap noise), or the ranking settings changed too (another
-  estimator), the assumption does not hold and ρ = 0 is used instead.
+  Cov(before, after) = Var(after) and Var(Δ) = max(s₀² − s₁², 0) (ρ = min(s₁ / s₀, 1)): the interval
+  of how far the added votes alone could move the rating if the model's strength had not changed.
+  The floor keeps the variance non-negative and continuous in s₁ (issue 36: before, s₁ ≥ s₀ fell
+  back to independence while s₁ just under s₀ gave a near-zero variance). When the ranking settings
+  changed too (another estimator), the assumption does not hold and ρ = 0 is used instead.
 - **votes changed** (earlier battles are missing or differ: other aliases, a dump that dropped
   votes) and **unknown** (the earlier battles are no longer kept): ρ = 0, the fits taken as
   independent, Var(Δ) = s₀² + s₁², the widest of the three (conservative for overlapping votes).
@@ -23,6 +24,21 @@ the two estimates: with s₀, s₁ the standard errors of the ratings (half the 
 The interval of the change is Δ ± 1.96 √Var(Δ); ``beyond_interval`` says 0 is outside it (the move is
 larger than the intervals allow). Ratings are differences from the board's reference model: when the
 two boards are pinned on different reference models (or one is centred), the change has no interval.
+
+**Which standard errors.** s₀ and s₁ are read from the sandwich of the board's primary interval (the
+``cluster_sandwich_*`` columns when the primary interval is clustered, else ``sandwich_*``), whichever
+the displayed interval is: a bootstrap's width is Monte-Carlo noise (100 rounds), and s₀² − s₁² of two
+noisy widths is a noise-driven test. A board without a sandwich (``spectral``) uses its primary
+interval. ``change_variance`` says which formula and which intervals each row used.
+
+**Alignment** (``ARENA_ALIGN_TO_PUBLISHED_BOARD``). An aligned board is moved by its shift; the shift
+is re-estimated at every publication, so comparing aligned ratings would add the shift's change to
+every model (and flag the reference, whose rating moves by it). ``rating_change`` and its interval are
+therefore of the ratings without the shifts (our reference scale); ``shift_before``/``shift_after``
+(0 on a board that is not aligned) and ``shift_change`` give the shift's own move, so the displayed
+rating moved by ``rating_change + shift_change``. Turning alignment on or off, or aligning to another
+published board, is a settings change (``settings_changed``); since the comparison is on the
+unaligned scale, it does not change the estimator, so the variance still follows the ranking settings.
 """
 
 from __future__ import annotations
@@ -65,12 +81,17 @@ CHANGES_SCHEMA: dict[str, pl.DataType] = {
     "rating_before": pl.Float64(), "rating_after": pl.Float64(), "rating_change": pl.Float64(),
     "change_ci_lower": pl.Float64(), "change_ci_upper": pl.Float64(), "correlation": pl.Float64(),
     "beyond_interval": pl.Boolean(),
+    # the variance of the change: formula and the intervals its standard errors come from (module doc)
+    "change_variance": pl.String(),
+    # the alignment shifts (0: not aligned); rating_change is without them (module doc)
+    "shift_before": pl.Float64(), "shift_after": pl.Float64(), "shift_change": pl.Float64(),
     "rank_before": pl.Int64(), "rank_after": pl.Int64(), "rank_change": pl.Int64(),
     "rank_ub_before": pl.Int64(), "rank_ub_after": pl.Int64(), "rank_ub_change": pl.Int64(),
     "battles_before": pl.Int64(), "battles_after": pl.Int64(),
     "provisional_before": pl.Boolean(), "provisional_after": pl.Boolean(),
 }
-_BOARD_COLUMNS = ("rating", "ci_lower", "ci_upper", "ci_method", "rank", "rank_ub", "n_battles", "provisional")
+_BOARD_COLUMNS = ("rating", "ci_lower", "ci_upper", "ci_method", "rank", "rank_ub", "n_battles", "provisional",
+                  "se_lower", "se_upper", "se_source", "shift")
 _KEY = ["category", "method", "model"]
 
 
@@ -102,12 +123,57 @@ def data_relation(con: duckdb.DuckDBPyConnection, before: str | None, after: str
 
 
 def _standard_error(prefix: str) -> pl.Expr:
-    """The rating's standard error from its 95% interval: 0 for the reference model (pinned: both
-    bounds missing on a board with an interval method), null on a board without intervals."""
-    lo, hi, method = (pl.col(f"{c}_{prefix}") for c in ("ci_lower", "ci_upper", "ci_method"))
+    """The rating's standard error from the 95% interval the test reads (``se_lower``/``se_upper``,
+    :func:`_test_interval`): 0 for the reference model (pinned: both bounds missing on a board with an
+    interval method), null on a board without intervals."""
+    lo, hi, method = (pl.col(f"{c}_{prefix}") for c in ("se_lower", "se_upper", "ci_method"))
     has_interval = method.is_not_null() & (method != "none")
     return (pl.when(lo.is_not_null() & hi.is_not_null()).then((hi - lo) / (2 * Z95))
             .when(has_interval & lo.is_null() & hi.is_null()).then(0.0))
+
+
+def _test_interval(board: pl.DataFrame) -> pl.DataFrame:
+    """``board`` with ``se_lower``/``se_upper``/``se_source``: the sandwich of its primary interval
+    (``cluster_sandwich_*`` for a clustered primary, else ``sandwich_*``) where the board has it, else
+    the primary interval itself (``spectral``, or a leaderboard from before those columns)."""
+    clustered = pl.col("ci_method").fill_null("").str.starts_with("cluster_")
+    exprs = []
+    for side in ("lower", "upper"):
+        expr = pl.col(f"ci_{side}")
+        for name, when in (("sandwich", ~clustered), ("cluster_sandwich", clustered)):
+            if f"{name}_{side}" in board.columns and f"{name}_lower" in board.columns:
+                has = pl.col(f"{name}_lower").is_not_null().any().over("category", "method")
+                expr = pl.when(when & has).then(pl.col(f"{name}_{side}")).otherwise(expr)
+        exprs.append(expr.alias(f"se_{side}"))
+    source = pl.col("ci_method")
+    for name, when in (("sandwich", ~clustered), ("cluster_sandwich", clustered)):
+        if f"{name}_lower" in board.columns:
+            has = pl.col(f"{name}_lower").is_not_null().any().over("category", "method")
+            source = pl.when(when & has).then(pl.lit(name)).otherwise(source)
+    return board.with_columns(*exprs, se_source=source)
+
+
+def _without_shift(board: pl.DataFrame, alignment: Mapping | None) -> pl.DataFrame:
+    """``board`` moved back by each aligned board's shift (``alignment``: the leaderboard's recorded
+    alignment, ``settings.tables.leaderboard.alignment``), with the shift in ``shift`` (0 if not aligned)."""
+    entries = [e for e in ((alignment or {}).get("boards") or []) if e.get("aligned") and e.get("shift") is not None]
+    if not entries:
+        return board.with_columns(shift=pl.lit(0.0))
+    # imported here: core.validation.external loads scipy, which `arena-pipeline changes` does not need
+    from arena_pipeline.core.validation.external import rating_columns
+
+    shifts = pl.DataFrame([{"category": e["category"], "method": e["method"], "shift": float(e["shift"])}
+                           for e in entries], schema={"category": pl.String, "method": pl.String, "shift": pl.Float64})
+    board = board.join(shifts, on=["category", "method"], how="left").with_columns(pl.col("shift").fill_null(0.0))
+    return board.with_columns(pl.col(c) - pl.col("shift") for c in rating_columns(board.columns))
+
+
+def alignment_key(alignment: Mapping | None) -> tuple | None:
+    """What makes two alignments the same setting: asked for or not, and to which published board
+    (its content's SHA-256) by which estimator; the shifts themselves are re-estimated every time."""
+    if not alignment or not alignment.get("requested"):
+        return None
+    return (alignment.get("board_sha256"), alignment.get("estimator"), alignment.get("min_models"))
 
 
 def _references(board: pl.DataFrame) -> pl.DataFrame:
@@ -120,7 +186,9 @@ def _references(board: pl.DataFrame) -> pl.DataFrame:
 
 
 def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
-                   settings_changed: bool | None = None, since: Mapping | None = None) -> pl.DataFrame:
+                   settings_changed: bool | None = None, since: Mapping | None = None,
+                   alignment_before: Mapping | None = None, alignment_after: Mapping | None = None,
+                   estimator_changed: bool | None | str = "settings") -> pl.DataFrame:
     """One row per (category, method, model) on either leaderboard (:data:`CHANGES_SCHEMA`), in board
     order, each board's rows by the size of the move (largest first), then the new, then the gone.
 
@@ -135,24 +203,39 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
         other settings are not a subset fit of the same estimator: taken as independent (ρ = 0).
     since
         The earlier publication: ``publication_id``, ``revision``, ``published_at`` (copied to every row).
+    alignment_before, alignment_after
+        The boards' recorded alignments (None: not aligned); the changes are of the ratings without
+        the shifts (module doc).
+    estimator_changed
+        Whether the ranking settings (the estimator) changed, which decides the variance; default:
+        ``settings_changed`` (an alignment change alone is a settings change but not another estimator).
     """
     since = dict(since or {})
+    if estimator_changed == "settings":
+        estimator_changed = settings_changed
     sides = []
-    for frame, suffix in ((before, "before"), (after, "after")):
+    for frame, suffix, alignment in ((before, "before", alignment_before), (after, "after", alignment_after)):
         if "provisional" not in frame.columns:
             frame = frame.with_columns(provisional=pl.lit(False))
+        frame = _without_shift(_test_interval(frame), alignment)
         refs = _references(frame).rename({"reference": f"reference_{suffix}"})
         sides.append(frame.select(*_KEY, *(pl.col(c).alias(f"{c}_{suffix}") for c in _BOARD_COLUMNS))
                      .join(refs, on=["category", "method"], how="left"))
     both = sides[0].join(sides[1], on=_KEY, how="full", coalesce=True)
     s0, s1 = _standard_error("before"), _standard_error("after")
     unbounded = s0.is_infinite() | s1.is_infinite()
+    sources = pl.concat_str(pl.col("se_source_before").fill_null("none"), pl.lit(" / "),
+                            pl.col("se_source_after").fill_null("none"))
+    source = pl.when(pl.col("se_source_before").eq_missing(pl.col("se_source_after"))).then(
+        pl.col("se_source_before")).otherwise(sources)
     if relation == SAME_VOTES:
-        rho, variance = pl.lit(1.0), (s0 - s1) ** 2
+        rho, variance, formula = pl.lit(1.0), (s0 - s1) ** 2, "(s0 - s1)^2"
+    elif relation == VOTES_ADDED and estimator_changed is False:
+        # continuous and never negative: s1 >= s0 (no narrower) gives 0, not a switch to independence
+        rho = pl.when(s0 > 0).then(pl.min_horizontal(s1 / s0, pl.lit(1.0))).otherwise(1.0)
+        variance, formula = pl.max_horizontal(s0 ** 2 - s1 ** 2, pl.lit(0.0)), "max(s0^2 - s1^2, 0)"
     else:
-        nested = (s1 < s0) & pl.lit(relation == VOTES_ADDED and settings_changed is False)
-        rho = pl.when(nested).then(s1 / s0).otherwise(0.0)
-        variance = pl.when(nested).then(s0 ** 2 - s1 ** 2).otherwise(s0 ** 2 + s1 ** 2)
+        rho, variance, formula = pl.lit(0.0), s0 ** 2 + s1 ** 2, "s0^2 + s1^2"
     variance = pl.when(unbounded).then(float("inf")).otherwise(variance)
     status = (pl.when(pl.col("rating_before").is_null()).then(pl.lit("new"))
               .when(pl.col("rating_after").is_null()).then(pl.lit("gone")).otherwise(pl.lit("kept")))
@@ -162,12 +245,19 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
     half = pl.when(same_ref).then(Z95 * variance.sqrt())
     out = both.with_columns(
         status=status, same_reference=same_ref, rating_change=change,
+        # the ratings as published (aligned boards with their shift); the change is without the shifts
+        rating_before=pl.col("rating_before") + pl.col("shift_before"),
+        rating_after=pl.col("rating_after") + pl.col("shift_after"),
         correlation=pl.when(same_ref & variance.is_not_null() & ~unbounded).then(rho),
         change_ci_lower=change - half, change_ci_upper=change + half,
         since_publication=pl.lit(since.get("publication_id"), pl.Int64),
         since_revision=pl.lit(since.get("revision"), pl.String),
         since_published_at=pl.lit(since.get("published_at"), pl.Datetime("us")),
         data_relation=pl.lit(relation, pl.String), settings_changed=pl.lit(settings_changed, pl.Boolean),
+        change_variance=pl.when(same_ref & variance.is_not_null()).then(
+            pl.concat_str(pl.lit(f"{formula}, "), source, pl.lit(" intervals"))),
+        shift_before=pl.col("shift_before"), shift_after=pl.col("shift_after"),
+        shift_change=pl.col("shift_after") - pl.col("shift_before"),
         rank_change=pl.col("rank_before") - pl.col("rank_after"),
         rank_ub_change=pl.col("rank_ub_before") - pl.col("rank_ub_after"),
         battles_before=pl.col("n_battles_before"), battles_after=pl.col("n_battles_after"),
@@ -191,6 +281,19 @@ def ranking_settings(publication: Mapping | None) -> RankingConfig | None:
 
 def _changed(before: RankingConfig | None, after: RankingConfig | None) -> bool | None:
     return None if before is None or after is None else before != after
+
+
+def alignment_settings(publication: Mapping | None) -> dict | None:
+    """The alignment a publication's leaderboard was made with (``settings.tables.leaderboard.alignment``),
+    None when its boards were not aligned."""
+    return ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("alignment")
+
+
+def _or_aligned(estimator: bool | None, before: Mapping | None, after: Mapping | None) -> bool | None:
+    """Settings changed: the ranking settings, or the alignment (turned on or off, another published board)."""
+    if alignment_key(before) != alignment_key(after):
+        return True
+    return estimator
 
 
 def earlier_publications(con: duckdb.DuckDBPyConnection, schema: str) -> list[int]:
@@ -223,8 +326,11 @@ def changes_between(con: duckdb.DuckDBPyConnection, schema: str, since_id: int,
     relation = data_relation(con, *(r["tables"].get(BATTLES_TABLE) if r else None for r in rows))
     if relation == UNKNOWN:
         relation = recorded_relation(con, schema, since_id, until_id)
-    changed = _changed(*(ranking_settings(r) for r in rows))
-    return compare_boards(before, after, relation=relation, settings_changed=changed, since=rows[0])
+    estimator = _changed(*(ranking_settings(r) for r in rows))
+    alignments = [alignment_settings(r) for r in rows]
+    return compare_boards(before, after, relation=relation, settings_changed=_or_aligned(estimator, *alignments),
+                          since=rows[0], alignment_before=alignments[0], alignment_after=alignments[1],
+                          estimator_changed=estimator)
 
 
 def compose(relations: list[str]) -> str:
@@ -270,9 +376,13 @@ def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live
         frame = pl.DataFrame(schema=CHANGES_SCHEMA)
     else:
         relation = data_relation(con, live["tables"].get(BATTLES_TABLE), chosen.get(BATTLES_TABLE))
-        new = publication_settings(con, {LEADERBOARD_TABLE: chosen[LEADERBOARD_TABLE]})
-        changed = _changed(ranking_settings(live), ranking_settings({"settings": {"tables": new}}))
-        frame = compare_boards(current, candidate, relation=relation, settings_changed=changed, since=live)
+        new = {"settings": {"tables": publication_settings(con, {LEADERBOARD_TABLE: chosen[LEADERBOARD_TABLE]})}}
+        estimator = _changed(ranking_settings(live), ranking_settings(new))
+        alignments = [alignment_settings(live), alignment_settings(new)]
+        frame = compare_boards(current, candidate, relation=relation,
+                               settings_changed=_or_aligned(estimator, *alignments), since=live,
+                               alignment_before=alignments[0], alignment_after=alignments[1],
+                               estimator_changed=estimator)
     settings = {"since_publication": live["publication_id"] if live else None,
                 "data_relation": relation if live and current is not None else None}
     write_version(con, PUBLICATION_CHANGES_TABLE, build, frame, settings)

@@ -1,5 +1,6 @@
 """Leaderboards from pairwise votes: Bradley-Terry, style control, Rank Centrality."""
 
+from arena_pipeline.core.ranking.board import PAIRWISE_SIGNIFICANCE_SCHEMA
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
 from arena_pipeline.core.ranking.per_dump import per_dump_leaderboards
@@ -23,6 +24,7 @@ __all__ = [
     "METHOD_LABELS",
     "METHODS",
     "PAIRWISE_SCHEMA",
+    "PAIRWISE_SIGNIFICANCE_SCHEMA",
     "REFERENCE_MODELS",
     "RUN_SETTINGS",
     "STYLE_COEFFICIENTS_SCHEMA",

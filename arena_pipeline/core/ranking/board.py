@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -27,10 +27,10 @@ from arena_pipeline.core.ranking.bradley_terry import (
     mle_support,
 )
 from arena_pipeline.core.ranking.scale import (
+    TIE_POINTS,
     anchor_matrix,
     percentile_interval,
     points_per_logit,
-    rank_upper_bounds,
     ranks,
     to_ratings,
     z_value,
@@ -57,6 +57,52 @@ Interval = tuple[np.ndarray, np.ndarray]
 INTERVALS: tuple[str, ...] = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
 
 
+def primary_order(config: RankingConfig) -> tuple[str, ...]:
+    """The interval methods ``ci_lower``/``ci_upper`` take, first available first.
+
+    ``primary_interval`` names a family (sandwich or bootstrap); with ``cluster_primary`` (or a
+    ``cluster_*`` value) its session-clustered form comes first, then the other family's clustered
+    form (spectral has bootstraps only), then the vote-level ones. A board whose votes carry no
+    session has no clustered interval, so it takes the vote-level one.
+    """
+    family = config.primary_interval.removeprefix("cluster_")
+    other = "bootstrap" if family == "sandwich" else "sandwich"
+    vote_level = (family, other)
+    if config.cluster_primary or config.primary_interval.startswith("cluster_"):
+        return (f"cluster_{family}", f"cluster_{other}", *vote_level)
+    return vote_level
+
+
+#: Columns and types of ``RankingOutput.pairwise_significance`` (``arena.pairwise_significance``).
+PAIRWISE_SIGNIFICANCE_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(),
+    "method": pl.String(),
+    "model_1": pl.String(),
+    "model_2": pl.String(),
+    "difference": pl.Float64(),
+    "ci_lower": pl.Float64(),
+    "ci_upper": pl.Float64(),
+    "ci_method": pl.String(),
+    "significant": pl.Boolean(),
+    "expected_score_1": pl.Float64(),
+}
+
+#: Pairs of models whose difference intervals are computed at once (bounds the memory of the
+#: bootstrap's (rounds, pairs) differences: 2,000 rounds x 2,000 pairs = 32 MB).
+PAIR_CHUNK = 2_000
+
+
+@dataclass(frozen=True)
+class Differences:
+    """What gives the interval of the difference of two models' ratings: a covariance of the
+    log-strengths (sandwich methods; ``unbounded`` models, :class:`bradley_terry.ClusterCovariance`,
+    make every difference involving them unbounded) or log-strength replicates (bootstraps)."""
+
+    cov: np.ndarray | None = None
+    unbounded: np.ndarray | None = None
+    replicates: np.ndarray | None = None
+
+
 @dataclass(frozen=True)
 class Bounds:
     """One interval method's bounds on a board, in rating points.
@@ -68,16 +114,69 @@ class Bounds:
         anchored board, of ``rating - anchor_rating``, i.e. of the reference contrast
         ``theta_i - theta_ref`` (the reference's own bounds are NaN: its rating is
         ``anchor_rating`` by definition); on a centred board, of ``theta_i - mean(theta)``.
-    ranking
-        The interval of each model's centred strength ``theta_i - mean(theta)``, moved with
-        the board (translated by the shift that pins the reference): what ``rank_ub``
-        compares. Comparing two models does not involve the reference, so this does not
-        carry the reference's own uncertainty, and ``rank_ub`` is the same on an anchored
-        and a centred board.
+    differences
+        What the same method says of the difference of two models' ratings (the pairwise
+        tests ``rank_ub``, ``rank_lb`` and ``arena.pairwise_significance`` read): comparing
+        two models does not involve the reference, so these do not carry its uncertainty.
     """
 
     shown: Interval
-    ranking: Interval
+    differences: Differences
+
+
+@dataclass(frozen=True)
+class PairTests:
+    """Every unordered pair of a board's models, ``i < j`` (local indices), with the interval of
+    ``R_i - R_j`` from one interval method.
+
+    Attributes
+    ----------
+    i, j
+        Model indices, shape (P,).
+    difference
+        ``R_i - R_j``, rating points.
+    lower, upper
+        The interval of the difference (infinite where a model is unbounded).
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    difference: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def above(self, m: int) -> np.ndarray:
+        """``above[x, y]``: x is significantly above y (the interval of ``R_x - R_y`` lies above 0,
+        by more than :data:`scale.TIE_POINTS`); shape (m, m)."""
+        out = np.zeros((m, m), dtype=bool)
+        out[self.i, self.j] = self.lower > TIE_POINTS
+        out[self.j, self.i] = self.upper < -TIE_POINTS
+        return out
+
+
+def rank_bounds(above: np.ndarray, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rank bounds from pairwise tests, among the ``ranked`` models (LMArena's reading: a model's
+    best rank is 1 + the number of models significantly better).
+
+    Parameters
+    ----------
+    above
+        ``above[x, y]``: x significantly above y (:meth:`PairTests.above`), shape (m, m).
+    ranked
+        Boolean mask of the models ranked (the shown ones); every model is ranked among them.
+
+    Returns
+    -------
+    tuple of np.ndarray
+        ``rank_ub`` = 1 + the ranked models significantly above the model; ``rank_lb`` = the
+        number of ranked models (the model itself counted once) - the ranked models significantly
+        below it; ``significantly_above`` = the ranked models significantly below it. int64.
+    """
+    ranked = np.asarray(ranked, dtype=bool)
+    better = above[ranked, :].sum(axis=0)
+    worse = above[:, ranked].sum(axis=1)
+    field = ranked.sum() + ~ranked  # a model outside ``ranked`` is ranked among them plus itself
+    return (1 + better).astype(np.int64), (field - worse).astype(np.int64), worse.astype(np.int64)
 
 
 #: Why a model with battles has no rating (``select_models``); shown as is in the report and CLI.
@@ -255,26 +354,48 @@ class Board:
         """
         rating = self.rate(theta)
         shown = self.half_width(cov_theta)
-        ranking = self.half_width(cov_theta, anchored=False)
         if unbounded is not None and unbounded.any():
-            ranking = np.where(unbounded, np.inf, ranking)
             cut = unbounded | (self.anchor is not None and bool(unbounded[self.anchor]))
             shown = np.where(cut, np.inf, shown)
-        bounds = Bounds((rating - shown, rating + shown), (rating - ranking, rating + ranking))
+        bounds = Bounds((rating - shown, rating + shown), Differences(cov=cov_theta, unbounded=unbounded))
         return self._without_reference(bounds)
 
     def percentile_bounds(self, theta: np.ndarray, replicates: np.ndarray) -> Bounds:
         """Percentile bounds from log-strength replicates (rounds, m) around the estimate ``theta``.
 
         Shown: each replicate re-anchored (the reference at ``anchor_rating`` in every round),
-        so the interval is that of ``theta_i - theta_ref``. Ranking: the centred replicates'
-        interval translated by the board's shift, as before anchoring changed meaning.
+        so the interval is that of ``theta_i - theta_ref``. Differences: the percentile interval
+        of each pair's replicate differences (:meth:`pair_tests`).
         """
-        level = self.config.confidence
-        shown = percentile_interval(self.rate(replicates), level)
-        lower, upper = percentile_interval(self.rate(replicates, anchored=False), level)
-        shift = self.shift(theta)
-        return self._without_reference(Bounds(shown, (lower + shift, upper + shift)))
+        shown = percentile_interval(self.rate(replicates), self.config.confidence)
+        return self._without_reference(Bounds(shown, Differences(replicates=replicates)))
+
+    def pair_tests(self, rating: np.ndarray, differences: Differences) -> PairTests:
+        """The interval of ``R_i - R_j`` for every pair ``i < j`` of the board's models.
+
+        From a covariance ``C`` of the log-strengths: ``R_i - R_j +- z * points * sqrt(C_ii + C_jj -
+        2 C_ij)`` (the Wald interval of the contrast, from the full covariance: not the two
+        models' own intervals, which ignore their covariance and, on an anchored board, carry
+        the reference's error); infinite when either model is ``unbounded``. From replicates: the
+        percentile interval (the ``(B + 1) alpha`` rule of :func:`scale.percentile_interval`) of
+        the replicates' differences.
+        """
+        i, j = np.triu_indices(self.m, k=1)
+        difference = rating[i] - rating[j]
+        ppl = points_per_logit(self.config.scale, self.config.base)
+        if differences.replicates is not None:
+            lower, upper = np.empty_like(difference), np.empty_like(difference)
+            for start in range(0, len(i), PAIR_CHUNK):
+                part = slice(start, start + PAIR_CHUNK)
+                reps = ppl * (differences.replicates[:, i[part]] - differences.replicates[:, j[part]])
+                lower[part], upper[part] = percentile_interval(reps, self.config.confidence)
+            return PairTests(i, j, difference, lower, upper)
+        cov = differences.cov
+        var = cov[i, i] + cov[j, j] - 2.0 * cov[i, j]
+        half = z_value(self.config.confidence) * ppl * np.sqrt(np.clip(var, 0.0, None))
+        if differences.unbounded is not None:
+            half = np.where(differences.unbounded[i] | differences.unbounded[j], np.inf, half)
+        return PairTests(i, j, difference, difference - half, difference + half)
 
     def _without_reference(self, bounds: Bounds) -> Bounds:
         """NaN shown bounds for the reference model (its rating is exact by definition)."""
@@ -282,29 +403,31 @@ class Board:
             return bounds
         lower, upper = (np.array(x, dtype=float) for x in bounds.shown)
         lower[self.anchor] = upper[self.anchor] = np.nan
-        return Bounds((lower, upper), bounds.ranking)
+        return Bounds((lower, upper), bounds.differences)
 
     def rng(self, stream: str) -> np.random.Generator:
         """Generator for one (category, stream): independent of the other boards computed."""
         keys = [self.config.seed, zlib.crc32(self.category.encode()), zlib.crc32(stream.encode())]
         return np.random.default_rng(keys)
 
-    def frame(self, method: str, rating: np.ndarray, bounds: dict[str, Bounds | None]) -> pl.DataFrame:
-        """The board as leaderboard rows.
+    def frame(self, method: str, rating: np.ndarray, bounds: dict[str, Bounds | None]) -> BoardFrames:
+        """The board as leaderboard rows, and its pairwise tests.
 
         ``bounds`` maps the interval methods computed (:data:`INTERVALS`) to their bounds;
         each ``<method>_lower/_upper`` column holds the shown bounds. The primary interval
-        (``ci_lower``/``ci_upper``) is the one ``config.primary_interval`` names when the
-        method has it, else the sandwich, else the bootstrap; ``rank_ub`` compares that
-        method's ranking bounds (:class:`Bounds`).
-        ``rank`` and ``rank_ub`` of a shown model count only shown (non-provisional)
+        (``ci_lower``/``ci_upper``) is the first of :func:`primary_order` the method has;
+        the same method's interval of every difference ``R_i - R_j`` (:meth:`pair_tests`) gives
+        the pairwise tests: ``rank_ub``, ``rank_lb`` and ``significantly_above``
+        (:func:`rank_bounds`) and the significance rows of the shown models' pairs
+        (:data:`PAIRWISE_SIGNIFICANCE_SCHEMA`).
+        ``rank``, ``rank_ub`` and ``rank_lb`` of a shown model count only shown (non-provisional)
         models, as LMArena ranks after hiding low-count models; a provisional model is
         ranked among all models of the board (so it moves no shown model, and a board with
         no shown model still has meaningful ranks).
         """
         m = self.m
         nulls = np.full(m, np.nan)
-        order = (self.config.primary_interval, "sandwich", "bootstrap")
+        order = primary_order(self.config)
         ci_method = next((k for k in order if bounds.get(k) is not None), "none")
         primary = bounds.get(ci_method)
         lower, upper = primary.shown if primary is not None else (nulls, nulls)
@@ -315,14 +438,16 @@ class Board:
         shown = ~provisional
         # shown models are ranked among themselves (LMArena); provisional ones among all
         rank = np.where(provisional, ranks(rating), ranks(rating, shown))
-        rank_ub = nulls
+        rank_ub = rank_lb = above_n = nulls
+        significance = pl.DataFrame(schema=PAIRWISE_SIGNIFICANCE_SCHEMA)
         if primary is not None:
-            r_lower, r_upper = primary.ranking
-            rank_ub = np.where(
-                provisional,
-                rank_upper_bounds(r_lower, r_upper),
-                rank_upper_bounds(r_lower, r_upper, shown),
-            ).astype(float)
+            tests = self.pair_tests(rating, primary.differences)
+            above = tests.above(m)
+            among_shown = rank_bounds(above, shown)
+            among_all = rank_bounds(above, np.ones(m, dtype=bool))
+            rank_ub, rank_lb, above_n = (np.where(provisional, b, a).astype(float)
+                                         for a, b in zip(among_shown, among_all, strict=True))
+            significance = self._significance(method, tests, shown, ci_method)
         columns = {
             f"{name}_{side}": bounds[name].shown[i] if bounds.get(name) is not None else nulls
             for name in INTERVALS
@@ -338,13 +463,47 @@ class Board:
             "ci_method": [ci_method] * m,
             "rank": rank,
             "rank_ub": rank_ub,
+            "rank_lb": rank_lb,
+            "significantly_above": above_n,
             **stats,
             **columns,
             "provisional": provisional,
             "provisional_reason": [reason if p else None for p in provisional],
         }
         frame = pl.DataFrame(data, nan_to_null=True)
-        return frame.select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()])
+        return BoardFrames(frame.select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()]), significance)
+
+    def _significance(self, method: str, tests: PairTests, shown: np.ndarray, ci_method: str) -> pl.DataFrame:
+        """The pairwise significance rows of the pairs of shown models, ``model_1 < model_2`` by name."""
+        keep = shown[tests.i] & shown[tests.j]
+        names = np.asarray(self.models, dtype=object)
+        i, j = tests.i[keep], tests.j[keep]
+        flip = names[i] > names[j]  # model_1 is the first name, as in arena.pairwise
+        sign = np.where(flip, -1.0, 1.0)
+        difference = sign * tests.difference[keep]
+        lower = np.where(flip, -tests.upper[keep], tests.lower[keep])
+        upper = np.where(flip, -tests.lower[keep], tests.upper[keep])
+        scale, base = self.config.scale, self.config.base
+        frame = pl.DataFrame({
+            "category": [self.category] * len(i),
+            "method": [method] * len(i),
+            "model_1": np.where(flip, names[j], names[i]).tolist(),
+            "model_2": np.where(flip, names[i], names[j]).tolist(),
+            "difference": difference,
+            "ci_lower": lower,
+            "ci_upper": upper,
+            "ci_method": [ci_method] * len(i),
+            "significant": (lower > TIE_POINTS) | (upper < -TIE_POINTS),
+            "expected_score_1": 1.0 / (1.0 + base ** (-difference / scale)),
+        }, schema=PAIRWISE_SIGNIFICANCE_SCHEMA)
+        return frame.sort("model_1", "model_2")
+
+
+class BoardFrames(NamedTuple):
+    """A board's leaderboard rows and the significance rows of its shown models' pairs."""
+
+    leaderboard: pl.DataFrame
+    significance: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -352,11 +511,13 @@ class BTResult:
     """The ``bt`` board and what the other methods reuse from it."""
 
     frame: pl.DataFrame
+    significance: pl.DataFrame
     info: dict[str, Any]
     pairs: PairCounts
     theta: np.ndarray
     rating: np.ndarray
     resampled: np.ndarray | None
+    cluster_resampled: np.ndarray | None = None
 
 
 def fit_bt_board(board: Board) -> BTResult:
@@ -380,7 +541,7 @@ def fit_bt_board(board: Board) -> BTResult:
         "sandwich": board.normal_bounds(theta, bt_sandwich_covariance(pairs, theta))
     }
     info: dict[str, Any] = {"iterations": fit.iterations, "grad_norm": float(fit.grad_norm[0])}
-    resampled = None
+    resampled = counts = None
     if c.bootstrap_rounds > 0:
         resampled = bootstrap_counts(pairs, c.bootstrap_rounds, board.rng("pairs"))
         refit = fit_bt(pairs, resampled, BOOTSTRAP_RIDGE, theta, c.tol, c.max_iter)
@@ -405,14 +566,15 @@ def fit_bt_board(board: Board) -> BTResult:
             refit = fit_bt(pairs, counts, BOOTSTRAP_RIDGE, theta, c.tol, c.max_iter)
             bounds["cluster_bootstrap"] = board.percentile_bounds(theta, refit.x)
             info["cluster_bootstrap_max_grad_norm"] = float(refit.grad_norm.max())
-    frame = board.frame("bt", rating, bounds)
-    return BTResult(frame, info, pairs, theta, rating, resampled)
+    frames = board.frame("bt", rating, bounds)
+    return BTResult(frames.leaderboard, frames.significance, info, pairs, theta, rating, resampled, counts)
 
 
 def fit_style_board(
     board: Board, theta_bt: np.ndarray, without_style: int = 0
-) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
-    """Style-controlled fit: the ``bt_style`` board, the coefficient rows and metadata.
+) -> tuple[pl.DataFrame, pl.DataFrame, dict, pl.DataFrame]:
+    """Style-controlled fit: the ``bt_style`` board, the coefficient rows, metadata and the
+    pairwise significance rows.
 
     ``board`` holds only battles with style counts (``style_control.has_style_counts``);
     ``without_style`` is how many of the category's battles were left out for lacking them
@@ -470,7 +632,7 @@ def fit_style_board(
         bounds["bootstrap"] = board.percentile_bounds(x_hat[:m], reps[:, :m])
         beta_boot = percentile_interval(reps[:, m:], c.confidence)
         info.update(bootstrap_iterations=steps, bootstrap_max_grad_norm=worst)
-    frame = board.frame("bt_style", rating, bounds)
+    frame, significance = board.frame("bt_style", rating, bounds)
     use_boot = beta_boot is not None and c.primary_interval == "bootstrap"
     lower, upper = beta_boot if use_boot else (beta - beta_half, beta + beta_half)
     nulls = np.full(k, np.nan)
@@ -492,13 +654,15 @@ def fit_style_board(
         schema=STYLE_COEFFICIENTS_SCHEMA,
         nan_to_null=True,
     )
-    return frame, coefficients, info
+    return frame, coefficients, info, significance
 
 
-def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict]:
-    """Rank Centrality ratings with a bootstrap interval from ``bt``'s replicates.
+def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+    """Rank Centrality ratings with a bootstrap interval from ``bt``'s replicates (and a cluster
+    bootstrap from its whole-session replicates, on a board whose votes carry sessions).
 
-    Also reports the Kendall tau (tau-b) between the spectral and ``bt`` ratings.
+    Also reports the Kendall tau (tau-b) between the spectral and ``bt`` ratings; returns the
+    board, that metadata and the pairwise significance rows.
     """
     from scipy.stats import kendalltau  # only the fits load scipy (see the module's docstring)
 
@@ -506,19 +670,22 @@ def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict]:
     log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, board.m)
     rating = board.rate(log_pi)
     bounds: dict[str, Bounds | None] = {}
-    if bt.resampled is not None:
-        draws = 0.5 * bt.resampled[:, :, 2]
+    for name, resampled in (("bootstrap", bt.resampled), ("cluster_bootstrap", bt.cluster_resampled)):
+        if resampled is None:
+            continue
+        draws = 0.5 * resampled[:, :, 2]
         log_pi_boot = rank_centrality(
             pairs.lo,
             pairs.hi,
-            bt.resampled[:, :, 0] + draws,
-            bt.resampled[:, :, 1] + draws,
+            resampled[:, :, 0] + draws,
+            resampled[:, :, 1] + draws,
             board.m,
             smoothing=BOOTSTRAP_SMOOTHING,
         )
-        bounds["bootstrap"] = board.percentile_bounds(log_pi, log_pi_boot)
+        bounds[name] = board.percentile_bounds(log_pi, log_pi_boot)
     tau = float(kendalltau(bt.rating, rating).statistic)
-    return board.frame("spectral", rating, bounds), {"kendall_tau_vs_bt": tau}
+    frame, significance = board.frame("spectral", rating, bounds)
+    return frame, {"kendall_tau_vs_bt": tau}, significance
 
 
 def degenerate_rounds(pairs: PairCounts, resampled: np.ndarray) -> int:

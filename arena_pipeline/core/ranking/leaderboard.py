@@ -11,6 +11,7 @@ import polars as pl
 
 from arena_pipeline.core.dataset.categories import category_order, ordered_categories
 from arena_pipeline.core.ranking.board import (
+    PAIRWISE_SIGNIFICANCE_SCHEMA,
     Board,
     fit_bt_board,
     fit_spectral_board,
@@ -19,6 +20,12 @@ from arena_pipeline.core.ranking.board import (
 )
 from arena_pipeline.core.ranking.bradley_terry import OUTCOME_CODES, aggregate_pairs, fit_bt
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA, pairwise_table
+from arena_pipeline.core.ranking.sessions import (
+    DISABLED,
+    NO_COLUMN,
+    session_clusters,
+    unclustered,
+)
 from arena_pipeline.core.ranking.status import (
     UNRATED_MODELS_SCHEMA,
     board_status_frame,
@@ -86,9 +93,9 @@ def _prepare(
         pl.col("winner").replace_strict(OUTCOME_CODES, return_dtype=pl.Int8).alias("_o"),
         *([*style_feature_exprs(), has_style_counts()] if with_style else []),
         *(
-            # a null session is a session of its own (keyed by the battle id); sessions are numbered in
-            # the order of their names, as sorting the names would (np.unique of strings was 0.5 s at 1x)
-            [pl.coalesce(pl.col(cluster_column).cast(pl.String), "id").rank("dense").alias("_cluster")]
+            # sessions numbered in the order of their names, as sorting the names would (np.unique of
+            # strings was 0.5 s at 1x); -1: no session known (sessions.session_clusters decides per board)
+            [pl.col(cluster_column).cast(pl.String).rank("dense").cast(pl.Int64).fill_null(-1).alias("_cluster")]
             if cluster_column is not None and cluster_column in battles.columns
             else []
         ),
@@ -204,7 +211,9 @@ def compute_rankings(
             f"normal interval; bootstrap_lower/bootstrap_upper: percentile bootstrap "
             f"({config.bootstrap_rounds} rounds, re-anchored in each); cluster_*: the same with "
             f"the votes of one {config.cluster_column} summed together (CR3 sandwich) / resampled "
-            "together (bt, when the column exists); rank_ub compares the primary method's "
+            "together (bt; spectral's bootstrap), on boards whose votes carry sessions (else null: "
+            "board_status.clustering says why); with cluster_primary the primary interval is the "
+            "clustered one where it exists (ci_method says which); rank_ub compares the primary method's "
             "intervals of the models' own strengths, which do not involve the reference"
         ),
         "models": len(names),
@@ -221,6 +230,7 @@ def compute_rankings(
         "timings_s": {"prepare": perf_counter() - started, "pairwise": 0.0},
     }
     boards: list[pl.DataFrame] = []
+    significance: list[pl.DataFrame] = []
     coefficients: list[pl.DataFrame] = []
     pairwise_parts: list[pl.DataFrame] = []
     unrated: list[pl.DataFrame] = []
@@ -263,10 +273,13 @@ def compute_rankings(
         if config.anchor_model is not None and anchor is None:
             info["anchor_missing"] = True
         local = np.cumsum(active) - 1
-        cluster = None
         if with_clusters:
-            sessions = part.get_column("_cluster").to_numpy()[keep]
-            cluster = np.unique(sessions, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            clusters = session_clusters(part.get_column("_cluster").to_numpy()[keep], config.cluster_column)
+        else:
+            clusters = unclustered(DISABLED if config.cluster_column is None
+                                   else NO_COLUMN.format(column=config.cluster_column), int(keep.sum()))
+        info["clustering"] = clusters.note
+        cluster = clusters.cluster
         board = Board(
             category=category,
             config=config,
@@ -282,9 +295,10 @@ def compute_rankings(
         t0 = perf_counter()
         bt = fit_bt_board(board)
         pairwise_parts.append(_pairwise(observed, bt.frame, config, metadata))
-        status[category] = category_status(info, bt.frame, unrated[-1].height, config)
+        status[category] = category_status(info, bt.frame, unrated[-1].height, config, clusters)
         if "bt" in config.methods:
             boards.append(bt.frame)
+            significance.append(bt.significance)
         info["bt"] = bt.info
         info["timings_s"]["bt"] = perf_counter() - t0
         if with_style:
@@ -296,17 +310,19 @@ def compute_rankings(
             else:
                 style_board, theta0, info["bt_style"] = _styled_board(board, part, styled, names, candidates)
             if style_board is not None:
-                style_frame, style_coefficients, fitted = fit_style_board(
+                style_frame, style_coefficients, fitted, style_significance = fit_style_board(
                     style_board, theta0, int((~styled).sum())
                 )
                 info["bt_style"].update(fitted)
                 boards.append(style_frame)
+                significance.append(style_significance)
                 coefficients.append(style_coefficients)
             info["timings_s"]["bt_style"] = perf_counter() - t0
         if "spectral" in config.methods:
             t0 = perf_counter()
-            spectral_frame, info["spectral"] = fit_spectral_board(board, bt)
+            spectral_frame, info["spectral"], spectral_significance = fit_spectral_board(board, bt)
             boards.append(spectral_frame)
+            significance.append(spectral_significance)
             metadata["kendall_tau"][category] = info["spectral"]["kendall_tau_vs_bt"]
             info["timings_s"]["spectral"] = perf_counter() - t0
         info["timings_s"]["total"] = perf_counter() - t_category
@@ -319,12 +335,15 @@ def compute_rankings(
     leaderboard = _concat(boards, LEADERBOARD_SCHEMA)
     leaderboard = leaderboard.sort(*category_rank, method_rank, "provisional", "rank", "model")
     pairwise = _concat(pairwise_parts, PAIRWISE_SCHEMA).sort(*category_rank, "model_1", "model_2")
+    tests = _concat(significance, PAIRWISE_SIGNIFICANCE_SCHEMA).sort(
+        *category_rank, method_rank, "model_1", "model_2")
     metadata["timings_s"]["pairwise"] += perf_counter() - t0
     metadata["timings_s"]["total"] = perf_counter() - started
     return RankingOutput(
         leaderboard, _concat(coefficients, STYLE_COEFFICIENTS_SCHEMA), pairwise, metadata,
         unrated_models=_concat(unrated, UNRATED_MODELS_SCHEMA),
         board_status=board_status_frame(battles.columns, status),
+        pairwise_significance=tests,
     )
 
 

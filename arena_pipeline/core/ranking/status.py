@@ -11,6 +11,7 @@ import polars as pl
 
 from arena_pipeline.core.dataset.categories import CATEGORY_RULES, category_order
 from arena_pipeline.core.ranking.board import model_stats
+from arena_pipeline.core.ranking.sessions import SessionClusters
 
 #: Columns of ``RankingOutput.unrated_models``: one row per (category, model) with battles in the
 #: category and no rating.
@@ -36,6 +37,11 @@ BOARD_STATUS_SCHEMA: dict[str, pl.DataType] = {
     "provisional_models": pl.Int64(),
     "unrated_models": pl.Int64(),
     "reason": pl.String(),
+    # the bt board's fitted votes: distinct known sessions, votes without one, what the clustered
+    # intervals (cluster_*, and the primary one with cluster_primary) clustered, or why there are none
+    "sessions": pl.Int64(),
+    "votes_without_session": pl.Int64(),
+    "clustering": pl.String(),
 }
 
 ALONE = "the only model left with a finite rating: a board needs at least 2 models"
@@ -86,11 +92,13 @@ def unrated_rows(
 
 
 def category_status(
-    info: Mapping[str, Any], board: pl.DataFrame | None, unrated: int, config: Any
+    info: Mapping[str, Any], board: pl.DataFrame | None, unrated: int, config: Any,
+    clusters: SessionClusters | None = None,
 ) -> dict[str, Any]:
     """One ``board_status`` row (without ``category``) from a fitted category's numbers.
 
-    ``board`` is the category's ``bt`` board (None when fewer than 2 models were left).
+    ``board`` is the category's ``bt`` board (None when fewer than 2 models were left);
+    ``clusters`` the sessions of its fitted votes (None without a board).
     """
     rated = 0 if board is None else board.height
     provisional = 0 if board is None else int(board.get_column("provisional").sum())
@@ -113,6 +121,9 @@ def category_status(
         "status": "board" if shown else "no_board", "battles": info["battles"],
         "rated_models": rated, "shown_models": shown, "provisional_models": provisional,
         "unrated_models": unrated, "reason": reason,
+        "sessions": clusters.sessions if clusters else None,
+        "votes_without_session": clusters.votes_without_session if clusters else None,
+        "clustering": clusters.note if clusters else None,
     }
 
 

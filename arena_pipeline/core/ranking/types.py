@@ -35,6 +35,10 @@ LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
     "ci_method": pl.String(),
     "rank": pl.Int64(),
     "rank_ub": pl.Int64(),
+    # rank bounds from the pairwise tests of the primary method (arena.pairwise_significance): rank_ub = 1 +
+    # the models significantly above, rank_lb = the models ranked - those significantly below
+    "rank_lb": pl.Int64(),
+    "significantly_above": pl.Int64(),
     "n_battles": pl.Int64(),
     "wins": pl.Int64(),
     "losses": pl.Int64(),
@@ -181,20 +185,29 @@ class RankingConfig:
         "on a board are provisional (kept with a reason, ranked apart); 301 is LMArena's rule (a model is "
         "shown with more than 300 battles).")
     primary_interval: Literal["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"] = Field(
-        default="sandwich", description="Interval in ci_lower/ci_upper and rank_ub: the calibrated sandwich "
-        "(LMArena's, since mid-2025), the percentile bootstrap (bootstrap_rounds rounds, ends at the "
-        "(B + 1) alpha-th order statistics), or one clustered by evaluation session (bt only, when "
-        "cluster_column is present). A board without it falls back to the sandwich, then the bootstrap "
-        "(spectral has only its bootstrap); ci_method says which was used. ci_lower/ci_upper bound rating - "
-        "1000, the difference from the board's reference (which has none); each covers it 94-96% of the "
-        "time in benchmarks/bench_coverage.py. rank_ub compares the same method's intervals of the models' "
-        "own (centred) strengths, which do not carry the reference's uncertainty.")
+        default="sandwich", description="Interval in ci_lower/ci_upper: the calibrated sandwich "
+        "(LMArena's, since mid-2025) or the percentile bootstrap (bootstrap_rounds rounds, ends at the "
+        "(B + 1) alpha-th order statistics); with cluster_primary (default) each is the one clustered by "
+        "evaluation session on a board whose votes carry sessions (bt and spectral; 'cluster_sandwich' and "
+        "'cluster_bootstrap' ask for that whatever cluster_primary says). A board without it falls back to "
+        "the vote-level one, then the sandwich, then the bootstrap (spectral has only bootstraps); ci_method "
+        "says which was used. ci_lower/ci_upper bound rating - 1000, the difference from the board's "
+        "reference (which has none); the default covers it 94-96% of the time with and without sessions in "
+        "benchmarks/bench_coverage.py.")
+    cluster_primary: bool = Field(
+        default=True, description="On a board whose votes carry sessions (some vote has a non-null "
+        "cluster_column), the primary interval is the session-clustered form of primary_interval "
+        "(cluster_sandwich or cluster_bootstrap): votes of one session are not independent, and vote-level "
+        "intervals cover 81-91% under re-vote sessions. False: the vote-level interval, as LMArena publishes "
+        "(its clustered form stays in the cluster_* columns).")
     cluster_column: str | None = Field(
         default="evaluation_session_id", description="Battles column of the evaluation session. When present, "
         "bt also gets intervals that treat the votes of one session as dependent: cluster_sandwich_* "
         "(cluster-robust sandwich with the CR3 small-sample correction) and cluster_bootstrap_* (whole "
-        "sessions resampled, bootstrap_rounds rounds). A null session counts as a session of its own; a "
-        "model whose battles all come from one session has unbounded clustered bounds. None disables them.")
+        "sessions resampled, bootstrap_rounds rounds; spectral's too). A board none of whose votes has a "
+        "session has none (null, board_status.clustering says why); on a board where some have one, a vote "
+        "with a null session counts as a session of its own. A model whose battles all come from one "
+        "session has unbounded clustered bounds. None disables them.")
     anchor_models: tuple[str, ...] = Field(
         default=REFERENCE_MODELS, description="Reference models in order of preference: the first on a board "
         "is pinned at anchor_rating (default: the packaged list, ranking.REFERENCE_MODELS; []: centre every "
@@ -252,7 +265,7 @@ class RankingConfig:
 #: The settings a pipeline run chooses (the ``rankings`` op's run configuration, which a refresh
 #: carries over from the live publication); the others keep their defaults.
 RUN_SETTINGS: tuple[str, ...] = (
-    "ties", "bootstrap_rounds", "style_bootstrap_rounds", "primary_interval", "seed", "min_battles",
+    "ties", "bootstrap_rounds", "style_bootstrap_rounds", "primary_interval", "cluster_primary", "seed", "min_battles",
     "display_min_battles", "anchor_models", "anchor_model", "anchor_rating", "style_method", "style_l2",
 )
 
@@ -278,6 +291,9 @@ class RankingOutput:
     board_status
         ``status.BOARD_STATUS_SCHEMA``: one row per category rule: board, no board (why) or
         unavailable.
+    pairwise_significance
+        ``board.PAIRWISE_SIGNIFICANCE_SCHEMA``: one row per (category, method, pair of shown
+        models): the rating difference and its interval from the primary method.
     """
 
     leaderboard: pl.DataFrame
@@ -286,3 +302,4 @@ class RankingOutput:
     metadata: dict[str, Any] = field(default_factory=dict)
     unrated_models: pl.DataFrame | None = None
     board_status: pl.DataFrame | None = None
+    pairwise_significance: pl.DataFrame | None = None
