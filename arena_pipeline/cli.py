@@ -28,7 +28,7 @@ from arena_pipeline.constants import (
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.labels import METHODS, category_label, method_label
+from arena_pipeline.core.labels import METHODS, PROVISIONAL_RANK, category_label, method_label, rank_label
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -125,9 +125,10 @@ def _interval(row: Mapping[str, Any]) -> str | None:
 
 
 def format_board(board: Sequence[Mapping[str, Any]]) -> str:
-    """A plain-text table of board rows: rank, rank upper bound, model, rating, 95% CI, how many models it
-    is significantly above (a board published before that column: -), battles."""
-    rows = [(r["rank"], r["rank_ub"], r["model"], r["rating"], _interval(r), r.get("significantly_above"),
+    """A plain-text table of board rows: rank (a provisional model's marked, :func:`rank_label`), rank upper
+    bound, model, rating, 95% CI, how many models it is significantly above (a board published before that
+    column: -), battles."""
+    rows = [(rank_label(r["rank"], r.get("provisional")), r["rank_ub"], r["model"], r["rating"], _interval(r), r.get("significantly_above"),
              r["n_battles"]) for r in board]
     return plain_table(("Rank", "UB", "Model", "Rating", "95% CI", "Above", "Battles"), rows, (2, 4),
                        floatfmt=".1f", intfmt=("", "", "", "", "", "", ","))
@@ -214,7 +215,9 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
         print(f"\nProvisional ({_models(len(provisional))}, "
               + ("not ranked among those above" if board else "ranked among themselves")
               + (f", top {len(listed)} shown" if len(listed) < len(provisional) else "")
-              + f"): {provisional[0]['provisional_reason']}")
+              + f"): {provisional[0]['provisional_reason']}"
+              + (f". '{PROVISIONAL_RANK.format(rank='N')}': rank N among every model of the board, not a "
+                 "place in the ranking above" if board else ""))
         print(format_board(listed))
     if pub.unrated:
         print(f"\nUnrated ({_models(len(pub.unrated))} with battles here but no rating):")

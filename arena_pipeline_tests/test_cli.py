@@ -15,7 +15,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
+from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, format_board, main
+from arena_pipeline.core.labels import rank_label
 from arena_pipeline.core.store.records import DUMPS_DDL
 from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
 from arena_pipeline.presentation.read import read_dump_boards, read_published
@@ -223,11 +224,22 @@ def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, cap
     head, *rows = provisional.split("\n\n")[0].strip().splitlines()
     assert head == (f"{board.height} models, ranked among themselves): "
                     "fewer than display_min_battles=301 battles")
-    listed = [line.split()[2] for line in rows[2:]]  # after the header and the rule
+    listed = [line.split()[3] for line in rows[2:]]  # after the header and the rule; rank "prov. N"
     first_words = [m.split()[0] for m in board.sort("rank", "model").get_column("model")]
     assert listed == first_words
     for line, row in zip(rows[2:], board.sort("rank", "model").iter_rows(named=True), strict=True):
-        assert line.split()[0] == str(row["rank"]) and f"{row['rating']:.1f}" in line
+        assert line.split()[:2] == ["prov.", str(row["rank"])] and f"{row['rating']:.1f}" in line
+
+
+def test_provisional_ranks_are_marked_apart_from_the_shown_ranks():
+    """A provisional rank (its place among every model of the board) is printed "prov. N", so a
+    provisional rank 2 never reads as the shown rank 2 (issue 36: math had both)."""
+    row = {"rank_ub": 1, "model": "m", "rating": 1010.0, "ci_lower": 1.0, "ci_upper": 20.0, "ci_method": "sandwich",
+           "significantly_above": 0, "n_battles": 400}
+    shown = format_board([{**row, "rank": 2, "provisional": False}]).splitlines()[2]
+    provisional = format_board([{**row, "rank": 2, "provisional": True}]).splitlines()[2]
+    assert shown.split()[:2] == ["2", "1"] and provisional.split()[:3] == ["prov.", "2", "1"]
+    assert rank_label(2) == "2" and rank_label(2, True) == "prov. 2" and rank_label(None) == "–"
 
 
 def test_top_bounds_the_provisional_list_too(warehouse, capsys):
@@ -238,7 +250,7 @@ def test_top_bounds_the_provisional_list_too(warehouse, capsys):
     assert board.height > 2
     assert provisional[0].startswith(f"{board.height} models, ranked among themselves, top 2 shown): ")
     best = board.sort("rank", "model").head(2).get_column("model").to_list()
-    assert [line.split()[2] for line in provisional[3:]] == [m.split()[0] for m in best]
+    assert [line.split()[3] for line in provisional[3:]] == [m.split()[0] for m in best]  # rank "prov. N"
 
 
 def test_shown_board_lists_no_provisional_section_when_every_model_is_shown(warehouse, capsys):

@@ -44,6 +44,23 @@ def category_label(name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+#: How a provisional model's rank is written (:func:`rank_label`).
+PROVISIONAL_RANK = "prov. {rank}"
+
+
+def rank_label(rank: int | None, provisional: bool | None = False) -> str:
+    """A rank as people read it: ``"2"`` for a shown model, ``"prov. 2"`` for a provisional one.
+
+    A provisional model's rank is its place among every model of the board (shown and provisional),
+    not a place in the shown ranking, so a provisional rank 2 and a shown rank 2 can sit on one
+    board; the mark keeps the two numberings apart wherever a rank is printed (the CLI, the report,
+    the Markdown previews). ``"–"`` without a rank.
+    """
+    if rank is None:
+        return "–"
+    return PROVISIONAL_RANK.format(rank=rank) if provisional else str(rank)
+
+
 def method_label(method: str) -> str:
     """People-facing name of a ranking method (an unknown one as it is)."""
     return METHOD_LABELS.get(method, method)
