@@ -28,7 +28,14 @@ from arena_pipeline.constants import (
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.labels import METHODS, PROVISIONAL_RANK, category_label, method_label, rank_label
+from arena_pipeline.core.labels import (
+    METHODS,
+    PROVISIONAL_RANK,
+    category_label,
+    method_label,
+    method_note,
+    rank_label,
+)
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -203,7 +210,7 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     board, provisional = pub.ranked, pub.provisional
     shown = board[:top or len(board)]  # --top 0: all
     label = method_label(method)
-    if f"({method})" not in label and label != method:  # named once: "Rank Centrality (spectral)"
+    if f"({method})" not in label and label != method:  # named once: "Rank Centrality cross-check (spectral)"
         label = f"{label} ({method})"
     print(terminal_safe(f"{category_label(category)} - {label}; {len(board) + len(provisional)} models"
                         + (f", top {len(shown)} shown" if len(shown) < len(board) else "")
@@ -228,6 +235,8 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
               "reference model (rating 1000, no interval). Above: significantly above N models (the 95% "
               "interval of the rating difference lies above 0, arena.pairwise_significance); UB: best rank "
               "those tests allow, 1 + the models significantly above.")
+    if note := method_note(method):
+        print(f"\n{note}")
     if pub.no_board:
         print(f"\nCategories without a board ({len(pub.no_board)}):")
         print(plain_table(("Category", "Status", "Reason"), pub.no_board, (0, 1, 2)))
