@@ -49,6 +49,10 @@ def test_aligned_and_unaligned_boards_say_so(output):
     assert said[0].startswith("Aligned to lmarena.ai's overall board of 2025-11-05 (leaderboard-text.json) by "
                               "+265.6 points: the median difference of the 6 matched shown models to it is zero.")
     assert "is 1265.6." in said[0]
+    # what an aligned interval leaves out (issue 36)
+    assert ("include neither the shift's own uncertainty (a median over 6 models' differences) nor the models' "
+            "disagreement with lmarena.ai's ratings") in said[0].replace("&#39;", "'")
+    assert "rms_after_shift" in said[0] and "Not aligned" not in said[0]
     assert said[1].startswith("Not aligned to the published board (the published board has no overall board "
                               "for method bt_style)")
     assert len(said) == len(pub.methods("overall"))  # one note per board
