@@ -325,6 +325,14 @@ def format_changes(rows: pl.DataFrame) -> str:
     return text_table(table, floatfmt=".1f")
 
 
+def format_shift(shift: Mapping[str, float]) -> str:
+    """The line under an aligned board's changes: the shift's own move (``core.publication.changes.board_shift``),
+    which Change leaves out."""
+    return (f"Aligned to lmarena.ai's scale: the shift moved {_signed(float(shift['change']))} points "
+            f"({_signed(float(shift['before']))} -> {_signed(float(shift['after']))}). Change and its interval leave "
+            "it out (the ratings on our own scale), so After - Before = Change + the shift's move.")
+
+
 @cli.command(short_help="what changed since the previous (or an earlier) publication")
 @click.option("--since", type=int, metavar="ID", help=(
     "compare with this earlier publication (its boards must still be kept in arena.leaderboard_history); "
@@ -343,7 +351,7 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     fits' votes relate decides it: README, Changes between publications), rank and rank UB moves."""
     import polars as pl  # the changes' frames: not at the CLI's start
 
-    from arena_pipeline.core.publication.changes import changes_between, summary
+    from arena_pipeline.core.publication.changes import board_shift, changes_between, summary
     from arena_pipeline.core.store.records import live_publication
     from arena_pipeline.core.store.warehouse import read_frame
 
@@ -392,6 +400,8 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
                             f"({n['beyond']} moved beyond the interval), {n['new']} new, {n['gone']} gone"
                             + (f"; top {top} moves shown" if top and kept.height > top else "")))
         print(format_changes(shown))
+        if shift := board_shift(board):
+            print(format_shift(shift))
     print(f"\nChange: rating after minus before; 95% CI of change: its interval given how the votes relate "
           f"({first['data_relation']}); Beyond: the move is larger than the interval allows. Rank: before -> after.")
     return EXIT_OK

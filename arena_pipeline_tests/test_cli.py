@@ -15,7 +15,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, format_board, main
+from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, format_board, format_shift, main
 from arena_pipeline.core.labels import rank_label
 from arena_pipeline.core.store.records import DUMPS_DDL
 from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
@@ -823,3 +823,10 @@ def test_method_is_named_once_in_the_title(warehouse, capsys, method, label):
     assert label in title and title.count(f"({method})") == 1
     # spectral is said to be a cross-check on its own terms, not Bradley-Terry's scale (issue 36)
     assert ("A cross-check, not Bradley-Terry's scale" in out) is (method == "spectral")
+
+
+def test_an_aligned_boards_changes_say_how_far_the_shift_moved():
+    """``changes`` prints, under an aligned board, the shift's own move, which Change leaves out."""
+    line = format_shift({"before": 250.0, "after": 262.5, "change": 12.5})
+    assert line.startswith("Aligned to lmarena.ai's scale: the shift moved +12.5 points (+250.0 -> +262.5).")
+    assert "After - Before = Change + the shift's move" in line
