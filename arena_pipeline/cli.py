@@ -28,7 +28,14 @@ from arena_pipeline.constants import (
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.labels import METHODS, category_label, method_label
+from arena_pipeline.core.labels import (
+    METHODS,
+    PROVISIONAL_RANK,
+    category_label,
+    method_label,
+    method_note,
+    rank_label,
+)
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -125,9 +132,10 @@ def _interval(row: Mapping[str, Any]) -> str | None:
 
 
 def format_board(board: Sequence[Mapping[str, Any]]) -> str:
-    """A plain-text table of board rows: rank, rank upper bound, model, rating, 95% CI, how many models it
-    is significantly above (a board published before that column: -), battles."""
-    rows = [(r["rank"], r["rank_ub"], r["model"], r["rating"], _interval(r), r.get("significantly_above"),
+    """A plain-text table of board rows: rank (a provisional model's marked, :func:`rank_label`), rank upper
+    bound, model, rating, 95% CI, how many models it is significantly above (a board published before that
+    column: -), battles."""
+    rows = [(rank_label(r["rank"], r.get("provisional")), r["rank_ub"], r["model"], r["rating"], _interval(r), r.get("significantly_above"),
              r["n_battles"]) for r in board]
     return plain_table(("Rank", "UB", "Model", "Rating", "95% CI", "Above", "Battles"), rows, (2, 4),
                        floatfmt=".1f", intfmt=("", "", "", "", "", "", ","))
@@ -202,7 +210,7 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     board, provisional = pub.ranked, pub.provisional
     shown = board[:top or len(board)]  # --top 0: all
     label = method_label(method)
-    if f"({method})" not in label and label != method:  # named once: "Rank Centrality (spectral)"
+    if f"({method})" not in label and label != method:  # named once: "Rank Centrality cross-check (spectral)"
         label = f"{label} ({method})"
     print(terminal_safe(f"{category_label(category)} - {label}; {len(board) + len(provisional)} models"
                         + (f", top {len(shown)} shown" if len(shown) < len(board) else "")
@@ -214,7 +222,9 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
         print(f"\nProvisional ({_models(len(provisional))}, "
               + ("not ranked among those above" if board else "ranked among themselves")
               + (f", top {len(listed)} shown" if len(listed) < len(provisional) else "")
-              + f"): {provisional[0]['provisional_reason']}")
+              + f"): {provisional[0]['provisional_reason']}"
+              + (f". '{PROVISIONAL_RANK.format(rank='N')}': rank N among every model of the board, not a "
+                 "place in the ranking above" if board else ""))
         print(format_board(listed))
     if pub.unrated:
         print(f"\nUnrated ({_models(len(pub.unrated))} with battles here but no rating):")
@@ -225,6 +235,8 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
               "reference model (rating 1000, no interval). Above: significantly above N models (the 95% "
               "interval of the rating difference lies above 0, arena.pairwise_significance); UB: best rank "
               "those tests allow, 1 + the models significantly above.")
+    if note := method_note(method):
+        print(f"\n{note}")
     if pub.no_board:
         print(f"\nCategories without a board ({len(pub.no_board)}):")
         print(plain_table(("Category", "Status", "Reason"), pub.no_board, (0, 1, 2)))
@@ -313,6 +325,14 @@ def format_changes(rows: pl.DataFrame) -> str:
     return text_table(table, floatfmt=".1f")
 
 
+def format_shift(shift: Mapping[str, float]) -> str:
+    """The line under an aligned board's changes: the shift's own move (``core.publication.changes.board_shift``),
+    which Change leaves out."""
+    return (f"Aligned to lmarena.ai's scale: the shift moved {_signed(float(shift['change']))} points "
+            f"({_signed(float(shift['before']))} -> {_signed(float(shift['after']))}). Change and its interval leave "
+            "it out (the ratings on our own scale), so After - Before = Change + the shift's move.")
+
+
 @cli.command(short_help="what changed since the previous (or an earlier) publication")
 @click.option("--since", type=int, metavar="ID", help=(
     "compare with this earlier publication (its boards must still be kept in arena.leaderboard_history); "
@@ -331,7 +351,7 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     fits' votes relate decides it: README, Changes between publications), rank and rank UB moves."""
     import polars as pl  # the changes' frames: not at the CLI's start
 
-    from arena_pipeline.core.publication.changes import changes_between, summary
+    from arena_pipeline.core.publication.changes import board_shift, changes_between, summary
     from arena_pipeline.core.store.records import live_publication
     from arena_pipeline.core.store.warehouse import read_frame
 
@@ -380,6 +400,8 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
                             f"({n['beyond']} moved beyond the interval), {n['new']} new, {n['gone']} gone"
                             + (f"; top {top} moves shown" if top and kept.height > top else "")))
         print(format_changes(shown))
+        if shift := board_shift(board):
+            print(format_shift(shift))
     print(f"\nChange: rating after minus before; 95% CI of change: its interval given how the votes relate "
           f"({first['data_relation']}); Beyond: the move is larger than the interval allows. Rank: before -> after.")
     return EXIT_OK

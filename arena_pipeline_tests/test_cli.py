@@ -15,7 +15,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
+from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, format_board, format_shift, main
+from arena_pipeline.core.labels import rank_label
 from arena_pipeline.core.store.records import DUMPS_DDL
 from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
 from arena_pipeline.presentation.read import read_dump_boards, read_published
@@ -223,11 +224,22 @@ def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, cap
     head, *rows = provisional.split("\n\n")[0].strip().splitlines()
     assert head == (f"{board.height} models, ranked among themselves): "
                     "fewer than display_min_battles=301 battles")
-    listed = [line.split()[2] for line in rows[2:]]  # after the header and the rule
+    listed = [line.split()[3] for line in rows[2:]]  # after the header and the rule; rank "prov. N"
     first_words = [m.split()[0] for m in board.sort("rank", "model").get_column("model")]
     assert listed == first_words
     for line, row in zip(rows[2:], board.sort("rank", "model").iter_rows(named=True), strict=True):
-        assert line.split()[0] == str(row["rank"]) and f"{row['rating']:.1f}" in line
+        assert line.split()[:2] == ["prov.", str(row["rank"])] and f"{row['rating']:.1f}" in line
+
+
+def test_provisional_ranks_are_marked_apart_from_the_shown_ranks():
+    """A provisional rank (its place among every model of the board) is printed "prov. N", so a
+    provisional rank 2 never reads as the shown rank 2 (issue 36: math had both)."""
+    row = {"rank_ub": 1, "model": "m", "rating": 1010.0, "ci_lower": 1.0, "ci_upper": 20.0, "ci_method": "sandwich",
+           "significantly_above": 0, "n_battles": 400}
+    shown = format_board([{**row, "rank": 2, "provisional": False}]).splitlines()[2]
+    provisional = format_board([{**row, "rank": 2, "provisional": True}]).splitlines()[2]
+    assert shown.split()[:2] == ["2", "1"] and provisional.split()[:3] == ["prov.", "2", "1"]
+    assert rank_label(2) == "2" and rank_label(2, True) == "prov. 2" and rank_label(None) == "–"
 
 
 def test_top_bounds_the_provisional_list_too(warehouse, capsys):
@@ -238,7 +250,7 @@ def test_top_bounds_the_provisional_list_too(warehouse, capsys):
     assert board.height > 2
     assert provisional[0].startswith(f"{board.height} models, ranked among themselves, top 2 shown): ")
     best = board.sort("rank", "model").head(2).get_column("model").to_list()
-    assert [line.split()[2] for line in provisional[3:]] == [m.split()[0] for m in best]
+    assert [line.split()[3] for line in provisional[3:]] == [m.split()[0] for m in best]  # rank "prov. N"
 
 
 def test_shown_board_lists_no_provisional_section_when_every_model_is_shown(warehouse, capsys):
@@ -802,9 +814,19 @@ def test_damaged_warehouse_is_one_line_with_the_way_to_rebuild(warehouse, tmp_pa
     assert len(err) == 1 and "is damaged" in err[0] and f"mv {damaged} {damaged}.damaged" in err[0]
 
 
-@pytest.mark.parametrize(("method", "label"), [("spectral", "Rank Centrality (spectral);"),
+@pytest.mark.parametrize(("method", "label"), [("spectral", "Rank Centrality cross-check (spectral);"),
                                                ("bt", "Bradley-Terry (bt);")])
 def test_method_is_named_once_in_the_title(warehouse, capsys, method, label):
     assert main(["leaderboard", "--warehouse", str(warehouse), "--method", method]) == EXIT_OK
-    title = capsys.readouterr().out.splitlines()[0]
+    out = capsys.readouterr().out
+    title = out.splitlines()[0]
     assert label in title and title.count(f"({method})") == 1
+    # spectral is said to be a cross-check on its own terms, not Bradley-Terry's scale (issue 36)
+    assert ("A cross-check, not Bradley-Terry's scale" in out) is (method == "spectral")
+
+
+def test_an_aligned_boards_changes_say_how_far_the_shift_moved():
+    """``changes`` prints, under an aligned board, the shift's own move, which Change leaves out."""
+    line = format_shift({"before": 250.0, "after": 262.5, "change": 12.5})
+    assert line.startswith("Aligned to lmarena.ai's scale: the shift moved +12.5 points (+250.0 -> +262.5).")
+    assert "After - Before = Change + the shift's move" in line

@@ -43,3 +43,28 @@ def test_report_lists_provisional_models_after_the_shown_ones_marked():
     # a provisional model does not push a shown model down
     ranks = board.filter(~pl.col("provisional")).sort("rank").get_column("rank").to_numpy()
     assert np.array_equal(ranks, np.arange(1, len(shown) + 1))
+
+
+def test_provisional_ranks_are_marked_wherever_a_rank_is_printed():
+    """A provisional rank is its place among every model, so it repeats shown ranks (issue 36: a
+    provisional rank 2 beside a shown rank 2): the report's tables, its model panels and the Markdown
+    preview print it "prov. N", a shown rank as the bare number; the sort key stays the number."""
+    out = boards()
+    board = out.leaderboard
+    repeated = set(board.filter("provisional")["rank"]) & set(board.filter(~pl.col("provisional"))["rank"])
+    assert repeated  # the situation the mark is for
+    pub = Published.from_output(out)
+    html = build_report_html(pub)
+    shown_table, provisional_table = (t.split("</table>")[0] for t in html.split('<table class="sortable leaderboard')[1:3])
+    for r in board.iter_rows(named=True):
+        cell = (f'<td class="num" data-value="{r["rank"]}">prov. {r["rank"]}</td>' if r["provisional"]
+                else f'<td class="num" data-value="{r["rank"]}">{r["rank"]}</td>')
+        assert cell in (provisional_table if r["provisional"] else shown_table), r
+    assert "prov." not in shown_table
+    assert "a provisional rank 2 is not the shown rank 2" in html
+    panels = html.split('model-ratings"')[1:]
+    assert sum(">prov. " in p.split("</table>")[0] for p in panels) == board.filter("provisional").height
+    markdown = top_n_markdown(pub, "overall", "bt", board.height)
+    cells = {(c := [x.strip() for x in line.strip("|").split("|")])[2]: c[0] for line in markdown.splitlines()[4:]}
+    for r in board.iter_rows(named=True):
+        assert cells[r["model"]] == (f"prov. {r['rank']}" if r["provisional"] else str(r["rank"])), r

@@ -152,7 +152,9 @@ _RANKING_SPECS = [
                    "each vote once."),
         table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier "
-                   "score of Bradley-Terry against the models' win rates, with the calibration error."),
+                   "score of Bradley-Terry against the models' calibrated win rates (logistic on the log-odds "
+                   "difference, fitted on the training folds): the gain is what whom each model met adds, "
+                   "with the calibration error."),
         table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, **_RANKED,
                    description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
                    "the held-out predictions, the predicted and observed probability that the favourite wins."),

@@ -21,7 +21,18 @@ METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
 METHOD_LABELS: dict[str, str] = {
     "bt": "Bradley-Terry",
     "bt_style": "Bradley-Terry, style-controlled",
-    "spectral": "Rank Centrality (spectral)",
+    "spectral": "Rank Centrality cross-check (spectral)",
+}
+#: What a reader must know about a method before reading its ratings (:func:`method_note`): spectral
+#: is a differently targeted, less efficient cross-check, not Bradley-Terry on another scale.
+METHOD_NOTES: dict[str, str] = {
+    "spectral": (
+        "A cross-check, not Bradley-Terry's scale: Rank Centrality is the stationary distribution of a walk "
+        "on per-pair win fractions, where a pair met once weighs as much as a pair met a thousand times. It "
+        "targets Bradley-Terry's strengths only when Bradley-Terry holds exactly, uses the votes less "
+        "efficiently (wider intervals), and its ratings can differ from Bradley-Terry's by tens of points "
+        "(up to 39 on a shown model of LMArena's boards); compare its order with Bradley-Terry's, not its "
+        "ratings."),
 }
 
 
@@ -44,6 +55,28 @@ def category_label(name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+#: How a provisional model's rank is written (:func:`rank_label`).
+PROVISIONAL_RANK = "prov. {rank}"
+
+
+def rank_label(rank: int | None, provisional: bool | None = False) -> str:
+    """A rank as people read it: ``"2"`` for a shown model, ``"prov. 2"`` for a provisional one.
+
+    A provisional model's rank is its place among every model of the board (shown and provisional),
+    not a place in the shown ranking, so a provisional rank 2 and a shown rank 2 can sit on one
+    board; the mark keeps the two numberings apart wherever a rank is printed (the CLI, the report,
+    the Markdown previews). ``"–"`` without a rank.
+    """
+    if rank is None:
+        return "–"
+    return PROVISIONAL_RANK.format(rank=rank) if provisional else str(rank)
+
+
 def method_label(method: str) -> str:
     """People-facing name of a ranking method (an unknown one as it is)."""
     return METHOD_LABELS.get(method, method)
+
+
+def method_note(method: str) -> str | None:
+    """What to know before reading a method's ratings (:data:`METHOD_NOTES`), or None."""
+    return METHOD_NOTES.get(method)

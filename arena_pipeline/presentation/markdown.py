@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from arena_pipeline.core.dataset.categories import category_label
+from arena_pipeline.core.labels import PROVISIONAL_RANK
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.charts import rating_chart_svg, svg_data_uri
 from arena_pipeline.presentation.read import Published
@@ -14,7 +15,8 @@ from arena_pipeline.presentation.tables import frame_table, markdown_escape
 def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt", n: int = 10) -> str:
     """The first ``n`` rows of one board (shown models, then provisional ones) as a Markdown table.
 
-    Columns ``Rank``, ``UB`` (best rank the interval allows), ``Model`` (``|`` escaped), ``Rating``,
+    Columns ``Rank`` (a provisional model's marked ``prov. N``: its place among every model of the
+    board, ``core.labels.rank_label``), ``UB`` (best rank the interval allows), ``Model`` (``|`` escaped), ``Rating``,
     ``95% CI`` (``−below/+above`` the rating, whole points, so a row fits the UI's metadata panel on
     a 1400 px screen; the interval of the rating's difference from the reference model, which shows
     ``reference``), ``Battles``; numbers right-aligned, ``–`` for a missing or NaN value.
@@ -33,10 +35,13 @@ def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt"
     ci = (pl.when(pinned).then(pl.lit("reference"))  # the reference model: its rating is pinned
           .when(lower.is_infinite() | upper.is_infinite()).then(pl.lit("unbounded"))
           .otherwise(pl.format("−{}/+{}", below, above)))  # else a null bound leaves the cell empty
-    rows = board.select(Rank="rank", UB="rank_ub", Model="model", Rating=rating, **{"95% CI": ci},
+    provisional = pl.col("provisional") if "provisional" in board.columns else pl.lit(False)
+    rank = (pl.when(provisional).then(pl.format(PROVISIONAL_RANK.format(rank="{}"), "rank"))
+            .otherwise(pl.col("rank").cast(pl.String)))
+    rows = board.select(Rank=rank, UB="rank_ub", Model="model", Rating=rating, **{"95% CI": ci},
                         Battles="n_battles")
     table = frame_table(rows, "pipe", markdown_escape, floatfmt=",.1f", intfmt=("", "", "", "", "", ","),
-                        missingval="–")
+                        missingval="–", colalign=("right", "right", "left", "right", "left", "right"))
     title = f"**{category_label(category)}: {method_label(method)}** (top {board.height})"
     return f"{title}\n\n{table}"
 

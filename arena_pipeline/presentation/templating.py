@@ -13,6 +13,8 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from arena_pipeline.core.dataset.categories import category_label
+from arena_pipeline.core.labels import method_note, rank_label
+from arena_pipeline.core.publication.changes import board_shift
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.read import when
 
@@ -121,6 +123,7 @@ def environment() -> Environment:
         int_=_int, td=_td, rows=_rows, record=_record, model_cell=_model_cell,
         pct=lambda v: f"{v:.1%}" if is_num(v) else "–", coef=coef,
         isnum=is_num, isfinite=is_finite, ci=_ci, half_width=_half_width, when=when, slug=slug, label=category_label,
-        method_label=method_label,
+        method_label=method_label, method_note=method_note, rank_label=rank_label,
+        board_shift=board_shift,
     )
     return env

@@ -21,7 +21,9 @@ from arena_pipeline.core.ranking.model_fit import (
     compute_model_fit,
     held_out_predictions,
     logistic_log_loss,
+    probability_log_loss,
     session_folds,
+    win_rate_slope,
 )
 
 CONFIG = RankingConfig()
@@ -99,14 +101,66 @@ def test_held_out_log_loss_is_the_entropy_of_the_true_probabilities(draws):
     assert row["draw_share"] == pytest.approx(np.mean(o >= 2))
     if not draws:  # Brier score of the truth: its variance p (1 - p)
         assert abs(row["brier"] - float(np.mean(p * (1 - p)))) < 0.005
-    # Bradley-Terry predicts better than win rates, significantly, and is calibrated
-    assert row["log_loss_gain_lower"] > 0 and row["log_loss"] < row["log_loss_baseline"]
-    assert row["brier"] < row["brier_baseline"]
-    assert row["note"] is None
+    # every model meets every other about equally often: the calibrated win rates predict almost as
+    # well as Bradley-Terry (measured: gain 0.00024 of 0.535), and both are calibrated
+    assert 0 <= row["log_loss_gain"] < 0.001 and row["log_loss"] < row["log_loss_baseline"]
+    assert row["brier"] <= row["brier_baseline"]
     bt = calibration.filter(pl.col("predictor") == "bt")
     assert bt.height == 10 and bt["battles"].sum() == BATTLES
     assert (abs(bt["predicted"] - bt["observed"]) < 0.03).all()
-    assert row["calibration_error"] < 0.015 < row["calibration_error_baseline"]
+    assert row["calibration_error"] < 0.015 and row["calibration_error_baseline"] < 0.015
+
+
+def test_the_baseline_slope_is_the_logistic_regression_without_intercept():
+    """Golden case: statsmodels' binomial GLM of the per-battle outcomes (a draw as 1/2, in a
+    fractional-response logit) on x, without intercept, gives the same slope as the pair-count fit."""
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(4)
+    pairs = 30
+    x = rng.normal(0.0, 1.0, (2, pairs))
+    x[1, :5] = 0.0  # pairs without two rated models add nothing
+    played = rng.integers(1, 40, (2, pairs)).astype(float)
+    for row in range(2):
+        n = played[row].astype(int)
+        xs = np.repeat(x[row], n)
+        y = (rng.random(len(xs)) < 1.0 / (1.0 + np.exp(-0.7 * xs))).astype(float)
+        y[rng.random(len(xs)) < 0.2] = 0.5
+        score = np.bincount(np.repeat(np.arange(pairs), n), y, pairs)
+        reference = sm.GLM(y, xs[:, None], family=sm.families.Binomial()).fit(tol=1e-12).params[0]
+        assert win_rate_slope(x[row:row + 1], score[None], played[row:row + 1])[0] == pytest.approx(reference, abs=1e-7)
+    assert win_rate_slope(np.zeros((1, 3)), np.ones((1, 3)), np.ones((1, 3)))[0] == 0.0
+
+
+def test_bradley_terry_gains_over_calibrated_win_rates_where_opponents_differ():
+    """Models mostly meet neighbours in strength (as on LMArena, where new strong models meet strong
+    ones): a win rate near 1/2 means little, whom a model met is what Bradley-Terry adds. The gain is
+    significant (measured 0.0121, interval from 0.0105, of 0.670), and the baseline, calibrated by its
+    slope, predicts better than the raw rates' average used before (measured 0.6822 against 0.6848)."""
+    rng = np.random.default_rng(12)
+    theta = np.sort(rng.normal(0.0, 1.0, MODELS))
+    n = BATTLES
+    first = rng.integers(0, MODELS, n)
+    second = np.clip(first + rng.choice([-3, -2, -1, 1, 2, 3], n), 0, MODELS - 1)
+    keep = first != second
+    a, b = first[keep], second[keep]
+    p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))
+    o = np.where(rng.random(len(a)) < p, 0, 1)
+    session = np.arange(len(a))
+    row, _, info = board_model_fit("neighbours", a, b, o, session, MODELS, CONFIG)
+    assert row["log_loss_gain_lower"] > 0.005 and row["note"] is None
+    assert all(slope > 0 for slope in info["baseline_slope"])
+    fold = session_folds(session, FOLDS, np.random.default_rng(1))
+    held, _ = held_out_predictions(a, b, o, MODELS, fold, FOLDS)
+    # the raw average of the training rates (the baseline before): less well calibrated, worse
+    played = np.zeros((FOLDS, MODELS))
+    won = np.zeros((FOLDS, MODELS))
+    for f in range(FOLDS):
+        t = fold != f
+        played[f] = np.bincount(a[t], minlength=MODELS) + np.bincount(b[t], minlength=MODELS)
+        won[f] = np.bincount(a[t], held.y[t], MODELS) + np.bincount(b[t], 1 - held.y[t], MODELS)
+    rate = won / played
+    raw = 0.5 * (rate[fold, a] + 1.0 - rate[fold, b])
+    assert row["log_loss_baseline"] + 0.001 < float(probability_log_loss(raw, held.y).mean())
 
 
 def test_coin_flips_score_ln2_and_gain_nothing_over_win_rates():

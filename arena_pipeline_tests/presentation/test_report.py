@@ -637,3 +637,14 @@ def test_rank_changes_keep_provisional_models_apart(outputs):
     for model in changes.filter("provisional").get_column("model"):
         assert f'data-value="{model}"' in tables[1].split("</table>")[0] or model in tables[1].split("</table>")[0]
         assert model not in tables[0].split("</table>")[0]
+
+
+def test_spectral_is_presented_as_a_cross_check_not_the_same_scale(outputs):
+    """Rank Centrality's board says, where it is shown, that it is a differently targeted, less
+    efficient cross-check whose ratings are not on Bradley-Terry's scale (issue 36); bt's does not."""
+    page = build_report_html(pub_of(outputs.leaderboard, outputs))
+    section = page.split('id="cat-overall"')[1].split("</section>")[0]
+    spectral = section.split("<summary>Rank Centrality cross-check (spectral) leaderboard")[1].split("</details>")[0]
+    assert "A cross-check, not Bradley-Terry&#39;s scale" in spectral and "compare its order" in spectral
+    assert section.count('class="note method-note"') == 1
+    assert "differently targeted and less efficient" in page

@@ -49,6 +49,10 @@ def test_aligned_and_unaligned_boards_say_so(output):
     assert said[0].startswith("Aligned to lmarena.ai's overall board of 2025-11-05 (leaderboard-text.json) by "
                               "+265.6 points: the median difference of the 6 matched shown models to it is zero.")
     assert "is 1265.6." in said[0]
+    # what an aligned interval leaves out (issue 36)
+    assert ("include neither the shift's own uncertainty (a median over 6 models' differences) nor the models' "
+            "disagreement with lmarena.ai's ratings") in said[0].replace("&#39;", "'")
+    assert "rms_after_shift" in said[0] and "Not aligned" not in said[0]
     assert said[1].startswith("Not aligned to the published board (the published board has no overall board "
                               "for method bt_style)")
     assert len(said) == len(pub.methods("overall"))  # one note per board
@@ -70,3 +74,30 @@ def test_votes_without_style_counts_are_reported_as_left_out(output):
     assert said == ["200 of this category's votes come from dumps without style counts (older formats) and are "
                     "left out of the style-controlled fit, which uses 1,200 votes: they are not counted as votes "
                     "with no style difference."]
+
+
+def test_the_changes_of_an_aligned_board_show_the_shifts_move(output):
+    """Issue 36 item 2: the changes compare the ratings without the shifts; the report's changes panel
+    says by how much the shift itself moved, so that After − Before is read right."""
+    from arena_pipeline.core.publication.changes import board_shift, compare_boards
+
+    lb = output.leaderboard
+    records = []
+    for shift in (250.0, 262.5):
+        records.append({"requested": True, "board_sha256": "abc", "estimator": "median", "min_models": 3,
+                        "boards": [{"category": "overall", "method": m, "shift": shift, "aligned": True}
+                                   for m in ("bt", "bt_style")]})
+    moved = [lb.with_columns(pl.col(c) + r["boards"][0]["shift"] for c in ("rating", "ci_lower", "ci_upper"))
+             for r in records]
+    changes = compare_boards(*moved, relation="same votes", settings_changed=False,
+                             alignment_before=records[0], alignment_after=records[1],
+                             since={"publication_id": 1, "revision": "r1", "published_at": None})
+    assert board_shift(changes.filter(pl.col("method") == "bt")) == {"before": 250.0, "after": 262.5, "change": 12.5}
+    assert not changes.get_column("beyond_interval").fill_null(False).any()  # the shift's move flags no model
+    html = build_report_html(dataclasses.replace(Published.from_output(output, alignment=records[1]),
+                                                 leaderboard=moved[1], changes=changes))
+    said = re.findall(r'<span class="shift-change">(.*?)</span>', html)
+    assert len(said) == 1 and "the shift moved +12.5 points (+250.0 → +262.5)" in said[0]
+    plain = compare_boards(lb, lb, relation="same votes", settings_changed=False)
+    assert board_shift(plain) is None
+    assert board_shift(plain.drop("shift_before", "shift_after", "shift_change")) is None

@@ -389,6 +389,21 @@ def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live
     return version_name(PUBLICATION_CHANGES_TABLE, build)
 
 
+def board_shift(changes: pl.DataFrame) -> dict[str, float] | None:
+    """The alignment shift of one board's change rows: ``before``, ``after`` and ``change`` (the shift's
+    own move, which ``rating_change`` leaves out), or None when neither publication aligned the board
+    (both shifts 0, or a table from before the shift columns)."""
+    if "shift_before" not in changes.columns:
+        return None
+    rows = changes.filter(pl.col("shift_before").is_not_null() & pl.col("shift_after").is_not_null())
+    if rows.is_empty():
+        return None
+    before, after = rows.row(0, named=True)["shift_before"], rows.row(0, named=True)["shift_after"]
+    if before == 0 and after == 0:
+        return None
+    return {"before": before, "after": after, "change": after - before}
+
+
 def summary(changes: pl.DataFrame) -> dict[str, int]:
     """Counts of a set of change rows: ``new``, ``gone``, ``kept``, ``beyond`` (moves beyond their interval)."""
     counts = dict(changes.group_by("status").len().iter_rows())

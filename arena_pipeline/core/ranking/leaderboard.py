@@ -138,7 +138,9 @@ def compute_rankings(
        (``battles_without_style``) and ``metadata["style_left_out"]``; a category with fewer
        than 2 models among its styled votes has no ``bt_style`` board.
     5. ``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions,
-       normalised by the maximum degree) on the same rating scale, with a bootstrap
+       normalised by the maximum degree), expressed in rating points but not Bradley-Terry's
+       estimate: a pair met once weighs like a pair met often, so it is a differently targeted,
+       less efficient cross-check (``core.labels.METHOD_NOTES``), with a bootstrap
        interval from the same resamples as ``bt``; no sandwich interval. The Kendall tau
        between its ratings and ``bt``'s is in ``metadata["kendall_tau"]``.
 

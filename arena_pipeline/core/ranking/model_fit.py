@@ -8,13 +8,21 @@ the data it is judged on. For every fold, the exact Bradley-Terry MLE is fitted 
 wins" are scored on the same held-out battles:
 
 - ``bt``: ``sigmoid(theta_a - theta_b)`` of the training fit;
-- the baseline ``win_rate``: ``(w_a + 1 - w_b) / 2``, with ``w`` each model's score rate
-  ((wins + draws / 2) / battles) over its training battles: the mean of "a scores its usual
-  rate" and "b concedes its usual rate", symmetric under a swap of sides. It knows how good each
-  model is overall, not whom it met: the question is whether Bradley-Terry's pairing structure
-  predicts better than the win-rate column of the board. Averaging two rates pulls its predictions
-  towards 1/2 (a strong model's win rate is diluted by the weak opponents it met), so part of
-  Bradley-Terry's gain is calibration; the calibration table shows how much.
+- the baseline ``win_rate``, a *calibrated* win-rate predictor: ``sigmoid(beta x)`` with ``x =
+  logit(w_a) - logit(w_b)``, ``w`` each model's score rate ((wins + draws / 2) / battles) over its
+  training battles, and the one slope ``beta`` the logistic regression of the training battles'
+  outcomes on their ``x`` (no intercept: symmetric under a swap of sides), fitted on the same
+  training folds. It knows how good each model is overall, not whom it met. The raw rates (the
+  mean of ``w_a`` and ``1 - w_b``, used before) are pulled towards 1/2 (a strong model's rate is
+  diluted by the weak opponents it met), so a gain over them mostly measured that miscalibration;
+  the fitted slope removes it.
+
+The gain (``log_loss_gain``: the baseline's log-loss minus Bradley-Terry's) is therefore what
+Bradley-Terry's pairing structure adds: what knowing whom each model met (the strength of its
+opponents) predicts beyond a calibrated reading of the win-rate column. Where every model meets
+every other about equally often, win rates already order and space the models almost as
+Bradley-Terry does, and a gain near 0 is expected, not a sign of a poor fit; the comparison of
+``log_loss`` with ``log_loss_expected`` and the calibration table say how well the model fits.
 
 A draw (``tie`` or ``both_bad``) is scored as an outcome of 1/2 for each side, exactly as the fit
 counts it (``ties: half``): the log-loss of outcome ``y`` at probability ``p`` is ``-[y log p +
@@ -95,8 +103,8 @@ MODEL_FIT_CALIBRATION_SCHEMA: dict[str, pl.DataType] = {
 }
 
 #: The note of a board whose Bradley-Terry predictions are not shown to beat the win rates.
-NO_GAIN = ("Bradley-Terry does not predict held-out votes measurably better than the models' win rates "
-           "(the gain's 95% interval reaches 0)")
+NO_GAIN = ("Bradley-Terry does not predict held-out votes measurably better than the models' calibrated "
+           "win rates (the gain's 95% interval reaches 0): whom each model met adds nothing measurable here")
 
 
 @dataclass(frozen=True)
@@ -114,9 +122,11 @@ class HeldOut:
         Bradley-Terry log-odds that side a wins, from the fit without the battle's fold (NaN where
         not scored).
     baseline
-        The win-rate baseline's probability that side a wins (NaN where not scored).
+        The calibrated win-rate baseline's probability that side a wins (NaN where not scored).
     y
         Outcome for side a: 1 (won), 0 (lost), 0.5 (draw).
+    slope
+        The baseline's slope ``beta`` of every fold, shape (folds,).
     """
 
     fold: np.ndarray
@@ -124,6 +134,7 @@ class HeldOut:
     log_odds: np.ndarray
     baseline: np.ndarray
     y: np.ndarray
+    slope: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -164,7 +175,7 @@ def held_out_predictions(
     a: np.ndarray, b: np.ndarray, o: np.ndarray, n_models: int, fold: np.ndarray, folds: int,
     tol: float = 1e-8, max_iter: int = 100,
 ) -> tuple[HeldOut, int]:
-    """Predict every battle from the Bradley-Terry fit (and win rates) of the other folds.
+    """Predict every battle from the Bradley-Terry fit (and calibrated win rates) of the other folds.
 
     The training counts of a fold are the board's per-(pair, outcome) counts minus the fold's;
     the fit is the exact MLE on the models of :func:`bradley_terry.mle_support` of those counts
@@ -219,11 +230,64 @@ def held_out_predictions(
         battles = np.bincount(lo, played[f], n_models) + np.bincount(hi, played[f], n_models)
         score = np.bincount(lo, score_lo[f], n_models) + np.bincount(hi, score_hi[f], n_models)
         rate[f] = score / np.maximum(battles, 1.0)
+    rate = np.clip(rate, 1e-9, 1.0 - 1e-9)
+    logit = np.log(rate) - np.log1p(-rate)
+    # the baseline's slope per fold, from the training pairs of two rated models (x = 0 elsewhere)
+    rated = ~np.isnan(theta)
+    x_pair = np.where(rated[:, lo] & rated[:, hi], logit[:, lo] - logit[:, hi], 0.0)  # (folds, P)
+    slope = win_rate_slope(x_pair, score_lo, played, tol=tol, max_iter=max_iter)
     log_odds = theta[fold, a] - theta[fold, b]  # NaN unless both models are rated without the fold
     scored = ~np.isnan(log_odds)
-    baseline = np.where(scored, 0.5 * (rate[fold, a] + 1.0 - rate[fold, b]), np.nan)
+    baseline = np.where(scored, sigmoid(slope[fold] * (logit[fold, a] - logit[fold, b])), np.nan)
     y = np.where(o == 0, 1.0, np.where(o == 1, 0.0, 0.5))
-    return HeldOut(fold, scored, log_odds, baseline, y), steps
+    return HeldOut(fold, scored, log_odds, baseline, y, slope), steps
+
+
+def win_rate_slope(
+    x: np.ndarray, score: np.ndarray, played: np.ndarray, tol: float = 1e-8, max_iter: int = 100,
+) -> np.ndarray:
+    """Slope of the logistic regression without intercept of pair outcomes on ``x``, per row.
+
+    Maximises ``sum_p [s_p beta x_p - n_p softplus(beta x_p)]`` over ``beta`` for each row (fold)
+    by Newton's method with step halving (the loss is convex in ``beta``): the binomial
+    likelihood of ``s_p`` points in ``n_p`` battles of pair ``p`` (a draw counting 1/2, as in
+    the Bradley-Terry fit), the same as the per-battle regression.
+
+    Parameters
+    ----------
+    x
+        Regressor of every row and pair, shape (rows, P); a pair with ``x = 0`` adds nothing.
+    score, played
+        Points of the pair's first model and battles, shape (rows, P).
+    tol, max_iter
+        Stop when every step is below ``tol``, or after ``max_iter`` steps.
+
+    Returns
+    -------
+    np.ndarray
+        ``beta`` of every row, shape (rows,); 0 for a row whose ``x`` is 0 on every played pair.
+    """
+    def loss(beta: np.ndarray) -> np.ndarray:
+        z = beta[:, None] * x
+        return np.sum(played * softplus(z) - score * z, axis=1)
+
+    beta = np.zeros(x.shape[0])
+    current = loss(beta)
+    for _ in range(max_iter):
+        p = sigmoid(beta[:, None] * x)
+        grad = np.sum((played * p - score) * x, axis=1)
+        hess = np.sum(played * p * (1.0 - p) * x**2, axis=1)
+        step = np.where(hess > 0, grad / np.where(hess > 0, hess, 1.0), 0.0)
+        for _ in range(30):  # halve where the full step would not lower the loss
+            trial = loss(beta - step)
+            worse = trial > current + 1e-12 * np.abs(current)
+            if not worse.any():
+                break
+            step = np.where(worse, step / 2, step)
+        beta, current = beta - step, loss(beta - step)
+        if np.all(np.abs(step) < tol):
+            break
+    return beta
 
 
 def logistic_log_loss(log_odds: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -370,7 +434,8 @@ def board_model_fit(
     -------
     tuple
         The row (:data:`MODEL_FIT_SCHEMA`), the calibration frame
-        (:data:`MODEL_FIT_CALIBRATION_SCHEMA`) and details (``newton_steps``).
+        (:data:`MODEL_FIT_CALIBRATION_SCHEMA`) and details (``newton_steps``, ``unscored``, and
+        ``baseline_slope``: the calibrated baseline's slope per fold).
     """
     rng = np.random.default_rng([config.seed, zlib.crc32(category.encode()), zlib.crc32(b"model_fit")])
     fold = session_folds(session, folds, rng)
@@ -412,7 +477,8 @@ def board_model_fit(
         for name, table in tables.items() if len(table["decile"])
     ]
     calibration = pl.concat(frames) if frames else pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA)
-    return row, calibration, {"newton_steps": steps, "unscored": len(a) - scored}
+    return row, calibration, {"newton_steps": steps, "unscored": len(a) - scored,
+                              "baseline_slope": [float(v) for v in held.slope]}
 
 
 def board_battles(
