@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from arena_pipeline.core.labels import rank_label
 from arena_pipeline.presentation.report import render_report
 from arena_pipeline_tests.presentation.synthetic import (
     CHAMPION,
@@ -228,8 +229,10 @@ def test_report_renders_offline_without_errors(page, report_file, tmp_path):
                    " return [r.width, r.height]; })()")
     assert size[0] > 500 and size[1] > 150
     shown_models = page.js(
-        f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[2].textContent)")
+        f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[3].textContent)")
     assert shown_models == board.get_column("model").to_list()  # escaped name shown verbatim
+    above = page.js(f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[2].textContent)")
+    assert above == [str(n) if n is not None else "–" for n in board.get_column("significantly_above").to_list()]
 
     screenshot = page.screenshot(tmp_path / "report.png")
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 50_000
@@ -243,7 +246,7 @@ def test_report_renders_offline_without_errors(page, report_file, tmp_path):
 def test_sorting_and_tab_switching(page, report_file):
     page.open(report_file.as_uri())
     table = "document.querySelector('#cat-overall table.leaderboard')"
-    ratings = f"[...{table}.tBodies[0].rows].map(r => parseFloat(r.cells[3].dataset.value))"
+    ratings = f"[...{table}.tBodies[0].rows].map(r => parseFloat(r.cells[4].dataset.value))"
     header = f"[...{table}.tHead.rows[0].cells].find(th => th.textContent.trim() === '{{}}')"
 
     page.js(f"{header.format('Rating')}.querySelector('button').click()")
@@ -254,7 +257,7 @@ def test_sorting_and_tab_switching(page, report_file):
     page.js(f"{header.format('Rating')}.querySelector('button').click()")
     assert page.js(ratings) == sorted(values, reverse=True)
     page.js(f"{header.format('Model')}.querySelector('button').click()")
-    models = page.js(f"[...{table}.tBodies[0].rows].map(r => r.cells[2].textContent)")
+    models = page.js(f"[...{table}.tBodies[0].rows].map(r => r.cells[3].textContent)")
     assert models == sorted(models, key=str.lower)
 
     page.js("document.getElementById('tab-math').click()")
@@ -305,9 +308,11 @@ def test_model_panel_opens_from_any_board_with_the_models_numbers(page, report_f
     lb = synthetic_outputs().leaderboard.filter((pl.col("model") == model) & (pl.col("method") == "bt"))
     assert [r[0] for r in shown["ratings"]] == ["Overall", "Math", "Coding"]
     for cells, row in zip(shown["ratings"], lb.iter_rows(named=True), strict=True):
-        assert cells[1] == str(row["rank"]) and cells[2] == f"{row['rating']:,.1f}"
+        assert cells[1] == rank_label(row["rank"], row["provisional"]) and cells[2] == f"{row['rating']:,.1f}"
         assert cells[3] == f"+{row['ci_upper'] - row['rating']:.1f} / −{row['rating'] - row['ci_lower']:.1f}"
-        assert cells[4] == f"{row['n_battles']:,}"
+        above = row["significantly_above"]
+        assert cells[4] == (f"{above} model{'' if above == 1 else 's'}" if above is not None else "–")
+        assert cells[5] == f"{row['n_battles']:,}"
     assert shown["chart"] == 3  # one point per category
     pairs = synthetic_outputs().pairwise.filter(pl.col("category") == "overall")
     opponents = {cells[0]: cells for cells in shown["opponents"]}
