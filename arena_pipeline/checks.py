@@ -164,7 +164,9 @@ def _suite_checks(table: str):
                 detail = f"{table} failed error expectations: {', '.join(failed)}"[:2000]
                 record_dump(con, SCHEMA, revision=checked.revision, status="failed", detail=detail)
                 finish_build(con, context.run.run_id, "failed", detail)  # the run's build (build id = run id)
-                warehouse.sync_readers(con)  # readers see why the revision is not published
+                # readers see why the revision is not published (the failed checks stay the step's outcome)
+                if (unsynced := warehouse.sync_readers(con, after_failure=True)) is not None:
+                    context.log.warning(unsynced)
         context.log.info(f"{table}: {report.summary()}")
         yield _result(report, "error", errors, key)
         yield _result(report, "warning", warnings, key)

@@ -400,11 +400,21 @@ class Warehouse(DuckDBResource):
         if table in SNAPSHOT_FILE_TABLES:
             snapshot.export_ahead(self.connection, version, self.snapshot_target().files)
 
-    def sync_readers(self, con: duckdb.DuckDBPyConnection) -> None:
+    def sync_readers(self, con: duckdb.DuckDBPyConnection, *, after_failure: bool = False) -> str | None:
         """Give readers a snapshot of the work file (``con``) as it is now: the same live publication with
         the records a run wrote without publishing (a refusal, a failed load, a rejected dump), or the
-        publication a crash left between the work file's COMMIT and the snapshot's rename."""
-        snapshot.sync_snapshot(con, SCHEMA, self.snapshot_target())
+        publication a crash left between the work file's COMMIT and the snapshot's rename.
+
+        ``after_failure``: called while a step fails for its own reason, which must stay the step's
+        error: a snapshot that cannot be written then is returned as a line (the next gate step writes
+        it), not raised. Returns None when the snapshot was written."""
+        try:
+            snapshot.sync_snapshot(con, SCHEMA, self.snapshot_target())
+        except (duckdb.Error, OSError, RuntimeError) as exc:
+            if not after_failure:
+                raise
+            return f"the readers' snapshot was not brought up to date ({type(exc).__name__}: {exc})"
+        return None
 
     def prepare_store(self) -> str:
         """The work file's path, its folder created; a warehouse from before the snapshot at

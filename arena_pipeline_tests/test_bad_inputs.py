@@ -601,3 +601,23 @@ def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tm
         (ids[4], "count_out_of_range", "count out of range of its stored type: turn=1099511627776")]
     assert query(tmp_path / "w.duckdb", "select count(*) from arena.battles") == [(6,)]
     assert "publication_gate" in materialized(result)
+
+
+@pytest.mark.slow
+def test_a_snapshot_that_cannot_be_written_after_a_failure_does_not_hide_the_failure(tmp_path, monkeypatch):
+    """A load that fails records why and gives readers a snapshot of that record; when that snapshot
+    cannot be written (a full disk, say), the step still fails with the load's own error."""
+    from arena_pipeline.core.store import snapshot
+
+    write_dump(tmp_path / "dump", n_rows=12, n_shards=2, seed=4)
+    shard = sorted((tmp_path / "dump").rglob("*.parquet"))[1]
+    bi.truncate(shard)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(snapshot, "sync_snapshot", full_disk)
+    result = run(tmp_path / "dump", tmp_path / "w.duckdb")
+    assert not result.success
+    text = failure_text(result, "raw_dump")
+    assert shard.name in text and "No space left" not in text

@@ -107,7 +107,7 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                 chosen = None
             except PublicationError as exc:
                 refuse_build(con, SCHEMA, build, str(exc))
-                warehouse.sync_readers(con)
+                warehouse.sync_readers(con, after_failure=True)
                 raise _Refused(_still_live(str(exc), con, warehouse, report_settings)) from exc
             if chosen is not None:
                 live = live_publication(con, SCHEMA)
@@ -118,7 +118,7 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                 if problems:
                     refusal = refusal_message(problems, _sources(con, live, chosen))
                     refuse_build(con, SCHEMA, build, refusal)
-                    warehouse.sync_readers(con)
+                    warehouse.sync_readers(con, after_failure=True)
                     raise _Refused(_still_live(refusal, con, warehouse, report_settings))
                 # what changed against the live publication: a table of this publication, written by the gate
                 chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
