@@ -14,8 +14,10 @@ What a snapshot holds:
 - the versions of the small tables (the boards, the comparisons, ``publication_changes``) and the
   records (``publications``, ``dumps``, ``quality_results``, ``arena_versions.builds``), copied (a few MB);
 - the versions of the vote tables (``file_tables``: battles, messages, ...) as views over Parquet
-  files in the store folder: each is written once (:func:`export_version`), when a publication first
-  shows it, and never copied again: a re-rank publication writes only the small tables.
+  files in the store folder: each is written once, in a worker thread as soon as its version is
+  made (:func:`export_ahead`: the steps before the gate run meanwhile) or else by the publication that
+  first shows it (:func:`export_version`), and never copied again: a re-rank publication writes only
+  the small tables.
 
 Parquet files outlive the snapshots that name them: a reader holding an old snapshot open keeps its
 vote tables while their revision is among the ``keep_revisions`` newest published ones beyond the
