@@ -177,9 +177,11 @@ def failed_runs(instance: dg.DagsterInstance, revision: str) -> list[FailedRun]:
     return failed
 
 
-def _decision(instance: dg.DagsterInstance, revision: str, live: Live, **extra: Any) -> Decision:
+def _decision(instance: dg.DagsterInstance, revision: str, live: Live, failures: list[FailedRun] | None = None,
+              **extra: Any) -> Decision:
+    """The decision for ``revision`` (``failures``: its :func:`failed_runs`, when the caller has them)."""
     reason = already_handled_reason(instance, revision, live)
-    if reason is None and (failures := failed_runs(instance, revision)):
+    if reason is None and (failures := failed_runs(instance, revision) if failures is None else failures):
         plan = plan_retry(short_revision(revision), failures, dt.datetime.now(dt.UTC).replace(tzinfo=None))
         return Decision(revision, None, live=live, retry=plan, **extra) if plan.retry else \
             Decision(revision, plan.reason, live=live, **extra)
@@ -216,10 +218,11 @@ def decide_many(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: s
     revision = combined_revision(revisions)
     previous, before = cursor_revisions(cursor)
     changes = _changes(before, revisions)
-    if previous == revision and not failed_runs(instance, revision):
+    failures = failed_runs(instance, revision) if previous == revision else None
+    if previous == revision and not failures:
         return Decision(None, f"dump revisions unchanged since the last tick ({len(revisions)} dumps, {revision})",
                         revisions, changes)
-    return _decision(instance, revision, read_live(warehouse), revisions=revisions, changes=changes)
+    return _decision(instance, revision, read_live(warehouse), failures, revisions=revisions, changes=changes)
 
 
 def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | None,
@@ -233,9 +236,10 @@ def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | 
         revision = dump_source.latest_revision()
     except (HubError, SourceError, OSError) as exc:
         return Decision(None, f"could not look up the dump revision: {type(exc).__name__}: {exc}")
-    if cursor == revision and not failed_runs(instance, revision):
+    failures = failed_runs(instance, revision) if cursor == revision else None
+    if cursor == revision and not failures:
         return Decision(None, f"dump revision {revision} unchanged since the last tick")
-    return _decision(instance, revision, read_live(warehouse))
+    return _decision(instance, revision, read_live(warehouse), failures)
 
 
 def run_request(decision: Decision) -> dg.RunRequest:

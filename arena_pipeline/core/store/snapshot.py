@@ -330,8 +330,13 @@ def snapshot_publication(path: Path, schema: str) -> int | None:
 
 def kind_of(path: Path) -> str:
     """What the file at ``path`` is: ``missing``, ``empty`` (a DuckDB file with nothing in it),
-    ``snapshot``, ``legacy`` (a warehouse from before the snapshot: the pipeline worked in it) or
-    ``other`` (raises NotAWarehouseError instead: never replaced)."""
+    ``snapshot`` or ``legacy`` (a warehouse from before the snapshot: the pipeline worked in it).
+
+    Raises
+    ------
+    NotAWarehouseError
+        A file that is not a DuckDB database, or a database of something else: never replaced.
+    """
     if not path.exists():
         return "missing"
     try:
@@ -343,25 +348,16 @@ def kind_of(path: Path) -> str:
         raise NotAWarehouseError(f"{path} is not a DuckDB warehouse ({exc}); nothing was written into it. Point "
                                  "ARENA_WAREHOUSE at a new file or at a warehouse") from exc
     try:
+        check_is_warehouse(con, str(path))  # a database of something else: refused, with what it holds
         rows = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal "
                            "UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal").fetchall()
     finally:
         con.close()
     if not rows:
         return "empty"
-    schemas = {s for s, _ in rows}
-    if (VERSIONS_SCHEMA, SNAPSHOT_MARKER) in rows:
-        return "snapshot"
-    if (VERSIONS_SCHEMA, "versions") in rows:
+    if (VERSIONS_SCHEMA, "versions") in rows and (VERSIONS_SCHEMA, SNAPSHOT_MARKER) not in rows:
         return "legacy"
-    if schemas & {"arena", VERSIONS_SCHEMA}:
-        return "snapshot"
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        check_is_warehouse(con, str(path))
-    finally:
-        con.close()
-    return "other"
+    return "snapshot"
 
 
 class StoreMissingError(NotAWarehouseError):
