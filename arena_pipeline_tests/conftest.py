@@ -78,7 +78,7 @@ def _no_instance_left_open(_track_instances):
 def sample_run(tmp_path_factory):
     """The real 100-vote sample materialized and published once per session, with the default model
     catalog (no alias file, board or benchmark file): tests read it, or copy the warehouse to change it."""
-    from arena_pipeline_tests.materialize import SampleRun, run_sample
+    from arena_pipeline_tests.support.materialize import SampleRun, run_sample
 
     root = tmp_path_factory.mktemp("sample")
     run = SampleRun(root, run_sample(root))

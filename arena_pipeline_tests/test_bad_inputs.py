@@ -5,7 +5,7 @@ Whole-file cases first publish a good dump into a warehouse (once per module, th
 test), materialize the bad dump into the copy and compare the arena.* views, their row counts and
 arena.dumps with the state before. Row-level cases run the whole graph once per dump (module
 fixtures) and check each broken row's quarantine rule in its own test. The inputs are built by
-:mod:`arena_pipeline_tests.bad_inputs`.
+:mod:`arena_pipeline_tests.support.bad_inputs`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from arena_pipeline.core.ingest.load import load_dump
 from arena_pipeline.core.ingest.local_dump import local_manifest
 from arena_pipeline.core.ingest.sources import parse_source
 from arena_pipeline.resources import DumpSource, Warehouse
-from arena_pipeline_tests import bad_inputs as bi
-from arena_pipeline_tests.fixtures import make_rows, make_table, write_dump
-from arena_pipeline_tests.materialize import copy_warehouse, materialize, materialized, rank_config
+from arena_pipeline_dev.fixtures import make_rows, make_table, write_dump
+from arena_pipeline_tests.support import bad_inputs as bi
+from arena_pipeline_tests.support.materialize import copy_warehouse, materialize, materialized, rank_config
 
 RUN_CONFIG = rank_config(min_battles=1, bootstrap_rounds=5)
 
@@ -588,7 +588,7 @@ def test_message_defect_quarantines_one_vote_instead_of_blocking_the_dump(tmp_pa
 def test_bad_values_of_an_older_format_are_quarantined_and_the_dump_publishes(tmp_path):
     """A 33k dump with a tstamp of inf and a turn of 2^40 used to stop flat_tables with a raw Polars
     InvalidOperationError and mark the whole dump failed (issue 25 item 4)."""
-    from arena_pipeline_tests import dump_fixtures as fx
+    from arena_pipeline_dev import dump_fixtures as fx
 
     table = bi.set_value(bi.set_value(fx.make_33k(n=8), ("tstamp",), float("inf")), ("turn",), 2**40, row=4)
     bi.write_shards(tmp_path / "dump", [table])

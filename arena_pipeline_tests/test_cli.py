@@ -21,7 +21,7 @@ from arena_pipeline.core.store.records import DUMPS_DDL
 from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
 from arena_pipeline.presentation.read import read_dump_boards, read_published
 from arena_pipeline.presentation.read_board import read_board
-from arena_pipeline_tests.presentation.synthetic import (
+from arena_pipeline_tests.support.synthetic_published import (
     CHAMPION,
     REVISION,
     synthetic_benchmarks,

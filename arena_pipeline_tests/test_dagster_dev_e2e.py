@@ -1,6 +1,6 @@
 """End to end: ``dagster dev`` (webserver + daemon) refreshes the warehouse when the Hub moves.
 
-The code location is ``arena_pipeline_tests.e2e_definitions`` (the real ``defs``, with the
+The code location is ``arena_pipeline_tests.support.e2e_definitions`` (the real ``defs``, with the
 new-dump sensor looking every 2 s). The fake Hub, ``dagster dev`` and everything they start run on
 127.0.0.1 and are stopped by PID / process group in ``finally`` blocks. Every wait is bounded.
 """
@@ -29,16 +29,16 @@ from arena_pipeline.constants import REVISION_TAG, SCHEMA
 from arena_pipeline.core.store import warehouse as core_warehouse
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
-from arena_pipeline_tests.e2e_definitions import E2E_SENSOR_INTERVAL_SECONDS
-from arena_pipeline_tests.e2e_definitions import defs as e2e_defs
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.hub_server import fake_hub_server
-from arena_pipeline_tests.waiting import wait_for
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_dev.hub_server import fake_hub_server
+from arena_pipeline_tests.support.e2e_definitions import E2E_SENSOR_INTERVAL_SECONDS
+from arena_pipeline_tests.support.e2e_definitions import defs as e2e_defs
+from arena_pipeline_tests.support.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = REPO_ROOT / "dagster_home" / "dagster.yaml"
 REPO = "lmarena-ai/arena-human-preference-140k"
-LOCATION_MODULE = "arena_pipeline_tests.e2e_definitions"
+LOCATION_MODULE = "arena_pipeline_tests.support.e2e_definitions"
 SENSOR = "new_dump_sensor"
 
 WORKSPACE = """{ workspaceOrError { __typename
@@ -116,7 +116,7 @@ class Webserver:
 
 @contextmanager
 def dagster_dev(tmp_path: Path, env: dict[str, str], port: int):
-    """``dagster dev -m arena_pipeline_tests.e2e_definitions`` in its own session; stopped by
+    """``dagster dev -m arena_pipeline_tests.support.e2e_definitions`` in its own session; stopped by
     process group (SIGTERM, then SIGKILL after 30 s) however the block ends."""
     log = tmp_path / "dagster_dev.log"
     cwd = tmp_path / "cwd"

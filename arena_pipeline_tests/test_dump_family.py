@@ -15,10 +15,10 @@ from arena_pipeline.core.dataset.manifest import combined_revision
 from arena_pipeline.core.ingest import hub as hub_client
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
-from arena_pipeline_tests import dump_fixtures as fx
-from arena_pipeline_tests.hub_server import fake_hub_server
-from arena_pipeline_tests.materialize import materialize
-from arena_pipeline_tests.ticks import tick
+from arena_pipeline_dev import dump_fixtures as fx
+from arena_pipeline_dev.hub_server import fake_hub_server
+from arena_pipeline_tests.support.materialize import materialize
+from arena_pipeline_tests.support.ticks import tick
 
 PATTERN = "lmarena-ai/arena-human-preference-*"
 NEW_DUMP = "lmarena-ai/arena-human-preference-200k"  # a fifth dataset: a renamed copy of the 140k format
@@ -214,7 +214,7 @@ def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
     from arena_pipeline.core.ingest.local_dump import local_manifest
     from arena_pipeline.core.ingest.sources import parse_source
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-    from arena_pipeline_tests import bad_inputs as bi
+    from arena_pipeline_tests.support import bad_inputs as bi
 
     names = ("org/a", "org/b", "org/c")
     bi.conflicting_dumps(tmp_path / "dumps", names)

@@ -28,10 +28,10 @@ from arena_pipeline.refresh import REASON_TAG, Decision, Live
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.materialize import copy_warehouse, materialize, materialized, rank_config
-from arena_pipeline_tests.publication_support import RANK, Setup, query
-from arena_pipeline_tests.ticks import tick
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_tests.support.materialize import copy_warehouse, materialize, materialized, rank_config
+from arena_pipeline_tests.support.publication_support import RANK, Setup, query
+from arena_pipeline_tests.support.ticks import tick
 
 ROWS = 200
 

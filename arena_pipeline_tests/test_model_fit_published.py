@@ -5,9 +5,15 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.materialize import copy_warehouse
-from arena_pipeline_tests.publication_support import RANKING_SELECTION, RERANK_SELECTION, Setup, publications, query
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_tests.support.materialize import copy_warehouse
+from arena_pipeline_tests.support.publication_support import (
+    RANKING_SELECTION,
+    RERANK_SELECTION,
+    Setup,
+    publications,
+    query,
+)
 
 pytestmark = pytest.mark.slow  # a whole-pipeline run of its own (module fixture), then re-ranks
 

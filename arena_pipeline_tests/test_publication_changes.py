@@ -19,8 +19,8 @@ import pytest
 from arena_pipeline.cli import EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
 from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.publication.changes import SAME_VOTES, VOTES_ADDED, Z95
-from arena_pipeline_tests.fixtures import make_rows
-from arena_pipeline_tests.publication_support import RERANK_SELECTION, Setup, assert_live_is_one_publication
+from arena_pipeline_dev.fixtures import make_rows
+from arena_pipeline_tests.support.publication_support import RERANK_SELECTION, Setup, assert_live_is_one_publication
 from arena_pipeline_tests.test_cli import PIPELINE_ONLY_MODULES
 
 FIRST, GROWN = 150, 260

@@ -20,9 +20,9 @@ import pytest
 
 from arena_pipeline.assets import rankings as ranking_assets
 from arena_pipeline.resources import DumpSource, ModelCatalog
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.materialize import copy_warehouse, materialize
-from arena_pipeline_tests.publication_support import (
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_tests.support.materialize import copy_warehouse, materialize
+from arena_pipeline_tests.support.publication_support import (
     RANK,
     RANKING_SELECTION,
     REPO_ROOT,
@@ -186,7 +186,7 @@ def test_concurrent_runs_of_two_revisions_both_publish_and_drop_nothing_of_each_
             {"ops": {"rankings": {"config": RANK}}}))
         log = open(tmp_path / f"{name}.log", "w")
         procs.append((name, log, subprocess.Popen(
-            [sys.executable, "-m", "arena_pipeline_tests.refresh_worker", "refresh"], cwd=tmp_path, env=env,
+            [sys.executable, "-m", "arena_pipeline_tests.support.refresh_worker", "refresh"], cwd=tmp_path, env=env,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)))
     try:
         for _, _, proc in procs:

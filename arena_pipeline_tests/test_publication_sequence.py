@@ -23,8 +23,8 @@ from arena_pipeline.assets import ingest as ingest_assets
 from arena_pipeline.assets import rankings as ranking_assets
 from arena_pipeline.core.publication import publish as core_publish
 from arena_pipeline.resources import ModelCatalog
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.publication_support import (
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_tests.support.publication_support import (
     RANK,
     RERANK_SELECTION,
     Setup,
@@ -39,7 +39,7 @@ STEPS = 30
 ROWS = 150
 KILLS = 3
 RELAXED = {"max_model_drop": 1.0, "max_category_drop": 1.0}
-WORKER = [sys.executable, "-m", "arena_pipeline_tests.refresh_worker"]
+WORKER = [sys.executable, "-m", "arena_pipeline_tests.support.refresh_worker"]
 
 
 class Injected(RuntimeError):

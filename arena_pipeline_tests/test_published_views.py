@@ -14,7 +14,7 @@ import pytest
 from arena_pipeline.constants import PUBLISHED_TABLES, RECORD_TABLES, SCHEMA
 from arena_pipeline.jobs import rerank_job
 from arena_pipeline.resources import ModelCatalog
-from arena_pipeline_tests.materialize import (
+from arena_pipeline_tests.support.materialize import (
     REAL_CSV,
     SAMPLE_RUN_CONFIG,
     copy_warehouse,
@@ -23,7 +23,7 @@ from arena_pipeline_tests.materialize import (
     sample_resources,
     work_file,
 )
-from arena_pipeline_tests.publication_support import assert_live_is_one_publication
+from arena_pipeline_tests.support.publication_support import assert_live_is_one_publication
 
 VALIDATION = ("external_comparison", "external_comparison_models", "benchmark_scores", "benchmark_agreement")
 

@@ -83,8 +83,8 @@ def test_a_run_asking_for_too_many_rounds_fails_at_its_first_step(tmp_path):
     """Checked in raw_dump, before the fetch and the load (it failed in rankings, after them, or ran out
     of memory there)."""
     from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
-    from arena_pipeline_tests.fixtures import write_dump
-    from arena_pipeline_tests.materialize import materialize
+    from arena_pipeline_dev.fixtures import write_dump
+    from arena_pipeline_tests.support.materialize import materialize
 
     write_dump(tmp_path / "dump", n_rows=20, n_shards=1, seed=3)
     warehouse = tmp_path / "warehouse.duckdb"

@@ -29,18 +29,18 @@ from arena_pipeline.core.store.versions import revision_key
 from arena_pipeline.core.store.warehouse import WarehouseLockedError
 from arena_pipeline.definitions import defs
 from arena_pipeline.resources import DumpSource, Warehouse
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.hub_server import fake_hub_server, verified_revisions
-from arena_pipeline_tests.materialize import copy_warehouse, work_file
-from arena_pipeline_tests.refresh_worker import no_retries_config, refresh_job, versioned_keys
-from arena_pipeline_tests.waiting import wait_for
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_dev.hub_server import fake_hub_server, verified_revisions
+from arena_pipeline_tests.support.materialize import copy_warehouse, work_file
+from arena_pipeline_tests.support.refresh_worker import no_retries_config, refresh_job, versioned_keys
+from arena_pipeline_tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # subprocesses killed mid-refresh, a fake Hub server, lock holders
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = REPO_ROOT / "dagster_home" / "dagster.yaml"
 REPO = "lmarena-ai/arena-human-preference-140k"
-WORKER = [sys.executable, "-m", "arena_pipeline_tests.refresh_worker"]
+WORKER = [sys.executable, "-m", "arena_pipeline_tests.support.refresh_worker"]
 #: Rows of the published dump the kill and reader tests start from. At least 50 battles per model
 #: (rankings' min_battles) for the fixtures' 6 models: an empty leaderboard fails the run.
 OLD_ROWS = 200

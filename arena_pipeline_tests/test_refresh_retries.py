@@ -14,10 +14,10 @@ from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core.publication import retry
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.materialize import materialize, rank_config, sample_resources
-from arena_pipeline_tests.publication_support import held_by_another_process
-from arena_pipeline_tests.ticks import tick
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_tests.support.materialize import materialize, rank_config, sample_resources
+from arena_pipeline_tests.support.publication_support import held_by_another_process
+from arena_pipeline_tests.support.ticks import tick
 
 
 @pytest.mark.slow

@@ -17,10 +17,10 @@ from arena_pipeline.refresh import SETTINGS_TAG, read_live
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.schedules import make_nightly_schedule, nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.hub_server import fake_hub_server
-from arena_pipeline_tests.publication_support import held_by_another_process
-from arena_pipeline_tests.ticks import tick
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_dev.hub_server import fake_hub_server
+from arena_pipeline_tests.support.publication_support import held_by_another_process
+from arena_pipeline_tests.support.ticks import tick
 
 REPO = "lmarena-ai/arena-human-preference-140k"
 #: The ranking run configuration of the defaults, as a refresh states it.

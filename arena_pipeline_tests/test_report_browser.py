@@ -28,7 +28,7 @@ import pytest
 
 from arena_pipeline.core.labels import rank_label
 from arena_pipeline.presentation.report import render_report
-from arena_pipeline_tests.presentation.synthetic import (
+from arena_pipeline_tests.support.synthetic_published import (
     CHAMPION,
     synthetic_benchmarks,
     synthetic_outputs,

@@ -8,8 +8,8 @@ import pytest
 
 from arena_pipeline.presentation.report import render_report
 from arena_pipeline_tests import test_report_browser
-from arena_pipeline_tests.presentation.synthetic import synthetic_published
 from arena_pipeline_tests.presentation.test_report_model_fit import synthetic_fit
+from arena_pipeline_tests.support.synthetic_published import synthetic_published
 from arena_pipeline_tests.test_report_browser import pytestmark  # noqa: F401 (Chromium's skip marks)
 
 page = test_report_browser.page  # the headless Chromium page fixture

@@ -11,8 +11,8 @@ import dagster as dg
 import pytest
 
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
-from arena_pipeline_tests.materialize import materialize
-from arena_pipeline_tests.publication_support import RANKING_SELECTION, REPO_ROOT, publications, query
+from arena_pipeline_tests.support.materialize import materialize
+from arena_pipeline_tests.support.publication_support import RANKING_SELECTION, REPO_ROOT, publications, query
 
 SAMPLE = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
 #: what the gate says of the README's re-rank recipe on the sample, and with display_min_battles 0 added

@@ -12,9 +12,9 @@ import json
 import pytest
 
 from arena_pipeline.resources import ModelCatalog, Warehouse
-from arena_pipeline_tests.fixtures import write_dump
-from arena_pipeline_tests.materialize import work_file
-from arena_pipeline_tests.publication_support import (
+from arena_pipeline_dev.fixtures import write_dump
+from arena_pipeline_tests.support.materialize import work_file
+from arena_pipeline_tests.support.publication_support import (
     Setup,
     assert_live_is_one_publication,
     fingerprint,

@@ -17,7 +17,7 @@ from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.store.versions import Build, start_build, version_name
 from arena_pipeline.resources import ModelCatalog, Warehouse
-from arena_pipeline_tests.core.battle_frames import MODELS, make_battles
+from arena_pipeline_tests.support.battle_frames import MODELS, make_battles
 
 REVISION = "a" * 40
 RUN = "run-store-1"

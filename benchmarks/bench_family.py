@@ -10,7 +10,7 @@ Usage (from the repository root)::
     ``core.ranking.per_dump_leaderboards`` with the votes as one dump (nothing is refitted) and split
     into two and four pseudo-dumps by row order (every dump refitted: the added time).
 [2] The new-dump sensor against the fake Hub on 127.0.0.1 with the four fixture dumps
-    (``arena_pipeline_tests/dump_fixtures.py``): ``ARENA_DATASETS=lmsys/chatbot_arena_conversations``
+    (``arena_pipeline_dev/dump_fixtures.py``): ``ARENA_DATASETS=lmsys/chatbot_arena_conversations``
     plus ``ARENA_DISCOVER=lmarena-ai/arena-human-preference-*``; wall time of a first tick, of N
     unchanged ticks (median) and of the tick after a fifth dataset appears.
 
@@ -64,8 +64,8 @@ def discovery_figures(ticks: int) -> None:
 
     from arena_pipeline.resources import DumpSource
     from arena_pipeline.sensors import new_dump_sensor
-    from arena_pipeline_tests import dump_fixtures as fx
-    from arena_pipeline_tests.hub_server import fake_hub_server
+    from arena_pipeline_dev import dump_fixtures as fx
+    from arena_pipeline_dev.hub_server import fake_hub_server
 
     with tempfile.TemporaryDirectory() as tmp, fake_hub_server(Path(tmp) / "hub") as hub:
         for dataset, files in fx.family_files().items():

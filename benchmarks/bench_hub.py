@@ -6,7 +6,7 @@ Run::
     .venv/bin/python benchmarks/bench_hub.py --rows 135634 --shards 8   # full size (~3 GB)
 
 The dump is bench_ingest.py's synthetic dump (same cache under ``--workdir``), published on the
-test suite's fake Hub (``arena_pipeline_tests/fake_hub.py``, a subprocess stopped by PID). Three
+test suite's fake Hub (``arena_pipeline_dev/fake_hub.py``, a subprocess stopped by PID). Three
 figures, best of ``--repeat``: a cold download into an empty cache (every shard fetched, checked
 against the Hub's size and sha256, opened and checked against the dataset card), a warm call for
 ``main`` (one API request, no file request) and a call pinned to the cached commit (no request).
@@ -29,7 +29,7 @@ from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 
 from arena_pipeline.core.ingest import hub  # noqa: E402
 from arena_pipeline.core.ingest.sources import verify_shard  # noqa: E402
-from arena_pipeline_tests.hub_server import fake_hub_server  # noqa: E402
+from arena_pipeline_dev.hub_server import fake_hub_server  # noqa: E402
 
 REPO = "lmarena-ai/arena-human-preference-140k"
 

@@ -28,7 +28,7 @@ in two steps, so that each method's peak RSS is its own process's::
 ``--write-db`` stores the two frames above as ``bench.battles`` / ``bench.messages`` (``--scale N``:
 N copies, ids suffixed, built inside DuckDB). ``--method whole`` is the check before batching: the
 suite's columns read into one Polars frame, ``dumps.unavailable_columns``, ``validate_dumps`` (kept in
-``arena_pipeline_tests/quality_reference.py`` as the tests' reference for the batched validation);
+``arena_pipeline_dev/quality_reference.py`` as the tests' reference for the batched validation);
 ``batched`` is ``validate_relation``. Each prints per suite the wall time and the process's peak
 RSS (``ru_maxrss``) after it, next to the RSS before the first suite (imports + GX context).
 """
@@ -157,7 +157,7 @@ def check_db(path: Path, method: str, batch_rows: int | None) -> None:
 
     if method == "whole":  # the reference lives with the tests, at the repository root
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from arena_pipeline_tests.quality_reference import validate_dumps
+        from arena_pipeline_dev.quality_reference import validate_dumps
     quality._context()
     con = duckdb.connect(str(path), read_only=True)
     print(f"{method}: RSS {_current_rss_mb():.0f} MB after imports + GX context")

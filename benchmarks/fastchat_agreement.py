@@ -9,7 +9,7 @@ instruction_following, hard_prompt), fits our ``bt`` on every battle (no pre-fit
 and fschat 0.2.36's ``compute_elo_mle_with_tie`` on the same battles (self-battles left out,
 ``both_bad`` spelled ``tie (bothbad)``), twice: as FastChat runs it (scikit-learn defaults, an L2
 penalty C=1 and tol=1e-4) and converged (no penalty, lbfgs to convergence; see
-``arena_pipeline_tests/fastchat_reference.py``). Prints the largest centred difference per
+``arena_pipeline_dev/fastchat_reference.py``). Prints the largest centred difference per
 category and the fit times.
 """
 
@@ -28,7 +28,7 @@ from real_votes import REAL_VOTES, load_real_votes  # noqa: E402
 
 from arena_pipeline.core.dataset.categories import tag_categories  # noqa: E402
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings  # noqa: E402
-from arena_pipeline_tests.fastchat_reference import (  # noqa: E402
+from arena_pipeline_dev.fastchat_reference import (  # noqa: E402
     centred,
     converged,
     fastchat_battles,

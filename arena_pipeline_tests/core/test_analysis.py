@@ -18,7 +18,7 @@ from arena_pipeline.core.analysis import (
 )
 from arena_pipeline.core.dataset.schema import MESSAGES_SCHEMA
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline_tests.pair_frames import preference_pairs
+from arena_pipeline_tests.support.pair_frames import preference_pairs
 
 
 def _battles(winners: list[str], **columns) -> pl.DataFrame:
@@ -353,7 +353,7 @@ def test_preference_pairs_on_the_real_sample():
 
     from arena_pipeline.core.dataset.categories import tag_categories
     from arena_pipeline.core.ingest.sources import read_csv_export
-    from arena_pipeline_tests.fixtures import flatten_table
+    from arena_pipeline_dev.fixtures import flatten_table
 
     sample = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
     shard = flatten_table(read_csv_export(sample).table, sample.name)

@@ -12,7 +12,7 @@ import pytest
 from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
 from arena_pipeline.core.publication.derived import live_benchmarks
 from arena_pipeline.presentation.read import Published, read_published
-from arena_pipeline_tests.presentation.synthetic import (
+from arena_pipeline_tests.support.synthetic_published import (
     CHAMPION,
     synthetic_battles,
     synthetic_benchmarks,

@@ -37,7 +37,7 @@ from arena_pipeline.presentation.report import (
     render_report,
     report_lag,
 )
-from arena_pipeline_tests.presentation.synthetic import (
+from arena_pipeline_tests.support.synthetic_published import (
     REVISION,
     synthetic_benchmarks,
     synthetic_dump,

@@ -14,7 +14,7 @@ from arena_pipeline.core.ranking.model_fit import ModelFitOutput, compute_model_
 from arena_pipeline.presentation.charts import calibration_chart_svg
 from arena_pipeline.presentation.read import read_published
 from arena_pipeline.presentation.report import build_report_html
-from arena_pipeline_tests.presentation.synthetic import (
+from arena_pipeline_tests.support.synthetic_published import (
     synthetic_battles,
     synthetic_categories,
     synthetic_outputs,

@@ -1,0 +1,1 @@
+"""Tests of the Dagster assets, one module per asset module."""

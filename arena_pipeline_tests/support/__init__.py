@@ -1,0 +1,1 @@
+"""Helpers the tests share: fixtures, runs of the pipeline, workers, waits."""
