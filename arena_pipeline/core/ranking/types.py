@@ -277,7 +277,21 @@ class RankingOutput:
     Attributes
     ----------
     leaderboard
-        :data:`LEADERBOARD_SCHEMA`, one row per (category, method, model).
+        :data:`LEADERBOARD_SCHEMA`, one row per (category, method, model): ``rating`` on the
+        configured scale; ``ci_lower``/``ci_upper`` the primary interval (``ci_method``:
+        ``primary_interval``, default "sandwich"; spectral has only "bootstrap", or "none" without
+        bootstrap); ``sandwich_lower``/``sandwich_upper`` and ``bootstrap_lower``/``bootstrap_upper``
+        both intervals (null where not computed); ``provisional`` (and ``provisional_reason``) marks
+        models under ``display_min_battles``; every interval is of the rating's difference from the
+        board's reference model (null for the reference itself; from the mean on a centred board);
+        ``rank`` is 1 + the number of non-provisional models with a higher rating; ``rank_ub`` 1 + the
+        number of non-provisional models whose lower bound is above this model's upper bound, both of
+        the primary method's interval of each model's own (centred) strength, moved with the board
+        (``board.Bounds.ranking``: comparing two models does not involve the reference; on a centred
+        board these are ``ci_lower``/``ci_upper``). A provisional model is ranked the same way among
+        all models of the board, so it moves no shown model; ``n_battles``, ``wins``, ``losses``,
+        ``ties`` (tie + both_bad) count the battles the fit used and
+        ``win_rate = (wins + ties / 2) / n_battles``.
     style_coefficients
         :data:`STYLE_COEFFICIENTS_SCHEMA`, one row per (category, feature).
     pairwise
