@@ -4,8 +4,8 @@ A method is one class: its ``name`` (the ``method`` column of the leaderboard), 
 needs, the :class:`~arena_pipeline.core.ranking.types.RankingConfig` settings it reads, and
 ``fit(board) -> BoardResult`` on one category's board. ``@register`` puts an instance in
 :data:`RATING_METHODS`; ``compute_rankings`` runs the configured ones in registration order (the
-built-in ones are registered in ``core.ranking.methods``, in board order). This module imports no
-fitting code, so the settings can validate method names against the registry without a cycle.
+built-in ones are registered in ``core.ranking.methods``, in board order). The registry's dict is
+``core.ranking.registry``'s, which the settings validate ``methods`` against.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from arena_pipeline.core.labels import method_label, method_note
+from arena_pipeline.core.ranking import registry
+from arena_pipeline.core.ranking.board import CategoryBoard
+from arena_pipeline.core.ranking.registry import configured_methods
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from arena_pipeline.core.ranking.board import CategoryBoard
+__all__ = ["RATING_METHODS", "BoardResult", "RatingMethod", "configured_methods", "register"]
 
 
 @dataclass(frozen=True)
@@ -95,8 +98,8 @@ class RatingMethod(ABC):
         """The method's board of one category (``board.board`` holds the battles and settings)."""
 
 
-#: The registered methods by name, in registration order (the order of the boards).
-RATING_METHODS: dict[str, RatingMethod] = {}
+#: The registered methods by name, in registration order (the order of the boards): ``registry.RATING_METHODS``.
+RATING_METHODS: dict[str, RatingMethod] = registry.RATING_METHODS
 
 M = TypeVar("M", bound=type[RatingMethod])
 
@@ -107,17 +110,3 @@ def register(cls: M) -> M:
         raise ValueError(f"a rating method named {cls.name!r} is already registered")
     RATING_METHODS[cls.name] = cls()
     return cls
-
-
-def configured_methods(names: tuple[str, ...]) -> list[RatingMethod]:
-    """The registered methods among ``names``, in registration order.
-
-    Raises
-    ------
-    ValueError
-        A name that is not registered, or no name.
-    """
-    unknown = set(names) - set(RATING_METHODS)
-    if unknown or not names:
-        raise ValueError(f"methods must be a non-empty subset of {tuple(RATING_METHODS)}, got {names}")
-    return [method for name, method in RATING_METHODS.items() if name in names]
