@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.labels import METHOD_LABELS, METHODS
@@ -113,3 +114,34 @@ def test_compute_rankings_has_no_method_name_branch():
         assert not constants & names, function.__name__
         compared = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Compare)]
         assert not [c for c in compared if "methods" in c], function.__name__
+
+
+def _golden_inputs(battles: pl.DataFrame) -> dict[str, tuple[pl.DataFrame, RankingConfig]]:
+    """The inputs of the frames stored from main at 9ca29d5, before the registry: sessions on 4 votes
+    in 5, and (``missing_style``) a fifth of the votes without style counts, ties dropped."""
+    from arena_pipeline.core.ranking.style_control import style_columns
+
+    n = battles.height
+    battles = battles.with_columns(math=pl.Series(np.arange(n) % 3 == 0),
+                                   creative_writing=pl.Series(np.arange(n) % 4 == 1))
+    sessions = battles.with_columns(evaluation_session_id=pl.when(pl.int_range(n) % 5 != 0).then(
+        (pl.int_range(n) // 3).cast(pl.String)))
+    missing = sessions.with_columns(
+        pl.when(pl.int_range(n) % 5 == 1).then(None).otherwise(pl.col(c)).alias(c) for c in style_columns())
+    return {
+        "sessions": (sessions, RankingConfig(bootstrap_rounds=20, style_bootstrap_rounds=5, display_min_battles=50)),
+        "missing_style": (missing, RankingConfig(bootstrap_rounds=20, ties="drop", primary_interval="bootstrap")),
+    }
+
+
+@pytest.mark.parametrize("case", ["sessions", "missing_style"])
+def test_the_loop_over_methods_gives_the_frames_of_the_ladder_it_replaced(case):
+    """Every method, interval and style gap of ``compute_rankings`` as main computed them before the
+    registry (stored from 9ca29d5 by the same inputs): the refactor moved no number."""
+    battles, config = _golden_inputs(pl.read_parquet(FIXTURE))[case]
+    out = compute_rankings(battles, tag_categories(battles)[0], config)
+    for table in ("leaderboard", "style_coefficients", "pairwise_significance"):
+        stored = pl.read_parquet(FIXTURE.parent / f"main_9ca29d5_{table}.parquet")
+        expected = stored.filter(pl.col("case") == case).drop("case")
+        assert expected.height > 0
+        assert_frame_equal(getattr(out, table), expected, check_exact=False, rel_tol=1e-9, abs_tol=1e-9)
