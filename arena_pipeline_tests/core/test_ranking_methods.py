@@ -145,3 +145,34 @@ def test_the_loop_over_methods_gives_the_frames_of_the_ladder_it_replaced(case):
         expected = stored.filter(pl.col("case") == case).drop("case")
         assert expected.height > 0
         assert_frame_equal(getattr(out, table), expected, check_exact=False, rel_tol=1e-9, abs_tol=1e-9)
+
+
+class ScoredWinRate(WinRate):
+    """The toy method, needing a battle column of its own (``judge_score``) that some dumps lack."""
+
+    name = "scored_win_rate"
+    needs = "the judge scores"
+
+    def battle_columns(self) -> list[str]:
+        return ["judge_score"]
+
+
+def test_a_dump_lacking_a_methods_columns_gets_no_board_of_it_and_missing_columns_are_named(battles):
+    from arena_pipeline.core.ranking import per_dump_leaderboards
+
+    register(ScoredWinRate)
+    try:
+        frame, tags = battles
+        n = frame.height
+        two = frame.with_columns(dump=pl.when(pl.int_range(n) % 2 == 0).then(pl.lit("d1")).otherwise(pl.lit("d2")),
+                                 also_in_dumps=pl.lit(None, pl.String))
+        two = two.with_columns(judge_score=pl.when(pl.col("dump") == "d1").then(pl.lit(1.0)))
+        config = RankingConfig(methods=("bt", "scored_win_rate"), **CONFIG)
+        combined = compute_rankings(two, tags, config).leaderboard
+        boards, _ = per_dump_leaderboards(two, tags, config, combined)
+        methods = {d[0]: set(rows.get_column("method")) for d, rows in boards.partition_by("dump", as_dict=True).items()}
+        assert methods == {"d1": {"bt", "scored_win_rate"}, "d2": {"bt"}}
+        with pytest.raises(ValueError, match=r"lacks columns \['judge_score'\] \(scored_win_rate needs the judge scores\)"):
+            compute_rankings(frame, tags, config)
+    finally:
+        del RATING_METHODS[ScoredWinRate.name]
