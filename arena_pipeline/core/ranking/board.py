@@ -8,7 +8,9 @@ scipy (~0.5 s); the fits pay for it once, on first use.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from time import perf_counter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -568,6 +570,47 @@ def fit_bt_board(board: Board) -> BTResult:
             info["cluster_bootstrap_max_grad_norm"] = float(refit.grad_norm.max())
     frames = board.frame("bt", rating, bounds)
     return BTResult(frames.leaderboard, frames.significance, info, pairs, theta, rating, resampled, counts)
+
+
+@dataclass
+class CategoryBoard:
+    """One category's board as every rating method receives it (``RatingMethod.fit``).
+
+    Attributes
+    ----------
+    board
+        The fitted battles (models kept, ties handled) and the run's settings.
+    part
+        The category's prepared battle rows after ties handling (``_a``, ``_b``, ``_o``, and the
+        methods' ``battle_features``); ``keep`` marks those on ``board``.
+    keep
+        Which rows of ``part`` are the board's battles (both models kept).
+    names
+        Every model name of the run (``_a``/``_b`` index it).
+    candidates
+        The reference models in order of preference (a method that selects its own models chooses
+        its reference among them).
+    info
+        The category's metadata (``metadata["categories"][category]``).
+    """
+
+    board: Board
+    part: pl.DataFrame
+    keep: np.ndarray
+    names: list[str]
+    candidates: tuple[str, ...]
+    info: dict[str, Any] = field(default_factory=lambda: {"timings_s": {}})
+
+    @cached_property
+    def bt(self) -> BTResult:
+        """The Bradley-Terry board (:func:`fit_bt_board`), fitted once on first use: every category
+        with a board has it (the pairwise predictions, the board status and other methods read it);
+        its info and time go in ``info["bt"]`` and ``info["timings_s"]["bt"]``."""
+        t0 = perf_counter()
+        result = fit_bt_board(self.board)
+        self.info["bt"] = result.info
+        self.info["timings_s"]["bt"] = perf_counter() - t0
+        return result
 
 
 def fit_style_board(

@@ -14,7 +14,7 @@ import polars as pl
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.dataset.dumps import board_dumps, dump_battles, unavailable_columns
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
-from arena_pipeline.core.ranking.style_control import style_columns
+from arena_pipeline.core.ranking.rating_method import configured_methods
 from arena_pipeline.core.ranking.types import RankingConfig
 
 
@@ -28,7 +28,8 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
     content, tagged here with ``categories.tag_categories``), fitted by ``compute_rankings`` with the
     same ``config``: same methods, intervals and seeds. A dump all of whose votes another dump holds
     still gets its board. With one dump the combined board is that dump's board and is not fitted
-    again. A dump whose format lacks the style counts gets no ``bt_style`` board (its style
+    again. A dump whose format lacks a column a method needs (``RatingMethod.battle_columns``) gets
+    no board of that method: a dump without the style counts gets no ``bt_style`` board (its style
     features would all be 0: the fit would be plain Bradley-Terry under another name).
 
     Parameters
@@ -57,7 +58,9 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
         return none, {}
     if len(dumps) == 1:
         return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
-    gaps = unavailable_columns(pl.concat([battles, copies]) if copies.height else battles, style_columns())
+    needs = {m.name: set(m.battle_columns()) for m in configured_methods(config.methods)}
+    gaps = unavailable_columns(pl.concat([battles, copies]) if copies.height else battles,
+                               sorted(set().union(*needs.values())))
     boards, seconds = [], {}
     for dump in dumps:
         started = time.perf_counter()
@@ -67,8 +70,8 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
         if mine.height:
             own = pl.concat([own, mine])
             own_tags = pl.concat([own_tags, tag_categories(mine)[0].select(own_tags.columns)])
-        # a dump without style counts is not given the style fit at all (its board would be dropped)
-        methods = tuple(m for m in config.methods if m != "bt_style") if dump in gaps else config.methods
+        # a dump without a method's columns is not given that method's fit at all (its board would be dropped)
+        methods = tuple(m for m in config.methods if not needs[m] & set(gaps.get(dump, ())))
         if not methods:
             continue
         board = compute_rankings(own, own_tags, dataclasses.replace(config, methods=methods)).leaderboard

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from arena_pipeline.core.labels import METHOD_LABELS, METHODS, method_label  # noqa: F401 - re-exported
+from arena_pipeline.core.ranking.registry import configured_methods
 
 #: Reference models, in order of preference: on every board, the first of them that is on
 #: the board is pinned at ``anchor_rating`` (a board with none of them is centred instead).
@@ -133,9 +134,7 @@ _STYLE_BOOTSTRAP_LIMIT = _at_most(MAX_STYLE_BOOTSTRAP_ROUNDS, style_bootstrap_co
 
 
 def _known_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
-    unknown = set(methods) - set(METHODS)
-    if unknown or not methods:
-        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods}")
+    configured_methods(methods)  # raises for an unregistered name or none
     return methods
 
 
@@ -235,7 +234,8 @@ class RankingConfig:
     scale: float = Field(default=400.0, description="P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale)).")
     base: float = Field(default=10.0, description="See scale.")
     methods: Annotated[tuple[str, ...], AfterValidator(_known_methods)] = Field(
-        default=METHODS, description=f"Boards to produce, a non-empty subset of {METHODS}.")
+        default=METHODS, description="Boards to produce: names of registered rating methods "
+        f"(core.ranking.registry.RATING_METHODS; built in: {METHODS}).")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="Level of every interval.")
     tol: float = Field(default=1e-8, description="Newton stops when the Euclidean norm of the gradient of the "
                        "summed negative log-likelihood is below tol.")
@@ -277,7 +277,21 @@ class RankingOutput:
     Attributes
     ----------
     leaderboard
-        :data:`LEADERBOARD_SCHEMA`, one row per (category, method, model).
+        :data:`LEADERBOARD_SCHEMA`, one row per (category, method, model): ``rating`` on the
+        configured scale; ``ci_lower``/``ci_upper`` the primary interval (``ci_method``:
+        ``primary_interval``, default "sandwich"; spectral has only "bootstrap", or "none" without
+        bootstrap); ``sandwich_lower``/``sandwich_upper`` and ``bootstrap_lower``/``bootstrap_upper``
+        both intervals (null where not computed); ``provisional`` (and ``provisional_reason``) marks
+        models under ``display_min_battles``; every interval is of the rating's difference from the
+        board's reference model (null for the reference itself; from the mean on a centred board);
+        ``rank`` is 1 + the number of non-provisional models with a higher rating; ``rank_ub`` 1 + the
+        number of non-provisional models whose lower bound is above this model's upper bound, both of
+        the primary method's interval of each model's own (centred) strength, moved with the board
+        (``board.Bounds.ranking``: comparing two models does not involve the reference; on a centred
+        board these are ``ci_lower``/``ci_upper``). A provisional model is ranked the same way among
+        all models of the board, so it moves no shown model; ``n_battles``, ``wins``, ``losses``,
+        ``ties`` (tie + both_bad) count the battles the fit used and
+        ``win_rate = (wins + ties / 2) / n_battles``.
     style_coefficients
         :data:`STYLE_COEFFICIENTS_SCHEMA`, one row per (category, feature).
     pairwise

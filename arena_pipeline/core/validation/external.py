@@ -44,7 +44,7 @@ from scipy import stats
 
 from arena_pipeline.core.dataset.categories import CATEGORY_NAMES, ordered_categories
 from arena_pipeline.core.dataset.models import canonical_name_expr, load_aliases, read_data_csv
-from arena_pipeline.core.ranking.leaderboard import METHODS
+from arena_pipeline.core.ranking.rating_method import RATING_METHODS
 from arena_pipeline.core.validation.plausible import MAX_ABS_VALUE, implausible_expr, plausible, range_text
 
 PACKAGED_CATEGORY_MAP = "data/category_map.csv"
@@ -171,13 +171,13 @@ def _read_category_csv(data: bytes | Path, label: str) -> pl.DataFrame:
         pl.col("external").is_null()
         | (pl.col("external") == "")
         | ~pl.col("category").is_in(list(CATEGORY_NAMES)).fill_null(False)
-        | ~(pl.col("method").is_null() | pl.col("method").is_in(list(METHODS)))
+        | ~(pl.col("method").is_null() | pl.col("method").is_in(list(RATING_METHODS)))
     )
     if bad.height:
         row = bad.row(0, named=True)
         raise ValueError(
             f"{label}: line {row['line']}: need a non-empty external key, a category in "
-            f"{list(CATEGORY_NAMES)} and a method in {list(METHODS)} or empty, got {row}"
+            f"{list(CATEGORY_NAMES)} and a method in {list(RATING_METHODS)} or empty, got {row}"
         )
     dupes = table.filter(pl.col("external").is_duplicated())
     if dupes.height:
@@ -356,10 +356,10 @@ def _parse_csv(path: Path) -> pl.DataFrame:
                 f"{column} must be a finite number: line {row['line']} has {row['_' + column]!r}"
                 + (f" ({bad.height} such lines)" if bad.height > 1 else ""),
             )
-    bad_method = lines(pl.col("method").is_not_null() & ~pl.col("method").is_in(list(METHODS)))
+    bad_method = lines(pl.col("method").is_not_null() & ~pl.col("method").is_in(list(RATING_METHODS)))
     if bad_method:
         raise BoardFormatError(
-            path, f"method must be one of {list(METHODS)} on line(s) {bad_method}"
+            path, f"method must be one of {list(RATING_METHODS)} on line(s) {bad_method}"
         )
     repeated = pl.struct("source_category", "model").is_duplicated()
     dupes = frame.filter(repeated)

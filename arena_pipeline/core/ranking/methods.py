@@ -1,0 +1,156 @@
+"""The built-in rating methods (Bradley-Terry, style-controlled Bradley-Terry, Rank Centrality), registered in board order.
+
+A further method is a ``rating_method.RatingMethod`` subclass decorated with ``@register`` in a module of its
+own, imported here (registration order is board order), with its test; listing it in ``core.labels.METHODS``
+and ``METHOD_LABELS`` makes it a default board and names it in the CLI, which reads labels without loading
+the ranking step (``arena_pipeline_tests/core/test_ranking_methods.py`` registers a toy one from a test).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from arena_pipeline.core.ranking.board import (
+    Board,
+    CategoryBoard,
+    fit_spectral_board,
+    fit_style_board,
+    select_models,
+)
+from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt
+from arena_pipeline.core.ranking.rating_method import BoardResult, RatingMethod, register
+from arena_pipeline.core.ranking.style_control import (
+    STYLE_FEATURES,
+    has_style_counts,
+    style_columns,
+    style_feature_exprs,
+)
+
+#: Settings every bootstrap of a Bradley-Terry fit reads.
+_FIT_SETTINGS = ("tol", "max_iter", "seed")
+
+
+@register
+class BradleyTerry(RatingMethod):
+    """``bt``: exact MLE by Newton's method on per-pair counts (gradient norm below ``tol``).
+
+    Intervals: percentile bootstrap over ``bootstrap_rounds`` resamples of the battles (drawn with
+    replacement and aggregated per (pair, outcome) cell: the counts are multinomial, exactly as when
+    resampling rows; each replicate re-anchored on the reference), and the sandwich (HC0) normal
+    interval of the difference from the reference; with sessions, their clustered forms
+    (:func:`board.fit_bt_board`). The fit is the category's base fit (``CategoryBoard.bt``), made
+    whether or not ``bt`` is configured: the pairwise predictions and the other methods use it.
+    """
+
+    name = "bt"
+    settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", *_FIT_SETTINGS)
+
+    def fit(self, board: CategoryBoard) -> BoardResult:
+        bt = board.bt
+        return BoardResult(bt.frame, bt.significance, bt.info)
+
+
+@register
+class StyleControlled(RatingMethod):
+    """``bt_style``: Bradley-Terry with four style covariates fitted jointly per battle.
+
+    See ``RankingConfig.style_method`` and :func:`board.fit_style_board`; bootstrap
+    (``style_bootstrap_rounds``, default 0) by resampling battles. Only battles with style counts
+    (``style_control.has_style_counts``) enter it: a dump whose format has no style counts leaves
+    them null, and such votes are left out (models selected and the reference chosen again among the
+    rest, so the board equals the one fitted on those battles alone), never entered with a style
+    difference of 0. How many were left out is in the coefficient rows (``battles_without_style``)
+    and ``metadata["style_left_out"]``; a category with fewer than 2 models among its styled votes
+    has no ``bt_style`` board.
+    """
+
+    name = "bt_style"
+    settings = ("style_bootstrap_rounds", "style_method", "style_reg", "style_min_pair_count", "style_l2",
+                "primary_interval", *_FIT_SETTINGS)
+    summary = "style_left_out"
+    needs = "the conversation style columns"
+
+    def battle_columns(self) -> list[str]:
+        return style_columns()
+
+    def battle_features(self) -> list[pl.Expr]:
+        return [*style_feature_exprs(), has_style_counts()]
+
+    def fit(self, board: CategoryBoard) -> BoardResult:
+        styled = board.part.get_column("_styled").to_numpy()
+        left_out = int((~styled).sum())
+        info: dict[str, Any]
+        if styled.all():
+            raw_style = board.part.select(STYLE_FEATURES).to_numpy()[board.keep]
+            style_board, theta0, info = replace(board.board, raw_style=raw_style), board.bt.theta, {}
+        else:
+            style_board, theta0, info = _styled_board(board, styled)
+        if style_board is None:
+            return BoardResult(None, info=info, summary=left_out)
+        frame, coefficients, fitted, significance = fit_style_board(style_board, theta0, left_out)
+        info.update(fitted)
+        return BoardResult(frame, significance, info, coefficients, summary=left_out)
+
+
+@register
+class Spectral(RatingMethod):
+    """``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions, normalised by
+    the maximum degree), expressed in rating points but not Bradley-Terry's estimate: a pair met once
+    weighs like a pair met often, so it is a differently targeted, less efficient cross-check
+    (``core.labels.METHOD_NOTES``), with a bootstrap interval from the same resamples as ``bt``; no
+    sandwich interval. The Kendall tau between its ratings and ``bt``'s is in
+    ``metadata["kendall_tau"]`` (:func:`board.fit_spectral_board`).
+    """
+
+    name = "spectral"
+    settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", "seed")
+    summary = "kendall_tau"
+
+    def fit(self, board: CategoryBoard) -> BoardResult:
+        frame, info, significance = fit_spectral_board(board.board, board.bt)
+        return BoardResult(frame, significance, info, summary=info["kendall_tau_vs_bt"])
+
+
+def _styled_board(category: CategoryBoard, styled: np.ndarray) -> tuple[Board | None, np.ndarray | None, dict]:
+    """The category's board over its battles with style counts only, for ``bt_style``.
+
+    Models are selected again on those battles (``select_models``: a model may have no finite
+    estimate without the others), the reference chosen again among them, and the start of the
+    style fit is the plain Bradley-Terry fit of the same battles: exactly what
+    ``compute_rankings`` does when given only these battles. None (and why, in the returned
+    info) when fewer than 2 models are left.
+    """
+    board, part, names = category.board, category.part, category.names
+    c = board.config
+    a, b, o = (part.get_column(col).to_numpy()[styled] for col in ("_a", "_b", "_o"))
+    active, _ = select_models(a, b, o, names, c.min_battles)
+    info: dict[str, Any] = {
+        "battles_with_style": len(a),
+        "models_without_style_board": sorted(set(board.models) - {names[i] for i in np.flatnonzero(active)}),
+    }
+    models = [names[i] for i in np.flatnonzero(active)]
+    if len(models) < 2:
+        info["note"] = (f"{len(models)} model(s) left among the {len(a)} battles with style counts: "
+                        "no bt_style board (the other battles' dumps have no style counts)")
+        return None, None, info
+    keep = active[a] & active[b]
+    local = np.cumsum(active) - 1
+    anchor_name = next((name for name in category.candidates if name in set(models)), None)
+    info["anchor"] = anchor_name
+    style_board = Board(
+        category=board.category,
+        config=c,
+        models=models,
+        a=local[a[keep]],
+        b=local[b[keep]],
+        o=o[keep],
+        raw_style=part.select(STYLE_FEATURES).to_numpy()[styled][keep],
+        anchor=models.index(anchor_name) if anchor_name is not None else None,
+    )
+    pairs = aggregate_pairs(style_board.a, style_board.b, style_board.o, style_board.m)
+    theta0 = fit_bt(pairs, tol=c.tol, max_iter=c.max_iter).x[0]
+    return style_board, theta0, info

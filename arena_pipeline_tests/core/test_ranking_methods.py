@@ -1,0 +1,178 @@
+"""The `RatingMethod` registry: a toy method registered here alone runs in `compute_rankings`; no method-name branch."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.labels import METHOD_LABELS, METHODS
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings, leaderboard
+from arena_pipeline.core.ranking.board import CategoryBoard
+from arena_pipeline.core.ranking.rating_method import RATING_METHODS, BoardResult, RatingMethod, register
+
+FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
+
+
+class WinRate(RatingMethod):
+    """Toy method: a model's rating is the log-odds of its win rate on the board (ties count half)."""
+
+    name = "win_rate"
+    label = "Win rate (toy)"
+    summary = "mean_win_rate"
+
+    def fit(self, board: CategoryBoard) -> BoardResult:
+        b = board.board
+        score_a = np.where(b.o == 0, 1.0, np.where(b.o == 1, 0.0, 0.5))
+        score = np.bincount(b.a, score_a, b.m) + np.bincount(b.b, 1.0 - score_a, b.m)
+        games = np.bincount(b.a, minlength=b.m) + np.bincount(b.b, minlength=b.m)
+        rate = score / games
+        frame, significance = b.frame(self.name, b.rate(np.log(rate / (1.0 - rate))), {})
+        return BoardResult(frame, significance, {"models": b.m}, summary=float(rate.mean()))
+
+
+@pytest.fixture
+def win_rate() -> Iterator[RatingMethod]:
+    """``WinRate`` registered for one test, then removed (the registry is the process's)."""
+    register(WinRate)
+    try:
+        yield RATING_METHODS[WinRate.name]
+    finally:
+        del RATING_METHODS[WinRate.name]
+
+
+@pytest.fixture(scope="module")
+def battles() -> tuple[pl.DataFrame, pl.DataFrame]:
+    frame = pl.read_parquet(FIXTURE)
+    frame = frame.with_columns(math=pl.Series(np.arange(frame.height) % 3 == 0))
+    return frame, tag_categories(frame)[0]
+
+
+CONFIG = {"bootstrap_rounds": 0, "min_battles": 20, "display_min_battles": 130}
+
+
+def test_a_method_registered_in_one_module_runs_and_is_on_the_leaderboard(win_rate, battles):
+    config = RankingConfig(methods=("bt", "win_rate"), **CONFIG)
+    out = compute_rankings(*battles, config)
+    board = out.leaderboard
+    toy = board.filter(pl.col("method") == "win_rate")
+    bt = board.filter(pl.col("method") == "bt")
+    assert toy.height == bt.height > 0
+    assert toy.get_column("category").unique().sort().to_list() == ["math", "no_tie", "overall"]
+    # the rating is the win rate's log-odds on the rating scale, anchored on the board's reference
+    for category, rows in toy.partition_by("category", as_dict=True).items():
+        anchor = out.metadata["anchors"][category[0]]  # None: centred on the mean
+        logit = rows.select(model="model", x=(pl.col("win_rate") / (1 - pl.col("win_rate"))).log())
+        x = logit.get_column("x")
+        shift = x.mean() if anchor is None else logit.filter(pl.col("model") == anchor).get_column("x").item()
+        expected = 1000 + 400 / math.log(10) * (x - shift)
+        np.testing.assert_allclose(rows.get_column("rating").to_numpy(), expected.to_numpy(), atol=1e-9)
+        assert out.metadata["mean_win_rate"][category[0]] == pytest.approx(rows.get_column("win_rate").mean())
+        assert out.metadata["categories"][category[0]]["win_rate"] == {"models": rows.height}
+    # boards sorted in registration order: after the built-in ones
+    methods = board.filter(pl.col("category") == "overall").get_column("method").unique(maintain_order=True)
+    assert methods.to_list() == ["bt", "win_rate"]
+    assert toy.get_column("ci_method").unique().to_list() == ["none"]  # the toy gives no interval
+    # a method added changes no other board
+    alone = compute_rankings(*battles, RankingConfig(methods=("bt",), **CONFIG))
+    assert bt.equals(alone.leaderboard)
+    assert win_rate.label == "Win rate (toy)"
+
+
+def test_an_unregistered_method_is_refused_and_a_name_is_registered_once(win_rate):
+    with pytest.raises(ValueError, match="non-empty subset of"):
+        RankingConfig(methods=("bt", "elo"))
+    assert RankingConfig(methods=("win_rate",)).methods == ("win_rate",)
+    with pytest.raises(ValueError, match="already registered"):
+        register(WinRate)
+
+
+def test_the_built_in_methods_are_registered_in_board_order_with_their_labels_and_settings():
+    assert tuple(RATING_METHODS) == METHODS
+    fields = {f.name for f in dataclasses.fields(RankingConfig)}
+    for name, method in RATING_METHODS.items():
+        assert method.label == METHOD_LABELS[name]
+        assert set(method.settings) <= fields, name
+
+
+def test_compute_rankings_has_no_method_name_branch():
+    """No string equal to a method's name and no test of ``config.methods`` in the ranking loop."""
+    names = set(METHODS)
+    for function in (leaderboard.compute_rankings, leaderboard._rank_category, leaderboard._prepare,
+                     leaderboard._Parts.add, leaderboard._Parts.output):
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(function)))
+        constants = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        assert not constants & names, function.__name__
+        compared = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Compare)]
+        assert not [c for c in compared if "methods" in c], function.__name__
+
+
+def _golden_inputs(battles: pl.DataFrame) -> dict[str, tuple[pl.DataFrame, RankingConfig]]:
+    """The inputs of the frames stored from main at 9ca29d5, before the registry: sessions on 4 votes
+    in 5, and (``missing_style``) a fifth of the votes without style counts, ties dropped."""
+    from arena_pipeline.core.ranking.style_control import style_columns
+
+    n = battles.height
+    battles = battles.with_columns(math=pl.Series(np.arange(n) % 3 == 0),
+                                   creative_writing=pl.Series(np.arange(n) % 4 == 1))
+    sessions = battles.with_columns(evaluation_session_id=pl.when(pl.int_range(n) % 5 != 0).then(
+        (pl.int_range(n) // 3).cast(pl.String)))
+    missing = sessions.with_columns(
+        pl.when(pl.int_range(n) % 5 == 1).then(None).otherwise(pl.col(c)).alias(c) for c in style_columns())
+    return {
+        "sessions": (sessions, RankingConfig(bootstrap_rounds=20, style_bootstrap_rounds=5, display_min_battles=50)),
+        "missing_style": (missing, RankingConfig(bootstrap_rounds=20, ties="drop", primary_interval="bootstrap")),
+    }
+
+
+@pytest.mark.parametrize("case", ["sessions", "missing_style"])
+def test_the_loop_over_methods_gives_the_frames_of_the_ladder_it_replaced(case):
+    """Every method, interval and style gap of ``compute_rankings`` as main computed them before the
+    registry (stored from 9ca29d5 by the same inputs): the refactor moved no number."""
+    battles, config = _golden_inputs(pl.read_parquet(FIXTURE))[case]
+    out = compute_rankings(battles, tag_categories(battles)[0], config)
+    for table in ("leaderboard", "style_coefficients", "pairwise_significance"):
+        stored = pl.read_parquet(FIXTURE.parent / f"main_9ca29d5_{table}.parquet")
+        expected = stored.filter(pl.col("case") == case).drop("case")
+        assert expected.height > 0
+        assert_frame_equal(getattr(out, table), expected, check_exact=False, rel_tol=1e-9, abs_tol=1e-9)
+
+
+class ScoredWinRate(WinRate):
+    """The toy method, needing a battle column of its own (``judge_score``) that some dumps lack."""
+
+    name = "scored_win_rate"
+    needs = "the judge scores"
+
+    def battle_columns(self) -> list[str]:
+        return ["judge_score"]
+
+
+def test_a_dump_lacking_a_methods_columns_gets_no_board_of_it_and_missing_columns_are_named(battles):
+    from arena_pipeline.core.ranking import per_dump_leaderboards
+
+    register(ScoredWinRate)
+    try:
+        frame, tags = battles
+        n = frame.height
+        two = frame.with_columns(dump=pl.when(pl.int_range(n) % 2 == 0).then(pl.lit("d1")).otherwise(pl.lit("d2")),
+                                 also_in_dumps=pl.lit(None, pl.String))
+        two = two.with_columns(judge_score=pl.when(pl.col("dump") == "d1").then(pl.lit(1.0)))
+        config = RankingConfig(methods=("bt", "scored_win_rate"), **CONFIG)
+        combined = compute_rankings(two, tags, config).leaderboard
+        boards, _ = per_dump_leaderboards(two, tags, config, combined)
+        methods = {d[0]: set(rows.get_column("method")) for d, rows in boards.partition_by("dump", as_dict=True).items()}
+        assert methods == {"d1": {"bt", "scored_win_rate"}, "d2": {"bt"}}
+        with pytest.raises(ValueError, match=r"lacks columns \['judge_score'\] \(scored_win_rate needs the judge scores\)"):
+            compute_rankings(frame, tags, config)
+    finally:
+        del RATING_METHODS[ScoredWinRate.name]
