@@ -3,7 +3,7 @@
 A further method is a ``rating_method.RatingMethod`` subclass decorated with ``@register`` in a module of its
 own, imported here (registration order is board order), with its test; listing it in ``core.labels.METHODS``
 and ``METHOD_LABELS`` makes it a default board and names it in the CLI, which reads labels without loading
-the ranking step (``arena_pipeline_tests/core/test_ranking_methods.py`` registers a toy one from a test).
+the ranking step (``arena_pipeline_tests/core/ranking/test_methods.py`` registers a toy one from a test).
 """
 
 from __future__ import annotations

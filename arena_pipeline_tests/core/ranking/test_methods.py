@@ -20,7 +20,7 @@ from arena_pipeline.core.ranking import RankingConfig, compute_rankings, leaderb
 from arena_pipeline.core.ranking.board import CategoryBoard
 from arena_pipeline.core.ranking.rating_method import RATING_METHODS, BoardResult, RatingMethod, register
 
-FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
+FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 
 
 class WinRate(RatingMethod):
