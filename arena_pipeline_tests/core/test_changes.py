@@ -157,6 +157,24 @@ def test_aligned_boards_are_compared_without_their_shifts():
     assert _row(plain, "a")["shift_change"] == 0.0
 
 
+@pytest.mark.parametrize("relation", [SAME_VOTES, VOTES_ADDED])
+def test_unshifting_an_aligned_board_flags_nothing_by_rounding(relation):
+    """Shifts that are not exact binary fractions: (R + shift) - shift differs from R by ~1e-13 points, and
+    the reference (s = 0 on both boards) or a refit of the same votes (interval of width 0) was flagged for it
+    (the grown-dump null simulation, benchmarks/bench_changes_null.py, flagged the reference in half the
+    replicates)."""
+    shifts = (225.5069, 243.2767)  # (1000 + s) - s is 1000 + 1.1e-13 and 1000 - 1.1e-13
+    (before, ab), (after, aa) = _aligned(BEFORE, shifts[0]), _aligned(BEFORE if relation == SAME_VOTES else AFTER,
+                                                                        shifts[1])
+    out = compare_boards(before, after, relation=relation, settings_changed=False, alignment_before=ab,
+                         alignment_after=aa).filter(pl.col("status") == "kept")
+    ref = _row(out, "ref")
+    assert abs(ref["rating_change"]) < 1e-9 and ref["beyond_interval"] is False
+    if relation == SAME_VOTES:  # the same fit: no move and nothing flagged
+        assert out.get_column("rating_change").abs().max() < 1e-9
+        assert not out.get_column("beyond_interval").any()
+
+
 def test_turning_alignment_on_is_a_settings_change_but_not_another_estimator():
     from arena_pipeline.core.publication.changes import _or_aligned
 

@@ -27,9 +27,10 @@ and for a style-controlled board (``bt_style``) their style counts too. The same
 with other metadata (a language, a style count) are not "same votes" on the boards they move (a
 language board, the ``bt_style`` boards), and still are on the others.
 
-The interval of the change is Δ ± 1.96 √Var(Δ); ``beyond_interval`` says 0 is outside it (the move is
-larger than the intervals allow). Ratings are differences from the board's reference model: when the
-two boards are pinned on different reference models (or one is centred), the change has no interval.
+The interval of the change is Δ ± 1.96 √Var(Δ); ``beyond_interval`` says 0 is outside it, by more than
+:data:`ROUNDING` (the move is larger than the intervals allow). Ratings are differences from the board's
+reference model: when the two boards are pinned on different reference models (or one is centred), the
+change has no interval.
 
 **Which standard errors.** s₀ and s₁ are read from the sandwich of the board's primary interval (the
 ``cluster_sandwich_*`` columns when the primary interval is clustered, else ``sandwich_*``), whichever
@@ -73,6 +74,10 @@ from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exi
 
 #: z of a two-sided 95% interval (the boards' intervals are 95%).
 Z95 = 1.959963984540054
+#: Points a change must clear its interval by to be beyond it: an aligned board's float64 ratings moved
+#: back by their shift, (R + shift) - shift, are R within ~1e-13 points, and the reference (s = 0 on
+#: both boards) or a refit of the same votes (an interval of width 0) must not be flagged for that.
+ROUNDING = 1e-9
 SAME_VOTES = "same votes"
 VOTES_ADDED = "votes added"
 VOTES_CHANGED = "votes changed"
@@ -326,7 +331,7 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str |
         rank_change=pl.col("rank_before") - pl.col("rank_after"),
         rank_ub_change=pl.col("rank_ub_before") - pl.col("rank_ub_after"),
         battles_before=pl.col("n_battles_before"), battles_after=pl.col("n_battles_after"),
-    ).with_columns(beyond_interval=(pl.col("change_ci_lower") > 0) | (pl.col("change_ci_upper") < 0))
+    ).with_columns(beyond_interval=(pl.col("change_ci_lower") > ROUNDING) | (pl.col("change_ci_upper") < -ROUNDING))
     order = pl.col("status").replace_strict({"kept": 0, "new": 1, "gone": 2}, return_dtype=pl.Int8)
     return (out.sort(category_order(), "category", "method", order, pl.col("rating_change").abs(), "model",
                      descending=[False, False, False, False, True, False], nulls_last=True)
