@@ -129,7 +129,7 @@ def board_relations(con: duckdb.DuckDBPyConnection, before: Mapping[str, str | N
     vote column. Same battles with other metadata (a language or a style count changed) are therefore
     not "same votes" on the boards they move, and still are on the others (issue 36).
 
-    The comparison runs in DuckDB (set differences per category), not in Python.
+    The comparison runs in DuckDB (each battle compared once, then counted per category), not in Python.
     """
     tables = (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE)
     versions = [[(side or {}).get(t) for t in tables] for side in (before, after)]
@@ -146,26 +146,38 @@ def board_relations(con: duckdb.DuckDBPyConnection, before: Mapping[str, str | N
         return pl.DataFrame(schema=RELATIONS_SCHEMA)
     style = [c for c in style_columns() if c in columns[0] or c in columns[1]]
 
-    def rows(battles: str, categories: str, present: list[str]) -> str:
-        votes = ", ".join(f'b."{c}"' for c in VOTE_COLUMNS)
-        counts = "".join(f', b."{c}"' if c in present else f', NULL::BIGINT AS "{c}"' for c in style)
-        return (f"SELECT c.category, {votes}{counts} FROM {versioned(battles)} b "
-                f"JOIN {versioned(categories)} c ON c.battle_id = b.id")
+    def column(side: str, name: str, present: list[str]) -> str:
+        return f'{side}."{name}"' if name in present else "NULL::BIGINT"
 
-    votes = ", ".join(["category", *(f'"{c}"' for c in VOTE_COLUMNS)])
+    def same(names: list[str]) -> str:
+        return " AND ".join(f"{column('o', c, columns[0])} IS NOT DISTINCT FROM {column('n', c, columns[1])}"
+                            for c in names)
+
+    # each battle compared once (a full join on the id), then each (battle, category) row: a row is the
+    # same on both sides when it is in both categories tables and its battle is the same vote; a row of
+    # one side only (or of another vote) is gone from the earlier board or added to the later one
     frame = read_frame(con, f"""
-        WITH old AS ({rows(old_b, old_c, columns[0])}), new AS ({rows(new_b, new_c, columns[1])}),
-        diffs AS (
-            SELECT category, 'gone' AS kind FROM (SELECT {votes} FROM old EXCEPT SELECT {votes} FROM new)
-            UNION ALL SELECT category, 'added' FROM (SELECT {votes} FROM new EXCEPT SELECT {votes} FROM old)
-            UNION ALL SELECT category, 'style_gone' FROM (SELECT * FROM old EXCEPT SELECT * FROM new)
-            UNION ALL SELECT category, 'style_added' FROM (SELECT * FROM new EXCEPT SELECT * FROM old)),
-        every AS (SELECT DISTINCT category FROM old UNION SELECT DISTINCT category FROM new)
-        SELECT e.category, count(*) FILTER (WHERE kind = 'gone') AS gone,
-               count(*) FILTER (WHERE kind = 'added') AS added,
-               count(*) FILTER (WHERE kind = 'style_gone') AS style_gone,
-               count(*) FILTER (WHERE kind = 'style_added') AS style_added
-        FROM every e LEFT JOIN diffs d USING (category) GROUP BY e.category""")
+        WITH votes AS (
+            SELECT coalesce(o.id, n.id) AS id, o.id IS NOT NULL AS in_old, n.id IS NOT NULL AS in_new,
+                   coalesce({same(list(VOTE_COLUMNS))}, false) AS same_vote,
+                   coalesce({same([*VOTE_COLUMNS, *style])}, false) AS same_style
+            FROM {versioned(old_b)} o FULL JOIN {versioned(new_b)} n ON o.id = n.id),
+        tagged AS (
+            SELECT coalesce(o.battle_id, n.battle_id) AS id, coalesce(o.category, n.category) AS category,
+                   o.battle_id IS NOT NULL AS old_row, n.battle_id IS NOT NULL AS new_row
+            FROM {versioned(old_c)} o FULL JOIN {versioned(new_c)} n
+              ON o.battle_id = n.battle_id AND o.category = n.category),
+        rows AS (
+            SELECT t.category, t.old_row AND v.in_old AS before, t.new_row AND v.in_new AS after,
+                   t.old_row AND t.new_row AND v.same_vote AS same_vote,
+                   t.old_row AND t.new_row AND v.same_style AS same_style
+            FROM tagged t JOIN votes v USING (id))
+        SELECT category,
+               count(*) FILTER (WHERE before AND NOT same_vote) AS gone,
+               count(*) FILTER (WHERE after AND NOT same_vote) AS added,
+               count(*) FILTER (WHERE before AND NOT same_style) AS style_gone,
+               count(*) FILTER (WHERE after AND NOT same_style) AS style_added
+        FROM rows WHERE before OR after GROUP BY category""")
 
     def relation(gone: str, added: str) -> pl.Expr:
         return (pl.when(pl.col(gone) > 0).then(pl.lit(VOTES_CHANGED)).when(pl.col(added) > 0)
