@@ -383,9 +383,12 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
         raise CliError(f"unknown method {method!r}; methods on either board: {', '.join(methods)}", EXIT_USAGE)
     first = rows.row(0, named=True)
     since_at = first["since_published_at"]
+    # the votes' relation is decided per board (issue 36): one in the title when every board shares it
+    relations = rows.get_column("data_relation").unique(maintain_order=True).to_list()
+    relation = relations[0] if len(relations) == 1 else "each board's votes related as its line says"
     print(terminal_safe(f"Changes of publication {live['publication_id']} ({live['revision']}) since publication "
                         f"{first['since_publication']} ({first['since_revision']}"
-                        + (f", {since_at:%Y-%m-%d %H:%M} UTC" if since_at else "") + f"): {first['data_relation']}"
+                        + (f", {since_at:%Y-%m-%d %H:%M} UTC" if since_at else "") + f"): {relation}"
                         + {True: ", other ranking settings", False: ", the same ranking settings"}.get(
                             first["settings_changed"], "")))
     for c in [category] if category else present:
@@ -398,12 +401,13 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
         print()
         print(terminal_safe(f"{category_label(c)} - {method_label(method)}: {_models(n['kept'])} kept "
                             f"({n['beyond']} moved beyond the interval), {n['new']} new, {n['gone']} gone"
+                            + (f"; {board.row(0, named=True)['data_relation']}" if len(relations) > 1 else "")
                             + (f"; top {top} moves shown" if top and kept.height > top else "")))
         print(format_changes(shown))
         if shift := board_shift(board):
             print(format_shift(shift))
     print(f"\nChange: rating after minus before; 95% CI of change: its interval given how the votes relate "
-          f"({first['data_relation']}); Beyond: the move is larger than the interval allows. Rank: before -> after.")
+          f"({relation}); Beyond: the move is larger than the interval allows. Rank: before -> after.")
     return EXIT_OK
 
 

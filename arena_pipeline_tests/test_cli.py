@@ -546,6 +546,40 @@ def test_changes_since_the_live_publication_says_so(warehouse, monkeypatch, caps
         "publication 4 is the live publication: nothing to compare it with; --since takes an earlier publication's id"]
 
 
+def test_changes_name_each_boards_data_relation_when_they_differ(warehouse, monkeypatch, capsys):
+    """Issue 36: the votes' relation is decided per board (the same votes with other style counts are
+    'votes changed' on bt_style only): the title gives one relation when every board shares it, else
+    each board's line says its own."""
+    import polars as pl
+
+    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.store import records
+
+    monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})
+    rows = [("ref", 1000.0, None, None), ("a", 1040.0, 1020.0, 1060.0), ("b", 990.0, 970.0, 1010.0)]
+    frames = [pl.DataFrame(rows, schema=["model", "rating", "ci_lower", "ci_upper"], orient="row").with_columns(
+        category=pl.lit(c), method=pl.lit(m), ci_method=pl.lit("sandwich"), rank=pl.lit(1), rank_ub=pl.lit(1),
+        n_battles=pl.lit(500), provisional=pl.lit(False)) for c in ("overall", "math") for m in ("bt", "bt_style")]
+    board = pl.concat(frames)
+    relations = pl.DataFrame({"category": ["overall", "math"], "data_relation": [changes.SAME_VOTES] * 2,
+                              "style_relation": [changes.VOTES_CHANGED, changes.SAME_VOTES]})
+    for relation, method, said in ((relations, "bt_style", changes.VOTES_CHANGED), (relations, "bt", None),
+                                   (changes.VOTES_ADDED, "bt", changes.VOTES_ADDED)):
+        monkeypatch.setattr(changes, "changes_between",
+                            lambda *args, r=relation: changes.compare_boards(board, board, relation=r))
+        assert main(["changes", "--warehouse", str(warehouse), "--since", "1", "--method", method]) == EXIT_OK
+        lines = capsys.readouterr().out.splitlines()
+        if said == changes.VOTES_ADDED:  # one relation: in the title, not on every board
+            assert lines[0].endswith(f"): {changes.VOTES_ADDED}") and not any("kept" in x and "; votes" in x
+                                                                            for x in lines)
+            continue
+        assert lines[0].endswith("each board's votes related as its line says")
+        boards = [line for line in lines if " kept (" in line]
+        expected = ([f"; {changes.VOTES_CHANGED}", f"; {changes.SAME_VOTES}"] if method == "bt_style"
+                    else [f"; {changes.SAME_VOTES}"] * 2)
+        assert [line[line.rindex(";"):] for line in boards] == expected, boards
+
+
 def test_report_default_path(warehouse, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))

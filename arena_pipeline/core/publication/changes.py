@@ -21,9 +21,16 @@ the two estimates: with s₀, s₁ the standard errors of the ratings (half the 
   votes) and **unknown** (the earlier battles are no longer kept): ρ = 0, the fits taken as
   independent, Var(Δ) = s₀² + s₁², the widest of the three (conservative for overlapping votes).
 
-The interval of the change is Δ ± 1.96 √Var(Δ); ``beyond_interval`` says 0 is outside it (the move is
-larger than the intervals allow). Ratings are differences from the board's reference model: when the
-two boards are pinned on different reference models (or one is centred), the change has no interval.
+The relation is decided per board (:func:`board_relations`): the votes of a board are the rows that
+enter it, its category's battles (``battle_categories``) with their ids, canonical models and winners,
+and for a style-controlled board (``bt_style``) their style counts too. The same battles regenerated
+with other metadata (a language, a style count) are not "same votes" on the boards they move (a
+language board, the ``bt_style`` boards), and still are on the others.
+
+The interval of the change is Δ ± 1.96 √Var(Δ); ``beyond_interval`` says 0 is outside it, by more than
+:data:`ROUNDING` (the move is larger than the intervals allow). Ratings are differences from the board's
+reference model: when the two boards are pinned on different reference models (or one is centred), the
+change has no interval.
 
 **Which standard errors.** s₀ and s₁ are read from the sandwich of the board's primary interval (the
 ``cluster_sandwich_*`` columns when the primary interval is clustered, else ``sandwich_*``), whichever
@@ -50,6 +57,7 @@ import duckdb
 import polars as pl
 
 from arena_pipeline.constants import (
+    BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     LEADERBOARD_TABLE,
     PUBLICATION_CHANGES_TABLE,
@@ -59,18 +67,29 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.publication.gate import publication_settings
 from arena_pipeline.core.ranking import RankingConfig
+from arena_pipeline.core.ranking.style_control import style_columns
 from arena_pipeline.core.store.records import publication
 from arena_pipeline.core.store.versions import Build, base_version, version_name, versioned, write_version
 from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
 
 #: z of a two-sided 95% interval (the boards' intervals are 95%).
 Z95 = 1.959963984540054
+#: Points a change must clear its interval by to be beyond it: an aligned board's float64 ratings moved
+#: back by their shift, (R + shift) - shift, are R within ~1e-13 points, and the reference (s = 0 on
+#: both boards) or a refit of the same votes (an interval of width 0) must not be flagged for that.
+ROUNDING = 1e-9
 SAME_VOTES = "same votes"
 VOTES_ADDED = "votes added"
 VOTES_CHANGED = "votes changed"
 UNKNOWN = "unknown"
 #: The battle columns that make two votes the same vote (the canonical names: aliases change them).
 VOTE_COLUMNS = ("id", "model_a_canonical", "model_b_canonical", "winner")
+#: The methods whose fit reads the battles' style counts: their boards' votes include them.
+STYLE_METHODS = ("bt_style",)
+#: :func:`board_relations`: per category, how the votes of its boards relate (``style_relation``: with
+#: their style counts, for :data:`STYLE_METHODS`).
+RELATIONS_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(), "data_relation": pl.String(), "style_relation": pl.String()}
 
 #: Columns of ``arena.publication_changes``: one row per category, method and model on either board.
 CHANGES_SCHEMA: dict[str, pl.DataType] = {
@@ -95,31 +114,85 @@ _BOARD_COLUMNS = ("rating", "ci_lower", "ci_upper", "ci_method", "rank", "rank_u
 _KEY = ["category", "method", "model"]
 
 
-def data_relation(con: duckdb.DuckDBPyConnection, before: str | None, after: str | None) -> str:
-    """How the votes of two versions of the battles table relate (their names in the versions
-    schema): :data:`SAME_VOTES`, :data:`VOTES_ADDED`, :data:`VOTES_CHANGED`, or :data:`UNKNOWN` when a
-    version is missing (an earlier publication's battles are dropped by retention).
+def board_relations(con: duckdb.DuckDBPyConnection, before: Mapping[str, str | None] | None,
+                    after: Mapping[str, str | None] | None) -> pl.DataFrame:
+    """How the votes entering each board of two publications relate, per category (:data:`RELATIONS_SCHEMA`).
 
-    Two votes are the same when their :data:`VOTE_COLUMNS` are; the comparison runs in DuckDB.
+    ``before``/``after`` map table names to the versions a publication shows (its ``tables``): the
+    battles and battle_categories versions decide. The votes of a board are the rows of its category
+    (``battle_categories``) with their :data:`VOTE_COLUMNS`; a style-controlled board
+    (:data:`STYLE_METHODS`) reads their style counts as well (``style_relation``). Per category and for
+    each of the two: :data:`SAME_VOTES` (the same rows), :data:`VOTES_ADDED` (every earlier row is
+    still there, rows were added), :data:`VOTES_CHANGED` (an earlier row is missing or differs: another
+    winner, another canonical model, other style counts, a vote that left the category), or
+    :data:`UNKNOWN` for every category when a version is missing (dropped by retention) or predates a
+    vote column. Same battles with other metadata (a language or a style count changed) are therefore
+    not "same votes" on the boards they move, and still are on the others (issue 36).
+
+    The comparison runs in DuckDB (each battle compared once, then counted per category), not in Python.
     """
-    if before is None or after is None:
+    tables = (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE)
+    versions = [[(side or {}).get(t) for t in tables] for side in (before, after)]
+    if any(v is None for side in versions for v in side):
+        return pl.DataFrame(schema=RELATIONS_SCHEMA)
+    (old_b, old_c), (new_b, new_c) = ([base_version(con, v) for v in side] for side in versions)
+    if not all(relation_exists(con, VERSIONS_SCHEMA, n) for n in (old_b, old_c, new_b, new_c)):
+        return pl.DataFrame(schema=RELATIONS_SCHEMA)
+    if (old_b, old_c) == (new_b, new_c):  # the same tables: every board has the same votes
+        return read_frame(con, f"SELECT DISTINCT category, '{SAME_VOTES}' AS data_relation, "
+                               f"'{SAME_VOTES}' AS style_relation FROM {versioned(old_c)}").cast(RELATIONS_SCHEMA)
+    columns = [[d[0] for d in con.execute(f"SELECT * FROM {versioned(n)} LIMIT 0").description] for n in (old_b, new_b)]
+    if not all(set(VOTE_COLUMNS) <= set(c) for c in columns):  # a version from before a vote column
+        return pl.DataFrame(schema=RELATIONS_SCHEMA)
+    style = [c for c in style_columns() if c in columns[0] or c in columns[1]]
+
+    def column(side: str, name: str, present: list[str]) -> str:
+        return f'{side}."{name}"' if name in present else "NULL::BIGINT"
+
+    def same(names: list[str]) -> str:
+        return " AND ".join(f"{column('o', c, columns[0])} IS NOT DISTINCT FROM {column('n', c, columns[1])}"
+                            for c in names)
+
+    # each battle compared once (a full join on the id), then each (battle, category) row: a row is the
+    # same on both sides when it is in both categories tables and its battle is the same vote; a row of
+    # one side only (or of another vote) is gone from the earlier board or added to the later one
+    frame = read_frame(con, f"""
+        WITH votes AS (
+            SELECT coalesce(o.id, n.id) AS id, o.id IS NOT NULL AS in_old, n.id IS NOT NULL AS in_new,
+                   coalesce({same(list(VOTE_COLUMNS))}, false) AS same_vote,
+                   coalesce({same([*VOTE_COLUMNS, *style])}, false) AS same_style
+            FROM {versioned(old_b)} o FULL JOIN {versioned(new_b)} n ON o.id = n.id),
+        tagged AS (
+            SELECT coalesce(o.battle_id, n.battle_id) AS id, coalesce(o.category, n.category) AS category,
+                   o.battle_id IS NOT NULL AS old_row, n.battle_id IS NOT NULL AS new_row
+            FROM {versioned(old_c)} o FULL JOIN {versioned(new_c)} n
+              ON o.battle_id = n.battle_id AND o.category = n.category),
+        rows AS (
+            SELECT t.category, t.old_row AND v.in_old AS before, t.new_row AND v.in_new AS after,
+                   t.old_row AND t.new_row AND v.same_vote AS same_vote,
+                   t.old_row AND t.new_row AND v.same_style AS same_style
+            FROM tagged t JOIN votes v USING (id))
+        SELECT category,
+               count(*) FILTER (WHERE before AND NOT same_vote) AS gone,
+               count(*) FILTER (WHERE after AND NOT same_vote) AS added,
+               count(*) FILTER (WHERE before AND NOT same_style) AS style_gone,
+               count(*) FILTER (WHERE after AND NOT same_style) AS style_added
+        FROM rows WHERE before OR after GROUP BY category""")
+
+    def relation(gone: str, added: str) -> pl.Expr:
+        return (pl.when(pl.col(gone) > 0).then(pl.lit(VOTES_CHANGED)).when(pl.col(added) > 0)
+                .then(pl.lit(VOTES_ADDED)).otherwise(pl.lit(SAME_VOTES)))
+
+    return frame.select("category", data_relation=relation("gone", "added"),
+                        style_relation=relation("style_gone", "style_added")).sort("category").cast(RELATIONS_SCHEMA)
+
+
+def overall_relation(relations: pl.DataFrame) -> str:
+    """One relation for a publication's boards (:func:`compose` of every board's): :data:`UNKNOWN`
+    without any board relation."""
+    if relations.is_empty():
         return UNKNOWN
-    if base_version(con, before) == base_version(con, after):
-        return SAME_VOTES
-    names = [base_version(con, v) for v in (before, after)]
-    if not all(relation_exists(con, VERSIONS_SCHEMA, n) for n in names):
-        return UNKNOWN
-    cols = ", ".join(f'"{c}"' for c in VOTE_COLUMNS)
-    old, new = (f"SELECT {cols} FROM {versioned(n)}" for n in names)
-    try:
-        missing, old_n, new_n = con.execute(
-            f"SELECT (SELECT count(*) FROM ({old} EXCEPT {new})), (SELECT count(*) FROM ({old})), "
-            f"(SELECT count(*) FROM ({new}))").fetchone()
-    except duckdb.BinderException:  # a version from before a vote column existed: not comparable
-        return UNKNOWN
-    if missing:
-        return VOTES_CHANGED
-    return SAME_VOTES if old_n == new_n else VOTES_ADDED
+    return compose(relations.get_column("data_relation").to_list() + relations.get_column("style_relation").to_list())
 
 
 def _standard_error(prefix: str) -> pl.Expr:
@@ -185,7 +258,7 @@ def _references(board: pl.DataFrame) -> pl.DataFrame:
             .agg(reference=pl.col("model").filter(ref).sort().first()))
 
 
-def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
+def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str | pl.DataFrame,
                    settings_changed: bool | None = None, since: Mapping | None = None,
                    alignment_before: Mapping | None = None, alignment_after: Mapping | None = None,
                    estimator_changed: bool | None | str = "settings") -> pl.DataFrame:
@@ -197,7 +270,8 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
     before, after
         Leaderboards (``arena.leaderboard`` rows) of the earlier and the later publication.
     relation
-        How their votes relate (:func:`data_relation`); decides the correlation assumed (module doc).
+        How their votes relate: one relation for every board, or per board (:func:`board_relations`'s
+        frame: a category missing from it is :data:`UNKNOWN`); decides the correlation assumed (module doc).
     settings_changed
         Whether the two fits were made with other ranking settings (None: unknown). Votes added under
         other settings are not a subset fit of the same estimator: taken as independent (ρ = 0).
@@ -228,14 +302,22 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
                             pl.col("se_source_after").fill_null("none"))
     source = pl.when(pl.col("se_source_before").eq_missing(pl.col("se_source_after"))).then(
         pl.col("se_source_before")).otherwise(sources)
-    if relation == SAME_VOTES:
-        rho, variance, formula = pl.lit(1.0), (s0 - s1) ** 2, "(s0 - s1)^2"
-    elif relation == VOTES_ADDED and estimator_changed is False:
-        # continuous and never negative: s1 >= s0 (no narrower) gives 0, not a switch to independence
-        rho = pl.when(s0 > 0).then(pl.min_horizontal(s1 / s0, pl.lit(1.0))).otherwise(1.0)
-        variance, formula = pl.max_horizontal(s0 ** 2 - s1 ** 2, pl.lit(0.0)), "max(s0^2 - s1^2, 0)"
-    else:
-        rho, variance, formula = pl.lit(0.0), s0 ** 2 + s1 ** 2, "s0^2 + s1^2"
+    if isinstance(relation, str):
+        both = both.with_columns(_relation=pl.lit(relation, pl.String))
+    else:  # per board: the style-controlled boards read the style counts' relation
+        both = both.join(relation.select("category", "data_relation", "style_relation"), on="category", how="left")
+        both = both.with_columns(_relation=pl.when(pl.col("method").is_in(STYLE_METHODS)).then(
+            pl.col("style_relation")).otherwise(pl.col("data_relation")).fill_null(UNKNOWN))
+    same = pl.col("_relation") == SAME_VOTES
+    # votes added under other ranking settings are not a subset fit of the same estimator: rho = 0
+    nested = (pl.col("_relation") == VOTES_ADDED) & pl.lit(estimator_changed is False)
+    # votes added: continuous and never negative (s1 >= s0 gives 0, not a switch to independence)
+    rho = (pl.when(same).then(1.0).when(nested).then(
+        pl.when(s0 > 0).then(pl.min_horizontal(s1 / s0, pl.lit(1.0))).otherwise(1.0)).otherwise(0.0))
+    variance = (pl.when(same).then((s0 - s1) ** 2).when(nested).then(pl.max_horizontal(s0 ** 2 - s1 ** 2, pl.lit(0.0)))
+                .otherwise(s0 ** 2 + s1 ** 2))
+    formula = (pl.when(same).then(pl.lit("(s0 - s1)^2")).when(nested).then(pl.lit("max(s0^2 - s1^2, 0)"))
+               .otherwise(pl.lit("s0^2 + s1^2")))
     variance = pl.when(unbounded).then(float("inf")).otherwise(variance)
     status = (pl.when(pl.col("rating_before").is_null()).then(pl.lit("new"))
               .when(pl.col("rating_after").is_null()).then(pl.lit("gone")).otherwise(pl.lit("kept")))
@@ -253,15 +335,15 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str,
         since_publication=pl.lit(since.get("publication_id"), pl.Int64),
         since_revision=pl.lit(since.get("revision"), pl.String),
         since_published_at=pl.lit(since.get("published_at"), pl.Datetime("us")),
-        data_relation=pl.lit(relation, pl.String), settings_changed=pl.lit(settings_changed, pl.Boolean),
+        data_relation=pl.col("_relation"), settings_changed=pl.lit(settings_changed, pl.Boolean),
         change_variance=pl.when(same_ref & variance.is_not_null()).then(
-            pl.concat_str(pl.lit(f"{formula}, "), source, pl.lit(" intervals"))),
+            pl.concat_str(formula, pl.lit(", "), source, pl.lit(" intervals"))),
         shift_before=pl.col("shift_before"), shift_after=pl.col("shift_after"),
         shift_change=pl.col("shift_after") - pl.col("shift_before"),
         rank_change=pl.col("rank_before") - pl.col("rank_after"),
         rank_ub_change=pl.col("rank_ub_before") - pl.col("rank_ub_after"),
         battles_before=pl.col("n_battles_before"), battles_after=pl.col("n_battles_after"),
-    ).with_columns(beyond_interval=(pl.col("change_ci_lower") > 0) | (pl.col("change_ci_upper") < 0))
+    ).with_columns(beyond_interval=(pl.col("change_ci_lower") > ROUNDING) | (pl.col("change_ci_upper") < -ROUNDING))
     order = pl.col("status").replace_strict({"kept": 0, "new": 1, "gone": 2}, return_dtype=pl.Int8)
     return (out.sort(category_order(), "category", "method", order, pl.col("rating_change").abs(), "model",
                      descending=[False, False, False, False, True, False], nulls_last=True)
@@ -323,8 +405,8 @@ def changes_between(con: duckdb.DuckDBPyConnection, schema: str, since_id: int,
     before, after = (read_frame(con, f"SELECT * FROM {history} WHERE publication_id = ?", [pid])
                      for pid in (since_id, until_id))
     rows = [publication(con, schema, pid) for pid in (since_id, until_id)]
-    relation = data_relation(con, *(r["tables"].get(BATTLES_TABLE) if r else None for r in rows))
-    if relation == UNKNOWN:
+    relation: str | pl.DataFrame = board_relations(con, *(r["tables"] if r else None for r in rows))
+    if relation.is_empty():  # an earlier publication's battles are dropped: what the publications recorded
         relation = recorded_relation(con, schema, since_id, until_id)
     estimator = _changed(*(ranking_settings(r) for r in rows))
     alignments = [alignment_settings(r) for r in rows]
@@ -342,11 +424,15 @@ def compose(relations: list[str]) -> str:
     return SAME_VOTES
 
 
-def recorded_relation(con: duckdb.DuckDBPyConnection, schema: str, since_id: int, until_id: int) -> str:
-    """The relation of publication ``until_id``'s votes to ``since_id``'s, composed from what each
-    publication between them recorded against the one before it (``settings.tables.publication_changes``
-    of ``schema.publications``: an earlier publication's battles are not kept); :data:`UNKNOWN` when
-    the chain is broken."""
+def recorded_relation(con: duckdb.DuckDBPyConnection, schema: str, since_id: int,
+                      until_id: int) -> str | pl.DataFrame:
+    """The relation of publication ``until_id``'s votes to ``since_id``'s, composed along the chain of
+    what each publication between them recorded against the one before it
+    (``settings.tables.publication_changes`` of ``schema.publications``: an earlier publication's
+    battles are not kept): per board (:data:`RELATIONS_SCHEMA`, each category composed on its own)
+    where the links recorded their boards' relations, else one relation (a link recorded before the
+    per-board relations counts with its one relation for every board); :data:`UNKNOWN` when the chain
+    is broken."""
     if since_id == until_id:
         return SAME_VOTES
     frame = read_frame(con, f"SELECT publication_id, settings FROM {quoted(schema, PUBLICATIONS_TABLE)} "
@@ -354,14 +440,22 @@ def recorded_relation(con: duckdb.DuckDBPyConnection, schema: str, since_id: int
     recorded = {}
     for pid, settings in frame.iter_rows():
         own = json.loads(settings or "{}").get("tables", {}).get(PUBLICATION_CHANGES_TABLE, {})
-        recorded[pid] = (own.get("since_publication"), own.get("data_relation", UNKNOWN))
+        boards = {b["category"]: b for b in own.get("boards") or []}
+        recorded[pid] = (own.get("since_publication"), own.get("data_relation", UNKNOWN), boards)
     chain, pid = [], until_id
     while pid != since_id:
         if pid not in recorded or recorded[pid][0] is None:
             return UNKNOWN
-        pid, relation = recorded[pid][0], recorded[pid][1]
-        chain.append(relation)
-    return compose(chain)
+        chain.append(recorded[pid][1:])
+        pid = recorded[pid][0]
+    categories = sorted({c for _, boards in chain for c in boards})
+    if not categories:
+        return compose([relation for relation, _ in chain])
+    # a few categories and links: the recorded relations are settings, not vote rows
+    rows = [{"category": c, **{column: compose([boards[c][column] if c in boards else (UNKNOWN if boards else one)
+                                                for one, boards in chain])
+                               for column in ("data_relation", "style_relation")}} for c in categories]
+    return pl.DataFrame(rows, schema=RELATIONS_SCHEMA)
 
 
 def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live: Mapping | None,
@@ -370,21 +464,25 @@ def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live
     """Write ``build``'s version of ``arena.publication_changes``: the candidate leaderboard against
     the live publication's (``current``; no rows before the first publication); return its name.
 
-    ``chosen``: the versions the publication will show (its battles decide the data relation)."""
-    relation = None
+    ``chosen``: the versions the publication will show (its battles and battle_categories decide each
+    board's data relation, :func:`board_relations`). The publication's settings record the relation of
+    every board and their :func:`overall_relation` (what ``--since`` composes once the battles are dropped)."""
+    relation = relations = None
     if live is None or current is None:
         frame = pl.DataFrame(schema=CHANGES_SCHEMA)
     else:
-        relation = data_relation(con, live["tables"].get(BATTLES_TABLE), chosen.get(BATTLES_TABLE))
+        relations = board_relations(con, live["tables"], chosen)
+        relation = overall_relation(relations)
         new = {"settings": {"tables": publication_settings(con, {LEADERBOARD_TABLE: chosen[LEADERBOARD_TABLE]})}}
         estimator = _changed(ranking_settings(live), ranking_settings(new))
         alignments = [alignment_settings(live), alignment_settings(new)]
-        frame = compare_boards(current, candidate, relation=relation,
+        frame = compare_boards(current, candidate, relation=relation if relations.is_empty() else relations,
                                settings_changed=_or_aligned(estimator, *alignments), since=live,
                                alignment_before=alignments[0], alignment_after=alignments[1],
                                estimator_changed=estimator)
     settings = {"since_publication": live["publication_id"] if live else None,
-                "data_relation": relation if live and current is not None else None}
+                "data_relation": relation,
+                "boards": relations.to_dicts() if relations is not None else None}
     write_version(con, PUBLICATION_CHANGES_TABLE, build, frame, settings)
     return version_name(PUBLICATION_CHANGES_TABLE, build)
 

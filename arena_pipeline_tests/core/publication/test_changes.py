@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import math
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 
@@ -16,12 +18,15 @@ from arena_pipeline.core.publication.changes import (
     UNKNOWN,
     VOTES_ADDED,
     VOTES_CHANGED,
+    board_relations,
     compare_boards,
     compose,
-    data_relation,
+    overall_relation,
     ranking_settings,
+    recorded_relation,
 )
-from arena_pipeline.core.ranking import RankingConfig
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.style_control import style_columns
 from arena_pipeline.core.store.records import VERSIONS, ensure_catalog
 from arena_pipeline.core.store.versions import versioned
 
@@ -152,6 +157,24 @@ def test_aligned_boards_are_compared_without_their_shifts():
     assert _row(plain, "a")["shift_change"] == 0.0
 
 
+@pytest.mark.parametrize("relation", [SAME_VOTES, VOTES_ADDED])
+def test_unshifting_an_aligned_board_flags_nothing_by_rounding(relation):
+    """Shifts that are not exact binary fractions: (R + shift) - shift differs from R by ~1e-13 points, and
+    the reference (s = 0 on both boards) or a refit of the same votes (interval of width 0) was flagged for it
+    (the grown-dump null simulation, benchmarks/bench_changes_null.py, flagged the reference in half the
+    replicates)."""
+    shifts = (225.5069, 243.2767)  # (1000 + s) - s is 1000 + 1.1e-13 and 1000 - 1.1e-13
+    (before, ab), (after, aa) = _aligned(BEFORE, shifts[0]), _aligned(BEFORE if relation == SAME_VOTES else AFTER,
+                                                                        shifts[1])
+    out = compare_boards(before, after, relation=relation, settings_changed=False, alignment_before=ab,
+                         alignment_after=aa).filter(pl.col("status") == "kept")
+    ref = _row(out, "ref")
+    assert abs(ref["rating_change"]) < 1e-9 and ref["beyond_interval"] is False
+    if relation == SAME_VOTES:  # the same fit: no move and nothing flagged
+        assert out.get_column("rating_change").abs().max() < 1e-9
+        assert not out.get_column("beyond_interval").any()
+
+
 def test_turning_alignment_on_is_a_settings_change_but_not_another_estimator():
     from arena_pipeline.core.publication.changes import _or_aligned
 
@@ -202,29 +225,152 @@ def test_compose_relations_along_a_chain():
     assert compose([VOTES_CHANGED, UNKNOWN]) == UNKNOWN
 
 
-def test_data_relation_compares_the_votes_in_duckdb():
-    con = duckdb.connect()
-    ensure_catalog(con, "arena")
-    votes = [("1", "a", "b", "model_a"), ("2", "b", "c", "tie"), ("3", "a", "c", "model_b")]
-    for name, rows in (("old", votes[:2]), ("grown", votes), ("same", votes[:2]),
-                       ("edited", [votes[0], ("2", "b", "c", "model_a"), votes[2]])):
-        frame = pl.DataFrame(rows, schema=["id", "model_a_canonical", "model_b_canonical", "winner"], orient="row")
+def _store(con: duckdb.DuckDBPyConnection, table: str, versions: dict[str, pl.DataFrame]) -> None:
+    """Versions of ``table`` in the versions schema, as the version store keeps them."""
+    for name, frame in versions.items():
         con.register("frame", frame)
         con.execute(f"CREATE TABLE {versioned(name)} AS SELECT * FROM frame")
         con.unregister("frame")
-        con.execute(f"INSERT INTO {VERSIONS} (version, table_name) VALUES (?, 'battles')", [name])
+        con.execute(f"INSERT INTO {VERSIONS} (version, table_name) VALUES (?, ?)", [name, table])
+
+
+def _tables(battles: str, categories: str = "cats") -> dict[str, str]:
+    return {"battles": battles, "battle_categories": categories}
+
+
+def _relations(con, before: dict, after: dict) -> dict[str, tuple[str, str]]:
+    return {c: (d, s) for c, d, s in board_relations(con, before, after).iter_rows()}
+
+
+def test_board_relations_compare_the_votes_of_each_board_in_duckdb():
+    con = duckdb.connect()
+    ensure_catalog(con, "arena")
+    votes = [("1", "a", "b", "model_a"), ("2", "b", "c", "tie"), ("3", "a", "c", "model_b")]
+    frames = {}
+    for name, rows in (("old", votes[:2]), ("grown", votes), ("same", votes[:2]),
+                       ("edited", [votes[0], ("2", "b", "c", "model_a"), votes[2]])):
+        frames[name] = pl.DataFrame(rows, schema=["id", "model_a_canonical", "model_b_canonical", "winner"],
+                                    orient="row").with_columns(sum_assistant_a_tokens=pl.lit(10, pl.Int64))
+    frames["restyled"] = frames["old"].with_columns(sum_assistant_a_tokens=pl.Series([10, 11]))
+    _store(con, "battles", frames)
+    every = pl.DataFrame({"battle_id": ["1", "2", "3"], "category": "overall"})
+    _store(con, "battle_categories", {
+        "cats": pl.concat([every, pl.DataFrame({"battle_id": ["2"], "category": "math"})]),
+        # vote 2 left math for coding: math lost a vote, coding is new, overall is the same
+        "moved": pl.concat([every, pl.DataFrame({"battle_id": ["2"], "category": "coding"})])})
     con.execute(f"CREATE VIEW {versioned('reused')} AS SELECT * FROM {versioned('old')}")
     con.execute(f"INSERT INTO {VERSIONS} (version, table_name, same_as) VALUES ('reused', 'battles', 'old')")
-    assert data_relation(con, "old", "old") == SAME_VOTES
-    assert data_relation(con, "old", "reused") == SAME_VOTES
-    assert data_relation(con, "old", "same") == SAME_VOTES
-    assert data_relation(con, "old", "grown") == VOTES_ADDED
-    assert data_relation(con, "grown", "old") == VOTES_CHANGED
-    assert data_relation(con, "old", "edited") == VOTES_CHANGED
-    assert data_relation(con, "dropped", "old") == UNKNOWN
+    same = (SAME_VOTES, SAME_VOTES)
+    assert _relations(con, _tables("old"), _tables("old")) == {"overall": same, "math": same}
+    assert _relations(con, _tables("old"), _tables("reused")) == {"overall": same, "math": same}
+    assert _relations(con, _tables("old"), _tables("same")) == {"overall": same, "math": same}
+    # a vote added to overall only: math keeps the same votes
+    assert _relations(con, _tables("old"), _tables("grown")) == {"overall": (VOTES_ADDED,) * 2, "math": same}
+    assert _relations(con, _tables("grown"), _tables("old")) == {"overall": (VOTES_CHANGED,) * 2, "math": same}
+    assert _relations(con, _tables("old"), _tables("edited")) == {"overall": (VOTES_CHANGED,) * 2,
+                                                                  "math": (VOTES_CHANGED,) * 2}
+    # other style counts on the same votes: only the style-controlled boards read them
+    assert _relations(con, _tables("old"), _tables("restyled")) == {"overall": (SAME_VOTES, VOTES_CHANGED),
+                                                                    "math": (SAME_VOTES, VOTES_CHANGED)}
+    # the same battles, another category membership
+    assert _relations(con, _tables("grown"), _tables("grown", "moved")) == {
+        "overall": same, "math": (VOTES_CHANGED,) * 2, "coding": (VOTES_ADDED,) * 2}
+    for missing in (_tables("dropped"), _tables("old", "dropped"), {"battles": "old"}, None):
+        assert board_relations(con, missing, _tables("old")).is_empty()
     con.execute(f"CREATE TABLE {versioned('older')} AS SELECT id, winner FROM {versioned('old')}")  # no canonical names
-    assert data_relation(con, "older", "old") == UNKNOWN
-    assert data_relation(con, None, "old") == UNKNOWN
+    assert board_relations(con, _tables("older"), _tables("old")).is_empty()
+    assert overall_relation(board_relations(con, _tables("old"), _tables("restyled"))) == VOTES_CHANGED
+    assert overall_relation(board_relations(con, _tables("old"), _tables("old"))) == SAME_VOTES
+    assert overall_relation(board_relations(con, _tables("older"), _tables("old"))) == UNKNOWN
+
+
+def _regenerated(seed: int, n: int = 6000, models: int = 12) -> tuple[pl.DataFrame, ...]:
+    """Battles from known strengths, and the same votes regenerated with other metadata: every style
+    count drawn again, and a quarter of the votes with another language (the ``chinese`` board moves)."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0, 0.6, models)
+    a = rng.integers(0, models, n)
+    b = (a + rng.integers(1, models, n)) % models
+    p = 1 / (1 + np.exp(theta[b] - theta[a]))
+    u = rng.random(n)
+    winner = np.where(u < p - 0.1, "model_a", np.where(u < p + 0.1, "tie", "model_b"))
+    names = np.array([f"m{i:02d}" for i in range(models)])
+    votes = pl.DataFrame({"id": [f"v{i}" for i in range(n)], "model_a": names[a], "model_b": names[b],
+                          "winner": winner}).with_columns(model_a_canonical="model_a", model_b_canonical="model_b")
+
+    def metadata(chinese: np.ndarray) -> tuple[pl.DataFrame, pl.DataFrame]:
+        battles = votes.with_columns(**{c: pl.Series(rng.integers(0, 400 if "tokens" in c else 4, n))
+                                        for c in style_columns()})
+        categories = pl.concat([pl.DataFrame({"battle_id": votes["id"], "category": "overall"}),
+                                pl.DataFrame({"battle_id": votes["id"].filter(pl.Series(chinese)), "category": "chinese"}),
+                                pl.DataFrame({"battle_id": votes["id"][: n // 2], "category": "math"})])
+        return battles, categories
+
+    chinese = rng.random(n) < 0.5
+    moved = np.where(rng.random(n) < 0.25, ~chinese, chinese)
+    return (*metadata(chinese), *metadata(moved))
+
+
+def test_the_same_votes_with_other_metadata_are_same_votes_only_on_the_boards_they_leave_alone():
+    """Issue 36: the same votes regenerated with other languages and style counts were "same votes" for
+    every board, and most models of the language board and of bt_style were flagged for tiny moves."""
+    battles0, categories0, battles1, categories1 = _regenerated(36)
+    con = duckdb.connect()
+    ensure_catalog(con, "arena")
+    _store(con, "battles", {"b0": battles0, "b1": battles1})
+    _store(con, "battle_categories", {"c0": categories0, "c1": categories1})
+    relations = board_relations(con, _tables("b0", "c0"), _tables("b1", "c1"))
+    assert _relations(con, _tables("b0", "c0"), _tables("b1", "c1")) == {
+        "overall": (SAME_VOTES, VOTES_CHANGED), "math": (SAME_VOTES, VOTES_CHANGED),
+        "chinese": (VOTES_CHANGED, VOTES_CHANGED)}
+    config = RankingConfig(methods=("bt", "bt_style"), bootstrap_rounds=0)
+    before, after = (compute_rankings(b, c, config).leaderboard
+                     for b, c in ((battles0, categories0), (battles1, categories1)))
+    out = compare_boards(before, after, relation=relations, settings_changed=False)
+    kept = out.filter(pl.col("status") == "kept")
+    per_board = {k: frame for k, frame in kept.partition_by("category", "method", as_dict=True).items()}
+    assert set(per_board) == {(c, m) for c in ("overall", "math", "chinese") for m in ("bt", "bt_style")}
+    for (category, method), frame in per_board.items():
+        expected = SAME_VOTES if category != "chinese" and method == "bt" else VOTES_CHANGED
+        assert set(frame.get_column("data_relation")) == {expected}, (category, method)
+        beyond = frame.get_column("beyond_interval").fill_null(False).mean()
+        if expected == SAME_VOTES:  # the same fit: nothing moves
+            assert frame.get_column("rating_change").abs().max() < 1e-6 and beyond == 0
+        else:  # taken as independent: the moves are the metadata's, well inside the interval
+            assert frame.get_column("rating_change").abs().max() > 0.01 and beyond <= 0.1, (category, method)
+    # what the whole-table comparison said ("same votes" everywhere) flags these boards en masse
+    wrong = compare_boards(before, after, relation=SAME_VOTES, settings_changed=False)
+    flagged = wrong.filter((pl.col("status") == "kept") & (pl.col("method") == "bt_style"))
+    assert flagged.get_column("beyond_interval").fill_null(False).mean() > 0.5
+
+
+def test_recorded_relations_compose_per_board(tmp_path):
+    """--since across publications whose battles are dropped: each board's recorded relations composed
+    along the chain; a link recorded before the per-board relations counts for every board."""
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA arena")
+    con.execute("CREATE TABLE arena.publications (publication_id INTEGER, settings VARCHAR)")
+
+    def record(pid, since, relation, boards=None):
+        own = {"since_publication": since, "data_relation": relation, "boards": boards}
+        con.execute("INSERT INTO arena.publications VALUES (?, ?)",
+                    [pid, json.dumps({"tables": {"publication_changes": own}})])
+
+    record(1, None, None)
+    record(2, 1, VOTES_CHANGED, [{"category": "overall", "data_relation": SAME_VOTES, "style_relation": VOTES_CHANGED},
+                                 {"category": "math", "data_relation": SAME_VOTES, "style_relation": SAME_VOTES}])
+    record(3, 2, VOTES_ADDED, [{"category": "overall", "data_relation": VOTES_ADDED, "style_relation": VOTES_ADDED},
+                               {"category": "math", "data_relation": SAME_VOTES, "style_relation": SAME_VOTES}])
+    record(4, 3, VOTES_ADDED)  # recorded before the per-board relations
+    composed = recorded_relation(con, "arena", 1, 3)
+    assert {c: (d, s) for c, d, s in composed.iter_rows()} == {
+        "math": (SAME_VOTES, SAME_VOTES), "overall": (VOTES_ADDED, VOTES_CHANGED)}
+    composed = recorded_relation(con, "arena", 1, 4)
+    assert {c: (d, s) for c, d, s in composed.iter_rows()} == {
+        "math": (VOTES_ADDED, VOTES_ADDED), "overall": (VOTES_ADDED, VOTES_CHANGED)}
+    assert recorded_relation(con, "arena", 3, 4) == VOTES_ADDED
+    assert recorded_relation(con, "arena", 0, 4) == UNKNOWN
+    assert recorded_relation(con, "arena", 2, 2) == SAME_VOTES
 
 
 def test_recorded_ranking_settings_read_back_as_ranking_config():
