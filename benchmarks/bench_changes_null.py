@@ -5,7 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/bench_changes_null.py                    # ~12 min on 1 core
     .venv/bin/python benchmarks/bench_changes_null.py --replicates 100 --grow 0.1
 
-Prints figures only; it is not a test (``core/test_changes.py`` holds the formulas).
+Prints figures only; it is not a test (``core/publication/test_changes.py`` holds the formulas).
 
 The null. A publication shows a board; the next dump is the same votes and more, drawn from the same
 strengths (a grown dump). Every model's strength is unchanged, so ``beyond_interval`` (0 outside the
