@@ -407,6 +407,82 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     return EXIT_OK
 
 
+# ---------------------------------------------------------------------------------------------
+# refresh / rerank: the pipeline's jobs (arena_pipeline.run_command, imported by these commands only)
+# ---------------------------------------------------------------------------------------------
+
+
+def runs_job(command: Callable[..., int]) -> Callable[..., int]:
+    """The options of the commands that run a job: the ranking settings by name, the gate's, Dagster's
+    ``--config-json``, and ``--verbose``."""
+    options = [
+        click.option("--verbose", is_flag=True, help="Dagster's own log and, on a failure, the traceback"),
+        click.option("--config-json", metavar="JSON", help=(
+            "Dagster's run configuration, as `dagster asset materialize --config-json` takes it; the flags "
+            "above are laid over it")),
+        click.option("--from-defaults", is_flag=True, help=(
+            "rank with the defaults (and the flags), not with the live publication's ranking settings")),
+        click.option("--allow-degenerate", is_flag=True, default=None,
+                     help="publish even a board the gate would refuse as degenerate (publication_gate)"),
+        click.option("--max-model-drop", type=float, metavar="SHARE",
+                     help="largest share of the live overall board's models that may go (publication_gate; 0.5)"),
+        click.option("--method", "methods", multiple=True, type=click.Choice(METHODS), help=(
+            "a board's method to fit (repeat for several; default: all)")),
+        click.option("--seed", type=int, help="bootstrap seed (42)"),
+        click.option("--primary-interval", type=click.Choice(
+            ["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"]), help="interval in ci_lower/ci_upper"),
+        click.option("--display-min-battles", type=int, metavar="N",
+                     help="models with fewer battles are provisional (301: LMArena's threshold)"),
+        click.option("--min-battles", type=int, metavar="N", help="models with fewer battles are left out of the fit (1)"),
+        click.option("--bootstrap-rounds", type=int, metavar="N", help="bootstrap rounds per board (100, at most 2000)"),
+        click.option("--ties", type=click.Choice(["half", "drop"]), help="ties as half a win each (half) or dropped"),
+    ]
+    for option in options:
+        command = option(command)
+    return command
+
+
+def _run(job: str, flags: dict[str, Any]) -> int:
+    from arena_pipeline import run_command  # Dagster and the pipeline: these commands only
+
+    verbose = flags.pop("verbose")
+    try:
+        config_json = run_command.parse_config_json(flags.pop("config_json"))
+        from_defaults = flags.pop("from_defaults")
+        gate = {k: flags.pop(k) for k in ("allow_degenerate", "max_model_drop") if flags.get(k) is not None}
+        methods = flags.pop("methods")
+        rankings = {k: v for k, v in flags.items() if v is not None}
+        if methods:
+            rankings["methods"] = list(methods)
+        base, said = (None, None) if from_defaults else run_command.live_rankings(run_command.Warehouse())
+        if said:
+            print(said + (f", with {', '.join(f'{k}={v}' for k, v in rankings.items())}" if rankings else ""))
+        config = run_command.run_config(config_json, rankings, gate, base)
+        print(run_command.run_job(job, config, verbose=verbose))
+    except run_command.RunError as exc:
+        raise CliError(str(exc), exc.code) from None
+    return EXIT_OK
+
+
+@cli.command(short_help="run the whole pipeline (refresh_job) and publish")
+@runs_job
+def refresh(**flags: Any) -> int:
+    """Fetch the dump (ARENA_SOURCE), rebuild what changed, rank, check and publish through the gate, then
+    render the report: Dagster's refresh_job, run in the instance of DAGSTER_HOME (the runs show in
+    `dagster dev`). A line per step, then what was published. Ranks with the live publication's ranking
+    settings (as the sensor does), with the flags and --config-json over them."""
+    return _run("refresh_job", flags)
+
+
+@cli.command(short_help="re-rank the live dump with other settings (rerank_job) and publish")
+@runs_job
+def rerank(**flags: Any) -> int:
+    """Re-fit the leaderboards of the live dump with other ranking settings (the flags, over the live
+    publication's settings) and publish them through the gate, then render the report: Dagster's
+    rerank_job (the flat tables are reused). E.g. `arena-pipeline rerank --ties drop --bootstrap-rounds 200`."""
+    return _run("rerank_job", flags)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (``--help`` and usage errors are returned, not raised)."""
     try:
