@@ -188,7 +188,7 @@ class Progress:
     def __call__(self, entry: Any) -> None:
         event, step = entry.dagster_event, entry.step_key
         if event is None:  # a step's own log line
-            if step and entry.user_message and "did not yield or return expected outputs" not in entry.user_message:
+            if step and entry.user_message and not DAGSTER_LINES.search(entry.user_message):
                 text = one_line(entry.user_message, 160)
                 if entry.level >= 30:
                     self.echo(f"  {step}: warning: {text}")
@@ -247,25 +247,37 @@ def _error_chain(error: Any) -> list[Any]:
     return chain
 
 
+#: The events whose error says why a run failed, in the order they are looked for.
+FAILURE_EVENTS = ("STEP_FAILURE", "RESOURCE_INIT_FAILURE", "PIPELINE_FAILURE")
+
+#: Dagster's own lines about steps not run after a failure (the failure's line says it all).
+DAGSTER_LINES = re.compile(r"did not yield or return expected outputs|^Dependencies for step ")
+
+
 def failure_line(result: dg.ExecuteInProcessResult, verbose: bool = False) -> str:
-    """The failed run in one line: the first failed step and what its code raised (the gate's refusal:
-    ``nothing published: <why>``). A fault of the pipeline (not one of :data:`USER_ERRORS`) says so."""
-    failures = result.get_step_failure_events()
-    if not failures:
+    """The failed run in one line: the first failed step (or resource) and what its code raised (the
+    gate's refusal: ``nothing published: <why>``). A fault of the pipeline (not one of
+    :data:`USER_ERRORS`) says so and points at ``--verbose``."""
+    failed = {}
+    for event in result.all_events:
+        if event.event_type_value in FAILURE_EVENTS and getattr(event.event_specific_data, "error", None):
+            failed.setdefault(event.event_type_value, event)
+    event = next((failed[kind] for kind in FAILURE_EVENTS if kind in failed), None)
+    if event is None:
         return f"nothing published: run {result.run_id} failed (`dagster dev` shows its events)"
-    event = failures[0]
-    chain = _error_chain(event.step_failure_data.error)
-    error = next((e for e in chain if e.cls_name != "DagsterExecutionStepExecutionError"), chain[-1])
+    chain = _error_chain(event.event_specific_data.error)
+    wrappers = ("DagsterExecutionStepExecutionError", "DagsterResourceFunctionError")
+    error = next((e for e in chain if e.cls_name not in wrappers), chain[-1])
     if verbose:
         print("".join(e.to_string() for e in chain), file=sys.stderr)
-    message = error.message.strip()
-    message = re.sub(r"^[\w.]+(Error|Failure|Exception|Unavailable|NotFound|Found): ", "", message)
+    message = re.sub(r"^[\w.]+: ", "", error.message.strip(), count=1)
     message = one_line(message, 2000)
     if event.step_key == "publication_gate":
         return "nothing published: " + message.replace(". Nothing was published: ", "; still ")
     if error.cls_name not in USER_ERRORS:
         message += f" ({error.cls_name}: a fault of the pipeline; --verbose shows the traceback)"
-    return f"nothing published: step {event.step_key} failed: {message}"
+    where = f"step {event.step_key}" if event.step_key else "the run"
+    return f"nothing published: {where} failed: {message}"
 
 
 def outcome_line(result: dg.ExecuteInProcessResult, warehouse: Warehouse, report_settings: ReportSettings) -> str:
