@@ -45,7 +45,7 @@ from arena_pipeline.core.store.warehouse import (
     relation_exists,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
-from arena_pipeline.presentation.read_board import NoBoard, read_board
+from arena_pipeline.presentation.read_board import NoBoard, did_you_mean, read_board
 from arena_pipeline.presentation.tables import frame_table, rows_table
 
 if TYPE_CHECKING:
@@ -378,9 +378,11 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
         return EXIT_OK
     present = rows.get_column("category").unique(maintain_order=True).to_list()
     if category is not None and category not in present:
-        raise CliError(f"unknown category {category!r}; categories on either board: {', '.join(present)}", EXIT_USAGE)
+        raise CliError(f"unknown category {category!r}; {did_you_mean(category, present)}categories on either board: "
+                       f"{', '.join(present)}", EXIT_USAGE)
     if method not in (methods := rows.get_column("method").unique(maintain_order=True).to_list()):
-        raise CliError(f"unknown method {method!r}; methods on either board: {', '.join(methods)}", EXIT_USAGE)
+        raise CliError(f"unknown method {method!r}; {did_you_mean(method, methods)}methods on either board: "
+                       f"{', '.join(methods)}", EXIT_USAGE)
     first = rows.row(0, named=True)
     since_at = first["since_published_at"]
     print(terminal_safe(f"Changes of publication {live['publication_id']} ({live['revision']}) since publication "

@@ -147,6 +147,15 @@ def test_unknown_category_and_method_list_the_valid_ones(warehouse, capsys):
     assert "Traceback" not in err
 
 
+def test_a_near_miss_category_or_method_names_the_closest(warehouse, capsys):
+    """Issue 37: ``maths`` is answered with "did you mean 'math'?" (difflib), before the valid names."""
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "maths"]) == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        "arena-pipeline: error: unknown category 'maths'; did you mean 'math'? valid categories: overall, math, coding")
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--method", "bt_styl"]) == EXIT_USAGE
+    assert "did you mean 'bt_style'? valid methods: " in capsys.readouterr().err
+
+
 def test_dump_option_prints_one_dumps_own_board(warehouse, tmp_path, capsys):
     """``--dump``: a loaded dump's rows of arena.dump_leaderboard (here: the 33k has only an overall
     board, the 140k also math); a dump or category it lacks is an error naming the valid ones."""
