@@ -43,6 +43,7 @@ from arena_pipeline.core.store.warehouse import (
     corruption_error,
     quoted,
     relation_exists,
+    sql_string,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
 from arena_pipeline.presentation.read_board import NoBoard, did_you_mean, read_board
@@ -243,6 +244,19 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     return EXIT_OK
 
 
+def _earlier_export(out_dir: Path) -> tuple[str, int] | None:
+    """(format, files) of the earlier export ``out_dir`` holds (its manifest's format, else its files'), or None."""
+    if not out_dir.is_dir() or not (files := [p for p in out_dir.iterdir() if p.name != "manifest.json"]):
+        return None
+    import json
+
+    try:
+        fmt = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))["format"]
+    except (OSError, ValueError, KeyError, TypeError):
+        fmt = files[0].suffix.lstrip(".")
+    return str(fmt), len(files)
+
+
 @cli.command(short_help="write the leaderboard tables to files", help=(
     f"Write the published leaderboard tables ({', '.join(EXPORT_TABLES)}, when present) to OUT_DIR as "
     "<table>.parquet or <table>.csv, plus manifest.json: from one snapshot, all or nothing."))
@@ -252,6 +266,7 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
 def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
     if problem := export_folder_problem(out_dir):
         raise CliError(problem)
+    earlier = _earlier_export(out_dir)
     with open_warehouse(warehouse, timeout) as con:
         try:
             written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse))
@@ -263,6 +278,10 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
     if skipped:
         print(f"not in the warehouse (skipped): {', '.join(skipped)}")
     print(f"{out_dir / 'manifest.json'}: revision {terminal_safe(revision or 'unknown')}")
+    if earlier:  # an export replaces the folder whole: said, above all when the earlier one was of the other format
+        was, files = earlier
+        print(f"replaced the earlier {was} export in {out_dir} ({files} files)"
+              + (f": its {was} files are gone, the folder holds the {fmt} export only" if was != fmt else ""))
     return EXIT_OK
 
 
@@ -333,6 +352,17 @@ def format_shift(shift: Mapping[str, float]) -> str:
             "it out (the ratings on our own scale), so After - Before = Change + the shift's move.")
 
 
+def _source_change(con: duckdb.DuckDBPyConnection, before: str | None, after: str | None) -> str | None:
+    """``another source ('a' -> 'b')`` when the two revisions were loaded from two sources (``arena.dumps``), as
+    the gate says when it judges one source's boards against another's; else None."""
+    if not before or not after or before == after or not relation_exists(con, SCHEMA, "dumps"):
+        return None
+    found = dict(con.execute(f"SELECT revision, source FROM {quoted(SCHEMA, 'dumps')} "
+                             f"WHERE revision IN ({sql_string(before)}, {sql_string(after)})").fetchall())
+    old, new = found.get(before), found.get(after)
+    return f"another source ({old!r} -> {new!r})" if old and new and old != new else None
+
+
 @cli.command(short_help="what changed since the previous (or an earlier) publication")
 @click.option("--since", type=int, metavar="ID", help=(
     "compare with this earlier publication (its boards must still be kept in arena.leaderboard_history); "
@@ -373,6 +403,7 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
                                "(published before the table existed): compare with --since ID")
         except LookupError as exc:
             raise CliError(str(exc)) from None
+        moved = None if rows.is_empty() else _source_change(con, rows.item(0, "since_revision"), live["revision"])
     if rows.is_empty():
         print(f"publication {live['publication_id']} is the first: nothing to compare it with")
         return EXIT_OK
@@ -387,7 +418,8 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     since_at = first["since_published_at"]
     print(terminal_safe(f"Changes of publication {live['publication_id']} ({live['revision']}) since publication "
                         f"{first['since_publication']} ({first['since_revision']}"
-                        + (f", {since_at:%Y-%m-%d %H:%M} UTC" if since_at else "") + f"): {first['data_relation']}"
+                        + (f", {since_at:%Y-%m-%d %H:%M} UTC" if since_at else "") + "): "
+                        + (f"{moved}, " if moved else "") + first["data_relation"]
                         + {True: ", other ranking settings", False: ", the same ranking settings"}.get(
                             first["settings_changed"], "")))
     for c in [category] if category else present:

@@ -434,6 +434,21 @@ def test_export_csv(warehouse, tmp_path):
     assert not [p for p in out_dir.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_export_over_an_earlier_export_of_the_other_format_says_so(warehouse, tmp_path, capsys):
+    """Issue 37: the folder is replaced whole; a csv export over a parquet one says its parquet files are gone."""
+    out_dir = tmp_path / "out"
+    assert main(["export", "--warehouse", str(warehouse), str(out_dir)]) == EXIT_OK
+    assert "replaced" not in capsys.readouterr().out
+    parquet_files = len(list(out_dir.glob("*.parquet")))
+    assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"replaced the earlier parquet export in {out_dir} ({parquet_files} files): its parquet files are gone, "
+        "the folder holds the csv export only")
+    assert not list(out_dir.glob("*.parquet"))
+    assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines()[-1] == f"replaced the earlier csv export in {out_dir} ({parquet_files} files)"
+
+
 #: Aliases that DuckDB's own list text quotes for some elements only ([a, 'b:0']); one is a formula.
 LIST_ALIASES = [["amazon-nova-experimental-chat-05-14"], ["amazon.nova-pro-v1:0", "a, b", 'say "hi"', "=1+1"], [],
                 None]
