@@ -1,7 +1,8 @@
-"""``arena-pipeline``: read the published leaderboards from the warehouse (``--help`` lists the commands).
+"""``arena-pipeline``: run the pipeline's jobs and read the published leaderboards (``--help`` lists the commands).
 
 The commands start fast: this module imports what reading the warehouse needs (DuckDB) and nothing of
-the pipeline (no Dagster, no scipy: ``test_cli.py`` checks ``sys.modules``). ``leaderboard`` reads one
+the pipeline (no Dagster, no scipy: ``test_cli.py`` checks ``sys.modules``); ``refresh`` and ``rerank``
+import Dagster and the pipeline when they run (``run_command.py``). ``leaderboard`` reads one
 board as DuckDB's rows (``presentation.read_board``: no Polars frame, so no NumPy, Arrow or pydantic);
 what only the other commands need (the read API's frames, the export, the report's renderer) is
 imported by those commands.
@@ -179,10 +180,11 @@ def reads_warehouse(command: Callable[..., int]) -> Callable[..., int]:
                         help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")(command)
 
 
-@click.group(name=PROG, epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard; "
-             "2 bad usage (unknown category or method); 3 warehouse locked.")
+@click.group(name=PROG, epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard, or a refresh/rerank "
+             "whose run failed or was refused by the gate; 2 bad usage (unknown category or method, a run config "
+             "refused); 3 warehouse locked.")
 def cli() -> None:
-    """Read the LMArena leaderboards published by arena_pipeline."""
+    """Run the arena_pipeline (refresh, rerank) and read the LMArena leaderboards it publishes."""
 
 
 @cli.command(short_help="print one leaderboard as a table")

@@ -606,8 +606,8 @@ FRAME_ONLY_MODULES = ("polars", "numpy", "pyarrow", "pydantic", "pandas", "jinja
 
 @pytest.mark.slow
 @pytest.mark.parametrize("argv", [None, ["--help"], ["leaderboard", "--top", "2"],
-                                  ["leaderboard", "--category", "nosuch"], ["export", "--help"]],
-                         ids=["import", "help", "leaderboard", "unknown-category", "export-help"])
+                                  ["leaderboard", "--category", "nosuch"], ["export", "--help"], ["refresh", "--help"]],
+                         ids=["import", "help", "leaderboard", "unknown-category", "export-help", "refresh-help"])
 def test_the_cli_and_leaderboard_load_no_pipeline_or_array_library(warehouse, argv):
     """In a fresh process: importing the CLI, ``--help`` and ``leaderboard`` (also failing on a typo) leave
     every one of :data:`PIPELINE_ONLY_MODULES` and :data:`FRAME_ONLY_MODULES` out of ``sys.modules``
