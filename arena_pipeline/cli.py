@@ -462,8 +462,8 @@ def runs_job(command: Callable[..., int]) -> Callable[..., int]:
                      help="publish even a board the gate would refuse as degenerate (publication_gate)"),
         click.option("--max-model-drop", type=float, metavar="SHARE",
                      help="largest share of the live overall board's models that may go (publication_gate; 0.5)"),
-        click.option("--method", "methods", multiple=True, type=click.Choice(METHODS), help=(
-            "a board's method to fit (repeat for several; default: all)")),
+        click.option("--style-method", type=click.Choice(["lmarena", "unweighted"]),
+                     help="style control: LMArena's current (lmarena) or the earlier unweighted variant"),
         click.option("--seed", type=int, help="bootstrap seed (42)"),
         click.option("--primary-interval", type=click.Choice(
             ["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"]), help="interval in ci_lower/ci_upper"),
@@ -486,10 +486,7 @@ def _run(job: str, flags: dict[str, Any]) -> int:
         config_json = run_command.parse_config_json(flags.pop("config_json"))
         from_defaults = flags.pop("from_defaults")
         gate = {k: flags.pop(k) for k in ("allow_degenerate", "max_model_drop") if flags.get(k) is not None}
-        methods = flags.pop("methods")
         rankings = {k: v for k, v in flags.items() if v is not None}
-        if methods:
-            rankings["methods"] = list(methods)
         base, said = (None, None) if from_defaults else run_command.live_rankings(run_command.Warehouse())
         if said:
             print(said + (f", with {', '.join(f'{k}={v}' for k, v in rankings.items())}" if rankings else ""))
