@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
+import os
 import re
 import sys
 import time
@@ -156,8 +157,6 @@ def live_rankings(warehouse: Warehouse) -> tuple[dict[str, Any] | None, str | No
 @contextlib.contextmanager
 def open_instance(echo: Callable[[str], None]) -> Iterator[dg.DagsterInstance]:
     """The instance of ``DAGSTER_HOME`` (the UI's), closed on exit; without it a throw-away one, said so."""
-    import os
-
     if os.environ.get("DAGSTER_HOME"):
         with dg.DagsterInstance.get() as instance:
             yield instance
