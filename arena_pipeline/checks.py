@@ -167,7 +167,9 @@ def _suite_checks(table: str):
                 # readers see why the revision is not published (the failed checks stay the step's outcome)
                 if (unsynced := warehouse.sync_readers(con, after_failure=True)) is not None:
                     context.log.warning(unsynced)
-        context.log.info(f"{table}: {report.summary()}")
+        for line in report.failure_lines():  # each failed expectation named in the run log, not only the report
+            context.log.warning(line)
+        context.log.info(report.summary_line())
         yield _result(report, "error", errors, key)
         yield _result(report, "warning", warnings, key)
 

@@ -1,7 +1,8 @@
-"""``arena-pipeline``: read the published leaderboards from the warehouse (``--help`` lists the commands).
+"""``arena-pipeline``: run the pipeline's jobs and read the published leaderboards (``--help`` lists the commands).
 
 The commands start fast: this module imports what reading the warehouse needs (DuckDB) and nothing of
-the pipeline (no Dagster, no scipy: ``test_cli.py`` checks ``sys.modules``). ``leaderboard`` reads one
+the pipeline (no Dagster, no scipy: ``test_cli.py`` checks ``sys.modules``); ``refresh`` and ``rerank``
+import Dagster and the pipeline when they run (``run_command.py``). ``leaderboard`` reads one
 board as DuckDB's rows (``presentation.read_board``: no Polars frame, so no NumPy, Arrow or pydantic);
 what only the other commands need (the read API's frames, the export, the report's renderer) is
 imported by those commands.
@@ -43,9 +44,10 @@ from arena_pipeline.core.store.warehouse import (
     corruption_error,
     quoted,
     relation_exists,
+    sql_string,
 )
 from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
-from arena_pipeline.presentation.read_board import NoBoard, read_board
+from arena_pipeline.presentation.read_board import NoBoard, did_you_mean, read_board
 from arena_pipeline.presentation.tables import frame_table, rows_table
 
 if TYPE_CHECKING:
@@ -178,10 +180,11 @@ def reads_warehouse(command: Callable[..., int]) -> Callable[..., int]:
                         help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")(command)
 
 
-@click.group(name=PROG, epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard; "
-             "2 bad usage (unknown category or method); 3 warehouse locked.")
+@click.group(name=PROG, epilog="Exit codes: 0 ok; 1 no warehouse or no published leaderboard, or a refresh/rerank "
+             "whose run failed or was refused by the gate; 2 bad usage (unknown category or method, a run config "
+             "refused); 3 warehouse locked.")
 def cli() -> None:
-    """Read the LMArena leaderboards published by arena_pipeline."""
+    """Run the arena_pipeline (refresh, rerank) and read the LMArena leaderboards it publishes."""
 
 
 @cli.command(short_help="print one leaderboard as a table")
@@ -243,6 +246,19 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     return EXIT_OK
 
 
+def _earlier_export(out_dir: Path) -> tuple[str, int] | None:
+    """(format, files) of the earlier export ``out_dir`` holds (its manifest's format, else its files'), or None."""
+    if not out_dir.is_dir() or not (files := [p for p in out_dir.iterdir() if p.name != "manifest.json"]):
+        return None
+    import json
+
+    try:
+        fmt = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))["format"]
+    except (OSError, ValueError, KeyError, TypeError):
+        fmt = files[0].suffix.lstrip(".")
+    return str(fmt), len(files)
+
+
 @cli.command(short_help="write the leaderboard tables to files", help=(
     f"Write the published leaderboard tables ({', '.join(EXPORT_TABLES)}, when present) to OUT_DIR as "
     "<table>.parquet or <table>.csv, plus manifest.json: from one snapshot, all or nothing."))
@@ -252,6 +268,7 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
 def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
     if problem := export_folder_problem(out_dir):
         raise CliError(problem)
+    earlier = _earlier_export(out_dir)
     with open_warehouse(warehouse, timeout) as con:
         try:
             written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse))
@@ -263,6 +280,10 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
     if skipped:
         print(f"not in the warehouse (skipped): {', '.join(skipped)}")
     print(f"{out_dir / 'manifest.json'}: revision {terminal_safe(revision or 'unknown')}")
+    if earlier:  # an export replaces the folder whole: said, above all when the earlier one was of the other format
+        was, files = earlier
+        print(f"replaced the earlier {was} export in {out_dir} ({files} files)"
+              + (f": its {was} files are gone, the folder holds the {fmt} export only" if was != fmt else ""))
     return EXIT_OK
 
 
@@ -333,6 +354,17 @@ def format_shift(shift: Mapping[str, float]) -> str:
             "it out (the ratings on our own scale), so After - Before = Change + the shift's move.")
 
 
+def _source_change(con: duckdb.DuckDBPyConnection, before: str | None, after: str | None) -> str | None:
+    """``another source ('a' -> 'b')`` when the two revisions were loaded from two sources (``arena.dumps``), as
+    the gate says when it judges one source's boards against another's; else None."""
+    if not before or not after or before == after or not relation_exists(con, SCHEMA, "dumps"):
+        return None
+    found = dict(con.execute(f"SELECT revision, source FROM {quoted(SCHEMA, 'dumps')} "
+                             f"WHERE revision IN ({sql_string(before)}, {sql_string(after)})").fetchall())
+    old, new = found.get(before), found.get(after)
+    return f"another source ({old!r} -> {new!r})" if old and new and old != new else None
+
+
 @cli.command(short_help="what changed since the previous (or an earlier) publication")
 @click.option("--since", type=int, metavar="ID", help=(
     "compare with this earlier publication (its boards must still be kept in arena.leaderboard_history); "
@@ -373,14 +405,17 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
                                "(published before the table existed): compare with --since ID")
         except LookupError as exc:
             raise CliError(str(exc)) from None
+        moved = None if rows.is_empty() else _source_change(con, rows.item(0, "since_revision"), live["revision"])
     if rows.is_empty():
         print(f"publication {live['publication_id']} is the first: nothing to compare it with")
         return EXIT_OK
     present = rows.get_column("category").unique(maintain_order=True).to_list()
     if category is not None and category not in present:
-        raise CliError(f"unknown category {category!r}; categories on either board: {', '.join(present)}", EXIT_USAGE)
+        raise CliError(f"unknown category {category!r}; {did_you_mean(category, present)}categories on either board: "
+                       f"{', '.join(present)}", EXIT_USAGE)
     if method not in (methods := rows.get_column("method").unique(maintain_order=True).to_list()):
-        raise CliError(f"unknown method {method!r}; methods on either board: {', '.join(methods)}", EXIT_USAGE)
+        raise CliError(f"unknown method {method!r}; {did_you_mean(method, methods)}methods on either board: "
+                       f"{', '.join(methods)}", EXIT_USAGE)
     first = rows.row(0, named=True)
     since_at = first["since_published_at"]
     # the votes' relation is decided per board (issue 36): one in the title when every board shares it
@@ -388,7 +423,8 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     relation = relations[0] if len(relations) == 1 else "each board's votes related as its line says"
     print(terminal_safe(f"Changes of publication {live['publication_id']} ({live['revision']}) since publication "
                         f"{first['since_publication']} ({first['since_revision']}"
-                        + (f", {since_at:%Y-%m-%d %H:%M} UTC" if since_at else "") + f"): {relation}"
+                         + (f", {since_at:%Y-%m-%d %H:%M} UTC" if since_at else "") + "): "
+                         + (f"{moved}, " if moved else "") + relation
                         + {True: ", other ranking settings", False: ", the same ranking settings"}.get(
                             first["settings_changed"], "")))
     for c in [category] if category else present:
@@ -409,6 +445,79 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     print(f"\nChange: rating after minus before; 95% CI of change: its interval given how the votes relate "
           f"({relation}); Beyond: the move is larger than the interval allows. Rank: before -> after.")
     return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# refresh / rerank: the pipeline's jobs (arena_pipeline.run_command, imported by these commands only)
+# ---------------------------------------------------------------------------------------------
+
+
+def runs_job(command: Callable[..., int]) -> Callable[..., int]:
+    """The options of the commands that run a job: the ranking settings by name, the gate's, Dagster's
+    ``--config-json``, and ``--verbose``."""
+    options = [
+        click.option("--verbose", is_flag=True, help="Dagster's own log and, on a failure, the traceback"),
+        click.option("--config-json", metavar="JSON", help=(
+            "Dagster's run configuration, as `dagster asset materialize --config-json` takes it; the flags "
+            "above are laid over it")),
+        click.option("--from-defaults", is_flag=True, help=(
+            "rank with the defaults (and the flags), not with the live publication's ranking settings")),
+        click.option("--allow-degenerate", is_flag=True, default=None,
+                     help="publish even a board the gate would refuse as degenerate (publication_gate)"),
+        click.option("--max-model-drop", type=float, metavar="SHARE",
+                     help="largest share of the live overall board's models that may go (publication_gate; 0.5)"),
+        click.option("--style-method", type=click.Choice(["lmarena", "unweighted"]),
+                     help="style control: LMArena's current (lmarena) or the earlier unweighted variant"),
+        click.option("--seed", type=int, help="bootstrap seed (42)"),
+        click.option("--primary-interval", type=click.Choice(
+            ["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"]), help="interval in ci_lower/ci_upper"),
+        click.option("--display-min-battles", type=int, metavar="N",
+                     help="models with fewer battles are provisional (301: LMArena's threshold)"),
+        click.option("--min-battles", type=int, metavar="N", help="models with fewer battles are left out of the fit (1)"),
+        click.option("--bootstrap-rounds", type=int, metavar="N", help="bootstrap rounds per board (100, at most 2000)"),
+        click.option("--ties", type=click.Choice(["half", "drop"]), help="ties as half a win each (half) or dropped"),
+    ]
+    for option in options:
+        command = option(command)
+    return command
+
+
+def _run(job: str, flags: dict[str, Any]) -> int:
+    from arena_pipeline import run_command  # Dagster and the pipeline: these commands only
+
+    verbose = flags.pop("verbose")
+    try:
+        config_json = run_command.parse_config_json(flags.pop("config_json"))
+        from_defaults = flags.pop("from_defaults")
+        gate = {k: flags.pop(k) for k in ("allow_degenerate", "max_model_drop") if flags.get(k) is not None}
+        rankings = {k: v for k, v in flags.items() if v is not None}
+        base, said = (None, None) if from_defaults else run_command.live_rankings(run_command.Warehouse())
+        if said:
+            print(said + (f", with {', '.join(f'{k}={v}' for k, v in rankings.items())}" if rankings else ""))
+        config = run_command.run_config(config_json, rankings, gate, base)
+        print(run_command.run_job(job, config, verbose=verbose))
+    except run_command.RunError as exc:
+        raise CliError(str(exc), exc.code) from None
+    return EXIT_OK
+
+
+@cli.command(short_help="run the whole pipeline (refresh_job) and publish")
+@runs_job
+def refresh(**flags: Any) -> int:
+    """Fetch the dump (ARENA_SOURCE), rebuild what changed, rank, check and publish through the gate, then
+    render the report: Dagster's refresh_job, run in the instance of DAGSTER_HOME (the runs show in
+    `dagster dev`). A line per step, then what was published. Ranks with the live publication's ranking
+    settings (as the sensor does), with the flags and --config-json over them."""
+    return _run("refresh_job", flags)
+
+
+@cli.command(short_help="re-rank the live dump with other settings (rerank_job) and publish")
+@runs_job
+def rerank(**flags: Any) -> int:
+    """Re-fit the leaderboards of the live dump with other ranking settings (the flags, over the live
+    publication's settings) and publish them through the gate, then render the report: Dagster's
+    rerank_job (the flat tables are reused). E.g. `arena-pipeline rerank --ties drop --bootstrap-rounds 200`."""
+    return _run("rerank_job", flags)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

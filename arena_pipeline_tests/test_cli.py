@@ -147,6 +147,15 @@ def test_unknown_category_and_method_list_the_valid_ones(warehouse, capsys):
     assert "Traceback" not in err
 
 
+def test_a_near_miss_category_or_method_names_the_closest(warehouse, capsys):
+    """Issue 37: ``maths`` is answered with "did you mean 'math'?" (difflib), before the valid names."""
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--category", "maths"]) == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        "arena-pipeline: error: unknown category 'maths'; did you mean 'math'? valid categories: overall, math, coding")
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--method", "bt_styl"]) == EXIT_USAGE
+    assert "did you mean 'bt_style'? valid methods: " in capsys.readouterr().err
+
+
 def test_dump_option_prints_one_dumps_own_board(warehouse, tmp_path, capsys):
     """``--dump``: a loaded dump's rows of arena.dump_leaderboard (here: the 33k has only an overall
     board, the 140k also math); a dump or category it lacks is an error naming the valid ones."""
@@ -425,6 +434,21 @@ def test_export_csv(warehouse, tmp_path):
     assert not [p for p in out_dir.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_export_over_an_earlier_export_of_the_other_format_says_so(warehouse, tmp_path, capsys):
+    """Issue 37: the folder is replaced whole; a csv export over a parquet one says its parquet files are gone."""
+    out_dir = tmp_path / "out"
+    assert main(["export", "--warehouse", str(warehouse), str(out_dir)]) == EXIT_OK
+    assert "replaced" not in capsys.readouterr().out
+    parquet_files = len(list(out_dir.glob("*.parquet")))
+    assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"replaced the earlier parquet export in {out_dir} ({parquet_files} files): its parquet files are gone, "
+        "the folder holds the csv export only")
+    assert not list(out_dir.glob("*.parquet"))
+    assert main(["export", "--warehouse", str(warehouse), "--format", "csv", str(out_dir)]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines()[-1] == f"replaced the earlier csv export in {out_dir} ({parquet_files} files)"
+
+
 #: Aliases that DuckDB's own list text quotes for some elements only ([a, 'b:0']); one is a formula.
 LIST_ALIASES = [["amazon-nova-experimental-chat-05-14"], ["amazon.nova-pro-v1:0", "a, b", 'say "hi"', "=1+1"], [],
                 None]
@@ -616,8 +640,8 @@ FRAME_ONLY_MODULES = ("polars", "numpy", "pyarrow", "pydantic", "pandas", "jinja
 
 @pytest.mark.slow
 @pytest.mark.parametrize("argv", [None, ["--help"], ["leaderboard", "--top", "2"],
-                                  ["leaderboard", "--category", "nosuch"], ["export", "--help"]],
-                         ids=["import", "help", "leaderboard", "unknown-category", "export-help"])
+                                  ["leaderboard", "--category", "nosuch"], ["export", "--help"], ["refresh", "--help"]],
+                         ids=["import", "help", "leaderboard", "unknown-category", "export-help", "refresh-help"])
 def test_the_cli_and_leaderboard_load_no_pipeline_or_array_library(warehouse, argv):
     """In a fresh process: importing the CLI, ``--help`` and ``leaderboard`` (also failing on a typo) leave
     every one of :data:`PIPELINE_ONLY_MODULES` and :data:`FRAME_ONLY_MODULES` out of ``sys.modules``

@@ -133,6 +133,8 @@ def test_changes_between_publications_with_known_differences(tmp_path, capsys):
     assert main(["changes", "--warehouse", str(warehouse), "--category", "Overall"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "since publication 2" in out and VOTES_ADDED in out and NEW_MODEL in out and "new" in out
+    # small and grown are two local folders: another source, as the gate would say (issue 37)
+    assert f"another source ({str(small)!r} -> {str(grown)!r}), {VOTES_ADDED}" in out
     assert "Math" not in out
     assert main(["changes", "--warehouse", str(warehouse), "--since", "1", "--top", "0"]) == EXIT_OK
     out = capsys.readouterr().out

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pytest
 
+from arena_pipeline.core.store.versions import reused_versions
 from arena_pipeline.resources import ModelCatalog, Warehouse
 from arena_pipeline_dev.fixtures import write_dump
 from arena_pipeline_tests.support.materialize import work_file
@@ -69,6 +71,10 @@ def test_unchanged_rerun_reuses_the_heavy_versions_and_retention_keeps_what_they
     flat = [e for e in result.get_asset_materialization_events()
             if e.asset_key.to_user_string() == "arena/battles"]
     assert flat[0].materialization.metadata["reused"].value is True
+    # the gate's line names them reused (nothing read or written), as flat_tables' does, not rebuilt (issue 37)
+    with duckdb.connect(str(work_file(setup.warehouse)), read_only=True) as con:
+        reused = {t for t, v in second.items() if v in reused_versions(con, second.values())}
+    assert reused >= set(HEAVY) and "leaderboard" not in reused
     assert_live_is_one_publication(setup.warehouse)
 
     # another alias table changes what the flat tables hold: loaded again, not reused

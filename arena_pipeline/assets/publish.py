@@ -31,7 +31,7 @@ from arena_pipeline.core.publication.gate import (
 )
 from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store.records import live_publication
-from arena_pipeline.core.store.versions import PublicationError, refuse_build, versioned
+from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
 from arena_pipeline.presentation.read import Published, read_published
@@ -129,6 +129,7 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                                  settings=settings, history_tables=HISTORY_TABLES, retention=warehouse.retention,
                                  is_finished=finished_check(context.instance, warehouse.stale_build_hours),
                                  snapshot=warehouse.snapshot_target())
+                reused = reused_versions(con, [chosen[t] for t in report.rebuilt])
             else:
                 warehouse.sync_readers(con)
     except _Refused as refused:  # the page says a newer revision was refused, then the run fails
@@ -139,8 +140,12 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
         yield dg.MaterializeResult(asset_key=PUBLICATION_GATE, metadata={"status": "nothing new to publish"})
     else:
         context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
-        context.log.info(f"publication {report.publication_id}: {report.revision} "
-                         f"(previous: {report.previous}); rebuilt {', '.join(report.rebuilt)}")
+        # one wording with flat_tables' step: a reused version is a view of an earlier one, nothing read or written
+        made = [t for t in report.rebuilt if chosen[t] not in reused]
+        kept = [t for t in report.rebuilt if chosen[t] in reused]
+        context.log.info(f"publication {report.publication_id}: {report.revision} (previous: {report.previous}); "
+                         + "; ".join([f"rebuilt {', '.join(made)}"] * bool(made)
+                                     + [f"reused (nothing read or written) {', '.join(kept)}"] * bool(kept)))
         yield dg.MaterializeResult(
             asset_key=PUBLICATION_GATE,
             metadata={

@@ -114,6 +114,10 @@ def _ci_methods(board: pl.DataFrame) -> list[str | None]:
     return board.get_column("ci_method").to_list() if "ci_method" in board.columns else [None] * board.height
 
 
+#: The mark of a provisional model's row on the interval chart (before the name: a long name is cut at its end).
+PROVISIONAL_LABEL = "(prov.)"
+
+
 def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequence[str] = ("bt",),
                      max_models: int | None = None, width: int = 860, chart_id: str | None = None) -> str:
     """One category's ratings with 95% intervals: models in the first method's board order, at most
@@ -123,12 +127,20 @@ def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequenc
         pub.check_board(category, methods[0] if methods else "bt")
     boards, names = {m: pub.board(category, m) for m in present}, {m: method_label(m) for m in present}
     board = boards[present[0]]
-    models = (board if max_models is None else board.head(max_models)).get_column("model").to_list()
-    series = {m: (b, b["model"].to_list(), [f"{s} ({names[m]})" for s in b["model"]]) for m, b in boards.items()}
+    # a provisional model (below the display threshold, after the ranked ones) is labelled so, as on the tables
+    provisional = set(board.filter("provisional").get_column("model")) if "provisional" in board.columns else set()
+    label = {m: f"{PROVISIONAL_LABEL} {m}" if m in provisional else m for m in board.get_column("model")}
+    shown = (board if max_models is None else board.head(max_models)).get_column("model").to_list()
+    models = [label[m] for m in shown]
+    series = {m: (b, [label.get(s, s) for s in b["model"]], [f"{s} ({names[m]})" for s in b["model"]])
+              for m, b in boards.items()}
+    n_prov = len(provisional.intersection(shown))
     return _forest(series, models, chart_id or f"rating-{slug(category)}",
                    f"Ratings with 95% confidence intervals, {category_label(category)}",
                    f"{len(models)} models ordered by {names[present[0]]} rating; horizontal bars are 95% intervals; "
-                   f"methods: {', '.join(names.values())}.", width, "rating-chart")
+                   f"methods: {', '.join(names.values())}"
+                   + (f"; {PROVISIONAL_LABEL}: {n_prov} provisional models (fewer battles than the display threshold, "
+                      "not ranked among the others)" if n_prov else "") + ".", width, "rating-chart")
 
 
 def profile_chart_svg(ratings: pl.DataFrame, model: str, chart_id: str, width: int = 640) -> str:

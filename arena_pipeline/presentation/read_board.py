@@ -7,6 +7,7 @@ so that the command starts and answers fast. No query binds a Python value (Duck
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,12 @@ class NoBoard(ValueError):
         self.categories = tuple(categories)
 
 
+def did_you_mean(name: str, choices: Sequence[str]) -> str:
+    """``"did you mean 'math'? "`` for ``maths`` among ``choices`` (difflib's closest), else ``""``."""
+    close = difflib.get_close_matches(name, list(dict.fromkeys(choices)), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def check_board(category: str, method: str, categories: Sequence[str], reasons: Sequence[str | None],
                 methods: Sequence[str]) -> None:
     """Raise :class:`NoBoard` for a known category without a board (why: the first of ``reasons``, the
@@ -41,12 +48,14 @@ def check_board(category: str, method: str, categories: Sequence[str], reasons: 
     listed = ", ".join(categories) or "none"
     if category not in categories:
         if category not in CATEGORY_NAMES and not reasons:
-            raise ValueError(f"unknown category {category!r}; valid categories: {listed}")
+            raise ValueError(f"unknown category {category!r}; {did_you_mean(category, [*categories, *CATEGORY_NAMES])}"
+                             f"valid categories: {listed}")
         raise NoBoard(f"category {category!r} has no leaderboard in the published dump "
                       f"({(reasons[0] if reasons else None) or 'too few battles?'}); categories with a leaderboard: "
                       f"{listed}", categories)
     if method not in methods:
-        raise ValueError(f"unknown method {method!r} for category {category!r}; valid methods: {', '.join(methods)}")
+        raise ValueError(f"unknown method {method!r} for category {category!r}; {did_you_mean(method, methods)}"
+                         f"valid methods: {', '.join(methods)}")
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,21 @@ def test_rating_chart_orders_models_by_rating_and_limits_them(outputs):
     assert xs == sorted(xs, reverse=True)
 
 
+def test_rating_chart_labels_provisional_models(outputs):
+    """Issue 37: the provisional models the chart appends after the ranked ones are labelled '(prov.)'."""
+    board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt")).sort("rank")
+    provisional = set(board.get_column("model").tail(2))  # made provisional here
+    marked = outputs.leaderboard.with_columns(provisional=pl.col("model").is_in(list(provisional)))
+    root = ET.fromstring(rating_chart_svg(pub_of(marked), "overall", ("bt", "bt_style")))
+    labels = [t.find(f"{SVG}title").text for t in root.findall(f".//{SVG}text[@class='label']")]
+    assert provisional and len(labels) == board.height
+    assert {label.removeprefix("(prov.) ") for label in labels if label.startswith("(prov.) ")} == provisional
+    ranked = [m for m in board.get_column("model") if m not in provisional]
+    assert labels[:len(ranked)] == ranked  # the ranked models unlabelled, first
+    assert len(root.findall(f".//{SVG}g[@class='series-bt_style']/{SVG}polygon")) == board.height  # every row drawn
+    assert f"(prov.): {len(provisional)} provisional models" in root.find(f"{SVG}desc").text
+
+
 def test_rating_chart_draws_points_without_intervals_and_rejects_unknown(outputs):
     no_ci = outputs.leaderboard.with_columns(ci_lower=pl.lit(None, pl.Float64), ci_upper=pl.lit(None, pl.Float64))
     root = ET.fromstring(rating_chart_svg(pub_of(no_ci), "overall"))

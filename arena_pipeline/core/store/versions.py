@@ -8,7 +8,7 @@ import json
 import os
 import re
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -280,6 +280,14 @@ def reusable_version(con: duckdb.DuckDBPyConnection, table: str, build: Build,
         "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall()}
     return next(((base, n) for base, n in rows if base in existing), None)
 
+
+
+def reused_versions(con: duckdb.DuckDBPyConnection, versions: Iterable[str]) -> set[str]:
+    """The versions among ``versions`` that are views of an earlier version (:func:`reuse_version`): their
+    build read and wrote nothing for them."""
+    rows = con.execute(f"SELECT version FROM {VERSIONS} WHERE version IN (SELECT unnest(?)) AND same_as IS NOT NULL",
+                       [list(versions)]).fetchall()
+    return {version for (version,) in rows}
 
 
 def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base: str, rows: int,

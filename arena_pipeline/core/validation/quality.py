@@ -533,6 +533,21 @@ class QualityReport:
             failed = failed.filter(pl.col("severity") == severity)
         return failed
 
+    def summary_line(self) -> str:
+        """The run log's line: rows, expectations, failures by severity, time."""
+        return (f"{self.suite}: {self.row_count:,} rows, {self.results.height} expectations, "
+                f"{self.failures('error').height} failed errors, {self.failures('warning').height} failed warnings "
+                f"({self.duration_s:.1f} s)")
+
+    def failure_lines(self) -> list[str]:
+        """One line per failed expectation, naming it: its severity, id, column and unexpected rows (the
+        run log says which expectation failed, not only the report)."""
+        return [f"{self.suite}: {r['severity']} expectation {r['expectation_id']} failed"
+                + (f" on {r['column']}" if r["column"] else "")
+                + (f": {r['unexpected_count']:,} unexpected row(s)" if r["unexpected_count"] else "")
+                + (f" ({r['exception']})" if r["exception"] else "")
+                for r in self.failures().iter_rows(named=True)]
+
     def summary(self) -> dict[str, Any]:
         """Plain counts for check metadata: rows, expectations, failures by severity."""
         return {

@@ -313,6 +313,17 @@ def test_severities_decide_passed_errors(bad_report):
         bad_report.failures("fatal")
 
 
+def test_the_run_log_names_each_failed_expectation(bad_report, good_report):
+    """Issue 37: a failed warning is named in the run log (checks.py logs these lines), not only in the report."""
+    lines = bad_report.failure_lines()
+    assert len(lines) == bad_report.failures().height
+    assert any(line.startswith("battles: warning expectation timestamp.in_range failed on timestamp") for line in lines)
+    assert any(line.startswith("battles: error expectation winner.in_set failed on winner: ") for line in lines)
+    assert good_report.failure_lines() == []
+    assert good_report.summary_line().startswith(f"battles: {good_report.row_count:,} rows, ")
+    assert "0 failed errors, 0 failed warnings" in good_report.summary_line()
+
+
 def test_warnings_do_not_flip_passed_errors(good):
     """The real dump's quirks (null / malformed creative writing and IF scores) only warn."""
     frame = good
