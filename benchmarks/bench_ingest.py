@@ -1,4 +1,4 @@
-"""Wall time and peak RSS of raw dump -> battles + messages (``load_dump``) against a floor.
+"""Wall time and peak RSS of raw dump -> the flat tables and preference pairs (``load_dump``) against a floor.
 
 Run::
 
