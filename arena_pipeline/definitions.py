@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from arena_pipeline.assets.analysis import position_bias_table, preference_pairs_table, rating_trend_table
+from arena_pipeline.assets.analysis import position_bias_table, rating_trend_table
 from arena_pipeline.assets.benchmarks import benchmark_comparison
 from arena_pipeline.assets.ingest import flat_tables, raw_dump
 from arena_pipeline.assets.models import external_comparison, models
@@ -23,7 +23,6 @@ ASSETS = [
     models,
     position_bias_table,
     rating_trend_table,
-    preference_pairs_table,
     publication_gate,
     external_comparison,
     benchmark_comparison,

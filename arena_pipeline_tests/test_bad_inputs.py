@@ -36,9 +36,9 @@ from arena_pipeline_tests.support.materialize import copy_warehouse, materialize
 
 RUN_CONFIG = rank_config(min_battles=1, bootstrap_rounds=5)
 
-#: What a run that stops at the blocking checks materializes.
+#: What a run that stops at the blocking checks materializes (the load's tables, the pairs among them).
 FLAT_KEYS = {"raw_dump", "arena/battles", "arena/messages", "arena/context_messages",
-             "arena/quarantine"}
+             "arena/quarantine", "arena/preference_pairs"}
 
 
 def run(source: Path, warehouse: Path, instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:

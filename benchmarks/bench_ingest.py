@@ -1,4 +1,4 @@
-"""Wall time and peak RSS of raw dump -> battles + messages (``load_dump``) against a floor.
+"""Wall time and peak RSS of raw dump -> the flat tables and preference pairs (``load_dump``) against a floor.
 
 Run::
 
@@ -22,7 +22,8 @@ Each phase runs in its own subprocess, so its peak RSS (``ru_maxrss`` from ``os.
   pays.
 - ``floor_sql``: ``CREATE TABLE raw AS SELECT * FROM read_parquet([...])`` (DuckDB's own reader),
   for reference.
-- ``load_dump``: ``arena_pipeline.core.ingest.load.load_dump`` into a fresh DuckDB file.
+- ``load_dump``: ``arena_pipeline.core.ingest.load.load_dump`` into a fresh DuckDB file (the flat tables
+  and the preference pairs, as the pipeline loads them).
 
 Wall seconds are measured inside the subprocess (imports excluded, closing the database
 included); CPU seconds (user + system, from ``os.wait4``) are the whole subprocess's and vary less

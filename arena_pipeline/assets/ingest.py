@@ -13,6 +13,7 @@ from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
     MESSAGES_TABLE,
+    PREFERENCE_PAIRS_TABLE,
     QUARANTINE_TABLE,
     SCHEMA,
     VERSIONS_SCHEMA,
@@ -27,6 +28,7 @@ from arena_pipeline.core.dataset.schema import (
 )
 from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, load_dump
 from arena_pipeline.core.ingest.local_dump import local_revision
+from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
 from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.versions import (
@@ -44,7 +46,7 @@ from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 RAW_DUMP = dg.AssetKey("raw_dump")
 TABLE_KEYS = {
     name: dg.AssetKey([SCHEMA, name])
-    for name in (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE)
+    for name in (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE, PREFERENCE_PAIRS_TABLE)
 }
 
 
@@ -193,10 +195,17 @@ _FLAT = {"kinds": {"polars", "duckdb"}, "deps": [RAW_DUMP]}
                    "orders that precede each vote (not repeated in arena.messages)."),
         table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, group="quality", **_FLAT,
                    description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
+        table_spec(PREFERENCE_PAIRS_TABLE, PAIR_ROWS_SCHEMA, group="reports", **_FLAT,
+                   description="arena.preference_pairs: prompt, chosen and rejected responses of every decisive "
+                   "vote (ties and both_bad excluded), for reward-model training. The prompt is the first user "
+                   "message; the rest of each side's conversation is its response (multi-turn sides differ "
+                   "after the first turn); categories as in arena.battle_categories. Made by the load from each "
+                   "batch's conversations (core/ingest/pairs.py)."),
     ],
 )
 def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_catalog: ModelCatalog):
-    """Flatten the dump's nested structs with Polars into this run's versions of the flat tables."""
+    """Flatten the dump's nested structs with Polars into this run's versions of the flat tables and the
+    preference pairs (made from each batch's conversations while the batch is in memory)."""
     aliases = model_catalog.aliases()
     with warehouse.connection() as con:
         build = run_build(context, con)
@@ -212,6 +221,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
                 MESSAGES_TABLE: report.messages,
                 CONTEXT_MESSAGES_TABLE: report.context_messages,
                 QUARANTINE_TABLE: report.quarantined,
+                PREFERENCE_PAIRS_TABLE: report.pairs,
             }
             for name, rows in counts.items():
                 register_version(con, name, build, rows, settings)
@@ -226,7 +236,7 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     else:
         context.log.info(
             f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
-            f"{report.quarantined} quarantined in {report.seconds:.1f} s"
+            f"{report.quarantined} quarantined, {report.pairs} preference pairs in {report.seconds:.1f} s"
         )
     yield from _flat_results(build, counts, report)
     note_if_unpublished(context, warehouse)
@@ -250,7 +260,7 @@ def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
                          "include raw_dump in the selection", allow_retries=False)
     try:
         return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases,
-                         pairs_revision=build.revision, when_read=import_in_background)
+                         when_read=import_in_background)
     except Exception as exc:
         if isinstance(exc, FileChangedError):  # not a bad dump: its files changed after the fetch
             record_dump(con, SCHEMA, revision=manifest.revision, status="fetched", detail=f"not loaded: {exc}"[:2000])
@@ -266,7 +276,7 @@ def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
 
 def _reuse_flat_tables(con, build, settings) -> dict[str, int] | None:
     """Rows per flat table when an earlier build loaded this revision with the same settings and code
-    (its four tables become this build's versions, as views: nothing is read or written), else None."""
+    (its five tables become this build's versions, as views: nothing is read or written), else None."""
     found = {name: reusable_version(con, name, build, settings) for name in TABLE_KEYS}
     if any(v is None for v in found.values()):
         return None
@@ -278,7 +288,7 @@ def _reuse_flat_tables(con, build, settings) -> dict[str, int] | None:
 
 
 def _flat_results(build, counts: dict[str, int], report: LoadReport | None):
-    """The four materializations of flat_tables, with the load's figures (or the reused version)."""
+    """The five materializations of flat_tables, with the load's figures (or the reused version)."""
     revision = build.revision
     common = {"revision": revision, "version_suffix": version_name("", build)}
     if report is None:

@@ -1,4 +1,4 @@
-"""Analysis tables: position bias, monthly rating trends, preference pairs (golden cases + invariants)."""
+"""Analysis tables: position bias and monthly rating trends (golden cases + invariants)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,11 @@ from scipy.stats import binomtest
 
 from arena_pipeline.core.analysis import (
     POSITION_BIAS_SCHEMA,
-    PREFERENCE_PAIRS_SCHEMA,
     RATING_TREND_SCHEMA,
     position_bias,
     rating_trend,
 )
-from arena_pipeline.core.dataset.schema import MESSAGES_SCHEMA
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline_tests.support.pair_frames import preference_pairs
 
 
 def _battles(winners: list[str], **columns) -> pl.DataFrame:
@@ -232,123 +229,7 @@ def test_rating_trend_default_config_is_bt_only_with_50_battles():
     assert out.height == 2 and out.get_column("n_battles").min() >= 50
 
 
-# ---------------------------------------------------------------------------------------------
-# preference_pairs
-# ---------------------------------------------------------------------------------------------
-
-
-def _messages(rows: list[tuple]) -> pl.DataFrame:
-    """rows: (battle_id, side, turn, position, role, text, images)."""
-    return pl.DataFrame(
-        [
-            {
-                "battle_id": b, "side": s, "turn": t, "position": p, "role": r, "text": x,
-                "content_type": "text", "n_parts": 1, "images": imgs, "num_tokens": None,
-            }
-            for b, s, t, p, r, x, imgs in rows
-        ],
-        schema=MESSAGES_SCHEMA,
-    )
-
-
-@pytest.fixture
-def conversation():
-    battles = pl.DataFrame(
-        {
-            "id": ["one", "multi", "tie", "bad", "nomsg", "img"],
-            "model_a": ["ma", "ma", "ma", "ma", "ma", "ma"],
-            "model_b": ["mb", "mb", "mb", "mb", "mb", "ma"],
-            "winner": ["model_a", "model_b", "tie", "both_bad", "model_a", "model_b"],
-            "turns": [1, 2, 1, 1, 1, 1],
-            "language": ["en", "de", "en", "en", "en", "en"],
-            "timestamp": [dt.datetime(2025, 5, 1)] * 6,
-        }
-    ).with_columns(pl.col("turns").cast(pl.Int32), pl.col("timestamp").cast(pl.Datetime("us")))
-    rows = [
-        ("one", "a", 1, 0, "user", "Hi?", []),
-        ("one", "a", 1, 1, "assistant", "Hello from A", []),
-        ("one", "b", 1, 0, "user", "Hi?", []),
-        ("one", "b", 1, 1, "assistant", "Hello from B", []),
-        ("multi", "a", 1, 0, "user", "Q1", []),
-        ("multi", "a", 1, 1, "assistant", "A1 by a", []),
-        ("multi", "a", 2, 2, "user", "Q2", []),
-        ("multi", "a", 2, 3, "assistant", "A2 by a", []),
-        ("multi", "b", 1, 0, "user", "Q1", []),
-        ("multi", "b", 1, 1, "assistant", "A1 by b", []),
-        ("multi", "b", 2, 2, "user", "Q2", []),
-        ("multi", "b", 2, 3, "assistant", "A2 by b", []),
-        ("tie", "a", 1, 0, "user", "t", []),
-        ("tie", "a", 1, 1, "assistant", "ta", []),
-        ("tie", "b", 1, 0, "user", "t", []),
-        ("tie", "b", 1, 1, "assistant", "tb", []),
-        ("bad", "a", 1, 0, "user", "x", []),
-        ("bad", "a", 1, 1, "assistant", "xa", []),
-        ("bad", "b", 1, 0, "user", "x", []),
-        ("bad", "b", 1, 1, "assistant", "xb", []),
-        ("img", "a", 1, 0, "user", None, ["img://1"]),
-        ("img", "a", 1, 1, "assistant", "a cat", []),
-        ("img", "b", 1, 0, "user", None, ["img://1"]),
-        ("img", "b", 1, 1, "assistant", "a dog", []),
-    ]
-    # the rows arrive shuffled: the output must not depend on the input order
-    messages = _messages(rows).sample(fraction=1.0, shuffle=True, seed=7)
-    tags = pl.DataFrame(
-        {
-            "battle_id": ["multi", "multi", "multi", "one", "img"],
-            "category": ["multi_turn", "overall", "coding", "overall", "overall"],
-        }
-    )
-    return battles, messages, tags
-
-
-def test_preference_pairs_golden_rows(conversation):
-    out = preference_pairs(*conversation)
-    assert out.schema == pl.Schema(PREFERENCE_PAIRS_SCHEMA)
-    assert out.get_column("battle_id").to_list() == ["img", "multi", "one"]  # ties, both_bad, no messages left out
-    one = out.filter(pl.col("battle_id") == "one").row(0, named=True)
-    assert one["prompt"] == "User: Hi?"
-    assert one["chosen"] == "Assistant: Hello from A"
-    assert one["rejected"] == "Assistant: Hello from B"
-    assert (one["chosen_model"], one["rejected_model"], one["chosen_side"]) == ("ma", "mb", "a")
-    assert one["prompt_messages"] == [{"role": "user", "content": "Hi?"}]
-    assert one["chosen_messages"] == [{"role": "assistant", "content": "Hello from A"}]
-    assert one["categories"] == ["overall"] and one["has_images"] is False
-
-
-def test_preference_pairs_multi_turn_keeps_each_sides_own_history(conversation):
-    multi = preference_pairs(*conversation).filter(pl.col("battle_id") == "multi").row(0, named=True)
-    assert (multi["chosen_model"], multi["rejected_model"], multi["chosen_side"]) == ("mb", "ma", "b")
-    assert multi["prompt"] == "User: Q1"
-    assert multi["chosen"] == "Assistant: A1 by b\n\nUser: Q2\n\nAssistant: A2 by b"
-    assert multi["rejected"] == "Assistant: A1 by a\n\nUser: Q2\n\nAssistant: A2 by a"
-    # prompt + chosen is the chosen side's whole transcript
-    assert multi["prompt"] + "\n\n" + multi["chosen"] == "User: Q1\n\nAssistant: A1 by b\n\nUser: Q2\n\nAssistant: A2 by b"
-    assert [m["role"] for m in multi["rejected_messages"]] == ["assistant", "user", "assistant"]
-    assert multi["categories"] == ["overall", "coding", "multi_turn"]  # constants.CATEGORIES order
-    assert multi["turns"] == 2 and multi["language"] == "de"
-
-
-def test_preference_pairs_image_only_prompt_and_self_battle(conversation):
-    img = preference_pairs(*conversation).filter(pl.col("battle_id") == "img").row(0, named=True)
-    assert img["has_images"] is True
-    assert img["prompt"] == "User: " and img["prompt_messages"] == [{"role": "user", "content": ""}]
-    assert img["chosen_model"] == img["rejected_model"] == "ma"
-    assert img["chosen"] == "Assistant: a dog"
-
-
-def test_preference_pairs_battle_without_category_gets_empty_list(conversation):
-    battles, messages, tags = conversation
-    out = preference_pairs(battles, messages, tags.filter(pl.col("battle_id") != "one"))
-    assert out.filter(pl.col("battle_id") == "one").get_column("categories").to_list() == [[]]
-
-
-def test_preference_pairs_side_without_reply_is_left_out(conversation):
-    battles, messages, tags = conversation
-    messages = messages.filter(~((pl.col("battle_id") == "one") & (pl.col("side") == "b") & (pl.col("role") == "assistant")))
-    assert "one" not in preference_pairs(battles, messages, tags).get_column("battle_id").to_list()
-
-
-def test_preference_pairs_on_the_real_sample():
+def test_position_bias_on_the_real_sample_counts_every_battle():
     from pathlib import Path
 
     from arena_pipeline.core.dataset.categories import tag_categories
@@ -358,16 +239,6 @@ def test_preference_pairs_on_the_real_sample():
     sample = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
     shard = flatten_table(read_csv_export(sample).table, sample.name)
     tags, _ = tag_categories(shard.battles)
-    out = preference_pairs(shard.battles, shard.messages, tags)
-    decided = shard.battles.filter(pl.col("winner").is_in(["model_a", "model_b"])).height
-    assert 0 < out.height <= decided
-    assert out.filter(pl.col("chosen").str.starts_with("Assistant: ").not_()).height == 0
-    assert out.filter(pl.col("prompt").str.starts_with("User: ").not_()).height == 0
-    # a multi-turn battle's chosen text holds all its later user turns
-    multi = out.filter(pl.col("turns") > 1)
-    assert multi.height > 0
-    users = multi.select(pl.col("chosen_messages").list.eval(pl.element().struct.field("role") == "user").list.sum())
-    assert (users.to_series() == multi.get_column("turns") - 1).all()
     bias = position_bias(shard.battles, tags)
     assert bias.filter(pl.col("category") == "overall").get_column("battles").item() == shard.battles.height
 
@@ -423,58 +294,3 @@ def test_rating_trend_chain_restarts_when_months_share_no_model():
     by_month = out.group_by("month").agg(pl.col("rating").mean(), pl.col("linked_models").first()).sort("month")
     assert by_month["linked_models"].to_list() == [None, 0]
     assert by_month["rating"].to_list() == pytest.approx([1000.0, 1000.0])  # both centred
-
-
-@pytest.mark.parametrize("batch_messages", [1, 3, 7, 1000])
-def test_write_preference_pairs_in_batches_equals_one_query(conversation, batch_messages):
-    """Batched by row ranges of the messages table (each battle's messages spread over it, as the
-    loader leaves sides a and b apart) the pairs are those of one query, for any batch size."""
-    import duckdb
-
-    from arena_pipeline.core.analysis import write_preference_pairs
-
-    battles, messages, tags = conversation
-    # side a of every battle first, then side b: a battle's messages lie far apart
-    messages = messages.sort("side", "battle_id", "position")
-    expected = preference_pairs(battles, messages, tags).drop("prompt_messages", "chosen_messages",
-                                                              "rejected_messages")
-    with duckdb.connect() as con:
-        con.execute("CREATE TABLE messages AS SELECT * FROM messages")
-        con.register("battles_frame", battles.to_arrow())
-        con.register("tags_frame", tags.to_arrow())
-        rows = write_preference_pairs(con, "pairs", "battles_frame", "messages", "tags_frame",
-                                      extra_columns="'rev' AS dump_revision", batch_messages=batch_messages)
-        out = con.execute("SELECT * FROM pairs ORDER BY battle_id").pl()
-    assert rows == expected.height == 3
-    assert out.drop("dump_revision").equals(expected.select(out.drop("dump_revision").columns))
-    assert out.get_column("dump_revision").to_list() == ["rev"] * 3
-
-
-def test_write_preference_pairs_reads_one_range_of_messages_per_batch(conversation, monkeypatch):
-    """Each batch's query reads a bounded row range of the messages table (the memory setting)."""
-    import re
-
-    import duckdb
-
-    from arena_pipeline.core import analysis
-
-    battles, messages, tags = conversation
-    queries = []
-    real = analysis.preference_pairs_sql
-
-    def spy(battles_rel, messages_rel, *args, **kwargs):
-        queries.append(messages_rel)
-        return real(battles_rel, messages_rel, *args, **kwargs)
-
-    monkeypatch.setattr(analysis, "preference_pairs_sql", spy)
-    with duckdb.connect() as con:
-        con.execute("CREATE TABLE messages AS SELECT * FROM messages ORDER BY battle_id, side, position")
-        con.register("battles_frame", battles.to_arrow())
-        con.register("tags_frame", tags.to_arrow())
-        analysis.write_preference_pairs(con, "pairs", "battles_frame", "messages", "tags_frame", batch_messages=4)
-    # the first query only creates the (empty) table; then one per batch
-    assert "LIMIT 0" in queries[0]
-    ranges = [tuple(map(int, re.search(r"rowid >= (\d+) AND rowid < (\d+)", q).groups())) for q in queries[1:]]
-    assert len(ranges) == -(-messages.height // 4)  # one query per batch of 4 rows
-    widest = messages.group_by("battle_id").len().get_column("len").max()  # 8: battle "multi"
-    assert max(hi - lo for lo, hi in ranges) == 4 + widest - 1  # a batch, and the widest battle less one

@@ -17,7 +17,7 @@ from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
     MESSAGES_TABLE,
-    PAIRS_LOAD_TABLE,
+    PREFERENCE_PAIRS_TABLE,
     QUARANTINE_TABLE,
 )
 from arena_pipeline.core.dataset import raw_values
@@ -77,7 +77,7 @@ class LoadReport:
     messages: int = 0
     context_messages: int = 0
     quarantined: int = 0
-    #: preference pairs made while loading (with ``pairs_revision``)
+    #: preference pairs (arena.preference_pairs: the decisive kept votes with a prompt and two replies)
     pairs: int = 0
     quarantine_by_rule: dict[str, int] = field(default_factory=dict)
     per_file: list[dict] = field(default_factory=list)
@@ -433,13 +433,13 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
               suffix: str = "", aliases: pl.DataFrame | None = None,
-              pairs_revision: str | None = None, when_read: Callable[[], None] | None = None) -> LoadReport:
+              when_read: Callable[[], None] | None = None) -> LoadReport:
     """Flatten every file of ``manifest`` into staging tables, then swap them in together.
 
-    The tables are ``schema.<name><suffix>`` for battles, messages, context_messages and quarantine
-    (the pipeline passes the versions schema and a revision suffix). Rows breaking a row-level
-    rule (core/dataset/quarantine.py) or whose nested fields do not parse go to quarantine, with their
-    messages left out; every input row ends in exactly one of battles and quarantine.
+    The tables are ``schema.<name><suffix>`` for battles, messages, context_messages, quarantine and
+    preference_pairs (the pipeline passes the versions schema and a revision suffix). Rows breaking a
+    row-level rule (core/dataset/quarantine.py) or whose nested fields do not parse go to quarantine,
+    with their messages left out; every input row ends in exactly one of battles and quarantine.
 
     Messages are streamed into DuckDB batch by batch (``BATCH_ROWS`` votes), so memory stays
     bounded by one batch of the dump, DuckDB's memory limit (the connection's ``memory_limit``) and
@@ -451,12 +451,11 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
-    With ``pairs_revision``, the reward-model pairs of the kept votes are made from each batch's
-    nested rows as well (``core.ingest.pairs.pair_rows``, ``dump_revision`` set to it) into
-    ``schema.<PAIRS_LOAD_TABLE><suffix>``, which the preference_pairs asset adopts as its version:
-    the texts are assembled while they are in hand instead of being aggregated back from the
-    messages table, and written once. ``when_read`` is called once every batch is read, while DuckDB
-    commits (one core is idle then).
+    The reward-model pairs of the kept votes are made from each batch's nested rows
+    (``core.ingest.pairs.pair_rows``, the one definition of arena.preference_pairs; ``dump_revision``
+    is the manifest's revision): the texts are assembled while the batch holds them, so the pairs
+    cost no second pass over the messages and no more memory than a batch. ``when_read`` is called
+    once every batch is read, while DuckDB commits (one core is idle then).
 
     Raises
     ------
@@ -470,12 +469,11 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         MESSAGES_TABLE: MESSAGES_SCHEMA,
         CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
         QUARANTINE_TABLE: QUARANTINE_SCHEMA,
+        PREFERENCE_PAIRS_TABLE: PAIR_ROWS_SCHEMA,
     }
-    if pairs_revision is not None:
-        tables[PAIRS_LOAD_TABLE] = PAIR_ROWS_SCHEMA
     tables = {name + suffix: columns for name, columns in tables.items()}
-    # rows keep the order they are appended in, so one battle's messages stay close together
-    # (core.analysis.write_preference_pairs reads them in row ranges); one DuckDB thread: the
+    # rows keep the order they are appended in (each table's rows are in the dump's order, one
+    # battle's messages together); one DuckDB thread: the
     # inserts take a third less CPU than with two, and the other core reads and flattens
     saved = con.execute("SELECT current_setting('preserve_insertion_order'), current_setting('threads')").fetchone()
     try:
@@ -485,7 +483,7 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         con.execute("SET threads = 1")
         stages = _Stages(con, schema, list(tables))
         try:
-            _fill_stages(manifest, stages, suffix, aliases, report, pairs_revision, when_read)
+            _fill_stages(manifest, stages, suffix, aliases, report, when_read)
         except BaseException:
             stages.rollback()
             raise
@@ -607,10 +605,9 @@ class _Screened:
 
 
 def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: LoadReport,
-                  screened: _Screened, pairs_revision: str | None = None
-                  ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]]:
+                  screened: _Screened) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
     """Read, screen and flatten ``manifest``'s files batch by batch: yield (messages, context messages,
-    preference pairs or None without ``pairs_revision``).
+    preference pairs).
 
     Battles and quarantine rows accumulate in ``screened`` and the files' counts in ``report`` (read
     them once the iterator is exhausted). Pure Polars and pyarrow: it runs in the loader's worker thread.
@@ -644,7 +641,7 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
             if several_dumps:
                 screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
                     _content_key(clean, frame)))
-            pairs = pair_rows(frame, clean, pairs_revision) if pairs_revision is not None else None
+            pairs = pair_rows(frame, clean, manifest.revision)
             yield flatten_messages(frame, dump), flatten_context_messages(frame, dump), pairs
         if file_stamp(shard.path) != stamp:  # the tables would not be the revision's content
             change = file_change(shard)
@@ -663,8 +660,7 @@ def _read_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: i
 
 
 def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: pl.DataFrame | None,
-                 report: LoadReport, pairs_revision: str | None = None,
-                 when_read: Callable[[], None] | None = None) -> None:
+                 report: LoadReport, when_read: Callable[[], None] | None = None) -> None:
     """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
@@ -675,12 +671,11 @@ def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: 
     used by this thread only.
     """
     screened = _Screened()
-    batches = prefetched(_flat_batches(manifest, aliases, report, screened, pairs_revision))
+    batches = prefetched(_flat_batches(manifest, aliases, report, screened))
     for messages, context_messages, pairs in batches:
         report.messages += stages.append(MESSAGES_TABLE + suffix, messages)
         report.context_messages += stages.append(CONTEXT_MESSAGES_TABLE + suffix, context_messages)
-        if pairs is not None:
-            report.pairs += stages.append(PAIRS_LOAD_TABLE + suffix, pairs)
+        report.pairs += stages.append(PREFERENCE_PAIRS_TABLE + suffix, pairs)
         del messages, context_messages, pairs  # not held while the next batch is made
     # every batch is read: the worker's core is idle until the COMMIT ends (DuckDB writes the last row
     # groups, the whole pairs table at 1x, on one thread, ~3 s); the caller may use it (the pipeline
@@ -699,11 +694,11 @@ def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: 
             cross.append(by_content)
             pairs.append(content_pairs)
             gone = by_content.select(battle_id="id")
-            staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE) + ((PAIRS_LOAD_TABLE,) if pairs_revision else ())
+            staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, PREFERENCE_PAIRS_TABLE)
             removed = {table_name: stages.delete_battles(table_name + suffix, gone) for table_name in staged}
             report.messages -= removed[MESSAGES_TABLE]
             report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
-            report.pairs -= removed.get(PAIRS_LOAD_TABLE, 0)
+            report.pairs -= removed[PREFERENCE_PAIRS_TABLE]
     all_battles = _mark_also_in(all_battles, pairs)
     all_quarantine = pl.concat([all_quarantine, *cross]) if cross else all_quarantine
     if all_battles.height + all_quarantine.height != report.rows_read:

@@ -1,4 +1,4 @@
-"""Reward-model preference pairs made from a batch of nested dump rows while the dump is loaded (Polars)."""
+"""arena.preference_pairs, defined once: the pairs of a batch of nested dump rows, made while the dump loads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import polars as pl
 from arena_pipeline.core.dataset.categories import category_order, tag_categories
 from arena_pipeline.core.ingest.flatten import content_images, content_text
 
-#: Role markers of the text rendering of the pairs (``core.analysis.preference_pairs_sql``).
+#: Role markers of the text rendering of the pairs.
 ROLE_MARKERS: dict[str, str] = {"user": "User", "assistant": "Assistant", "system": "System"}
 
 #: Separator between rendered messages.
@@ -74,16 +74,32 @@ def _categories(battles: pl.DataFrame) -> pl.DataFrame:
 
 
 def pair_rows(frame: pl.DataFrame, battles: pl.DataFrame, dump_revision: str) -> pl.DataFrame:
-    """The preference pairs of one batch of votes, as ``core.analysis.preference_pairs_sql`` makes them.
+    """The chosen/rejected pairs for reward-model training of one batch of votes, one row per decisive vote.
 
-    The loader calls this on each batch while it has the nested conversations in hand, so the texts
-    are assembled once, by list operations on the nested rows, instead of being aggregated back
-    from arena.messages (``preference_pairs_sql`` stays the definition, and is what a partial run
-    uses; a test holds the two equal). Same rules: decisive votes only; the prompt is the chosen
-    side's messages up to its first user message; ``chosen`` / ``rejected`` are each side's later
-    messages; a vote without a user message or a later message on either side is left out.
-    ``categories`` follow the category rules applied to ``battles`` (the pairs asset reconciles
-    them with arena.battle_categories).
+    The one definition and producer of arena.preference_pairs: the loader calls it on each batch
+    while it holds the nested conversations (``core.ingest.load.load_dump``), so the texts are
+    assembled by list operations on rows already in memory, once, and the pairs cost no second
+    pass over arena.messages and no more memory than a batch.
+
+    A vote judges the two whole conversations, so a battle is never split into turns. Both sides
+    start from the same first user message but, from the second turn on, each side has its own
+    earlier replies, so only the first user message is a prompt shared by both; the rest of each
+    side's conversation is its response:
+
+    - ``prompt``: the chosen side's messages up to its first user message, rendered as text;
+    - ``chosen`` / ``rejected``: every later message of the winning / losing side: for a one-turn
+      battle the reply alone; for a multi-turn battle the first reply, then the next user
+      message, the next reply, and so on.
+
+    Text rendering: each message as ``"User: <text>"`` / ``"Assistant: <text>"`` (other roles
+    title-cased word by word, a null role ``Unknown``; a message's text parts joined as in
+    arena.messages, a message of images only has an empty text), messages joined by a blank line,
+    so ``prompt + "\\n\\n" + chosen`` is the chosen side's whole transcript. Ties and ``both_bad``
+    votes are left out, and so is a vote without a user message or a later message on either
+    side; self-battles (one model on both sides) are kept. ``has_images``: a message of either
+    side has an image part. ``categories``: the battle's categories in board order, from
+    ``core.dataset.categories.tag_categories``, the rules arena.battle_categories is made with
+    (row by row: a vote's categories do not depend on the batch it is in).
 
     Parameters
     ----------

@@ -180,14 +180,6 @@ def version_name(table: str, build: Build) -> str:
 
 
 
-def sibling_version(version: str, table: str) -> str:
-    """The name of ``table``'s version by the build and on the revision of ``version`` (say, the pairs
-    the load made beside a battles version)."""
-    _, revision, build = version.rsplit("__", 2)
-    return f"{table}__{revision}__{build}"
-
-
-
 def versioned(version: str) -> str:
     """The quoted, schema-qualified name of a version."""
     return quoted(VERSIONS_SCHEMA, version)

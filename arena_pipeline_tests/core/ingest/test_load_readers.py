@@ -35,9 +35,9 @@ def _dump(root: Path) -> Path:
 def _load(data: Path, database: Path) -> dict[str, pl.DataFrame]:
     manifest = local_manifest(parse_source(str(data)))
     with duckdb.connect(str(database)) as con:
-        report = ingest.load_dump(manifest, con, "s", pairs_revision="r")
+        report = ingest.load_dump(manifest, con, "s")
         assert report.quarantined >= 9 and report.pairs > 0
-        # rowid: the order rows were appended in (the pairs' SQL definition reads messages by row range)
+        # rowid: the order rows were appended in (each table keeps the dump's order)
         return {name: con.execute(f'SELECT rowid AS _row, * FROM s."{name}" ORDER BY rowid').pl() for name in STAGED}
 
 

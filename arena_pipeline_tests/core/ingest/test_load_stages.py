@@ -12,7 +12,7 @@ from arena_pipeline.core.ingest.sources import parse_source
 from arena_pipeline.core.store import warehouse
 from arena_pipeline_dev.fixtures import write_dump
 
-STAGED = ("battles", "messages", "context_messages", "quarantine", "preference_pairs_load")
+STAGED = ("battles", "messages", "context_messages", "quarantine", "preference_pairs")
 
 
 def _settings(con: duckdb.DuckDBPyConnection) -> tuple:
@@ -30,12 +30,12 @@ def test_a_load_fills_every_table_and_restores_the_connection_settings(tmp_path)
     manifest = local_manifest(parse_source(str(tmp_path / "data")))
     with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
         con.execute("SET threads = 2; SET preserve_insertion_order = false")
-        report = ingest.load_dump(manifest, con, "s", pairs_revision="r")
+        report = ingest.load_dump(manifest, con, "s")
         assert _settings(con) == (False, 2)
         tables = _tables(con, "s")
     assert tables == {"battles": report.battles, "messages": report.messages,
                       "context_messages": report.context_messages, "quarantine": report.quarantined,
-                      "preference_pairs_load": report.pairs}
+                      "preference_pairs": report.pairs}
     assert report.battles == 30 and report.messages > 0 and report.pairs > 0
 
 
@@ -55,7 +55,7 @@ def test_a_load_that_fails_midway_leaves_no_rows_in_any_staging_table(tmp_path, 
     with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
         con.execute("SET threads = 2; SET preserve_insertion_order = false")
         with pytest.raises(RuntimeError, match="disk gone"):
-            ingest.load_dump(manifest, con, "s", pairs_revision="r")
+            ingest.load_dump(manifest, con, "s")
         assert _settings(con) == (False, 2)
         tables = _tables(con, "s")
     # nothing was swapped in, and the staging tables (created before the fill) are dropped: they stayed,
