@@ -63,7 +63,7 @@ def position_bias_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) 
 def rating_trend_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """arena.rating_trend: Bradley-Terry ratings per calendar month for the models with enough
     battles that month, over every loaded dump; months are linked in order through the models two
-    consecutive months share (core/analysis.py rating_trend: the first month is centred)."""
+    consecutive months share (core/analysis/rating_trend.py: the first month is centred)."""
     table = rating_trend(_canonical(battles), battle_categories)
     months = table.get_column("month").n_unique() if table.height else 0
     return dg.Output(table, metadata={"months": months})
