@@ -78,7 +78,7 @@ def test_every_block_says_what_it_is_and_every_shell_block_is_run_or_says_why_no
     assert len(found) >= 20, "the parser found too few blocks"
     untagged = [str(b) for b in found if b.lang not in LANGUAGES]
     assert not untagged, f"fenced blocks need a language of {sorted(LANGUAGES)}: {untagged}"
-    hidden = [str(b) for b in found if b.lang != "sh" and any(COMMAND_START.match(l) for l in b.text.splitlines())]
+    hidden = [str(b) for b in found if b.lang != "sh" and any(COMMAND_START.match(line) for line in b.text.splitlines())]
     assert not hidden, f"commands in a block that is not 'sh' would never be run: {hidden}"
     markers = [str(b) for b in found if b.lang != "sh" and b.not_run]
     assert not markers, f"a 'not run' marker on a block that is no shell block: {markers}"
