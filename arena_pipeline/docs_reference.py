@@ -11,10 +11,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-import annotated_types
 import dagster as dg
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 #: where the generated page lives, relative to the repository root
 REFERENCE_PAGE = Path("docs") / "reference" / "configuration.md"
@@ -48,8 +46,10 @@ def _type(annotation: Any) -> str:
 
 
 def _default(info: FieldInfo) -> str:
-    if info.default is PydanticUndefined:
-        return "required" if info.default_factory is None else "(computed)"
+    if info.is_required():
+        return "required"
+    if info.default_factory is not None:
+        return "(computed)"
     return "unset" if info.default is None else repr(info.default)
 
 
@@ -59,9 +59,9 @@ def _bounds(info: FieldInfo) -> str:
     parts = []
     for item in info.metadata:
         for attribute, sign in words.items():
-            if isinstance(item, annotated_types.BaseMetadata) and getattr(item, attribute, None) is not None:
+            if isinstance(getattr(item, attribute, None), int | float):  # annotated-types' Ge, Gt, Le, Lt
                 parts.append(f"{sign} {getattr(item, attribute):g}")
-        if isinstance(item, annotated_types.MaxLen):
+        if isinstance(getattr(item, "max_length", None), int):
             parts.append(f"at most {item.max_length} long")
         func = getattr(item, "func", None)
         if func is not None and "most" in inspect.getclosurevars(func).nonlocals:
