@@ -305,7 +305,7 @@ class Warehouse(DuckDBResource):
         default=DEFAULT_MEMORY_LIMIT,
         description="DuckDB's memory cap per connection (its buffer pool: tables being written, joins, "
         "aggregations; beyond it DuckDB spills to temp_directory). With the ingest batch it sets the "
-        "refresh's peak memory, whatever the dump's size (README: Scaling). DuckDB's own default: 80% of RAM.",
+        "refresh's peak memory, whatever the dump's size (docs/scaling.md). DuckDB's own default: 80% of RAM.",
     )
     temp_directory: str | None = Field(
         default=None,

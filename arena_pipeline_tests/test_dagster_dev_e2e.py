@@ -343,7 +343,7 @@ def test_dagster_dev_stops_on_ctrl_c(tmp_path, how):
     webserver, the daemon and the code servers exit, and so does dagster dev, with status 0. Started
     in the background by a script, it stops the same on ``kill -INT`` when the script has job control
     (``set -m``): without it the shell starts background commands with SIGINT ignored, and dagster dev
-    then ignores SIGTERM too (it gives SIGTERM SIGINT's handler) -- the README says so."""
+    then ignores SIGTERM too (it gives SIGTERM SIGINT's handler) -- docs/getting-started.md says so."""
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(DAGSTER_YAML, home / "dagster.yaml")

@@ -250,10 +250,10 @@ def test_rerank_job_recomputes_what_is_computed_from_the_new_board():
     assert dg.AssetKey(["arena", "battles"]) not in selected
 
 
-def test_readme_sql_cookbook_runs_as_written(sample_run):
-    """Every statement of the README's SQL cookbook runs on a published warehouse (the session's sample run)."""
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    block = text.split("## SQL cookbook", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
+def test_docs_sql_cookbook_runs_as_written(sample_run):
+    """Every statement of docs/sql-cookbook.md runs on a published warehouse (the session's sample run)."""
+    text = (REPO_ROOT / "docs" / "sql-cookbook.md").read_text(encoding="utf-8")
+    block = text.split("```sql", 1)[1].split("```", 1)[0]
     statements = [s.strip() for s in block.split(";") if s.strip() and not all(
         line.strip().startswith("--") or not line.strip() for line in s.strip().splitlines())]
     assert len(statements) >= 8
@@ -291,7 +291,7 @@ def test_unrated_models_and_board_status_are_published_with_the_boards(sample_ru
 
 @pytest.mark.slow
 def test_moving_to_another_dump_is_refused_as_a_change_of_source(setup):
-    """The live boards show every model (display_min_battles 0, as the README's sample run); a run on
+    """The live boards show every model (display_min_battles 0, as the docs' sample run); a run on
     another dump under the default threshold would show none: the refusal says it is another source."""
     assert setup.run(rank={"display_min_battles": 0}).success
     before = fingerprint(setup.warehouse)

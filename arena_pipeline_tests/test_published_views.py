@@ -103,7 +103,7 @@ def test_a_rerank_publishes_its_own_comparisons_and_upgrades_a_warehouse_from_be
 
 
 def test_a_new_benchmark_file_alone_is_published_with_the_live_boards(sample_run, tmp_path):
-    """The README's recipe: the benchmark tables and the gate, on the live boards (nothing else rebuilt)."""
+    """The recipe of docs/refresh.md: the benchmark tables and the gate, on the live boards (nothing else rebuilt)."""
     warehouse = copy_warehouse(sample_run.warehouse, tmp_path / "warehouse.duckdb")
     before = _live(warehouse)
     scores, _ = _scores_and_board(tmp_path)

@@ -1,5 +1,6 @@
-"""What a run says at its end (issue 25 item 11), and the README's re-rank recipe against the gate's own words
-(item 13): run on the README's offline sample, with the recipe's selection and config read from the README."""
+"""What a run says at its end (issue 25 item 11), and the docs' re-rank recipe against the gate's own words
+(item 13): run on the offline sample of docs/getting-started.md, with the recipe's selection and config read from
+docs/refresh.md."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from arena_pipeline_tests.support.materialize import materialize
 from arena_pipeline_tests.support.publication_support import RANKING_SELECTION, REPO_ROOT, publications, query
 
 SAMPLE = Path(__file__).parent / "data" / "arena_human_preference_sample_100.csv"
-#: what the gate says of the README's re-rank recipe on the sample, and with display_min_battles 0 added
+#: what the gate says of the docs' re-rank recipe on the sample, and with display_min_battles 0 added
 RECIPE_REFUSAL = ("42 of the 42 models shown on the live overall board would no longer be shown (100% > "
                   "max_model_drop 50%, 14 of them only provisional now: was the live board ranked with a lower "
                   "display_min_battles?)")
@@ -23,13 +24,14 @@ WITH_DISPLAY_0 = "28 of the 42 models shown on the live overall board would no l
 LIVE = re.compile(r"live is publication (\d+) \(revision (local-[0-9a-f]{16})\) in warehouse (\S+), report (\S+)$")
 
 
-def _readme() -> str:
-    return " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+def _page(name: str) -> str:
+    """A docs page with its whitespace folded (the recipes wrap lines anywhere)."""
+    return " ".join((REPO_ROOT / "docs" / name).read_text(encoding="utf-8").split())
 
 
 def _recipe() -> tuple[list[str], dict]:
-    """The selection and run config of the README's 'Re-rank the live dump with other settings'."""
-    text = _readme()
+    """The selection and run config of docs/refresh.md's 'Re-rank the live dump with other settings'."""
+    text = _page("refresh.md")
     block = text[text.index("**Re-rank the live dump with other settings**"):]
     select = re.search(r"--select '([^']+)'", block).group(1).split(",")
     return select, json.loads(re.search(r"--config-json '([^']+)'", block).group(1))
@@ -61,7 +63,7 @@ class Sample:
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    """The README's offline run: the 100-vote sample published with display_min_battles 0."""
+    """The docs' offline run: the 100-vote sample published with display_min_battles 0."""
     with dg.instance_for_test() as instance:
         sample = Sample(tmp_path_factory.mktemp("sample"), instance)
         result = sample.run("*", {"ops": {"rankings": {"config": {"display_min_battles": 0}}}})
@@ -72,12 +74,12 @@ def sample(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_readme_rerank_recipe_says_what_the_gate_says(sample):
-    readme = _readme()
-    assert RECIPE_REFUSAL in readme and WITH_DISPLAY_0 in readme
+def test_docs_rerank_recipe_says_what_the_gate_says(sample):
+    page = _page("refresh.md")
+    assert RECIPE_REFUSAL in page and WITH_DISPLAY_0 in page
     (shown,), = query(sample.warehouse, "SELECT count(*) FROM arena.leaderboard WHERE category = 'overall' "
                       "AND method = 'bt' AND NOT provisional")
-    assert shown == 42 and f"(all {shown} models shown)" in readme  # the offline section's figure too
+    assert shown == 42 and f"(all {shown} models shown)" in _page("getting-started.md")  # the offline section's figure
     select, config = _recipe()
     assert config["ops"]["rankings"]["config"] == {"ties": "drop", "bootstrap_rounds": 200}
     before = publications(sample.warehouse)
@@ -92,9 +94,9 @@ def test_readme_rerank_recipe_says_what_the_gate_says(sample):
     (failure,) = sample.run(select, config).get_step_failure_events()
     assert WITH_DISPLAY_0 in failure.step_failure_data.user_failure_data.description
     assert publications(sample.warehouse) == before
-    # what the README says publishes, publishes; the step's last line says so
+    # what the page says publishes, publishes; the step's last line says so
     publishing = re.search(r"`(\{\"ops\": \{\"rankings\": \{\"config\": \{\"display_min_battles\": 0, "
-                           r"\"bootstrap_rounds\": 200\}\}\}\})` publishes", readme).group(1)
+                           r"\"bootstrap_rounds\": 200\}\}\}\})` publishes", page).group(1)
     result = sample.run(select, json.loads(publishing))
     assert result.success
     last = sample.lines(result, "publication_gate")[-1]

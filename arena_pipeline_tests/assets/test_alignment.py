@@ -87,9 +87,9 @@ def test_boards_move_by_the_recovered_shift_and_it_is_recorded(aligned):
 
 
 @pytest.mark.slow
-def test_the_readme_query_of_the_alignment_record_runs(aligned):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    sql = readme.split("The alignment record of the live publication:", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
+def test_the_docs_query_of_the_alignment_record_runs(aligned):
+    page = (Path(__file__).resolve().parents[2] / "docs" / "comparisons.md").read_text(encoding="utf-8")
+    sql = page.split("The alignment record of the live publication:", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
     rows = {(r[0], r[1]): r for r in _frame(aligned["path"], sql).iter_rows()}
     assert rows[("overall", "bt")][2:5] == ("full", rows[("overall", "bt")][3], round(SHIFT, 1))
     assert rows[("overall", "bt_style")][4] is None and "bt_style" in rows[("overall", "bt_style")][5]

@@ -1,4 +1,4 @@
-"""The publication gate's board rules: refuse an empty overall board or a large loss of models or categories."""
+"""The publication gate's rules (numbered in docs/publication-rules.md): table rules 5-10, board rules 11-17."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ GATE_METHOD = "bt"
 
 @dataclass(frozen=True)
 class GatePolicy:
-    """How much a new leaderboard may shrink against the live one before the gate refuses it."""
+    """How much a new leaderboard may shrink against the live one before the gate refuses it (publication
+    rules 12, 13 and 15)."""
 
     allow_degenerate: bool = False
     max_model_drop: float = 0.5
@@ -69,7 +70,8 @@ NON_FINITE = "the new leaderboard has ratings or interval bounds that are not fi
 
 
 def non_finite_problem(candidate: pl.DataFrame) -> str | None:
-    """The problem of a leaderboard frame with a rating or interval bound that is not a number, else None.
+    """The problem of a leaderboard frame with a rating or interval bound that is not a number, else None
+    (publication rule 16: no setting lifts it).
 
     Every method's rows are read. A rating must be a finite number; an interval bound (any
     ``*_lower`` / ``*_upper`` column) may be missing (the reference model, an interval not computed)
@@ -98,7 +100,8 @@ def non_finite_problem(candidate: pl.DataFrame) -> str | None:
 
 
 def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: GatePolicy) -> list[str]:
-    """Why ``candidate`` (a leaderboard frame) must not replace ``live``; empty when it may.
+    """Why ``candidate`` (a leaderboard frame) must not replace ``live``; empty when it may (publication
+    rules 11 to 16).
 
     Rules: the overall board must rate at least one model (provisional ones count: a small dump's
     first board may be all provisional). Against the live board, what users see must not shrink
@@ -138,7 +141,7 @@ RELAX_HINT = ("to publish it anyway, set the publication_gate run config allow_d
 
 
 def refusal_message(problems: list[str], sources: tuple[str | None, str | None] | None = None) -> str:
-    """The gate's one-paragraph refusal: what changed, then which setting relaxes it.
+    """The gate's one-paragraph refusal: what changed, then which setting relaxes it (publication rule 17).
 
     ``sources`` (live, this run's), when they differ, adds that the run is of another source (a
     different dump, not a new revision of the live one): its board is judged against the live one
@@ -155,7 +158,8 @@ def refusal_message(problems: list[str], sources: tuple[str | None, str | None] 
 
 
 class NothingBuiltError(PublicationError):
-    """The run wrote no table version: there is nothing new to publish (not a failure of the gate)."""
+    """The run wrote no table version: there is nothing new to publish (not a failure of the gate;
+    publication rule 10)."""
 
 
 
@@ -164,11 +168,11 @@ def plan_tables(con: duckdb.DuckDBPyConnection, schema: str, build: Build, table
                 checked: Iterable[str]) -> tuple[dict[str, str], list[str]]:
     """Which version of each table a publication of ``build`` would show, and which it rebuilt.
 
-    The table rules of the gate as the README's *Publication* paragraph states them (the one place
-    they are written): this run's versions, the live publication's for the rest; refused when one is
-    missing, would be shown beside a rebuilt input (``derived_from``), comes from another run than
-    the tables built with it (``built_together``) or another alias table, or failed its blocking
-    checks (``checked``).
+    The table rules of the gate, numbered in docs/publication-rules.md (the one place they are
+    written): this run's versions, the live publication's for the rest (publication rule 3); refused
+    when one is missing (rule 5), would be shown beside a rebuilt input (``derived_from``, rule 6),
+    comes from another run than the tables built with it (``built_together``, rule 7) or another
+    alias table (rule 8), or failed its blocking checks (``checked``, rule 9).
 
     Raises
     ------
@@ -224,7 +228,7 @@ UNCOMPARED_SETTINGS = frozenset({"package_version", "source"})
 
 def _settings_conflicts(schema: str, settings: Mapping[str, Mapping]) -> list[str]:
     """Settings recorded with the chosen versions (``publication_settings``) that disagree (say, two
-    alias tables); check outcomes are not settings."""
+    alias tables: publication rule 8); check outcomes are not settings."""
     seen: dict[str, dict[str, list[str]]] = {}
     for table, recorded in settings.items():
         for key, value in recorded.items():
