@@ -95,7 +95,7 @@ def _checkout(root: Path) -> dict[str, str]:
     the instance's settings), with an environment of its own: no ARENA_* or DAGSTER_HOME of the caller, and a
     Hub endpoint nothing answers, so a block that would need the Hub fails here instead of downloading."""
     (root / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
-    for name in ("arena_pipeline", "arena_pipeline_tests", "benchmarks"):  # read only
+    for name in ("arena_pipeline", "arena_pipeline_tests", "arena_pipeline_dev", "benchmarks"):  # read only
         (root / name).symlink_to(REPO_ROOT / name, target_is_directory=True)
     shutil.copytree(REPO_ROOT / "docs", root / "docs")  # copies: a command may write there (the reference)
     for name in ("mkdocs.yml", "pyproject.toml"):

@@ -36,7 +36,7 @@ def test_the_readme_is_one_page_with_the_two_commands_first():
     lines = text.splitlines()
     assert len(lines) <= 150, len(lines)
     commands = [lines[i + 1] for i, line in enumerate(lines) if line == "```sh"]
-    assert commands[0].endswith(".venv/bin/dagster asset materialize -m arena_pipeline.definitions --select '*'")
+    assert commands[0].endswith("DAGSTER_HOME=$PWD/dagster_home .venv/bin/arena-pipeline refresh")
     assert commands[1] == "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest"
     assert text.index(commands[1]) < text.index("## What it is")
     assert "![Leaderboard report](docs/screenshots/report-overview.png)" in text
