@@ -380,7 +380,7 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
             timeout: float) -> int:
     """Print, per category, how the live boards moved since the previous publication (or --since
     ID): new and gone models, each rating's change with a 95% interval for the change (how the two
-    fits' votes relate decides it: README, Changes between publications), rank and rank UB moves."""
+    fits' votes relate decides it: docs/rankings.md, Changes between publications), rank and rank UB moves."""
     import polars as pl  # the changes' frames: not at the CLI's start
 
     from arena_pipeline.core.publication.changes import board_shift, changes_between, summary

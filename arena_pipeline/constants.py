@@ -3,7 +3,7 @@
 DATASET_ID = "lmarena-ai/arena-human-preference-140k"
 DEFAULT_REVISION = "main"
 DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
-#: DuckDB's memory cap per warehouse connection (``Warehouse.memory_limit``; README: Scaling)
+#: DuckDB's memory cap per warehouse connection (``Warehouse.memory_limit``; docs/scaling.md)
 DEFAULT_MEMORY_LIMIT = "1GB"
 DEFAULT_CACHE_DIR = "data/cache"
 
@@ -77,7 +77,7 @@ PUBLISHED_TABLES = (
     BENCHMARK_AGREEMENT_TABLE,
 )
 #: The only base tables of SCHEMA (everything else there is a view the gate re-points): records and logs,
-#: appended to or updated in place (README: Tables).
+#: appended to or updated in place (docs/tables.md).
 RECORD_TABLES = (PUBLICATIONS_TABLE, DUMPS_TABLE, QUALITY_RESULTS_TABLE)
 #: What each published table is computed from (a publication never shows a table next to a rebuilt input).
 DERIVED_FROM: dict[str, tuple[str, ...]] = {

@@ -80,8 +80,8 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                    report_settings: ReportSettings):
     """Publish this run's tables through the gate, then re-render the report.
 
-    The gate's rules (what it publishes, when it refuses, retention) are stated once, in the README's
-    *Tables* section, paragraph **Publication**; ``core.publication.gate.plan_tables`` (which versions,
+    The gate's rules (what it publishes, when it refuses, retention) are stated once, numbered, in
+    ``docs/publication-rules.md``; ``core.publication.gate.plan_tables`` (which versions,
     table rules) and ``core.publication.gate`` (board rules) implement them. A run that built nothing
     publishes nothing and only re-renders the report; a refused run re-renders it too (the page then
     says which revision is not published and why).
