@@ -109,7 +109,7 @@ BUILT_TOGETHER: tuple[tuple[str, ...], ...] = (
 )
 #: Tables whose blocking expectation suites must have passed on the exact version published.
 CHECKED_TABLES: tuple[str, ...] = (BATTLES_TABLE, MESSAGES_TABLE)
-#: Published tables the readers' snapshot shows as views over Parquet files (written once per version,
+#: PublicationView tables the readers' snapshot shows as views over Parquet files (written once per version,
 #: never copied per publication: core/store/snapshot.py); the other published tables are copied into it.
 SNAPSHOT_FILE_TABLES: tuple[str, ...] = (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE,
                                          BATTLE_CATEGORIES_TABLE, PREFERENCE_PAIRS_TABLE)

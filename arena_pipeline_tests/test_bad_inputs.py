@@ -96,14 +96,14 @@ def publication_state(warehouse: Path) -> dict:
 # ---------------------------------------------------------------------------
 
 @dataclass
-class Published:
+class PublicationView:
     warehouse: Path
     revision: str
     state: dict
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory) -> Published:
+def published(tmp_path_factory) -> PublicationView:
     root = tmp_path_factory.mktemp("published")
     write_dump(root / "dump", n_rows=30, n_shards=2, seed=5)
     result = run(root / "dump", root / "warehouse.duckdb")
@@ -111,7 +111,7 @@ def published(tmp_path_factory) -> Published:
     revision = result.asset_materializations_for_node("raw_dump")[0].metadata["revision"].text
     state = publication_state(root / "warehouse.duckdb")
     assert state["counts"]["battles"] == 30 and len(state["published"]) == 1
-    return Published(root / "warehouse.duckdb", revision, state)
+    return PublicationView(root / "warehouse.duckdb", revision, state)
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def warehouse(published, tmp_path) -> Path:
     return copy_warehouse(published.warehouse, tmp_path / "warehouse.duckdb")
 
 
-def assert_publication_untouched(warehouse: Path, published: Published) -> None:
+def assert_publication_untouched(warehouse: Path, published: PublicationView) -> None:
     """Same views (SQL and row counts), same battles, same published history row, and every
     versioned table of the published revision unchanged; a bad dump may only add its own tables."""
     before, after = published.state, publication_state(warehouse)

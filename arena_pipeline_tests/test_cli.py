@@ -192,7 +192,7 @@ def test_dump_option_prints_one_dumps_own_board(warehouse, tmp_path, capsys):
 
 def test_the_rows_of_a_board_are_the_read_apis_frames(warehouse, tmp_path):
     """``leaderboard`` reads one board as DuckDB's rows (``read_board``); the report and the UI read frames
-    (``Published``): for every board, also a dump's own, both give the same rows in the same order, the
+    (``PublicationView``): for every board, also a dump's own, both give the same rows in the same order, the
     same revision, unrated models and categories without a board, and the same errors."""
     path = tmp_path / "family.duckdb"
     path.write_bytes(warehouse.read_bytes())

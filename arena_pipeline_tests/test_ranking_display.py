@@ -9,7 +9,7 @@ import polars as pl
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.presentation.markdown import top_n_markdown
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.report import build_report_html
 
 FIXTURE = Path(__file__).parent / "data" / "ranking" / "synthetic_battles.parquet"
@@ -28,7 +28,7 @@ def test_report_lists_provisional_models_after_the_shown_ones_marked():
     provisional = board.filter("provisional").get_column("model").to_list()
     shown = board.filter(~pl.col("provisional")).get_column("model").to_list()
     assert provisional and shown
-    pub = Published.from_output(out)
+    pub = PublicationView.from_output(out)
     markdown = top_n_markdown(pub, "overall", "bt", 10)
     positions = {m: markdown.index(f"| {m} ") for m in provisional + shown}
     assert max(positions[m] for m in shown) < min(positions[m] for m in provisional)
@@ -53,7 +53,7 @@ def test_provisional_ranks_are_marked_wherever_a_rank_is_printed():
     board = out.leaderboard
     repeated = set(board.filter("provisional")["rank"]) & set(board.filter(~pl.col("provisional"))["rank"])
     assert repeated  # the situation the mark is for
-    pub = Published.from_output(out)
+    pub = PublicationView.from_output(out)
     html = build_report_html(pub)
     shown_table, provisional_table = (t.split("</table>")[0] for t in html.split('<table class="sortable leaderboard')[1:3])
     for r in board.iter_rows(named=True):

@@ -34,7 +34,7 @@ from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
-from arena_pipeline.presentation.read import Published, read_published
+from arena_pipeline.presentation.read import PublicationView, read_published
 from arena_pipeline.presentation.report import why_not_written, write_live_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
@@ -263,7 +263,7 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
     return dg.MaterializeResult(asset_key=REPORT, metadata=_write_report(context, pub, report_settings))
 
 
-def _write_report(context: dg.AssetExecutionContext, pub: Published, report_settings: ReportSettings) -> dict:
+def _write_report(context: dg.AssetExecutionContext, pub: PublicationView, report_settings: ReportSettings) -> dict:
     """Write the report of ``pub`` (the live publication, its benchmark panel included) atomically and
     return its metadata; with an empty leaderboard (published on purpose) no report is written and a
     previous one is removed. The one writer of the report."""

@@ -50,7 +50,7 @@ from arena_pipeline.core.validation.external import (
     unaligned_record,
 )
 from arena_pipeline.presentation.markdown import board_previews
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.resources import ModelCatalog
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
@@ -227,7 +227,7 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_
         extra = {}
         if name == LEADERBOARD_TABLE:
             # the UI previews: top 10 per category (bt) and the overall ratings chart
-            previews = board_previews(Published.from_output(dataclasses.replace(output, leaderboard=board)))
+            previews = board_previews(PublicationView.from_output(dataclasses.replace(output, leaderboard=board)))
             extra = {**{k: dg.MetadataValue.md(v) for k, v in previews.items()},
                 "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
                 "no_board": dg.MetadataValue.json({r["category"]: r["reason"] for r in

@@ -16,7 +16,7 @@ import polars as pl
 
 from arena_pipeline.core.dataset.categories import category_label
 from arena_pipeline.core.ranking import method_label
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.templating import ci_title, environment, is_finite, is_num, slug
 
 #: Marker colour and shape of each method (colour-blind safe; the template draws the shapes).
@@ -118,7 +118,7 @@ def _ci_methods(board: pl.DataFrame) -> list[str | None]:
 PROVISIONAL_LABEL = "(prov.)"
 
 
-def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequence[str] = ("bt",),
+def rating_chart_svg(pub: PublicationView, category: str = "overall", methods: Sequence[str] = ("bt",),
                      max_models: int | None = None, width: int = 860, chart_id: str | None = None) -> str:
     """One category's ratings with 95% intervals: models in the first method's board order, at most
     ``max_models``; methods absent from the category skipped (ValueError: unknown category, or none present)."""
@@ -144,7 +144,7 @@ def rating_chart_svg(pub: Published, category: str = "overall", methods: Sequenc
 
 
 def profile_chart_svg(ratings: pl.DataFrame, model: str, chart_id: str, width: int = 640) -> str:
-    """A model's rating in every category with a board for it (``Published.profile()['ratings']``)."""
+    """A model's rating in every category with a board for it (``PublicationView.profile()['ratings']``)."""
     labels = [category_label(c) for c in ratings.get_column("category")]
     return _forest({"bt": (ratings, labels, labels)}, labels, chart_id, f"{model}: rating per category",
                    "Rating with its 95% interval in each category (anchored ratings are comparable across "
@@ -159,7 +159,7 @@ def _ramp() -> list[str]:
     return [f"#{r:02x}{g:02x}{b:02x}" for r, g, b in rgb.T.tolist()]
 
 
-def heatmap_svg(pub: Published, category: str = "overall", max_models: int = 20,
+def heatmap_svg(pub: PublicationView, category: str = "overall", max_models: int = 20,
                 chart_id: str | None = None) -> str:
     """Observed win rate of the row model against the column model, for the top ``max_models`` (0: all) of
     the category's primary board; never-met pairs hatched; '' when the category has no board."""
@@ -186,7 +186,7 @@ def heatmap_svg(pub: Published, category: str = "overall", max_models: int = 20,
 def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, chart_id: str,
                           figures: str = "", width: int = 420, height: int = 320) -> str:
     """Our rating (y, with its 95% interval as a vertical bar) against the benchmark score (x), one
-    point per matched model (``Published.benchmark_points``); the model, both values and both ranks
+    point per matched model (``PublicationView.benchmark_points``); the model, both values and both ranks
     in each point's title. ``figures``: the agreement in words, appended to the description."""
     plot = (58, 12, width - 72, height - 56)  # left, top, width, height of the plotting area
     columns = ("model", "score", *_CI, "our_rank", "benchmark_rank")

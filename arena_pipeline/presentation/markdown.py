@@ -8,11 +8,11 @@ from arena_pipeline.core.dataset.categories import category_label
 from arena_pipeline.core.labels import PROVISIONAL_RANK
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.charts import rating_chart_svg, svg_data_uri
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.tables import frame_table, markdown_escape
 
 
-def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt", n: int = 10) -> str:
+def top_n_markdown(pub: PublicationView, category: str = "overall", method: str = "bt", n: int = 10) -> str:
     """The first ``n`` rows of one board (shown models, then provisional ones) as a Markdown table.
 
     Columns ``Rank`` (a provisional model's marked ``prov. N``: its place among every model of the
@@ -46,7 +46,7 @@ def top_n_markdown(pub: Published, category: str = "overall", method: str = "bt"
     return f"{title}\n\n{table}"
 
 
-def overall_chart_markdown(pub: Published, max_models: int = 25) -> str | None:
+def overall_chart_markdown(pub: PublicationView, max_models: int = 25) -> str | None:
     """The overall board's ratings (bt and bt_style) as an inline image, or None without one."""
     if "overall" not in pub.categories():
         return None
@@ -54,7 +54,7 @@ def overall_chart_markdown(pub: Published, max_models: int = 25) -> str | None:
     return f"![overall ratings with 95% CI]({svg_data_uri(chart)})"
 
 
-def board_previews(pub: Published, n: int = 10) -> dict[str, str]:
+def board_previews(pub: PublicationView, n: int = 10) -> dict[str, str]:
     """``top10_<category>`` per category with a bt board, and ``overall_ratings_chart``."""
     out = {f"top{n}_{c}": top_n_markdown(pub, c, "bt", n) for c in pub.categories() if "bt" in pub.methods(c)}
     chart = overall_chart_markdown(pub)

@@ -66,8 +66,9 @@ from arena_pipeline.presentation.read_board import NoBoard, check_board  # noqa:
 
 
 @dataclass(frozen=True)
-class Published:
-    """The published frames, read from one warehouse snapshot (or built from a ranking run)."""
+class PublicationView:
+    """The read model of one publication: its frames, read from one warehouse snapshot (or built from a
+    ranking run). Not to be confused with lmarena.ai's published board, the external reference board."""
 
     leaderboard: pl.DataFrame
     pairwise: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PAIRWISE_SCHEMA))
@@ -100,7 +101,7 @@ class Published:
     publication_id: int | None = None
 
     @classmethod
-    def from_output(cls, output: RankingOutput, **extra: Any) -> Published:
+    def from_output(cls, output: RankingOutput, **extra: Any) -> PublicationView:
         """The frames of a ``compute_rankings`` result (tests, benchmarks), plus ``extra`` fields."""
         frames = {k: getattr(output, k) for k in ("unrated_models", "board_status")
                   if getattr(output, k) is not None}
@@ -266,7 +267,7 @@ class Published:
         return q.filter(FAILED) if q is not None else pl.DataFrame()
 
 
-def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> Published:
+def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> PublicationView:
     """Every published frame in one transaction (a consistent snapshot); ``style``: also the per-model
     ``core.publication.derived.style_profile`` (an aggregate over ``schema.battles``; the report's panels).
 
@@ -285,7 +286,7 @@ def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, styl
         if leaderboard is None:
             raise LookupError(f"{schema}.leaderboard does not exist")
         live = live_publication(con, schema)
-        published = Published(
+        published = PublicationView(
             leaderboard,
             table_frame(con, schema, PAIRWISE_TABLE, PAIRWISE_SCHEMA),
             table_frame(con, schema, STYLE_COEFFICIENTS_TABLE, STYLE_COEFFICIENTS_SCHEMA),
@@ -316,9 +317,9 @@ def _alignment(live: dict[str, Any] | None) -> dict[str, Any] | None:
     return (tables.get(LEADERBOARD_TABLE) or {}).get("alignment")
 
 
-def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SCHEMA) -> Published:
+def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SCHEMA) -> PublicationView:
     """One loaded dump's own boards (its rows of ``schema.dump_leaderboard``, without the ``dump`` column) as
-    the leaderboard of a :class:`Published` (the other frames empty: they describe the combined boards).
+    the leaderboard of a :class:`PublicationView` (the other frames empty: they describe the combined boards).
 
     Raises
     ------
@@ -337,7 +338,7 @@ def read_dump_boards(con: duckdb.DuckDBPyConnection, dump: str, schema: str = SC
         row = published_dump_row(con, schema)
     if board.is_empty():
         raise ValueError(f"no boards for dump {dump!r}; dumps with boards: {', '.join(dumps) or 'none'}")
-    return Published(board, dump=row)
+    return PublicationView(board, dump=row)
 
 
 def when(value: Any) -> str:

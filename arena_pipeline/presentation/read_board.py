@@ -1,6 +1,6 @@
 """One published board read as DuckDB's own rows (no Polars, no Arrow): what ``arena-pipeline leaderboard`` prints.
 
-The same board, order and messages as :class:`~arena_pipeline.presentation.read.Published` (both choose and
+The same board, order and messages as :class:`~arena_pipeline.presentation.read.PublicationView` (both choose and
 check a board with :func:`check_board`), read with a handful of small queries instead of every published frame,
 so that the command starts and answers fast. No query binds a Python value (DuckDB would import pandas).
 """

@@ -28,7 +28,7 @@ from arena_pipeline.presentation.charts import (
     profile_chart_svg,
     rating_chart_svg,
 )
-from arena_pipeline.presentation.read import Published, read_published
+from arena_pipeline.presentation.read import PublicationView, read_published
 from arena_pipeline.presentation.templating import environment, interval
 
 DEFAULT_REPORT_PATH = Path(_DEFAULT)
@@ -125,7 +125,7 @@ def report_lag(path: str | os.PathLike[str], live: dict | None) -> str | None:
            f"publication {live_id} is live"
 
 
-def write_live_report(pub: Published, out_path: str | os.PathLike[str], **options: Any) -> Path | None:
+def write_live_report(pub: PublicationView, out_path: str | os.PathLike[str], **options: Any) -> Path | None:
     """Write the report of ``pub`` (the live publication) with :func:`render_report` and return its path;
     with an empty leaderboard (published on purpose) remove a previous page instead (its board is no
     longer live) and return None. The one writer of the report file (the gate's step, the freshness
@@ -200,7 +200,7 @@ def _static(name: str) -> Markup:
     return Markup((files("arena_pipeline.presentation") / "templates" / name).read_text(encoding="utf-8"))
 
 
-def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", heatmap_models: int = 20,
+def build_report_html(pub: PublicationView, *, title: str = "LMArena leaderboards", heatmap_models: int = 20,
                       generated_at: dt.datetime | None = None) -> str:
     """The report page as a string; see :func:`render_report`."""
     if pub.leaderboard.height == 0:
@@ -216,7 +216,7 @@ def build_report_html(pub: Published, *, title: str = "LMArena leaderboards", he
     )
 
 
-def render_report(pub: Published, out_path: str | os.PathLike[str] = DEFAULT_REPORT_PATH, **options: Any) -> Path:
+def render_report(pub: PublicationView, out_path: str | os.PathLike[str] = DEFAULT_REPORT_PATH, **options: Any) -> Path:
     """Write the published leaderboards as one self-contained, offline HTML file.
 
     Per category (a tab each, board order): the primary board (``bt``) with provisional models in a

@@ -11,7 +11,7 @@ import pytest
 
 from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
 from arena_pipeline.core.publication.derived import live_benchmarks
-from arena_pipeline.presentation.read import Published, read_published
+from arena_pipeline.presentation.read import PublicationView, read_published
 from arena_pipeline_tests.support.synthetic_published import (
     CHAMPION,
     synthetic_battles,
@@ -24,7 +24,7 @@ MODEL = "gpt-4.1-2025-04-14"
 
 
 @pytest.fixture(scope="module")
-def pub() -> Published:
+def pub() -> PublicationView:
     return synthetic_published()
 
 
@@ -70,7 +70,7 @@ def test_style_profile_means_per_answer_and_field_mean(pub):
     assert tokens["model"] == pytest.approx(mean, rel=1e-12)
     assert tokens["field"] == pytest.approx(sides.get_column("tokens").mean(), rel=1e-12)
     assert style.get_column("feature").to_list() == ["tokens", "headers", "lists", "bold"]
-    assert Published(pub.leaderboard).profile(MODEL)["style"].height == 0  # no battles table
+    assert PublicationView(pub.leaderboard).profile(MODEL)["style"].height == 0  # no battles table
 
 
 def test_unrated_and_board_status_follow_the_category_rules(pub):
@@ -144,4 +144,4 @@ def test_benchmarks_are_read_only_when_the_live_publication_published_them():
     with duckdb.connect() as con:  # no publication at all
         con.execute("CREATE SCHEMA arena")
         assert live_benchmarks(con) is None
-    assert Published(pub.leaderboard).benchmark_agreement().height == 0
+    assert PublicationView(pub.leaderboard).benchmark_agreement().height == 0

@@ -26,7 +26,7 @@ from arena_pipeline.presentation.charts import (
     svg_data_uri,
 )
 from arena_pipeline.presentation.markdown import frame_markdown, top_n_markdown
-from arena_pipeline.presentation.read import Published, read_published
+from arena_pipeline.presentation.read import PublicationView, read_published
 from arena_pipeline.presentation.report import (
     MARKER_WITHIN,
     REPORT_MARKER,
@@ -52,11 +52,11 @@ def outputs() -> RankingOutput:
     return synthetic_outputs()
 
 
-def pub_of(leaderboard: pl.DataFrame, outputs: RankingOutput | None = None, **extra) -> Published:
-    """A Published of ``leaderboard`` (with the synthetic pairwise and style frames when given)."""
+def pub_of(leaderboard: pl.DataFrame, outputs: RankingOutput | None = None, **extra) -> PublicationView:
+    """A PublicationView of ``leaderboard`` (with the synthetic pairwise and style frames when given)."""
     if outputs is None:
-        return Published(leaderboard, **extra)
-    return Published(leaderboard, outputs.pairwise, outputs.style_coefficients, **extra)
+        return PublicationView(leaderboard, **extra)
+    return PublicationView(leaderboard, outputs.pairwise, outputs.style_coefficients, **extra)
 
 
 class _Collector(HTMLParser):
@@ -242,7 +242,7 @@ def test_heatmap_marks_pairs_that_never_met(outputs):
     pairwise = outputs.pairwise.filter(
         ~((pl.col("model_1") == "gemini-2.5-pro") | (pl.col("model_2") == "gemini-2.5-pro"))
     )
-    root = ET.fromstring(heatmap_svg(Published(outputs.leaderboard, pairwise), "overall", max_models=4))
+    root = ET.fromstring(heatmap_svg(PublicationView(outputs.leaderboard, pairwise), "overall", max_models=4))
     empty = root.findall(f".//{SVG}rect[@class='cell empty']")
     assert len(empty) == 2 * 3
     assert all(e.find(f"{SVG}title").text.endswith("no battles") for e in empty)
@@ -286,7 +286,7 @@ def test_rank_changes_compare_bt_and_bt_style_ranks(outputs):
 
 
 def test_quality_summary_counts_by_table_and_severity(outputs):
-    summary = Published(outputs.leaderboard, quality_results=synthetic_quality()).quality_summary()
+    summary = PublicationView(outputs.leaderboard, quality_results=synthetic_quality()).quality_summary()
     assert summary.schema == pl.Schema(QUALITY_SUMMARY_SCHEMA)
     assert summary.to_dicts() == [
         {"table": "battles", "checks": 2, "passed": 1, "failed_errors": 0, "failed_warnings": 1},
@@ -294,8 +294,8 @@ def test_quality_summary_counts_by_table_and_severity(outputs):
     ]
     no_severity = synthetic_quality().with_columns(severity=pl.lit(None, pl.String), success=pl.lit(False))
     # a failed check without a severity counts as an error
-    assert Published(outputs.leaderboard, quality_results=no_severity).quality_summary().get_column("failed_errors").to_list() == [2, 1]
-    assert Published(outputs.leaderboard).quality_summary().height == 0
+    assert PublicationView(outputs.leaderboard, quality_results=no_severity).quality_summary().get_column("failed_errors").to_list() == [2, 1]
+    assert PublicationView(outputs.leaderboard).quality_summary().height == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +305,7 @@ def test_quality_summary_counts_by_table_and_severity(outputs):
 
 def test_report_page_has_every_section_per_category(outputs, tmp_path):
     out = render_report(
-        Published.from_output(outputs, quality_results=synthetic_quality(), dump=synthetic_dump()),
+        PublicationView.from_output(outputs, quality_results=synthetic_quality(), dump=synthetic_dump()),
         tmp_path / "site" / "index.html", generated_at=dt.datetime(2025, 7, 2, 12, 0, tzinfo=dt.UTC),
     )
     assert out == tmp_path / "site" / "index.html"
@@ -334,7 +334,7 @@ def test_report_page_has_every_section_per_category(outputs, tmp_path):
 def test_report_replaces_only_a_report_it_wrote(outputs, tmp_path):
     """ARENA_REPORT equal to ARENA_WAREHOUSE had the run's report replace the warehouse (issue 38, item 2):
     the writer refuses any existing file without the page's generator tag, and leaves it as it was."""
-    pub = Published.from_output(outputs, quality_results=synthetic_quality(), dump=synthetic_dump())
+    pub = PublicationView.from_output(outputs, quality_results=synthetic_quality(), dump=synthetic_dump())
     warehouse = tmp_path / "warehouse.duckdb"
     with duckdb.connect(str(warehouse)) as con:
         con.execute("CREATE TABLE t AS SELECT 1 AS x")
@@ -439,7 +439,7 @@ def test_report_takes_the_dumps_row_or_the_leaderboard_revision(outputs):
 
 def test_report_with_bt_only_and_no_pairwise(outputs):
     lb = outputs.leaderboard.filter(pl.col("method") == "bt")
-    page = build_report_html(Published(lb))
+    page = build_report_html(PublicationView(lb))
     assert "this category lacks one" in page
     assert 'class="chart rating-chart"' in page
     assert page.count('class="cell empty"') > 0
@@ -469,7 +469,7 @@ def test_latest_quality_results_keeps_the_revision_and_each_tables_last_run():
     latest = latest_quality_results(pl.concat([first, rerun, other]), REVISION)
     assert latest.height == 3
     assert latest.filter(pl.col("table_name") == "battles").get_column("success").to_list() == [True, True]
-    assert Published(pl.DataFrame(), quality_results=latest).quality_summary().get_column("failed_warnings").to_list() == [0, 0]
+    assert PublicationView(pl.DataFrame(), quality_results=latest).quality_summary().get_column("failed_warnings").to_list() == [0, 0]
     assert latest_quality_results(first, None).height == 3
 
 
@@ -556,7 +556,7 @@ def test_the_reference_model_and_an_unbounded_interval_render_in_words(outputs):
     lines = top_n_markdown(pub, "overall", "bt", n=20).splitlines()
     row = next(md_cells(line) for line in lines if f"| {reference} " in line)
     assert row[3:5] == ["1,000.0", "reference"]
-    page = build_report_html(Published.from_output(outputs), generated_at=dt.datetime(2025, 7, 2, tzinfo=dt.UTC))
+    page = build_report_html(PublicationView.from_output(outputs), generated_at=dt.datetime(2025, 7, 2, tzinfo=dt.UTC))
     cells = re.findall(rf'>{re.escape(reference)}</a></th><td class="num" data-value="1000.0">1,000.0</td>'
                        r'<td class="num" data-value="([^"]*)">([^<]*)</td>', page)
     assert cells and set(cells) == {("0.0", "reference")}

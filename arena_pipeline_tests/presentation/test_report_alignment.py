@@ -16,7 +16,7 @@ from arena_pipeline.core.validation.external import (
     apply_alignment,
     unaligned_record,
 )
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.report import build_report_html
 
 FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
@@ -44,7 +44,7 @@ def test_aligned_and_unaligned_boards_say_so(output):
         "category", "model", (pl.col("rating") + 265.6).alias("rating"), pl.lit("bt").alias("method"))
     shifts = alignment_shifts(lb, theirs)
     record = alignment_record(shifts, "boards/leaderboard-text.json", "0" * 64, "2025-11-05", 1000.0)
-    pub = dataclasses.replace(Published.from_output(output, alignment=record), leaderboard=apply_alignment(lb, shifts))
+    pub = dataclasses.replace(PublicationView.from_output(output, alignment=record), leaderboard=apply_alignment(lb, shifts))
     said = notes(build_report_html(pub), "alignment")
     assert said[0].startswith("Aligned to lmarena.ai's overall board of 2025-11-05 (leaderboard-text.json) by "
                               "+265.6 points: the median difference of the 6 matched shown models to it is zero.")
@@ -60,17 +60,17 @@ def test_aligned_and_unaligned_boards_say_so(output):
 
 def test_an_alignment_that_could_not_be_made_says_why(output):
     record = unaligned_record("boards/missing.json", "the published board is unusable: no such file")
-    html = build_report_html(Published.from_output(output, alignment=record))
+    html = build_report_html(PublicationView.from_output(output, alignment=record))
     assert notes(html, "alignment")[0].startswith(
         "Alignment to a published board was asked for but not made (the published board is unusable: no such file)")
 
 
 def test_no_alignment_asked_for_says_nothing(output):
-    assert notes(build_report_html(Published.from_output(output)), "alignment") == []
+    assert notes(build_report_html(PublicationView.from_output(output)), "alignment") == []
 
 
 def test_votes_without_style_counts_are_reported_as_left_out(output):
-    said = notes(build_report_html(Published.from_output(output)), "style-left-out")
+    said = notes(build_report_html(PublicationView.from_output(output)), "style-left-out")
     assert said == ["200 of this category's votes come from dumps without style counts (older formats) and are "
                     "left out of the style-controlled fit, which uses 1,200 votes: they are not counted as votes "
                     "with no style difference."]
@@ -94,7 +94,7 @@ def test_the_changes_of_an_aligned_board_show_the_shifts_move(output):
                              since={"publication_id": 1, "revision": "r1", "published_at": None})
     assert board_shift(changes.filter(pl.col("method") == "bt")) == {"before": 250.0, "after": 262.5, "change": 12.5}
     assert not changes.get_column("beyond_interval").fill_null(False).any()  # the shift's move flags no model
-    html = build_report_html(dataclasses.replace(Published.from_output(output, alignment=records[1]),
+    html = build_report_html(dataclasses.replace(PublicationView.from_output(output, alignment=records[1]),
                                                  leaderboard=moved[1], changes=changes))
     said = re.findall(r'<span class="shift-change">(.*?)</span>', html)
     assert len(said) == 1 and "the shift moved +12.5 points (+250.0 → +262.5)" in said[0]

@@ -11,7 +11,7 @@ import pytest
 
 from arena_pipeline.core.publication.freshness import Pending
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.report import build_report_html
 
 FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.parquet"
@@ -34,13 +34,13 @@ def _pending(revision: str, state: str, reason: str) -> Pending:
 
 
 def test_no_note_when_every_seen_revision_is_published(output):
-    assert _stale_notes(build_report_html(Published.from_output(output))) == []
+    assert _stale_notes(build_report_html(PublicationView.from_output(output))) == []
 
 
 def test_the_newest_unpublished_revision_and_its_reason_are_on_the_page(output):
     pending = (_pending("local-bbb", "refused", "refused by the gate (run r1): publication refused, nothing changed"),
                _pending("local-aaa", "failed", "failed (run r0): flatten: boom"))
-    (note,) = _stale_notes(build_report_html(Published.from_output(output, pending=pending)))
+    (note,) = _stale_notes(build_report_html(PublicationView.from_output(output, pending=pending)))
     assert "revision local-bbb" in note and "is not published: refused by the gate (run r1)" in note
     assert "1 other unpublished revision seen too" in note
     assert "local-aaa" not in note  # only the newest is named

@@ -15,7 +15,7 @@ from scipy.special import expit
 
 from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.ranking import RankingConfig, RankingOutput, compute_rankings
-from arena_pipeline.presentation.read import Published
+from arena_pipeline.presentation.read import PublicationView
 
 #: True strengths (natural log-odds) and verbosity of the synthetic models. One name carries
 #: HTML/Markdown metacharacters to prove escaping.
@@ -99,9 +99,9 @@ def synthetic_outputs(n: int = 3000, seed: int = 0) -> RankingOutput:
     )
 
 
-def synthetic_published(**extra) -> Published:
+def synthetic_published(**extra) -> PublicationView:
     """:func:`synthetic_outputs` as published frames, with quality results and the dumps row."""
-    return Published.from_output(synthetic_outputs(), quality_results=synthetic_quality(),
+    return PublicationView.from_output(synthetic_outputs(), quality_results=synthetic_quality(),
                                  dump=synthetic_dump(), style_profile=synthetic_style_profile(), **extra)
 
 
