@@ -44,7 +44,7 @@ from arena_pipeline.core.store.warehouse import (
     quoted,
     relation_exists,
 )
-from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
+from arena_pipeline.export import export_files, export_folder_problem, export_tables
 from arena_pipeline.presentation.read_board import NoBoard, read_board
 from arena_pipeline.presentation.tables import frame_table, rows_table
 
@@ -244,17 +244,22 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
 
 
 @cli.command(short_help="write the leaderboard tables to files", help=(
-    f"Write the published leaderboard tables ({', '.join(EXPORT_TABLES)}, when present) to OUT_DIR as "
-    "<table>.parquet or <table>.csv, plus manifest.json: from one snapshot, all or nothing."))
+    "Write the published tables their assets declare exported (the leaderboards and their history, "
+    "pairwise tables, models, model fit, validation tables, publication changes, quality results and dumps; "
+    "when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json: from one snapshot, "
+    "all or nothing."))
 @click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
 @click.argument("out_dir", metavar="OUT_DIR", type=click.Path(path_type=Path))
 @reads_warehouse
 def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
-    if problem := export_folder_problem(out_dir):
+    # which tables: declared on their assets, so read from the pipeline's definitions (this command only)
+    from arena_pipeline.definitions import CATALOG
+
+    if problem := export_folder_problem(out_dir, export_files(CATALOG.exported)):
         raise CliError(problem)
     with open_warehouse(warehouse, timeout) as con:
         try:
-            written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse))
+            written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse), CATALOG.exported)
         except (OSError, duckdb.Error) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
             raise CliError(f"cannot write the export to {out_dir}: {reason}; {out_dir} is unchanged") from exc

@@ -28,6 +28,7 @@ from arena_pipeline.core.analysis import (
     write_preference_pairs,
 )
 from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.versions import sibling_version, versioned
 from arena_pipeline.core.store.warehouse import relation_exists
 
@@ -49,7 +50,8 @@ def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
 @dg.asset(
     key=ANALYSIS_KEYS[POSITION_BIAS_TABLE],
     group_name="reports",
-    metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}"),
+    metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}",
+                             TableSpec()),
     kinds={"polars", "duckdb"},
     ins=_TAGGED_BATTLES,
     io_manager_key=VERSION_STORE,
@@ -65,7 +67,8 @@ def position_bias_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) 
 @dg.asset(
     key=ANALYSIS_KEYS[RATING_TREND_TABLE],
     group_name="reports",
-    metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}"),
+    metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}",
+                             TableSpec()),
     kinds={"numpy", "duckdb"},
     ins=_TAGGED_BATTLES,
     io_manager_key=VERSION_STORE,
@@ -83,7 +86,8 @@ def rating_trend_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) -
     key=ANALYSIS_KEYS[PREFERENCE_PAIRS_TABLE],
     group_name="reports",
     # the message lists of PREFERENCE_PAIRS_SCHEMA are not stored (they would store every text twice)
-    metadata=schema_metadata(PAIR_ROWS_SCHEMA, f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}"),
+    metadata=schema_metadata(PAIR_ROWS_SCHEMA, f"{SCHEMA}.{PREFERENCE_PAIRS_TABLE}",
+                             TableSpec(heavy=True, file_view=True)),
     kinds={"polars", "duckdb"},
     ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "messages": stored_input(TABLE_KEYS[MESSAGES_TABLE]),
          "battle_categories": stored_input(BATTLE_CATEGORIES)},

@@ -28,6 +28,7 @@ from arena_pipeline.core.dataset.schema import (
 from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, load_dump
 from arena_pipeline.core.ingest.local_dump import local_revision
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.versions import (
     finish_build,
@@ -179,19 +180,28 @@ def raw_dump(
 
 
 _FLAT = {"kinds": {"polars", "duckdb"}, "deps": [RAW_DUMP]}
+#: the vote tables: Parquet files in the readers' snapshot; the message tables never load into Python;
+#: battles and messages publish only after their blocking expectation suites passed (checks.py)
+_FLAT_SPECS = {
+    BATTLES_TABLE: TableSpec(file_view=True, checked=True),
+    MESSAGES_TABLE: TableSpec(heavy=True, file_view=True, checked=True),
+    CONTEXT_MESSAGES_TABLE: TableSpec(heavy=True, file_view=True),
+    QUARANTINE_TABLE: TableSpec(file_view=True),
+}
 
 
 @dg.multi_asset(
     specs=[
-        table_spec(BATTLES_TABLE, BATTLES_SCHEMA, group="ingest", **_FLAT,
+        table_spec(BATTLES_TABLE, BATTLES_SCHEMA, _FLAT_SPECS[BATTLES_TABLE], group="ingest", **_FLAT,
                    description="arena.battles: one row per vote with every scalar, conv_metadata and "
                    "category_tag field as a column."),
-        table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, group="ingest", **_FLAT,
+        table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, _FLAT_SPECS[MESSAGES_TABLE], group="ingest", **_FLAT,
                    description="arena.messages: one row per message of conversation_a and conversation_b."),
-        table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, group="ingest", **_FLAT,
+        table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, _FLAT_SPECS[CONTEXT_MESSAGES_TABLE],
+                   group="ingest", **_FLAT,
                    description="arena.context_messages: the full_conversation turns of earlier evaluation "
                    "orders that precede each vote (not repeated in arena.messages)."),
-        table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, group="quality", **_FLAT,
+        table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, _FLAT_SPECS[QUARANTINE_TABLE], group="quality", **_FLAT,
                    description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
     ],
 )
@@ -218,7 +228,8 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
         record_dump(con, SCHEMA, revision=build.revision, status="loaded")
     if report is not None:  # their Parquet files for the readers' snapshot, written while the checks and fits run
         for name in counts:
-            warehouse.export_ahead(name, version_name(name, build))
+            if _FLAT_SPECS[name].file_view:
+                warehouse.export_ahead(version_name(name, build))
     if report is None:
         context.log.info(f"revision {build.revision} was loaded before with the same aliases, source and code: "
                          f"its tables are reused ({', '.join(f'{n} {r}' for n, r in counts.items())} rows), "

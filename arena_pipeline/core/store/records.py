@@ -7,8 +7,17 @@ import json
 
 import duckdb
 
-from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, QUALITY_RESULTS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
+
+#: The records: the only base tables of the published schema (everything else there is a view the gate
+#: re-points), appended to or updated in place, never versions (README: Tables); the export writes two.
+RECORD_TABLES = {
+    PUBLICATIONS_TABLE: TableSpec(published=False),
+    QUALITY_RESULTS_TABLE: TableSpec(published=False, exported=True),
+    DUMPS_TABLE: TableSpec(published=False, exported=True),
+}
 
 BUILDS = quoted(VERSIONS_SCHEMA, "builds")
 
