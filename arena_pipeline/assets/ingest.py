@@ -6,8 +6,8 @@ import dagster as dg
 from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build, run_failure, table_sha256
+from arena_pipeline.assets.live import note_if_unpublished
 from arena_pipeline.assets.metadata import table_spec
-from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.run_config import check_ranking_run_config
 from arena_pipeline.constants import (
     BATTLES_TABLE,
@@ -33,8 +33,7 @@ from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.versions import (
     finish_build,
     register_version,
-    reusable_version,
-    reuse_version,
+    reuse_together,
     start_build,
     version_name,
 )
@@ -212,7 +211,9 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
         build = run_build(context, con)
         manifest = build.manifest
         settings = flat_settings(aliases, manifest)
-        reused = _reuse_flat_tables(con, build, settings)
+        # an earlier build's four tables as this build's versions (views), when it loaded this revision
+        # with the same settings and code: nothing is read or written
+        reused = reuse_together(con, tuple(TABLE_KEYS), build, settings)
         if reused is not None:
             counts, report = reused, None
         else:
@@ -273,19 +274,6 @@ def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
         if isinstance(exc, SourceError):  # a file that is not what was fetched: one line, no retry
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         raise
-
-
-def _reuse_flat_tables(con, build, settings) -> dict[str, int] | None:
-    """Rows per flat table when an earlier build loaded this revision with the same settings and code
-    (its four tables become this build's versions, as views: nothing is read or written), else None."""
-    found = {name: reusable_version(con, name, build, settings) for name in TABLE_KEYS}
-    if any(v is None for v in found.values()):
-        return None
-    if len({base.rpartition("__")[2] for base, _ in found.values()}) != 1:  # loaded together, by one build
-        return None
-    for name, (base, rows) in found.items():
-        reuse_version(con, name, build, base, rows, settings)
-    return {name: rows for name, (_, rows) in found.items()}
 
 
 def _flat_results(build, counts: dict[str, int], report: LoadReport | None):

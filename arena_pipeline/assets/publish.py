@@ -1,12 +1,12 @@
 """The publication gate: a run's tables made visible together, checked, recorded, and the report re-rendered."""
 
-from pathlib import Path
 
 import dagster as dg
 import duckdb
 from pydantic import Field
 
 from arena_pipeline.assets.builds import finished_check, package_version, run_build
+from arena_pipeline.assets.live import PUBLICATION_GATE, live_now, live_text
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     LEADERBOARD_TABLE,
@@ -34,7 +34,6 @@ from arena_pipeline.presentation.read import Published, read_published
 from arena_pipeline.presentation.report import why_not_written, write_live_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
-PUBLICATION_GATE = dg.AssetKey("publication_gate")
 REPORT = dg.AssetKey("leaderboard_report")
 #: The table the gate writes itself (the candidate boards against the live ones), published and exported
 #: with the rest; not an asset, so not among the catalogue's published tables (which come from the graph)
@@ -112,7 +111,7 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
     """The gate's step (:func:`publication_gate_asset`)."""
     if PUBLICATION_GATE not in context.selected_asset_keys:
         yield _render_report(context, warehouse, report_settings)
-        context.log.info(f"report re-rendered: {_live_now(warehouse, report_settings)}")
+        context.log.info(f"report re-rendered: {live_now(warehouse, report_settings)}")
         return
     try:
         with warehouse.connection() as con:
@@ -178,53 +177,13 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
         yield rendered
     # the step's last line: what users see now, where (a CLI user reads nothing else)
     context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
-                     f"{_live_now(warehouse, report_settings)}")
-
-
-def _live_text(live: dict | None, warehouse: Warehouse, report_settings: ReportSettings | None = None) -> str:
-    """What users see, in words: the live publication, the warehouse file and the report file."""
-    where = f"warehouse {Path(warehouse.database_path()).resolve()}"
-    if live is None:
-        return f"nothing is published yet in {where}"
-    text = f"live is publication {live['publication_id']} (revision {live['revision']}) in {where}"
-    if report_settings is not None:
-        report = report_settings.path().resolve()
-        text += f", report {report}" if report.is_file() else f", no report at {report}"
-    return text
+                     f"{live_now(warehouse, report_settings)}")
 
 
 def _still_live(refusal: str, con, warehouse: Warehouse, report_settings: ReportSettings) -> str:
     """A refusal ended by what is still live (``con`` is the gate's connection)."""
-    live = _live_text(live_publication(con, SCHEMA), warehouse, report_settings)
+    live = live_text(live_publication(con, SCHEMA), warehouse, report_settings)
     return f"{refusal.rstrip('.')}. Nothing was published: {live}"
-
-
-def _live_now(warehouse: Warehouse, report_settings: ReportSettings | None = None) -> str:
-    """:func:`_live_text` of what is live now, in one short read-only look (a line to log: a warehouse
-    that cannot be read now is said so, it does not fail the step)."""
-    try:
-        with warehouse.connection(read_only=True) as con:
-            return _live_text(live_publication(con, SCHEMA), warehouse, report_settings)
-    except (WarehouseLockedError, duckdb.Error) as exc:
-        return f"warehouse {Path(warehouse.database_path()).resolve()} (what is live could not be read now: {exc})"
-
-
-def note_if_unpublished(context: dg.AssetExecutionContext, warehouse: Warehouse) -> None:
-    """End a step that built tables with one line when its run publishes nothing: the run's selection
-    has no publication_gate and no selected asset comes after this step's. The line says that what
-    users see did not change, what is live, and the selection that publishes (only the gate does)."""
-    graph = context.job_def.asset_layer.asset_graph  # the run's job (a repository is not always there)
-    selection = set(context.run.asset_selection or graph.executable_asset_keys)
-    if PUBLICATION_GATE in selection:
-        return
-    later = dg.AssetSelection.assets(*context.selected_asset_keys).downstream(include_self=False).resolve(graph)
-    if later & selection:  # a later step of this run ends it
-        return
-    context.log.info(
-        f"this run publishes nothing: its tables are built beside the live ones and what users see is unchanged, "
-        f"{_live_now(warehouse)}. Only the publication gate changes it: add publication_gate,leaderboard_report to "
-        "the selection (a re-rank: with the ranking tables and the validation tables computed from them, or "
-        "the rerank_job; a rebuild: --select '*')")
 
 
 class _Refused(Exception):

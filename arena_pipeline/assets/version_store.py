@@ -22,7 +22,7 @@ the version's inputs (what its reuse key hashes) are the tables the asset graph 
 step's asset definition states them (no list of lineage elsewhere). A new version of a table whose
 spec says ``file_view`` starts its Parquet file for the readers' snapshot at once.
 Each stored output gets ``revision`` and ``dagster/row_count`` metadata, and after the step's last
-output the store logs the "this run publishes nothing" line (``assets.publish.note_if_unpublished``):
+output the store logs the "this run publishes nothing" line (``assets.live.note_if_unpublished``):
 a multi-asset yields its outputs in the order of its specs.
 
 The store takes the run's ``warehouse`` resource by key (``required_resource_keys``), not as a nested
@@ -40,8 +40,8 @@ import duckdb
 import polars as pl
 
 from arena_pipeline.assets.builds import build_of_run, package_version, run_failure
+from arena_pipeline.assets.live import note_if_unpublished
 from arena_pipeline.assets.metadata import COLUMN_SCHEMA, spec_of
-from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.store.versions import (
     FailureOf,

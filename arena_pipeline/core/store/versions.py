@@ -299,6 +299,21 @@ def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base
 
 
 
+def reuse_together(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], build: Build,
+                   settings: Mapping | None = None) -> dict[str, int] | None:
+    """Rows per table when one earlier build made every table of ``tables`` (built together, by one step)
+    with ``build``'s inputs keys (:func:`reusable_version`): they become ``build``'s versions, as views
+    (:func:`reuse_version`), all or none; else None (nothing changed)."""
+    found = {name: reusable_version(con, name, build, settings) for name in tables}
+    if any(v is None for v in found.values()):
+        return None
+    if len({base.rpartition("__")[2] for base, _ in found.values()}) != 1:  # made together, by one build
+        return None
+    for name, (base, rows) in found.items():
+        reuse_version(con, name, build, base, rows, settings)
+    return {name: rows for name, (_, rows) in found.items()}
+
+
 def write_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, frame: pl.DataFrame,
                   settings: Mapping | None = None, inputs: Iterable[str] = ()) -> int:
     """Write ``frame`` as ``build``'s version of ``table`` (staged, then swapped in) and register it
