@@ -44,7 +44,7 @@ from arena_pipeline.core.store.warehouse import (
     quoted,
     relation_exists,
 )
-from arena_pipeline.export import export_files, export_folder_problem, export_tables
+from arena_pipeline.export import export_files, export_folder_problem, export_tables, exported_by_publication
 from arena_pipeline.presentation.read_board import NoBoard, read_board
 from arena_pipeline.presentation.tables import frame_table, rows_table
 
@@ -252,14 +252,18 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
 @click.argument("out_dir", metavar="OUT_DIR", type=click.Path(path_type=Path))
 @reads_warehouse
 def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
-    # which tables: declared on their assets, so read from the pipeline's definitions (this command only)
-    from arena_pipeline.definitions import CATALOG
-
-    if problem := export_folder_problem(out_dir, export_files(CATALOG.exported)):
-        raise CliError(problem)
     with open_warehouse(warehouse, timeout) as con:
+        # which tables: declared on their assets; the live publication records the list, else (a warehouse
+        # from before) the pipeline's definitions say it (Dagster is imported then, by this command only)
+        tables = exported_by_publication(con)
+        if tables is None:
+            from arena_pipeline.definitions import CATALOG
+
+            tables = CATALOG.exported
+        if problem := export_folder_problem(out_dir, export_files(tables)):
+            raise CliError(problem)
         try:
-            written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse), CATALOG.exported)
+            written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse), tables)
         except (OSError, duckdb.Error) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
             raise CliError(f"cannot write the export to {out_dir}: {reason}; {out_dir} is unchanged") from exc

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from arena_pipeline.constants import SCHEMA
+from arena_pipeline.constants import PUBLICATIONS_TABLE, SCHEMA
 from arena_pipeline.core.store.atomic import make_folder
 from arena_pipeline.core.store.records import published_dump_row
 from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists, sql_string
@@ -50,6 +50,18 @@ def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
     idents = ['"' + name.replace('"', '""') + '"' for name in relation.columns]
     select = [_csv_cell(i, dtype) for i, dtype in zip(idents, relation.types, strict=True)]
     return f"SELECT {', '.join(select)} FROM ({source})"
+
+
+def exported_by_publication(con: duckdb.DuckDBPyConnection) -> tuple[str, ...] | None:
+    """The tables the live publication says are exported (its settings' ``exported``: the gate records the
+    table catalogue's list), or None for a warehouse whose publication does not say (from before, or none).
+    Read with DuckDB alone (no frame library: the command starts fast)."""
+    if not relation_exists(con, SCHEMA, PUBLICATIONS_TABLE):
+        return None
+    row = con.execute(f"SELECT settings FROM {quoted(SCHEMA, PUBLICATIONS_TABLE)} "
+                      "ORDER BY publication_id DESC LIMIT 1").fetchone()
+    listed = (json.loads(row[0]) if row and row[0] else {}).get("exported")
+    return tuple(listed) if listed else None
 
 
 def export_files(tables: Iterable[str]) -> set[str]:

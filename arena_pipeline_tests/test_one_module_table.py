@@ -13,8 +13,9 @@ import polars as pl
 import pytest
 
 import arena_pipeline
+from arena_pipeline.cli import EXIT_OK, main
 from arena_pipeline.definitions import pipeline_assets
-from arena_pipeline.export import export_tables
+from arena_pipeline.export import export_tables, exported_by_publication
 from arena_pipeline_tests import toy_table
 from arena_pipeline_tests.materialize import copy_warehouse, materialize, sample_resources, work_file
 from arena_pipeline_tests.toy_table import TOY
@@ -77,6 +78,11 @@ def test_a_table_in_one_module_is_versioned_published_exported_and_in_the_lineag
         written, _, _ = export_tables(con, tmp_path / "export", "parquet", str(warehouse), catalog.exported)
     assert written[TOY]["rows"] == len(categories)
     assert pl.read_parquet(tmp_path / "export" / f"{TOY}.parquet").equals(published)
+    # the publication records what is exported: the CLI exports the toy table without the pipeline knowing it
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert exported_by_publication(con) == catalog.exported
+    assert main(["export", "--warehouse", str(warehouse), str(tmp_path / "cli")]) == EXIT_OK
+    assert pl.read_parquet(tmp_path / "cli" / f"{TOY}.parquet").equals(published)
     # reused: the same input version and code again is the earlier version, as a view
     again = materialize(resources, assets=assets, selection=SELECTION)
     assert again.success

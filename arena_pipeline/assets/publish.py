@@ -140,7 +140,9 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
                 # what changed against the live publication: a table of this publication, written by the gate
                 chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
                 rebuilt.append(PUBLICATION_CHANGES_TABLE)
+                # exported: what `arena-pipeline export` writes of this publication (its tables' declarations)
                 settings = {"package_version": package_version(), "gate": config.policy().__dict__,
+                            "exported": list(catalog.exported),
                             "tables": publication_settings(con, chosen)}
                 report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
                                  settings=settings, history_tables=catalog.history, retention=warehouse.retention,
