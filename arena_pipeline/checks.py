@@ -32,26 +32,16 @@ from arena_pipeline.assets.version_store import TableRef, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     MESSAGES_TABLE,
-    QUALITY_RESULTS_TABLE,
     SCHEMA,
 )
 from arena_pipeline.core.dataset.models import confusable_pairs
 from arena_pipeline.core.publication.freshness import one_line
-from arena_pipeline.core.store.records import record_dump
+from arena_pipeline.core.store.records import ensure_quality_results, record_dump
 from arena_pipeline.core.store.versions import finish_build, record_checks
-from arena_pipeline.core.store.warehouse import quoted
 from arena_pipeline.core.validation.quality import QualityReport, suite_path, validate_relation
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK, SETTING, assess_board, outcomes
 from arena_pipeline.resources import Warehouse
 
-QUALITY_RESULTS_DDL = """
-CREATE TABLE IF NOT EXISTS {table} (
-    dump_revision VARCHAR, table_name VARCHAR, suite VARCHAR, expectation_id VARCHAR,
-    expectation_type VARCHAR, column_name VARCHAR, severity VARCHAR, success BOOLEAN,
-    element_count BIGINT, unexpected_count BIGINT, unexpected_percent DOUBLE,
-    sample_ids VARCHAR[], checked_at TIMESTAMP
-)
-"""
 SAMPLE_SIZE = 10
 
 
@@ -62,10 +52,7 @@ def suite_sha256(table: str) -> str:
 
 def store_results(con, revision: str, table: str, report: QualityReport, version: str | None = None) -> int:
     """Append a validation's rows to ``arena.quality_results``; return how many."""
-    name = quoted(SCHEMA, QUALITY_RESULTS_TABLE)
-    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"')
-    con.execute(QUALITY_RESULTS_DDL.format(table=name))
-    con.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS table_version VARCHAR")
+    name = ensure_quality_results(con, SCHEMA)
     rows = report.results.select(  # noqa: F841 - DuckDB reads `rows` by name below
         pl.lit(revision).alias("dump_revision"),
         pl.lit(table).alias("table_name"),

@@ -46,7 +46,7 @@ from arena_pipeline.core.store.warehouse import (
     relation_exists,
     sql_string,
 )
-from arena_pipeline.export import EXPORT_TABLES, export_folder_problem, export_tables
+from arena_pipeline.export import export_files, export_folder_problem, export_tables, exported_by_publication
 from arena_pipeline.presentation.read_board import NoBoard, did_you_mean, read_board
 from arena_pipeline.presentation.tables import frame_table, rows_table
 
@@ -260,18 +260,27 @@ def _earlier_export(out_dir: Path) -> tuple[str, int] | None:
 
 
 @cli.command(short_help="write the leaderboard tables to files", help=(
-    f"Write the published leaderboard tables ({', '.join(EXPORT_TABLES)}, when present) to OUT_DIR as "
-    "<table>.parquet or <table>.csv, plus manifest.json: from one snapshot, all or nothing."))
+    "Write the published tables their assets declare exported (the leaderboards and their history, "
+    "pairwise tables, models, model fit, validation tables, publication changes, quality results and dumps; "
+    "when present) to OUT_DIR as <table>.parquet or <table>.csv, plus manifest.json: from one snapshot, "
+    "all or nothing."))
 @click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
 @click.argument("out_dir", metavar="OUT_DIR", type=click.Path(path_type=Path))
 @reads_warehouse
 def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
-    if problem := export_folder_problem(out_dir):
-        raise CliError(problem)
     earlier = _earlier_export(out_dir)
     with open_warehouse(warehouse, timeout) as con:
+        # which tables: declared on their assets; the live publication records the list, else (a warehouse
+        # from before) the pipeline's definitions say it (Dagster is imported then, by this command only)
+        tables = exported_by_publication(con)
+        if tables is None:
+            from arena_pipeline.definitions import CATALOG
+
+            tables = CATALOG.exported
+        if problem := export_folder_problem(out_dir, export_files(tables)):
+            raise CliError(problem)
         try:
-            written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse))
+            written, skipped, revision = export_tables(con, out_dir, fmt, str(warehouse), tables)
         except (OSError, duckdb.Error) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
             raise CliError(f"cannot write the export to {out_dir}: {reason}; {out_dir} is unchanged") from exc

@@ -1,32 +1,32 @@
 """The one Definitions object of the code location: assets, checks, jobs, schedules, sensors, resources."""
 
+from types import ModuleType
+
 import dagster as dg
 
-from arena_pipeline.assets.analysis import position_bias_table, rating_trend_table
-from arena_pipeline.assets.benchmarks import benchmark_comparison
-from arena_pipeline.assets.ingest import flat_tables, raw_dump
-from arena_pipeline.assets.models import external_comparison, models
-from arena_pipeline.assets.publish import publication_gate
-from arena_pipeline.assets.rankings import battle_categories, rankings
+from arena_pipeline import assets
+from arena_pipeline.assets.catalog import catalog_of
+from arena_pipeline.assets.publish import GATE_TABLES, publication_gate_asset
 from arena_pipeline.assets.version_store import VERSION_STORE, version_store
 from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
+from arena_pipeline.core.store.catalog import TableCatalog
+from arena_pipeline.core.store.records import RECORD_TABLES
 from arena_pipeline.jobs import refresh_job, rerank_job
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
 
-ASSETS = [
-    raw_dump,
-    flat_tables,
-    battle_categories,
-    rankings,
-    models,
-    position_bias_table,
-    rating_trend_table,
-    publication_gate,
-    external_comparison,
-    benchmark_comparison,
-]
+
+def pipeline_assets(*modules: ModuleType) -> tuple[list, TableCatalog]:
+    """The assets of the ``arena_pipeline.assets`` package and of ``modules`` (a test's table, say), the
+    table catalogue derived from them (``assets/catalog.py``), and the publication gate over it."""
+    loaded = [*dg.load_assets_from_package_module(assets), *dg.load_assets_from_modules(modules)]
+    catalog = catalog_of(loaded, extra={**GATE_TABLES, **RECORD_TABLES})
+    return [*loaded, publication_gate_asset(catalog)], catalog
+
+
+#: every asset, loaded from its module, and what each table is (derived from them, never listed)
+ASSETS, CATALOG = pipeline_assets()
 ASSET_CHECKS = [battles_quality, messages_quality, models_confusable]
 ASSET_CHECKS.append(board_freshness)  # the live board's freshness (issue 27)
 

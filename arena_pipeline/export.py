@@ -8,46 +8,16 @@ import os
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
 
-from arena_pipeline.constants import (
-    BENCHMARK_AGREEMENT_TABLE,
-    BENCHMARK_SCORES_TABLE,
-    BOARD_STATUS_TABLE,
-    DUMP_LEADERBOARD_TABLE,
-    DUMPS_TABLE,
-    EXTERNAL_COMPARISON_MODELS_TABLE,
-    EXTERNAL_COMPARISON_TABLE,
-    LEADERBOARD_TABLE,
-    MODEL_FIT_CALIBRATION_TABLE,
-    MODEL_FIT_TABLE,
-    MODELS_TABLE,
-    PAIRWISE_SIGNIFICANCE_TABLE,
-    PAIRWISE_TABLE,
-    PUBLICATION_CHANGES_TABLE,
-    QUALITY_RESULTS_TABLE,
-    SCHEMA,
-    STYLE_COEFFICIENTS_TABLE,
-    UNRATED_MODELS_TABLE,
-)
+from arena_pipeline.constants import PUBLICATIONS_TABLE, SCHEMA
 from arena_pipeline.core.store.atomic import make_folder
 from arena_pipeline.core.store.records import published_dump_row
 from arena_pipeline.core.store.warehouse import quoted, read_snapshot, relation_exists, sql_string
 
-#: Tables written by ``export`` when present, in order; only ``leaderboard`` is required. The
-#: validation tables (comparisons with a published board and with benchmarks) come last.
-EXPORT_TABLES: tuple[str, ...] = (
-    LEADERBOARD_TABLE, PAIRWISE_TABLE, PAIRWISE_SIGNIFICANCE_TABLE, STYLE_COEFFICIENTS_TABLE,
-    f"{LEADERBOARD_TABLE}_history",
-    f"{STYLE_COEFFICIENTS_TABLE}_history", MODELS_TABLE, QUALITY_RESULTS_TABLE, DUMPS_TABLE,
-    UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE, EXTERNAL_COMPARISON_TABLE, EXTERNAL_COMPARISON_MODELS_TABLE,
-    BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE, MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE,
-    PUBLICATION_CHANGES_TABLE,
-)
-#: Files an export folder may hold.
-EXPORT_FILES = {f"{t}{ext}" for t in EXPORT_TABLES for ext in (".parquet", ".csv")} | {"manifest.json"}
 #: First characters that make a spreadsheet read a CSV cell as a formula (OWASP "CSV injection").
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 #: DuckDB type ids that CSV exports write as JSON (``to_json``): lists and fixed-size arrays as
@@ -82,8 +52,26 @@ def csv_safe_select(con: duckdb.DuckDBPyConnection, source: str) -> str:
     return f"SELECT {', '.join(select)} FROM ({source})"
 
 
-def export_folder_problem(out_dir: Path, names: set[str] = EXPORT_FILES) -> str | None:
-    """Why ``out_dir`` cannot receive an export (None when it can: new, empty or an earlier export).
+def exported_by_publication(con: duckdb.DuckDBPyConnection) -> tuple[str, ...] | None:
+    """The tables the live publication says are exported (its settings' ``exported``: the gate records the
+    table catalogue's list), or None for a warehouse whose publication does not say (from before, or none).
+    Read with DuckDB alone (no frame library: the command starts fast)."""
+    if not relation_exists(con, SCHEMA, PUBLICATIONS_TABLE):
+        return None
+    row = con.execute(f"SELECT settings FROM {quoted(SCHEMA, PUBLICATIONS_TABLE)} "
+                      "ORDER BY publication_id DESC LIMIT 1").fetchone()
+    listed = (json.loads(row[0]) if row and row[0] else {}).get("exported")
+    return tuple(listed) if listed else None
+
+
+def export_files(tables: Iterable[str]) -> set[str]:
+    """The files an export folder of ``tables`` may hold."""
+    return {f"{t}{ext}" for t in tables for ext in (".parquet", ".csv")} | {"manifest.json"}
+
+
+def export_folder_problem(out_dir: Path, names: set[str]) -> str | None:
+    """Why ``out_dir`` cannot receive an export of the files ``names`` (:func:`export_files`; None when it
+    can: new, empty or an earlier export).
 
     A symbolic link is judged by the folder it leads to (:func:`export_tables` writes there); a link
     that leads to no folder (its target missing, or a loop of links) is refused rather than replaced.
@@ -102,9 +90,11 @@ def export_folder_problem(out_dir: Path, names: set[str] = EXPORT_FILES) -> str 
     return None
 
 
-def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, warehouse: str,
+def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, warehouse: str, tables: Iterable[str],
                   ) -> tuple[dict[str, dict[str, object]], list[str], str | None]:
-    """Write every table of :data:`EXPORT_TABLES` present (one snapshot) and ``manifest.json`` into a
+    """Write every table of ``tables`` present, in order (the catalogue's ``exported``: what the assets
+    declare exported, each with its history view, and the records; only ``leaderboard`` is required),
+    from one snapshot, and ``manifest.json`` into a
     temporary folder beside ``out_dir``, then swap it in: a failure (a full disk) leaves ``out_dir``
     as it was, never a mix of two revisions. When ``out_dir`` is a symbolic link (to a link, ...), the
     folder it finally leads to is the one written and swapped, beside itself (on its own file system):
@@ -120,7 +110,7 @@ def export_tables(con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: str, wareh
     try:
         with read_snapshot(con):  # one snapshot for every table
             revision = (published_dump_row(con, SCHEMA) or {}).get("revision")
-            for table in EXPORT_TABLES:
+            for table in tables:
                 if not relation_exists(con, SCHEMA, table):
                     skipped.append(table)
                     continue

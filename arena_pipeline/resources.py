@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,6 @@ from arena_pipeline.constants import (
     DEFAULT_REVISION,
     DEFAULT_WAREHOUSE,
     SCHEMA,
-    SNAPSHOT_FILE_TABLES,
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.dataset.models import AliasTableError, load_aliases
@@ -340,10 +339,12 @@ class Warehouse(DuckDBResource):
         """The pipeline's work file (read-write, never opened by readers)."""
         return str(self.store_path() / snapshot.WORK_FILE)
 
-    def snapshot_target(self) -> snapshot.SnapshotTarget:
-        """Where the publications go: the snapshot file and the Parquet folder of the vote tables."""
+    def snapshot_target(self, file_tables: Iterable[str] | None = None) -> snapshot.SnapshotTarget:
+        """Where the publications go: the snapshot file and the Parquet folder of the vote tables
+        (``file_tables``, from the table catalogue; None: the tables earlier publications stored as
+        files, enough to write the snapshot of the live publication again)."""
         return snapshot.SnapshotTarget(Path(self.database_path()), self.store_path() / snapshot.FILES_FOLDER,
-                                       frozenset(SNAPSHOT_FILE_TABLES), self.keep_revisions)
+                                       None if file_tables is None else frozenset(file_tables), self.keep_revisions)
 
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
@@ -394,11 +395,10 @@ class Warehouse(DuckDBResource):
         finally:
             con.close()
 
-    def export_ahead(self, table: str, version: str) -> None:
-        """Start writing the Parquet file of a new version of a vote table now, in a worker thread, so
-        that the publication finds it written (core/store/snapshot.py); other tables: nothing."""
-        if table in SNAPSHOT_FILE_TABLES:
-            snapshot.export_ahead(self.connection, version, self.snapshot_target().files)
+    def export_ahead(self, version: str) -> None:
+        """Start writing the Parquet file of a new version of a vote table (its spec's ``file_view``) now,
+        in a worker thread, so that the publication finds it written (core/store/snapshot.py)."""
+        snapshot.export_ahead(self.connection, version, self.snapshot_target().files)
 
     def sync_readers(self, con: duckdb.DuckDBPyConnection, *, after_failure: bool = False) -> str | None:
         """Give readers a snapshot of the work file (``con``) as it is now: the same live publication with

@@ -391,8 +391,9 @@ def test_export_parquet_writes_every_table_and_a_manifest(warehouse, tmp_path, c
                      "style_coefficients.parquet", "unrated_models.parquet"]
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["revision"] == REVISION and manifest["format"] == "parquet"
-    assert manifest["missing_tables"] == ["style_coefficients_history", "models", "dump_leaderboard",
-                                          *VALIDATION_TABLES, "model_fit", "model_fit_calibration",
+    assert manifest["missing_tables"] == ["models", "style_coefficients_history", "dump_leaderboard",
+                                          "model_fit", "model_fit_calibration", "benchmark_scores",
+                                          "benchmark_agreement", "external_comparison", "external_comparison_models",
                                           "publication_changes"]
     assert manifest["tables"]["leaderboard_history"]["rows"] == manifest["tables"]["leaderboard"]["rows"]
     lb = pl.read_parquet(out_dir / "leaderboard.parquet")

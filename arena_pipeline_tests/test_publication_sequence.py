@@ -115,7 +115,7 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
                 with monkeypatch.context() as patch:
                     patch.setattr(*FAILURES[where], _raise)
                     if where == "load":  # a dump loaded before would be reused, not loaded again
-                        patch.setattr(ingest_assets, "_reuse_flat_tables", lambda *args, **kwargs: None)
+                        patch.setattr(ingest_assets, "reuse_together", lambda *args, **kwargs: None)
                     selection = None if where == "load" else rng.choice([None, RERANK_SELECTION])
                     result = setup.run(selection=selection, rank=rank, publish=RELAXED)
                 assert not result.success, (step, where)

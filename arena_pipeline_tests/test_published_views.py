@@ -11,7 +11,9 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.constants import PUBLISHED_TABLES, RECORD_TABLES, SCHEMA
+from arena_pipeline.constants import SCHEMA
+from arena_pipeline.core.store.records import RECORD_TABLES
+from arena_pipeline.definitions import CATALOG
 from arena_pipeline.jobs import rerank_job
 from arena_pipeline.resources import ModelCatalog
 from arena_pipeline_tests.support.materialize import (
@@ -48,7 +50,7 @@ def test_after_a_full_run_schema_arena_has_no_base_table_but_the_records(sample_
     # in the readers' snapshot as in the pipeline's work file (the snapshot has the work file's layout)
     assert _base_tables(sample_run.warehouse) == _base_tables(work_file(sample_run.warehouse)) == sorted(RECORD_TABLES)
     live = _live(sample_run.warehouse)
-    assert set(VALIDATION) <= set(live["tables"]) and set(PUBLISHED_TABLES) <= set(live["tables"])
+    assert set(VALIDATION) <= set(live["tables"]) and set(CATALOG.published) <= set(live["tables"])
     assert {live["builds"][live["tables"][t]] for t in VALIDATION} == {sample_run.result.run_id}
 
 

@@ -22,12 +22,12 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from arena_pipeline.constants import HISTORY_TABLES, PUBLISHED_TABLES, SCHEMA, VERSIONS_SCHEMA
+from arena_pipeline.constants import SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.ingest import hub as hub_core
 from arena_pipeline.core.store import warehouse as core_warehouse
 from arena_pipeline.core.store.versions import revision_key
 from arena_pipeline.core.store.warehouse import WarehouseLockedError
-from arena_pipeline.definitions import defs
+from arena_pipeline.definitions import CATALOG, defs
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_dev.fixtures import write_dump
 from arena_pipeline_dev.hub_server import fake_hub_server, verified_revisions
@@ -169,8 +169,8 @@ def _battle_fingerprint(dump_dir: Path) -> tuple[int, int, str, str]:
 def _assert_published(database: Path, revision: str, battles: int) -> dict:
     snap = _snapshot(database)
     assert snap["published"] == [revision]
-    assert set(PUBLISHED_TABLES) <= set(snap["views"])
-    for table in PUBLISHED_TABLES:
+    assert set(CATALOG.published) <= set(snap["views"])
+    for table in CATALOG.published:
         assert snap["views"][table]["keys"] == [revision_key(revision)], (table, snap["views"][table])
     assert snap["views"]["battles"]["rows"] == battles
     return snap
@@ -254,7 +254,7 @@ def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, 
     # (its process is gone) are dropped, staging tables included
     old_key = revision_key(old)
     assert {t.rpartition("__")[0] for t in done["versions"] if f"__{old_key}__" in t} <= {
-        f"{h}__{old_key}" for h in HISTORY_TABLES}
+        f"{h}__{old_key}" for h in CATALOG.history}
     assert not [t for t in done["versions"] if t.startswith("_stage_")]
 
 

@@ -8,13 +8,14 @@ import polars as pl
 import pytest
 
 from arena_pipeline.assets.analysis import position_bias_table
-from arena_pipeline.assets.metadata import schema_metadata
+from arena_pipeline.assets.metadata import schema_metadata, table_metadata
 from arena_pipeline.assets.models import models
 from arena_pipeline.assets.rankings import battle_categories
 from arena_pipeline.assets.version_store import Fill, TableRef, Versioned, VersionStore
 from arena_pipeline.checks import battles_quality, models_confusable
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.versions import Build, start_build, version_name
 from arena_pipeline.resources import ModelCatalog, Warehouse
 from arena_pipeline_tests.support.battle_frames import MODELS, make_battles
@@ -48,9 +49,11 @@ def _store(store: VersionStore, table: str, value, columns: dict | None = None) 
     return context
 
 
-def _load(store: VersionStore, table: str, kind: type, columns: str | None = None):
+def _load(store: VersionStore, table: str, kind: type, columns: str | None = None, spec: TableSpec | None = None):
+    """Load ``table`` as ``kind``; ``spec``: what the upstream asset declares the table is."""
+    upstream = dg.build_output_context(asset_key=_key(table), definition_metadata=table_metadata(spec)) if spec else None
     return store.load_input(dg.build_input_context(
-        asset_key=_key(table), dagster_type=dg.PythonObjectDagsterType(kind),
+        asset_key=_key(table), dagster_type=dg.PythonObjectDagsterType(kind), upstream_output=upstream,
         definition_metadata={"columns": columns} if columns else None))
 
 
@@ -86,8 +89,8 @@ def test_a_heavy_table_is_written_inside_duckdb_and_loads_only_as_a_reference(st
     assert ref.version == ref.base == version_name("messages", _build()) and ref.revision == REVISION
     with store.warehouse.connection() as con:
         assert con.execute(f"SELECT count(*), max(message_id) FROM {ref.name}").fetchone() == (1000, 999)
-    with pytest.raises(TypeError, match="too large"):
-        _load(store, "messages", pl.DataFrame)
+    with pytest.raises(TypeError, match="too large"):  # its asset declares it heavy
+        _load(store, "messages", pl.DataFrame, spec=TableSpec(heavy=True, file_view=True))
 
 
 def test_an_unsupported_output_is_refused(store):

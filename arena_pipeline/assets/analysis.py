@@ -20,6 +20,7 @@ from arena_pipeline.core.analysis import (
     position_bias,
     rating_trend,
 )
+from arena_pipeline.core.store.catalog import TableSpec
 
 ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
                  for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE)}
@@ -39,7 +40,8 @@ def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
 @dg.asset(
     key=ANALYSIS_KEYS[POSITION_BIAS_TABLE],
     group_name="reports",
-    metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}"),
+    metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}",
+                             TableSpec()),
     kinds={"polars", "duckdb"},
     ins=_TAGGED_BATTLES,
     io_manager_key=VERSION_STORE,
@@ -55,7 +57,8 @@ def position_bias_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) 
 @dg.asset(
     key=ANALYSIS_KEYS[RATING_TREND_TABLE],
     group_name="reports",
-    metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}"),
+    metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}",
+                             TableSpec()),
     kinds={"numpy", "duckdb"},
     ins=_TAGGED_BATTLES,
     io_manager_key=VERSION_STORE,

@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from arena_pipeline.assets.builds import table_sha256
+from arena_pipeline.assets.metadata import table_metadata
 from arena_pipeline.assets.rankings import RANKING_KEYS
 from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
 from arena_pipeline.constants import (
@@ -13,6 +14,7 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.ingest.hub import HubError
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.validation.benchmarks import (
     BENCHMARK_AGREEMENT_SCHEMA,
     BENCHMARK_SCORES_SCHEMA,
@@ -30,6 +32,7 @@ BENCHMARKS_CHECK = "benchmark_file_valid"
 _SPECS = [
     dg.AssetSpec(
         BENCHMARK_SCORES, group_name="validation", kinds={"polars", "duckdb"},
+        metadata=table_metadata(TableSpec(exported=True)),
         description="The benchmark scores read from ARENA_BENCHMARKS, each row matched to a model of this "
         "run's leaderboard or not, with the reason and the source file and line; a version of the "
         "publication like every table (empty when no benchmark file is configured or it is unusable: "
@@ -37,6 +40,7 @@ _SPECS = [
     ),
     dg.AssetSpec(
         BENCHMARK_AGREEMENT, group_name="validation", kinds={"polars", "duckdb"},
+        metadata=table_metadata(TableSpec(exported=True)),
         description="Per (category, method, benchmark): matched models, Spearman and Kendall with seeded "
         "bootstrap intervals over models (none under 5 models, with the reason) and the models whose "
         "two ranks differ most, for this run's leaderboard (empty like benchmark_scores).",

@@ -6,8 +6,8 @@ import dagster as dg
 from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build, run_failure, table_sha256
+from arena_pipeline.assets.live import note_if_unpublished
 from arena_pipeline.assets.metadata import table_spec
-from arena_pipeline.assets.publish import note_if_unpublished
 from arena_pipeline.assets.run_config import check_ranking_run_config
 from arena_pipeline.constants import (
     BATTLES_TABLE,
@@ -30,12 +30,12 @@ from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, load_d
 from arena_pipeline.core.ingest.local_dump import local_revision
 from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.versions import (
     finish_build,
     register_version,
-    reusable_version,
-    reuse_version,
+    reuse_together,
     start_build,
     version_name,
 )
@@ -181,21 +181,33 @@ def raw_dump(
 
 
 _FLAT = {"kinds": {"polars", "duckdb"}, "deps": [RAW_DUMP]}
+#: the vote tables: Parquet files in the readers' snapshot; the message tables never load into Python;
+#: battles and messages publish only after their blocking expectation suites passed (checks.py)
+_FLAT_SPECS = {
+    BATTLES_TABLE: TableSpec(file_view=True, checked=True),
+    MESSAGES_TABLE: TableSpec(heavy=True, file_view=True, checked=True),
+    CONTEXT_MESSAGES_TABLE: TableSpec(heavy=True, file_view=True),
+    QUARANTINE_TABLE: TableSpec(file_view=True),
+    # the message lists of PREFERENCE_PAIRS_SCHEMA are not stored (they would store every text twice)
+    PREFERENCE_PAIRS_TABLE: TableSpec(heavy=True, file_view=True),
+}
 
 
 @dg.multi_asset(
     specs=[
-        table_spec(BATTLES_TABLE, BATTLES_SCHEMA, group="ingest", **_FLAT,
+        table_spec(BATTLES_TABLE, BATTLES_SCHEMA, _FLAT_SPECS[BATTLES_TABLE], group="ingest", **_FLAT,
                    description="arena.battles: one row per vote with every scalar, conv_metadata and "
                    "category_tag field as a column."),
-        table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, group="ingest", **_FLAT,
+        table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, _FLAT_SPECS[MESSAGES_TABLE], group="ingest", **_FLAT,
                    description="arena.messages: one row per message of conversation_a and conversation_b."),
-        table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, group="ingest", **_FLAT,
+        table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, _FLAT_SPECS[CONTEXT_MESSAGES_TABLE],
+                   group="ingest", **_FLAT,
                    description="arena.context_messages: the full_conversation turns of earlier evaluation "
                    "orders that precede each vote (not repeated in arena.messages)."),
-        table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, group="quality", **_FLAT,
+        table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, _FLAT_SPECS[QUARANTINE_TABLE], group="quality", **_FLAT,
                    description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
-        table_spec(PREFERENCE_PAIRS_TABLE, PAIR_ROWS_SCHEMA, group="reports", **_FLAT,
+        table_spec(PREFERENCE_PAIRS_TABLE, PAIR_ROWS_SCHEMA, _FLAT_SPECS[PREFERENCE_PAIRS_TABLE], group="reports",
+                   **_FLAT,
                    description="arena.preference_pairs: prompt, chosen and rejected responses of every decisive "
                    "vote (ties and both_bad excluded), for reward-model training. The prompt is the first user "
                    "message; the rest of each side's conversation is its response (multi-turn sides differ "
@@ -211,7 +223,9 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
         build = run_build(context, con)
         manifest = build.manifest
         settings = flat_settings(aliases, manifest)
-        reused = _reuse_flat_tables(con, build, settings)
+        # an earlier build's four tables as this build's versions (views), when it loaded this revision
+        # with the same settings and code: nothing is read or written
+        reused = reuse_together(con, tuple(TABLE_KEYS), build, settings)
         if reused is not None:
             counts, report = reused, None
         else:
@@ -228,7 +242,8 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
         record_dump(con, SCHEMA, revision=build.revision, status="loaded")
     if report is not None:  # their Parquet files for the readers' snapshot, written while the checks and fits run
         for name in counts:
-            warehouse.export_ahead(name, version_name(name, build))
+            if _FLAT_SPECS[name].file_view:
+                warehouse.export_ahead(version_name(name, build))
     if report is None:
         context.log.info(f"revision {build.revision} was loaded before with the same aliases, source and code: "
                          f"its tables are reused ({', '.join(f'{n} {r}' for n, r in counts.items())} rows), "
@@ -272,19 +287,6 @@ def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
         if isinstance(exc, SourceError):  # a file that is not what was fetched: one line, no retry
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         raise
-
-
-def _reuse_flat_tables(con, build, settings) -> dict[str, int] | None:
-    """Rows per flat table when an earlier build loaded this revision with the same settings and code
-    (its five tables become this build's versions, as views: nothing is read or written), else None."""
-    found = {name: reusable_version(con, name, build, settings) for name in TABLE_KEYS}
-    if any(v is None for v in found.values()):
-        return None
-    if len({base.rpartition("__")[2] for base, _ in found.values()}) != 1:  # loaded together, by one build
-        return None
-    for name, (base, rows) in found.items():
-        reuse_version(con, name, build, base, rows, settings)
-    return {name: rows for name, (_, rows) in found.items()}
 
 
 def _flat_results(build, counts: dict[str, int], report: LoadReport | None):

@@ -17,6 +17,7 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.dataset.models import MODELS_SCHEMA, merged_names, models_table
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.validation.external import (
     EXTERNAL_COMPARISON_MODELS_SCHEMA,
     EXTERNAL_COMPARISON_SCHEMA,
@@ -36,7 +37,7 @@ EXTERNAL_COMPARISON_MODELS = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_MODELS_TAB
     key=MODELS,
     group_name="rankings",
     kinds={"polars", "duckdb"},
-    metadata=schema_metadata(MODELS_SCHEMA, f"{SCHEMA}.{MODELS_TABLE}"),
+    metadata=schema_metadata(MODELS_SCHEMA, f"{SCHEMA}.{MODELS_TABLE}", TableSpec(exported=True)),
     ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE],
                                  "id, model_a, model_b, model_a_canonical, model_b_canonical, timestamp"),
          "battle_categories": stored_input(BATTLE_CATEGORIES)},
@@ -68,7 +69,8 @@ BOARD_CHECK = "published_board_valid"
 _COMPARISON_SPECS = [
     dg.AssetSpec(
         EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"},
-        metadata=schema_metadata(EXTERNAL_COMPARISON_SCHEMA, f"{SCHEMA}.{EXTERNAL_COMPARISON_TABLE}"),
+        metadata=schema_metadata(EXTERNAL_COMPARISON_SCHEMA, f"{SCHEMA}.{EXTERNAL_COMPARISON_TABLE}",
+                                 TableSpec(exported=True)),
         description="This run's leaderboard against ARENA_PUBLISHED_BOARD, per category and method (rank "
         "correlations, rating differences, slope and residual RMS of published ~ a + b * ours); a version "
         "of the publication like every table (empty when no board is configured or the board is "
@@ -77,7 +79,7 @@ _COMPARISON_SPECS = [
     dg.AssetSpec(
         EXTERNAL_COMPARISON_MODELS, group_name="validation", kinds={"polars", "duckdb"},
         metadata=schema_metadata(EXTERNAL_COMPARISON_MODELS_SCHEMA,
-                                 f"{SCHEMA}.{EXTERNAL_COMPARISON_MODELS_TABLE}"),
+                                 f"{SCHEMA}.{EXTERNAL_COMPARISON_MODELS_TABLE}", TableSpec(exported=True)),
         description="Per model of arena.external_comparison: our and their rating and rank, the centred "
         "difference, or why the model is on one side only (empty like arena.external_comparison).",
     ),

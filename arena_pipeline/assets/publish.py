@@ -1,21 +1,16 @@
 """The publication gate: a run's tables made visible together, checked, recorded, and the report re-rendered."""
 
-from pathlib import Path
 
 import dagster as dg
 import duckdb
 from pydantic import Field
 
 from arena_pipeline.assets.builds import finished_check, package_version, run_build
+from arena_pipeline.assets.live import PUBLICATION_GATE, live_now, live_text
 from arena_pipeline.constants import (
     BATTLES_TABLE,
-    BUILT_TOGETHER,
-    CHECKED_TABLES,
-    DERIVED_FROM,
-    HISTORY_TABLES,
     LEADERBOARD_TABLE,
     PUBLICATION_CHANGES_TABLE,
-    PUBLISHED_TABLES,
     PUBLISHED_TAG,
     SCHEMA,
 )
@@ -30,6 +25,7 @@ from arena_pipeline.core.publication.gate import (
     refusal_message,
 )
 from arena_pipeline.core.publication.publish import publish
+from arena_pipeline.core.store.catalog import TableCatalog, TableSpec
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
@@ -38,8 +34,10 @@ from arena_pipeline.presentation.read import PublicationView, read_published
 from arena_pipeline.presentation.report import why_not_written, write_live_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
-PUBLICATION_GATE = dg.AssetKey("publication_gate")
 REPORT = dg.AssetKey("leaderboard_report")
+#: The table the gate writes itself (the candidate boards against the live ones), published and exported
+#: with the rest; not an asset, so not among the catalogue's published tables (which come from the graph)
+GATE_TABLES = {PUBLICATION_CHANGES_TABLE: TableSpec(exported=True)}
 
 
 class PublishConfig(dg.Config):
@@ -57,11 +55,43 @@ class PublishConfig(dg.Config):
         return GatePolicy(self.allow_degenerate, self.max_model_drop, self.max_category_drop)
 
 
-@dg.multi_asset(
-    name="publication_gate",
-    specs=[
+def publication_gate_asset(catalog: TableCatalog) -> dg.AssetsDefinition:
+    """The publication gate over the published tables of ``catalog`` (``assets/catalog.py``: derived from
+    the other assets), and the report; ``definitions.py`` makes it once the tables are loaded."""
+
+    @dg.multi_asset(
+        name="publication_gate",
+        specs=_gate_specs([dg.AssetKey([SCHEMA, t]) for t in catalog.published]),
+        can_subset=True,  # either may be materialized alone (`--select leaderboard_report`)
+    )
+    def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
+                         report_settings: ReportSettings):
+        """Publish this run's tables through the gate, then re-render the report.
+
+        The gate's rules (what it publishes, when it refuses, retention) are stated once, numbered, in
+        ``docs/publication-rules.md``; ``core.publication.gate.plan_tables`` (which versions,
+        table rules) and ``core.publication.gate`` (board rules) implement them. What each table is
+        (published, checked, with history, a Parquet file in the snapshot) comes from its asset's
+        declaration, through ``catalog``. A run that built nothing publishes nothing and only re-renders
+        the report; a refused run re-renders it too (the page then says which revision is not published
+        and why).
+
+        Either asset may be selected alone: the report alone is re-rendered from the live publication;
+        the gate alone still re-renders the report file after a publication (what is live and the page
+        must not disagree), without recording a materialization of the report. Once the gate has run, a
+        report that cannot be written (an unwritable ARENA_REPORT, a file that is not a report) is one
+        line, "published N; report not written: <why>", not a failure: the publication stands and the
+        next tick of board_freshness_sensor, run or ``arena-pipeline report`` re-renders the page.
+        """
+        yield from _gate(context, config, warehouse, report_settings, catalog)
+
+    return publication_gate
+
+
+def _gate_specs(published: list[dg.AssetKey]) -> list[dg.AssetSpec]:
+    return [
         dg.AssetSpec(PUBLICATION_GATE, group_name="publish", kinds={"duckdb"},
-                     deps=[dg.AssetKey([SCHEMA, t]) for t in PUBLISHED_TABLES],
+                     deps=published,
                      description="The publication gate: re-points every arena.* view at this run's tables "
                      "(with the live publication's for what the run did not rebuild) in one DuckDB "
                      "transaction, after checking them; recorded in arena.publications, with "
@@ -73,36 +103,23 @@ class PublishConfig(dg.Config):
                      "A page that cannot be written is logged and not materialized, and the publication stands; "
                      "board_freshness_sensor re-renders a page behind the live publication. Selected alone, it "
                      "re-renders the report of the live publication."),
-    ],
-    can_subset=True,  # either may be materialized alone (`--select leaderboard_report`)
-)
-def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
-                   report_settings: ReportSettings):
-    """Publish this run's tables through the gate, then re-render the report.
+    ]
 
-    The gate's rules (what it publishes, when it refuses, retention) are stated once, numbered, in
-    ``docs/publication-rules.md``; ``core.publication.gate.plan_tables`` (which versions,
-    table rules) and ``core.publication.gate`` (board rules) implement them. A run that built nothing
-    publishes nothing and only re-renders the report; a refused run re-renders it too (the page then
-    says which revision is not published and why).
 
-    Either asset may be selected alone: the report alone is re-rendered from the live publication;
-    the gate alone still re-renders the report file after a publication (what is live and the page
-    must not disagree), without recording a materialization of the report. Once the gate has run, a
-    report that cannot be written (an unwritable ARENA_REPORT, a file that is not a report) is one
-    line, "published N; report not written: <why>", not a failure: the publication stands and the
-    next tick of board_freshness_sensor, run or ``arena-pipeline report`` re-renders the page.
-    """
+def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
+          report_settings: ReportSettings, catalog: TableCatalog):
+    """The gate's step (:func:`publication_gate_asset`)."""
     if PUBLICATION_GATE not in context.selected_asset_keys:
         yield _render_report(context, warehouse, report_settings)
-        context.log.info(f"report re-rendered: {_live_now(warehouse, report_settings)}")
+        context.log.info(f"report re-rendered: {live_now(warehouse, report_settings)}")
         return
     try:
         with warehouse.connection() as con:
             build = run_build(context, con)
             try:
-                chosen, rebuilt = plan_tables(con, SCHEMA, build, PUBLISHED_TABLES, derived_from=DERIVED_FROM,
-                                              built_together=BUILT_TOGETHER, checked=CHECKED_TABLES)
+                chosen, rebuilt = plan_tables(con, SCHEMA, build, catalog.published,
+                                              derived_from=catalog.derived_from,
+                                              built_together=catalog.built_together, checked=catalog.checked)
             except NothingBuiltError:
                 chosen = None
             except PublicationError as exc:
@@ -123,12 +140,14 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
                 # what changed against the live publication: a table of this publication, written by the gate
                 chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
                 rebuilt.append(PUBLICATION_CHANGES_TABLE)
+                # exported: what `arena-pipeline export` writes of this publication (its tables' declarations)
                 settings = {"package_version": package_version(), "gate": config.policy().__dict__,
+                            "exported": list(catalog.exported),
                             "tables": publication_settings(con, chosen)}
                 report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
-                                 settings=settings, history_tables=HISTORY_TABLES, retention=warehouse.retention,
+                                 settings=settings, history_tables=catalog.history, retention=warehouse.retention,
                                  is_finished=finished_check(context.instance, warehouse.stale_build_hours),
-                                 snapshot=warehouse.snapshot_target())
+                                 snapshot=warehouse.snapshot_target(catalog.file_tables))
                 reused = reused_versions(con, [chosen[t] for t in report.rebuilt])
             else:
                 warehouse.sync_readers(con)
@@ -165,53 +184,13 @@ def publication_gate(context: dg.AssetExecutionContext, config: PublishConfig, w
         yield rendered
     # the step's last line: what users see now, where (a CLI user reads nothing else)
     context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
-                     f"{_live_now(warehouse, report_settings)}")
-
-
-def _live_text(live: dict | None, warehouse: Warehouse, report_settings: ReportSettings | None = None) -> str:
-    """What users see, in words: the live publication, the warehouse file and the report file."""
-    where = f"warehouse {Path(warehouse.database_path()).resolve()}"
-    if live is None:
-        return f"nothing is published yet in {where}"
-    text = f"live is publication {live['publication_id']} (revision {live['revision']}) in {where}"
-    if report_settings is not None:
-        report = report_settings.path().resolve()
-        text += f", report {report}" if report.is_file() else f", no report at {report}"
-    return text
+                     f"{live_now(warehouse, report_settings)}")
 
 
 def _still_live(refusal: str, con, warehouse: Warehouse, report_settings: ReportSettings) -> str:
     """A refusal ended by what is still live (``con`` is the gate's connection)."""
-    live = _live_text(live_publication(con, SCHEMA), warehouse, report_settings)
+    live = live_text(live_publication(con, SCHEMA), warehouse, report_settings)
     return f"{refusal.rstrip('.')}. Nothing was published: {live}"
-
-
-def _live_now(warehouse: Warehouse, report_settings: ReportSettings | None = None) -> str:
-    """:func:`_live_text` of what is live now, in one short read-only look (a line to log: a warehouse
-    that cannot be read now is said so, it does not fail the step)."""
-    try:
-        with warehouse.connection(read_only=True) as con:
-            return _live_text(live_publication(con, SCHEMA), warehouse, report_settings)
-    except (WarehouseLockedError, duckdb.Error) as exc:
-        return f"warehouse {Path(warehouse.database_path()).resolve()} (what is live could not be read now: {exc})"
-
-
-def note_if_unpublished(context: dg.AssetExecutionContext, warehouse: Warehouse) -> None:
-    """End a step that built tables with one line when its run publishes nothing: the run's selection
-    has no publication_gate and no selected asset comes after this step's. The line says that what
-    users see did not change, what is live, and the selection that publishes (only the gate does)."""
-    graph = context.job_def.asset_layer.asset_graph  # the run's job (a repository is not always there)
-    selection = set(context.run.asset_selection or graph.executable_asset_keys)
-    if PUBLICATION_GATE in selection:
-        return
-    later = dg.AssetSelection.assets(*context.selected_asset_keys).downstream(include_self=False).resolve(graph)
-    if later & selection:  # a later step of this run ends it
-        return
-    context.log.info(
-        f"this run publishes nothing: its tables are built beside the live ones and what users see is unchanged, "
-        f"{_live_now(warehouse)}. Only the publication gate changes it: add publication_gate,leaderboard_report to "
-        "the selection (a re-rank: with the ranking tables and the validation tables computed from them, or "
-        "the rerank_job; a rebuild: --select '*')")
 
 
 class _Refused(Exception):

@@ -41,6 +41,7 @@ from arena_pipeline.core.ranking.model_fit import (
     MODEL_FIT_SCHEMA,
     compute_model_fit,
 )
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.validation.external import (
     BoardFormatError,
     alignment_record,
@@ -66,7 +67,7 @@ RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
     group_name="rankings",
     kinds={"polars", "duckdb"},
     metadata=schema_metadata({"battle_id": pl.String(), "category": pl.String()},
-                             f"{SCHEMA}.{BATTLE_CATEGORIES_TABLE}"),
+                             f"{SCHEMA}.{BATTLE_CATEGORIES_TABLE}", TableSpec(file_view=True)),
     ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE])},
     io_manager_key=VERSION_STORE,
 )
@@ -119,43 +120,48 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
 
 # the inputs come in as the multi-asset's ins (below); dump_leaderboard alone also reads arena.quarantine
 _RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"}, "deps": []}
+#: every table of the fit is published and exported; the boards and the style coefficients keep their history
+_EXPORTED, _WITH_HISTORY = TableSpec(exported=True), TableSpec(exported=True, history=True)
 
 
 _RANKING_SPECS = [
-        table_spec(LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, _WITH_HISTORY, **_RANKED,
                    description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
                    "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral."),
-        table_spec(PAIRWISE_TABLE, {**PAIRWISE_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(PAIRWISE_TABLE, {**PAIRWISE_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
                    description="arena.pairwise: per category and model pair, battles, wins, ties, observed score "
                    "rate and the Bradley-Terry expected score (win_rate_1, predicted_win_rate_1: a tie counts 1/2, so "
                    "these are expected scores, not chances of an outright win; what a win-rate heatmap reads)."),
-        table_spec(PAIRWISE_SIGNIFICANCE_TABLE, {**PAIRWISE_SIGNIFICANCE_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(PAIRWISE_SIGNIFICANCE_TABLE, {**PAIRWISE_SIGNIFICANCE_SCHEMA, **REVISION_COLUMN}, _EXPORTED,
+                   **_RANKED,
                    description="arena.pairwise_significance: per category, method and pair of shown models, the "
                    "rating difference, its 95% interval from the full covariance of the primary method "
                    "(clustered by session where sessions are known) and whether it excludes 0; rank_ub and "
                    "rank_lb are read from it. expected_score_1 is model_1's expected score (a tie counting 1/2), "
                    "not its chance of an outright win."),
-        table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, _WITH_HISTORY,
+                   **_RANKED,
                    description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
                    "lists, bold) per category with 95% intervals."),
-        table_spec(UNRATED_MODELS_TABLE, {**UNRATED_MODELS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(UNRATED_MODELS_TABLE, {**UNRATED_MODELS_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
                    description="arena.unrated_models: per category, the models with battles but no rating "
                    "(only wins, only losses, not connected, under min_battles), their record and the reason."),
-        table_spec(BOARD_STATUS_TABLE, {**BOARD_STATUS_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(BOARD_STATUS_TABLE, {**BOARD_STATUS_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
                    description="arena.board_status: one row per category rule: board, no_board (and why) or "
                    "unavailable, with battles and rated / shown / provisional / unrated model counts."),
         table_spec(DUMP_LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN, "dump": pl.String()},
-                   **_RANKED,
+                   _EXPORTED, **_RANKED,
                    description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
                    "methods and intervals, each dump's own votes (its conflicting copies of another dump's "
                    "votes, in arena.quarantine, included); arena.leaderboard is the board over every dump, "
                    "each vote once."),
-        table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
                    description="arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier "
                    "score of Bradley-Terry against the models' calibrated win rates (logistic on the log-odds "
                    "difference, fitted on the training folds): the gain is what whom each model met adds, "
                    "with the calibration error."),
-        table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, **_RANKED,
+        table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, _EXPORTED,
+                   **_RANKED,
                    description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
                    "the held-out predictions, the predicted and observed probability that the favourite wins."),
 ]

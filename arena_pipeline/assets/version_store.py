@@ -5,8 +5,8 @@ An asset built on it declares its inputs and returns its table; it never names a
 - an input annotated ``pl.DataFrame`` is the version of that table this run reads
   (``core.store.versions.input_version``: this run's, else the live publication's of the same dump), read
   whole or, with the input metadata ``{"columns": "id, model_a, ..."}``, only those columns; an input
-  annotated :class:`TableRef` is a reference to that version, queried inside DuckDB. The heavy tables
-  (:data:`HEAVY_TABLES`) load only as references: their rows never enter Python.
+  annotated :class:`TableRef` is a reference to that version, queried inside DuckDB. A heavy table
+  (``TableSpec.heavy`` on its asset) loads only as a reference: its rows never enter Python.
 - the output is a ``pl.DataFrame``, a :class:`Fill` (SQL work the store runs inside DuckDB, into the
   version's staging table) or a :class:`Versioned` around either. ``Versioned`` carries the settings
   recorded with the version (what the gate compares and ``inputs_key`` hashes; ``package_version``
@@ -17,9 +17,12 @@ An asset built on it declares its inputs and returns its table; it never names a
   that lacks it gets the build's revision there: the revision is the version's, so an asset invoked
   directly on frames returns its table without it.
 
-The table is the asset key's last part; the build is the run's (``core.store.versions.current_build``).
+The table is the asset key's last part; the build is the run's (``core.store.versions.current_build``);
+the version's inputs (what its reuse key hashes) are the tables the asset graph computes it from, as the
+step's asset definition states them (no list of lineage elsewhere). A new version of a table whose
+spec says ``file_view`` starts its Parquet file for the readers' snapshot at once.
 Each stored output gets ``revision`` and ``dagster/row_count`` metadata, and after the step's last
-output the store logs the "this run publishes nothing" line (``assets.publish.note_if_unpublished``):
+output the store logs the "this run publishes nothing" line (``assets.live.note_if_unpublished``):
 a multi-asset yields its outputs in the order of its specs.
 
 The store takes the run's ``warehouse`` resource by key (``required_resource_keys``), not as a nested
@@ -37,14 +40,9 @@ import duckdb
 import polars as pl
 
 from arena_pipeline.assets.builds import build_of_run, package_version, run_failure
-from arena_pipeline.assets.metadata import COLUMN_SCHEMA
-from arena_pipeline.assets.publish import note_if_unpublished
-from arena_pipeline.constants import (
-    CONTEXT_MESSAGES_TABLE,
-    MESSAGES_TABLE,
-    PREFERENCE_PAIRS_TABLE,
-    SCHEMA,
-)
+from arena_pipeline.assets.live import note_if_unpublished
+from arena_pipeline.assets.metadata import COLUMN_SCHEMA, spec_of
+from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.store.versions import (
     FailureOf,
     base_version,
@@ -61,8 +59,6 @@ from arena_pipeline.resources import Warehouse
 
 #: The key assets and inputs name the store by.
 VERSION_STORE = "version_store"
-#: Tables that load only as a :class:`TableRef` (whole, they would not fit in memory).
-HEAVY_TABLES = frozenset({MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, PREFERENCE_PAIRS_TABLE})
 REVISION_COLUMN = "dump_revision"
 
 
@@ -124,10 +120,11 @@ class VersionStore(dg.IOManager):
             raise TypeError(f"the version store stores a polars DataFrame or a Fill, not {type(stored.table).__name__}")
         table = context.asset_key.path[-1]
         settings = {"package_version": package_version(), **stored.settings}
+        inputs = _input_tables(context)
         extra: dict = {}
         with self.warehouse.connection() as con:
             build = build_of_run(con, self.run_id, self.failure_of)
-            reusable = reusable_version(con, table, build, settings) if stored.reuse else None
+            reusable = reusable_version(con, table, build, settings, inputs) if stored.reuse else None
             if reusable is not None:  # same inputs, settings and code: the earlier version, as a view
                 base, rows = reusable
                 reuse_version(con, table, build, base, rows, settings)
@@ -140,21 +137,24 @@ class VersionStore(dg.IOManager):
                     extra.update(metadata)
                     return rows
 
-                rows = write_version_with(con, table, build, fill, settings)
+                rows = write_version_with(con, table, build, fill, settings, inputs)
             else:
                 frame = stored.table
                 if REVISION_COLUMN in _declared_columns(context) and REVISION_COLUMN not in frame.columns:
                     frame = frame.with_columns(pl.lit(build.revision).alias(REVISION_COLUMN))
-                rows = write_version(con, table, build, frame, settings)
-        if "reused" not in extra:  # a vote table's Parquet file for the readers' snapshot, written ahead
-            self.warehouse.export_ahead(table, version_name(table, build))
+                rows = write_version(con, table, build, frame, settings, inputs)
+        spec = spec_of(context.definition_metadata)
+        if "reused" not in extra and spec is not None and spec.file_view:  # its Parquet file, written ahead
+            self.warehouse.export_ahead(version_name(table, build))
         context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
         self._note_after_last_output(context)
 
     def load_input(self, context: dg.InputContext):
         table = context.asset_key.path[-1]
         reference = context.dagster_type.typing_type is TableRef
-        if table in HEAVY_TABLES and not reference:
+        upstream = context.upstream_output
+        spec = spec_of(upstream.definition_metadata if upstream is not None else None)
+        if spec is not None and spec.heavy and not reference:
             raise TypeError(f"{SCHEMA}.{table} is too large to load into Python: declare the input as a TableRef")
         with self.warehouse.connection() as con:
             build = build_of_run(con, self.run_id, self.failure_of)
@@ -173,6 +173,17 @@ class VersionStore(dg.IOManager):
         last = [spec.key for spec in step.assets_def.specs if spec.key in selected][-1]
         if context.asset_key == last:
             note_if_unpublished(step, self.warehouse)
+
+
+def _input_tables(context: dg.OutputContext) -> tuple[str, ...]:
+    """The tables the output's asset is computed from, as its asset definition states them (ins and
+    internal dependencies); () for an output context built outside a step (a test)."""
+    try:
+        step = dg.AssetExecutionContext.get()
+    except dg.DagsterInvariantViolationError:
+        return ()
+    deps = step.assets_def.asset_deps.get(context.asset_key, ())
+    return tuple(sorted(key.path[-1] for key in deps if len(key.path) == 2 and key.path[0] == SCHEMA))
 
 
 @dg.io_manager(required_resource_keys={"warehouse"},

@@ -23,18 +23,20 @@ def rank_config(**settings) -> dict:
 
 def materialize(resources: dict | None = None, *, selection=None, run_config: dict | None = None,
                 instance: dg.DagsterInstance | None = None, raise_on_error: bool = False,
-                tags: dict[str, str] | None = None) -> dg.ExecuteInProcessResult:
-    """Every asset and check (or ``selection``), with ``resources`` over the default resources.
+                tags: dict[str, str] | None = None, assets: list | None = None) -> dg.ExecuteInProcessResult:
+    """Every asset and check (or ``selection``), with ``resources`` over the default resources;
+    ``assets``: other assets than the pipeline's (``definitions.pipeline_assets`` with a test's module).
 
     Without ``instance`` the run has an ephemeral instance of its own, opened and closed here: an
     instance left to the garbage collector breaks a later test's run (see ``conftest.py``).
     """
     kwargs = {"selection": selection, "resources": {**default_resources(), **(resources or {})},
               "run_config": run_config, "raise_on_error": raise_on_error, "tags": tags}
+    every = [*(ASSETS if assets is None else assets), *ASSET_CHECKS]
     if instance is not None:
-        return dg.materialize([*ASSETS, *ASSET_CHECKS], instance=instance, **kwargs)
+        return dg.materialize(every, instance=instance, **kwargs)
     with dg.DagsterInstance.ephemeral() as ephemeral:
-        return dg.materialize([*ASSETS, *ASSET_CHECKS], instance=ephemeral, **kwargs)
+        return dg.materialize(every, instance=ephemeral, **kwargs)
 
 
 def materialized(result: dg.ExecuteInProcessResult) -> set[str]:

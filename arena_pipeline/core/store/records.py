@@ -7,8 +7,17 @@ import json
 
 import duckdb
 
-from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, QUALITY_RESULTS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
+
+#: The records: the only base tables of the published schema (everything else there is a view the gate
+#: re-points), appended to or updated in place, never versions (README: Tables); the export writes two.
+RECORD_TABLES = {
+    PUBLICATIONS_TABLE: TableSpec(published=False),
+    QUALITY_RESULTS_TABLE: TableSpec(published=False, exported=True),
+    DUMPS_TABLE: TableSpec(published=False, exported=True),
+}
 
 BUILDS = quoted(VERSIONS_SCHEMA, "builds")
 
@@ -54,6 +63,15 @@ CREATE TABLE IF NOT EXISTS {table} (
 )
 """
 
+QUALITY_RESULTS_DDL = """
+CREATE TABLE IF NOT EXISTS {table} (
+    dump_revision VARCHAR, table_name VARCHAR, suite VARCHAR, expectation_id VARCHAR,
+    expectation_type VARCHAR, column_name VARCHAR, severity VARCHAR, success BOOLEAN,
+    element_count BIGINT, unexpected_count BIGINT, unexpected_percent DOUBLE,
+    sample_ids VARCHAR[], checked_at TIMESTAMP
+)
+"""
+
 STATUSES = ("fetched", "loaded", "failed", "published", "superseded")
 
 #: statuses a dump keeps whatever a later run of it does (a failed re-run does not un-publish it)
@@ -77,6 +95,16 @@ def ensure_catalog(con: duckdb.DuckDBPyConnection, schema: str) -> None:
     # a warehouse made before versions could be reused gains the columns (null: never reused)
     for column in ("inputs_key", "same_as"):
         con.execute(f"ALTER TABLE {VERSIONS} ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+
+
+def ensure_quality_results(con: duckdb.DuckDBPyConnection, schema: str) -> str:
+    """Create ``schema.quality_results`` (the expectation suites' results, appended by checks.py) where it
+    is missing, with the columns a warehouse from before gains; return its quoted name."""
+    name = quoted(schema, QUALITY_RESULTS_TABLE)
+    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    con.execute(QUALITY_RESULTS_DDL.format(table=name))
+    con.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS table_version VARCHAR")
+    return name
 
 
 

@@ -78,8 +78,9 @@ class SnapshotTarget:
 
     path: Path
     files: Path
-    #: published tables stored as Parquet files (the vote tables), not copied into each snapshot
-    file_tables: frozenset[str] = field(default_factory=frozenset)
+    #: published tables stored as Parquet files (the vote tables: ``TableSpec.file_view``), not copied into
+    #: each snapshot; None: the tables the store's earlier publications stored as files (:func:`recorded_file_tables`)
+    file_tables: frozenset[str] | None = None
     #: dump revisions beyond the live one whose Parquet files stay for readers of older snapshots
     keep_revisions: int = 2
 
@@ -224,6 +225,7 @@ def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: Snapshot
     views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal "
                         "ORDER BY view_name", [schema]).fetchall()
     versions = sorted({name for _, sql in views for name in _VERSION_IN_SQL.findall(sql)})
+    file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
     tmp = target.path.with_name(f".{target.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     staged = StagedSnapshot(tmp, target.path, live["publication_id"] if live else None)
     try:
@@ -232,7 +234,7 @@ def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: Snapshot
             snap.execute(f'CREATE SCHEMA "{schema}"')
             snap.execute(f'CREATE SCHEMA "{VERSIONS_SCHEMA}"')
             for version in versions:
-                if version.partition("__")[0] in target.file_tables:
+                if version.partition("__")[0] in file_tables:
                     path = export_version(con, _base(con, version), target.files).resolve()
                     staged.files[version] = path.name
                     snap.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
@@ -259,6 +261,15 @@ def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: Snapshot
         staged.discard()
         raise
     return staged
+
+
+def recorded_file_tables(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """The tables whose versions earlier snapshots showed as Parquet files (:func:`record_files`): what a
+    snapshot of the live publication written again (after a refusal, a failed load) shows the same way."""
+    if not relation_exists(con, VERSIONS_SCHEMA, SNAPSHOT_FILES.rpartition(".")[2].strip('"')):
+        return frozenset()
+    return frozenset(version.partition("__")[0]
+                     for (version,) in con.execute(f"SELECT DISTINCT version FROM {SNAPSHOT_FILES}").fetchall())
 
 
 def record_files(con: duckdb.DuckDBPyConnection, staged: StagedSnapshot) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from arena_pipeline.constants import DERIVED_FROM, SCHEMA, VERSIONS_SCHEMA
+from arena_pipeline.constants import SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, manifest_from_json, manifest_to_json
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, record_dump, utc_now
 from arena_pipeline.core.store.warehouse import quoted, read_frame, write_table, write_table_with
@@ -188,15 +188,16 @@ def versioned(version: str) -> str:
 
 def register_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, rows: int,
                      settings: Mapping | None = None, *, same_as: str | None = None,
-                     key: str | None = None) -> str:
-    """Record that ``build`` wrote its version of ``table`` (``rows`` rows, made with ``settings``).
+                     key: str | None = None, inputs: Iterable[str] = ()) -> str:
+    """Record that ``build`` wrote its version of ``table`` (``rows`` rows, made with ``settings`` from
+    the tables ``inputs``).
 
     The version's :func:`inputs_key` is recorded with it (``key`` when the caller has it already), so
     a later build with the same inputs and settings can reuse it (:func:`reusable_version`);
     ``same_as`` names the version it reuses.
     """
     version = version_name(table, build)
-    key = key if key is not None else inputs_key(con, table, build, settings)
+    key = key if key is not None else inputs_key(con, table, build, settings, inputs)
     con.execute(
         f"""INSERT INTO {VERSIONS} (version, table_name, revision, build_id, rows, settings, created_at,
                                     inputs_key, same_as)
@@ -228,20 +229,22 @@ def code_fingerprint() -> str:
 
 
 
-def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, settings: Mapping | None) -> str | None:
+def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, settings: Mapping | None,
+               inputs: Iterable[str] = ()) -> str | None:
     """What a version of ``table`` is made from: the dump revision, the settings (but
     ``package_version``), the package's code (:func:`code_fingerprint`) and the keys of the versions
-    of its inputs (``constants.DERIVED_FROM``) that ``build`` reads. Two versions with one key hold
-    the same rows. None (never reused) when an input has no version ``build`` would read."""
-    inputs = {}
-    for upstream in DERIVED_FROM.get(table, ()):
+    of its input tables ``inputs`` (the step's, from the asset graph: the version store's context)
+    that ``build`` reads. Two versions with one key hold the same rows. None (never reused) when an
+    input has no version ``build`` would read."""
+    keys = {}
+    for upstream in sorted(set(inputs)):
         try:
             version = input_version(con, SCHEMA, upstream, build)
         except LookupError:
             return None
         row = con.execute(f"SELECT inputs_key FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
-        inputs[upstream] = (row[0] if row else None) or version
-    payload = {"table": table, "revision": build.revision, "code": code_fingerprint(), "inputs": inputs,
+        keys[upstream] = (row[0] if row else None) or version
+    payload = {"table": table, "revision": build.revision, "code": code_fingerprint(), "inputs": keys,
                "settings": {k: v for k, v in dict(settings or {}).items() if k not in _UNKEYED_SETTINGS}}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -255,13 +258,14 @@ def base_version(con: duckdb.DuckDBPyConnection, version: str) -> str:
 
 
 def reusable_version(con: duckdb.DuckDBPyConnection, table: str, build: Build,
-                     settings: Mapping | None = None) -> tuple[str, int] | None:
-    """(version, rows) of an existing version of ``table`` with ``build``'s inputs key, or None.
+                     settings: Mapping | None = None, inputs: Iterable[str] = ()) -> tuple[str, int] | None:
+    """(version, rows) of an existing version of ``table`` with ``build``'s inputs key (made from the
+    tables ``inputs``), or None.
 
     Only a version whose table still exists and whose blocking checks did not fail qualifies; the
     newest is taken. ``build``'s own versions are not candidates (a retried step rewrites its own).
     """
-    key = inputs_key(con, table, build, settings)
+    key = inputs_key(con, table, build, settings, inputs)
     if key is None:
         return None
     rows = con.execute(
@@ -295,21 +299,37 @@ def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base
 
 
 
+def reuse_together(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], build: Build,
+                   settings: Mapping | None = None) -> dict[str, int] | None:
+    """Rows per table when one earlier build made every table of ``tables`` (built together, by one step)
+    with ``build``'s inputs keys (:func:`reusable_version`): they become ``build``'s versions, as views
+    (:func:`reuse_version`), all or none; else None (nothing changed)."""
+    found = {name: reusable_version(con, name, build, settings) for name in tables}
+    if any(v is None for v in found.values()):
+        return None
+    if len({base.rpartition("__")[2] for base, _ in found.values()}) != 1:  # made together, by one build
+        return None
+    for name, (base, rows) in found.items():
+        reuse_version(con, name, build, base, rows, settings)
+    return {name: rows for name, (_, rows) in found.items()}
+
+
 def write_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, frame: pl.DataFrame,
-                  settings: Mapping | None = None) -> int:
-    """Write ``frame`` as ``build``'s version of ``table`` (staged, then swapped in) and register it."""
+                  settings: Mapping | None = None, inputs: Iterable[str] = ()) -> int:
+    """Write ``frame`` as ``build``'s version of ``table`` (staged, then swapped in) and register it
+    (made from the tables ``inputs``)."""
     rows = write_table(con, VERSIONS_SCHEMA, version_name(table, build), frame)
-    register_version(con, table, build, rows, settings)
+    register_version(con, table, build, rows, settings, inputs=inputs)
     return rows
 
 
 
 def write_version_with(con: duckdb.DuckDBPyConnection, table: str, build: Build, fill: Callable[[str], int],
-                       settings: Mapping | None = None) -> int:
+                       settings: Mapping | None = None, inputs: Iterable[str] = ()) -> int:
     """Write ``build``'s version of ``table`` with ``fill`` (see ``warehouse.write_table_with``: the
-    rows are made inside DuckDB) and register it."""
+    rows are made inside DuckDB) and register it (made from the tables ``inputs``)."""
     rows = write_table_with(con, VERSIONS_SCHEMA, version_name(table, build), fill)
-    register_version(con, table, build, rows, settings)
+    register_version(con, table, build, rows, settings, inputs=inputs)
     return rows
 
 
