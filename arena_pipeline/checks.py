@@ -27,7 +27,7 @@ import polars as pl
 
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.models import MODELS
-from arena_pipeline.assets.publish import PUBLICATION_GATE
+from arena_pipeline.assets.publication_gate import PUBLICATION_GATE
 from arena_pipeline.assets.version_store import TableRef, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,

@@ -37,7 +37,7 @@ DUMP_LEADERBOARD_TABLE = "dump_leaderboard"
 MODEL_FIT_TABLE = "model_fit"
 MODEL_FIT_CALIBRATION_TABLE = "model_fit_calibration"
 #: written by the publication gate itself (the candidate boards against the live ones), published with the
-#: rest (declared in assets/publish.py GATE_TABLES)
+#: rest (declared in assets/publication_gate.py GATE_TABLES)
 PUBLICATION_CHANGES_TABLE = "publication_changes"
 DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"

@@ -6,7 +6,7 @@ import dagster as dg
 
 from arena_pipeline import assets
 from arena_pipeline.assets.catalog import catalog_of
-from arena_pipeline.assets.publish import GATE_TABLES, publication_gate_asset
+from arena_pipeline.assets.publication_gate import GATE_TABLES, publication_gate_asset
 from arena_pipeline.assets.version_store import VERSION_STORE, version_store
 from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
 from arena_pipeline.core.store.catalog import TableCatalog

@@ -19,7 +19,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.publish import PUBLICATION_GATE
+from arena_pipeline.assets.publication_gate import PUBLICATION_GATE
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
 from arena_pipeline.core.publication.freshness import (
     RUNS_SCHEMA,

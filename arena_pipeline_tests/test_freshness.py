@@ -17,7 +17,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from arena_pipeline.assets.publish import PUBLICATION_GATE
+from arena_pipeline.assets.publication_gate import PUBLICATION_GATE
 from arena_pipeline.checks import board_freshness
 from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core.ingest.sources import SourceError

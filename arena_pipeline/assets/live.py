@@ -10,7 +10,7 @@ from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.warehouse import WarehouseLockedError
 from arena_pipeline.resources import ReportSettings, Warehouse
 
-#: The publication gate's asset key (assets/publish.py): only a run that selects it publishes.
+#: The publication gate's asset key (assets/publication_gate.py): only a run that selects it publishes.
 PUBLICATION_GATE = dg.AssetKey("publication_gate")
 
 
