@@ -158,6 +158,8 @@ def test_changes_between_publications_with_known_differences(tmp_path, capsys):
     # the report of publication 3 has the section, the new model marked
     report = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert "Changes since publication 2" in report and 'class="badge new"' in report
+    # a clustered board's votes-added interval says where its variance comes from
+    assert "times the design effect of the sessions" in report
 
     # read-only: the command imports neither the fitting nor the pipeline stack
     script = textwrap.dedent(f"""
