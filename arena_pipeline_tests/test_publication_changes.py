@@ -48,8 +48,11 @@ def _expected(warehouse: Path, before: int, after: int) -> pl.DataFrame:
     se = ("CASE WHEN ci_method LIKE 'cluster_%' AND cluster_sandwich_lower IS NOT NULL THEN cluster_sandwich_{0} "
           "WHEN ci_method NOT LIKE 'cluster_%' AND sandwich_lower IS NOT NULL THEN sandwich_{0} ELSE ci_{0} END "
           "AS se_{0}")
+    # a clustered primary's vote-level sandwich (its votes-added variance scales that difference)
+    vote = "CASE WHEN ci_method LIKE 'cluster_%' THEN sandwich_{0} END AS vote_{0}"
     history = _frame(warehouse, "SELECT publication_id, category, method, model, rating, ci_lower, ci_upper, rank, "
-                                f"{se.format('lower')}, {se.format('upper')} "
+                                f"{se.format('lower')}, {se.format('upper')}, {vote.format('lower')}, "
+                                f"{vote.format('upper')} "
                                 "FROM arena.leaderboard_history WHERE publication_id IN (?, ?)", [before, after])
     old, new = (history.filter(pl.col("publication_id") == p).drop("publication_id") for p in (before, after))
     return old.join(new, on=["category", "method", "model"], how="full", coalesce=True, suffix="_after")
@@ -115,13 +118,21 @@ def test_changes_between_publications_with_known_differences(tmp_path, capsys):
     assert NEW_MODEL in new.get_column("model").to_list()
     nested = changes.filter(pl.col("correlation").is_between(0, 1, closed="none"))
     assert nested.height  # nested fits: Var = max(s0^2 - s1^2, 0), s from the sandwich of the primary
-    assert set(nested.get_column("change_variance").str.split(",").list.first()) == {"max(s0^2 - s1^2"}
+    # clustered boards: max(v0^2 - v1^2, 0) (s1/v1)^2 with v the vote-level sandwich (issue 36)
+    assert set(nested.get_column("change_variance").str.split(",").list.first()) <= {
+        "max(s0^2 - s1^2", "max(v0^2 - v1^2"}
     history = _expected(warehouse, 2, 3)
+
+    def se(column: str, suffix: str = "") -> pl.Expr:
+        return (pl.col(f"{column}_upper{suffix}") - pl.col(f"{column}_lower{suffix}")) / (2 * Z95)
+
     order = nested.join(history, on=["category", "method", "model"]).select(
-        half=pl.col("change_ci_upper") - pl.col("rating_change"),
-        se0=(pl.col("se_upper") - pl.col("se_lower")) / (2 * Z95),
-        se1=(pl.col("se_upper_after") - pl.col("se_lower_after")) / (2 * Z95))
-    expected = Z95 * (order["se0"] ** 2 - order["se1"] ** 2).clip(lower_bound=0).sqrt()
+        "change_variance", half=pl.col("change_ci_upper") - pl.col("rating_change"),
+        se0=se("se"), se1=se("se", "_after"), v0=se("vote"), v1=se("vote", "_after"))
+    scaled = order.get_column("change_variance").str.starts_with("max(v0")
+    plain = (order["se0"] ** 2 - order["se1"] ** 2).clip(lower_bound=0)
+    design = (order["v0"] ** 2 - order["v1"] ** 2).clip(lower_bound=0) * (order["se1"] / order["v1"]) ** 2
+    expected = Z95 * pl.select(pl.when(scaled).then(design).otherwise(plain)).to_series().sqrt()
     assert ((order["half"] - expected).abs() < 1e-9).all()
     assert order.height == nested.height
     # the publication records the relation (what --since composes once the earlier battles are dropped)
@@ -149,6 +160,8 @@ def test_changes_between_publications_with_known_differences(tmp_path, capsys):
     # the report of publication 3 has the section, the new model marked
     report = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert "Changes since publication 2" in report and 'class="badge new"' in report
+    # a clustered board's votes-added interval says where its variance comes from
+    assert "times the design effect of the sessions" in report
 
     # read-only: the command imports neither the fitting nor the pipeline stack
     script = textwrap.dedent(f"""

@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_changes_null.py                    # ~12 min on 1 core
+    .venv/bin/python benchmarks/bench_changes_null.py                    # ~7 min (3 min of fitting)
     .venv/bin/python benchmarks/bench_changes_null.py --replicates 100 --grow 0.1
 
 Prints figures only; it is not a test (``core/publication/test_changes.py`` holds the formulas).
@@ -38,6 +38,12 @@ For each design: the share of kept models (the reference left out) flagged, its 
 (the replicate is the unit: the flags of one replicate share the reference's noise), the number of
 times the reference was flagged, the share of rows whose variance was floored at 0 (``s1 >= s0``),
 and the mean half-width of the change's interval; by battle band too.
+
+Measured (500 replicates, grow 25%): 5.7% flagged without sessions and 5.5% with re-vote sessions,
+for every primary and alignment, the reference never; with ``--grow 0.05`` (200 replicates) 4.9%
+and 7.0%: with few added votes, models under 1,000 battles are flagged more often (6.2% and 9.2%),
+the estimated s0^2 - s1^2 being a small difference of two noisy numbers (floored at 0 in 0.3% and 1.4%
+of their rows).
 """
 
 from __future__ import annotations

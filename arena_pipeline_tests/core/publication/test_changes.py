@@ -109,27 +109,56 @@ def test_votes_added_variance_is_continuous_and_never_negative(half_after, half_
     assert a["change_variance"] == "max(s0^2 - s1^2, 0), sandwich intervals"
 
 
+def _clustered(frame: pl.DataFrame, method: str, half: float, vote_half: float) -> pl.DataFrame:
+    """``frame`` as a clustered board: a wide primary, the cluster sandwich ± ``half``, the vote-level
+    sandwich ± ``vote_half`` (the reference pinned: no bounds)."""
+    pinned = pl.when(pl.col("model") == "ref")
+    bounds = {"cluster_sandwich_lower": pl.col("rating") - half, "cluster_sandwich_upper": pl.col("rating") + half,
+              "sandwich_lower": pl.col("rating") - vote_half, "sandwich_upper": pl.col("rating") + vote_half}
+    return frame.with_columns(ci_method=pl.lit(method), ci_lower=pl.col("ci_lower") - 50,
+                              ci_upper=pl.col("ci_upper") + 50,
+                              **{c: pinned.then(None).otherwise(e) for c, e in bounds.items()})
+
+
 def test_the_test_reads_the_sandwich_of_a_bootstrap_primary():
     """A bootstrap primary's width is Monte-Carlo noise: s0, s1 come from the board's sandwich columns
     (the clustered sandwich for a clustered primary); spectral, without them, from its primary."""
-    def with_sandwich(frame, method, half):
-        return frame.with_columns(ci_method=pl.lit(method), ci_lower=pl.col("ci_lower") - 50,
-                                  ci_upper=pl.col("ci_upper") + 50,
-                                  cluster_sandwich_lower=pl.col("rating") - half,
-                                  cluster_sandwich_upper=pl.col("rating") + half,
-                                  sandwich_lower=pl.col("rating") - 1.0, sandwich_upper=pl.col("rating") + 1.0)
-    pinned = pl.when(pl.col("model") == "ref")
-    before, after = (with_sandwich(f, "cluster_bootstrap", h) for f, h in ((BEFORE, 20.0), (AFTER, 12.0)))
-    before, after = (f.with_columns(**{c: pinned.then(None).otherwise(c) for c in
-                                       ("cluster_sandwich_lower", "cluster_sandwich_upper", "sandwich_lower",
-                                        "sandwich_upper")}) for f in (before, after))
+    before, after = _clustered(BEFORE, "cluster_bootstrap", 20.0, 10.0), _clustered(AFTER, "cluster_bootstrap", 12.0, 6.0)
     a = _row(compare_boards(before, after, relation=VOTES_ADDED, settings_changed=False), "a")
-    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(16.0)  # sqrt(20^2 - 12^2)
-    assert a["change_variance"] == "max(s0^2 - s1^2, 0), cluster_sandwich intervals"
+    # the design effect (20/10)^2 = (12/6)^2 = 4: sqrt(10^2 - 6^2) * 12 / 6 = sqrt(20^2 - 12^2)
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(16.0)
+    assert a["change_variance"] == "max(v0^2 - v1^2, 0) (s1/v1)^2, cluster_sandwich intervals"
+    assert a["correlation"] == pytest.approx(12 / 20)
+    plain = [f.with_columns(ci_method=pl.lit("bootstrap")) for f in (before, after)]  # vote-level sandwich
+    a = _row(compare_boards(*plain, relation=VOTES_ADDED, settings_changed=False), "a")
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(8.0)  # sqrt(10^2 - 6^2)
+    assert a["change_variance"] == "max(s0^2 - s1^2, 0), sandwich intervals"
     spectral = _row(compare_boards(BEFORE.with_columns(ci_method=pl.lit("bootstrap")),
                                    AFTER.with_columns(ci_method=pl.lit("bootstrap")),
                                    relation=VOTES_ADDED, settings_changed=False), "a")
     assert spectral["change_variance"] == "max(s0^2 - s1^2, 0), bootstrap intervals"
+
+
+def test_a_clustered_votes_added_test_scales_the_vote_level_difference():
+    """The grown-dump null simulation (benchmarks/bench_changes_null.py): the difference of two clustered
+    (CR3) variances is noisy where a model has few sessions, and flagged 8.9% of unchanged models under
+    1,000 battles (1.5% of them with a zero-width interval, s1 >= s0 by noise). The votes-added variance of
+    a clustered board is the vote-level sandwich's difference (votes, not sessions, as the units) times the
+    later board's design effect (s1 / v1)^2."""
+    # the clustered width did not narrow (20 -> 20.5, noise), the vote-level one did (10 -> 8)
+    before, after = _clustered(BEFORE, "cluster_sandwich", 20.0, 10.0), _clustered(AFTER, "cluster_sandwich", 20.5, 8.0)
+    a = _row(compare_boards(before, after, relation=VOTES_ADDED, settings_changed=False), "a")
+    assert a["change_ci_upper"] - a["rating_change"] == pytest.approx(6.0 * 20.5 / 8.0)
+    assert a["beyond_interval"] is True and a["rating_change"] == pytest.approx(20.0)
+    rho = (20.0 ** 2 + 20.5 ** 2 - (6.0 * 20.5 / 8.0) ** 2) / (2 * 20.0 * 20.5)
+    assert a["correlation"] == pytest.approx(rho)
+    # the reference stays pinned, and the other relations keep the clustered widths
+    assert _row(compare_boards(before, after, relation=VOTES_ADDED, settings_changed=False), "ref")[
+        "change_ci_upper"] == 0.0
+    same = _row(compare_boards(before, after, relation=SAME_VOTES, settings_changed=False), "a")
+    assert same["change_ci_upper"] - same["rating_change"] == pytest.approx(0.5)
+    changed = _row(compare_boards(before, after, relation=VOTES_CHANGED, settings_changed=False), "a")
+    assert changed["change_ci_upper"] - changed["rating_change"] == pytest.approx(math.hypot(20.0, 20.5))
 
 
 def _aligned(frame: pl.DataFrame, shift: float) -> tuple[pl.DataFrame, dict]:
