@@ -101,7 +101,7 @@ def main(out_dir: Path) -> None:
         server = subprocess.Popen([bin_dir / "dagster-webserver", "-m", "arena_pipeline.definitions",
                                    "-h", "127.0.0.1", "-p", str(port)], env=env, cwd=root,
                                   start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        from arena_pipeline_tests.test_report_browser import DevToolsPipe, Page
+        from arena_pipeline_tests.support.browser import DevToolsPipe, Page
 
         base = f"http://127.0.0.1:{port}"
         browser = DevToolsPipe(_chromium(), root / "chromium", 1400, 1240)
