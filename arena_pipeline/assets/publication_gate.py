@@ -79,6 +79,10 @@ def publication_gate_asset(catalog: TableCatalog) -> dg.AssetsDefinition:
         report that cannot be written (an unwritable ARENA_REPORT, a file that is not a report) is one
         line, "published N; report not written: <why>", not a failure: the publication stands and the
         next tick of board_freshness_sensor, run or ``arena-pipeline report`` re-renders the page.
+
+        The report is rendered by this step, not by an asset downstream of it (issue 35 item 2 asked):
+        Dagster skips the steps downstream of a failed one, and a refused run fails, yet its page must
+        say so (publication rule 20).
         """
         yield from _gate(context, config, warehouse, report_settings, catalog)
 

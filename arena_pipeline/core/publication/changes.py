@@ -517,9 +517,8 @@ def stale_changes(con: duckdb.DuckDBPyConnection, version: str | None, live: Map
     """Why the ``arena.publication_changes`` version ``version`` does not describe a publication replacing
     ``live``, or None when it does (publication rule 18): it must have been computed against ``live``.
 
-    It is not when there is no version (the run did not compute it), when another run published between
-    the changes' step and the gate's, or when it is the live publication's own (the run did not rebuild
-    it). The publication id is enough: the other versions the changes read (the leaderboard, battles and
+    It is not when there is no version (the run did not compute it) or when another run published
+    between the changes' step and the gate's. The publication id is enough: the other versions the changes read (the leaderboard, battles and
     battle_categories) are the run's own, built before them, or the live publication's of the same dump,
     which only another publication changes."""
     if version is None:
