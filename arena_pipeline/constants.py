@@ -36,8 +36,7 @@ BOARD_STATUS_TABLE = "board_status"
 DUMP_LEADERBOARD_TABLE = "dump_leaderboard"
 MODEL_FIT_TABLE = "model_fit"
 MODEL_FIT_CALIBRATION_TABLE = "model_fit_calibration"
-#: written by the publication gate itself (the candidate boards against the live ones), published with the
-#: rest (declared in assets/publication_gate.py GATE_TABLES)
+#: the candidate boards against the live ones (assets/publication_changes.py; the gate recomputes it when stale)
 PUBLICATION_CHANGES_TABLE = "publication_changes"
 DEFAULT_REPORT_PATH = "data/report/index.html"
 VERSIONS_SCHEMA = "arena_versions"

@@ -6,7 +6,7 @@ import dagster as dg
 
 from arena_pipeline import assets
 from arena_pipeline.assets.catalog import catalog_of
-from arena_pipeline.assets.publication_gate import GATE_TABLES, publication_gate_asset
+from arena_pipeline.assets.publication_gate import publication_gate_asset
 from arena_pipeline.assets.version_store import VERSION_STORE, version_store
 from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
 from arena_pipeline.core.store.catalog import TableCatalog
@@ -21,7 +21,7 @@ def pipeline_assets(*modules: ModuleType) -> tuple[list, TableCatalog]:
     """The assets of the ``arena_pipeline.assets`` package and of ``modules`` (a test's table, say), the
     table catalogue derived from them (``assets/catalog.py``), and the publication gate over it."""
     loaded = [*dg.load_assets_from_package_module(assets), *dg.load_assets_from_modules(modules)]
-    catalog = catalog_of(loaded, extra={**GATE_TABLES, **RECORD_TABLES})
+    catalog = catalog_of(loaded, extra=RECORD_TABLES)
     return [*loaded, publication_gate_asset(catalog)], catalog
 
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 
 import dagster as dg
 import duckdb
@@ -19,14 +20,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.assets import rankings as ranking_assets
+from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_dev.fixtures import write_dump
-from arena_pipeline_tests.support.materialize import copy_warehouse, materialize
+from arena_pipeline_tests.support.materialize import copy_warehouse, materialize, work_file
 from arena_pipeline_tests.support.publication_support import (
     RANK,
     RANKING_SELECTION,
     REPO_ROOT,
     RERANK_SELECTION,
+    VALIDATION_SELECTION,
     Setup,
     assert_live_is_one_publication,
     fingerprint,
@@ -329,3 +332,51 @@ def test_the_report_or_the_gate_can_be_selected_alone(setup):
     assert gate.success and report.is_file()  # the page follows what is live, recorded or not
     assert [e.asset_key.to_user_string() for e in gate.get_asset_materialization_events()] == ["publication_gate"]
     assert fingerprint(setup.warehouse) == before and len(publications(setup.warehouse)) == 1
+
+
+def _run_part(setup: Setup, run_id: str, selection: list[str], rank: dict) -> list[str]:
+    """Steps of run ``run_id`` (``selection``), executed in process; returns the run's log lines. Two parts
+    with one run id are one build: the warehouse sees one run whose steps are interrupted by another's."""
+    job = dg.Definitions(assets=[*ASSETS, *ASSET_CHECKS],
+                         resources={**default_resources(), **setup.resources()}).resolve_implicit_global_asset_job_def()
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(
+            run_config={"ops": {"rankings": {"config": {**RANK, **rank}}}}, instance=instance, run_id=run_id,
+            asset_selection=[dg.AssetKey.from_user_string(s) for s in selection])
+        assert result.success
+        return [entry.user_message for entry in instance.all_logs(run_id)]
+
+
+@pytest.mark.slow
+def test_changes_computed_against_a_publication_no_longer_live_are_recomputed_by_the_gate(setup):
+    """Publication rule 18: arena.publication_changes is computed by its asset before the gate, against the
+    live publication; when another run publishes between that step and the gate, the gate recomputes it
+    against the publication it replaces (the changes never describe a board that is no longer live)."""
+    (first, _, _), = publications(setup.warehouse)
+    run_id = str(uuid.uuid4())
+    before_gate = [*RANKING_SELECTION, *VALIDATION_SELECTION, "arena/publication_changes"]
+    lines = _run_part(setup, run_id, before_gate, {"ties": "drop"})
+    assert not any("recomputed by the gate" in line for line in lines)
+    with duckdb.connect(str(work_file(setup.warehouse)), read_only=True) as con:
+        (settings,), = con.execute("SELECT settings FROM arena_versions.versions WHERE build_id = ? "
+                                   "AND table_name = 'publication_changes'", [run_id]).fetchall()
+    assert json.loads(settings)["since_publication"] == first
+
+    # another run publishes in between (a re-rank of its own, with the asset computing its changes)
+    assert setup.run(selection=[*RERANK_SELECTION, "arena/publication_changes"]).success
+    (_, _, _), (rival, _, _) = publications(setup.warehouse)
+
+    lines = _run_part(setup, run_id, ["publication_gate", "leaderboard_report"], {"ties": "drop"})
+    recomputed = [line for line in lines if "recomputed by the gate" in line]
+    assert len(recomputed) == 1 and f"computed against publication {first}, and {rival} is live" in recomputed[0]
+    live = assert_live_is_one_publication(setup.warehouse)
+    assert live["publication_id"] == rival + 1
+    settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications WHERE publication_id = ?",
+                                [live["publication_id"]])[0][0])
+    assert settings["tables"]["publication_changes"]["since_publication"] == rival
+    since = query(setup.warehouse, "SELECT DISTINCT since_publication FROM arena.publication_changes")
+    assert since == [(rival,)]
+    # the rival's own changes were its asset's, computed against the first publication
+    rival_settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications "
+                                                       "WHERE publication_id = ?", [rival])[0][0])
+    assert rival_settings["tables"]["publication_changes"]["since_publication"] == first

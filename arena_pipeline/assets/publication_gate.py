@@ -14,7 +14,7 @@ from arena_pipeline.constants import (
     PUBLISHED_TAG,
     SCHEMA,
 )
-from arena_pipeline.core.publication.changes import write_publication_changes
+from arena_pipeline.core.publication.changes import stale_changes, write_publication_changes
 from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.publication.gate import (
     GatePolicy,
@@ -25,8 +25,8 @@ from arena_pipeline.core.publication.gate import (
     refusal_message,
 )
 from arena_pipeline.core.publication.publish import publish
-from arena_pipeline.core.store.catalog import TableCatalog, TableSpec
-from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.catalog import TableCatalog
+from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
@@ -35,9 +35,6 @@ from arena_pipeline.presentation.report import why_not_written, write_live_repor
 from arena_pipeline.resources import ReportSettings, Warehouse
 
 REPORT = dg.AssetKey("leaderboard_report")
-#: The table the gate writes itself (the candidate boards against the live ones), published and exported
-#: with the rest; not an asset, so not among the catalogue's published tables (which come from the graph)
-GATE_TABLES = {PUBLICATION_CHANGES_TABLE: TableSpec(exported=True)}
 
 
 class PublishConfig(dg.Config):
@@ -82,6 +79,10 @@ def publication_gate_asset(catalog: TableCatalog) -> dg.AssetsDefinition:
         report that cannot be written (an unwritable ARENA_REPORT, a file that is not a report) is one
         line, "published N; report not written: <why>", not a failure: the publication stands and the
         next tick of board_freshness_sensor, run or ``arena-pipeline report`` re-renders the page.
+
+        The report is rendered by this step, not by an asset downstream of it (issue 35 item 2 asked):
+        Dagster skips the steps downstream of a failed one, and a refused run fails, yet its page must
+        say so (publication rule 20).
         """
         yield from _gate(context, config, warehouse, report_settings, catalog)
 
@@ -94,8 +95,9 @@ def _gate_specs(published: list[dg.AssetKey]) -> list[dg.AssetSpec]:
                      deps=published,
                      description="The publication gate: re-points every arena.* view at this run's tables "
                      "(with the live publication's for what the run did not rebuild) in one DuckDB "
-                     "transaction, after checking them; recorded in arena.publications, with "
-                     "arena.publication_changes (the new boards against the live ones), written by the gate."),
+                     "transaction, after checking them; recorded in arena.publications. Its arena.publication_changes "
+                     "(the new boards against the live ones) is the run's, or recomputed by the gate when another "
+                     "publication went live since it was computed."),
         dg.AssetSpec(REPORT, group_name="reports", kinds={"html"}, deps=[PUBLICATION_GATE], skippable=True,
                      description="A static, offline HTML report of the live publication (default "
                      "data/report/index.html), rendered once per publication by the gate's step (its benchmark "
@@ -117,7 +119,9 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
         with warehouse.connection() as con:
             build = run_build(context, con)
             try:
-                chosen, rebuilt = plan_tables(con, SCHEMA, build, catalog.published,
+                # publication_changes: always this publication's against the live one (_changes), not a table rule
+                chosen, rebuilt = plan_tables(con, SCHEMA, build,
+                                              [t for t in catalog.published if t != PUBLICATION_CHANGES_TABLE],
                                               derived_from=catalog.derived_from,
                                               built_together=catalog.built_together, checked=catalog.checked)
             except NothingBuiltError:
@@ -137,8 +141,9 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
                     refuse_build(con, SCHEMA, build, refusal)
                     warehouse.sync_readers(con, after_failure=True)
                     raise _Refused(_still_live(refusal, con, warehouse, report_settings))
-                # what changed against the live publication: a table of this publication, written by the gate
-                chosen[PUBLICATION_CHANGES_TABLE] = write_publication_changes(con, build, live, current, candidate, chosen)
+                # what changed against the live publication (rule 18): the run's publication_changes, or
+                # recomputed here when it no longer describes this publication
+                chosen[PUBLICATION_CHANGES_TABLE] = _changes(context, con, build, live, chosen)
                 rebuilt.append(PUBLICATION_CHANGES_TABLE)
                 # exported: what `arena-pipeline export` writes of this publication (its tables' declarations)
                 settings = {"package_version": package_version(), "gate": config.policy().__dict__,
@@ -185,6 +190,20 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
     # the step's last line: what users see now, where (a CLI user reads nothing else)
     context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
                      f"{live_now(warehouse, report_settings)}")
+
+
+def _changes(context: dg.AssetExecutionContext, con, build, live: dict | None, chosen: dict[str, str]) -> str:
+    """The version of arena.publication_changes the publication shows (publication rule 18): the run's,
+    computed by its ``publication_changes`` step against the live publication, or, when that step did not
+    run or another publication went live since (``stale_changes``), recomputed now, inside the gate's
+    hold on the warehouse, against the publication this one replaces."""
+    own = con.execute(f"SELECT version FROM {VERSIONS} WHERE build_id = ? AND table_name = ?",
+                      [build.build_id, PUBLICATION_CHANGES_TABLE]).fetchone()
+    stale = stale_changes(con, own[0] if own else None, live)
+    if stale is None:
+        return own[0]
+    context.log.info(f"{SCHEMA}.{PUBLICATION_CHANGES_TABLE} recomputed by the gate: {stale}")
+    return write_publication_changes(con, build, live, chosen, {"package_version": package_version()})
 
 
 def _still_live(refusal: str, con, warehouse: Warehouse, report_settings: ReportSettings) -> str:

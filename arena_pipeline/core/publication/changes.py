@@ -76,7 +76,7 @@ from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.publication.gate import publication_settings
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.ranking.style_control import style_columns
-from arena_pipeline.core.store.records import publication
+from arena_pipeline.core.store.records import VERSIONS, publication
 from arena_pipeline.core.store.versions import Build, base_version, version_name, versioned, write_version
 from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
 
@@ -480,19 +480,24 @@ def recorded_relation(con: duckdb.DuckDBPyConnection, schema: str, since_id: int
     return pl.DataFrame(rows, schema=RELATIONS_SCHEMA)
 
 
-def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live: Mapping | None,
-                              current: pl.DataFrame | None, candidate: pl.DataFrame,
-                              chosen: Mapping[str, str]) -> str:
-    """Write ``build``'s version of ``arena.publication_changes``: the candidate leaderboard against
-    the live publication's (``current``; no rows before the first publication); return its name.
+def changes_against_live(con: duckdb.DuckDBPyConnection, live: Mapping | None,
+                         chosen: Mapping[str, str]) -> tuple[pl.DataFrame, dict]:
+    """``arena.publication_changes`` of a publication showing ``chosen`` (table -> version): its leaderboard
+    against the live publication's (``live``; no rows before the first publication), and the settings
+    recorded with the version.
 
-    ``chosen``: the versions the publication will show (its battles and battle_categories decide each
-    board's data relation, :func:`board_relations`). The publication's settings record the relation of
-    every board and their :func:`overall_relation` (what ``--since`` composes once the battles are dropped)."""
+    ``chosen`` needs the candidate leaderboard, and the battles and battle_categories that decide each
+    board's data relation (:func:`board_relations`). The settings record the relation of every board and
+    their :func:`overall_relation` (what ``--since`` composes once the battles are dropped), and the live
+    publication they were computed against (``since_publication``): :func:`stale_changes` tells the gate
+    whether they still describe the publication it makes."""
     relation = relations = None
+    current = (read_frame(con, f"SELECT * FROM {versioned(live['tables'][LEADERBOARD_TABLE])}")
+               if live and LEADERBOARD_TABLE in live["tables"] else None)
     if live is None or current is None:
         frame = pl.DataFrame(schema=CHANGES_SCHEMA)
     else:
+        candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
         relations = board_relations(con, live["tables"], chosen)
         relation = overall_relation(relations)
         new = {"settings": {"tables": publication_settings(con, {LEADERBOARD_TABLE: chosen[LEADERBOARD_TABLE]})}}
@@ -505,7 +510,34 @@ def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live
     settings = {"since_publication": live["publication_id"] if live else None,
                 "data_relation": relation,
                 "boards": relations.to_dicts() if relations is not None else None}
-    write_version(con, PUBLICATION_CHANGES_TABLE, build, frame, settings)
+    return frame, settings
+
+
+def stale_changes(con: duckdb.DuckDBPyConnection, version: str | None, live: Mapping | None) -> str | None:
+    """Why the ``arena.publication_changes`` version ``version`` does not describe a publication replacing
+    ``live``, or None when it does (publication rule 18): it must have been computed against ``live``.
+
+    It is not when there is no version (the run did not compute it) or when another run published
+    between the changes' step and the gate's. The publication id is enough: the other versions the changes read (the leaderboard, battles and
+    battle_categories) are the run's own, built before them, or the live publication's of the same dump,
+    which only another publication changes."""
+    if version is None:
+        return "this run did not compute them"
+    row = con.execute(f"SELECT settings FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
+    since = (json.loads(row[0]) if row and row[0] else {}).get("since_publication")
+    live_id = live["publication_id"] if live else None
+    if since != live_id:
+        return f"they were computed against publication {since}, and {live_id} is live now"
+    return None
+
+
+def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live: Mapping | None,
+                              chosen: Mapping[str, str], recorded: Mapping | None = None) -> str:
+    """Write ``build``'s version of ``arena.publication_changes`` (:func:`changes_against_live`; its settings
+    with ``recorded``, say the package version, as the version store records it), and return its name: the
+    gate's own computation when the run's version is stale (:func:`stale_changes`)."""
+    frame, settings = changes_against_live(con, live, chosen)
+    write_version(con, PUBLICATION_CHANGES_TABLE, build, frame, {**(recorded or {}), **settings})
     return version_name(PUBLICATION_CHANGES_TABLE, build)
 
 
