@@ -142,7 +142,9 @@ class VersionStore(dg.IOManager):
             raise TypeError("the version store stores a polars DataFrame or a Fill (or a FillTogether), "
                             f"not {type(stored.table).__name__}")
         table = context.asset_key.path[-1]
-        settings = {"package_version": package_version(), **stored.settings}
+        # package_version first, unless the settings name it already (in their own order: the recorded text)
+        settings = dict(stored.settings) if "package_version" in stored.settings else {
+            "package_version": package_version(), **stored.settings}
         inputs = _input_tables(context)
         extra: dict = {}
         with self.warehouse.connection() as con:
