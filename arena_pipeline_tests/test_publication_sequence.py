@@ -21,6 +21,7 @@ import pytest
 
 from arena_pipeline.assets import ingest as ingest_assets
 from arena_pipeline.assets import rankings as ranking_assets
+from arena_pipeline.assets import version_store
 from arena_pipeline.core.publication import publish as core_publish
 from arena_pipeline.resources import ModelCatalog
 from arena_pipeline_dev.fixtures import write_dump
@@ -52,7 +53,7 @@ def _raise(*args, **kwargs):
 
 #: where a failing run fails: while loading, while ranking, or inside the publication transaction
 FAILURES = {
-    "load": (ingest_assets, "load_dump"),
+    "load": (ingest_assets, "fill_dump"),
     "rank": (ranking_assets, "compute_rankings"),
     "publish": (core_publish, "_drop_unused"),
 }
@@ -115,7 +116,7 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
                 with monkeypatch.context() as patch:
                     patch.setattr(*FAILURES[where], _raise)
                     if where == "load":  # a dump loaded before would be reused, not loaded again
-                        patch.setattr(ingest_assets, "reuse_together", lambda *args, **kwargs: None)
+                        patch.setattr(version_store, "reuse_together", lambda *args, **kwargs: None)
                     selection = None if where == "load" else rng.choice([None, RERANK_SELECTION])
                     result = setup.run(selection=selection, rank=rank, publish=RELAXED)
                 assert not result.success, (step, where)

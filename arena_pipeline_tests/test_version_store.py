@@ -11,7 +11,7 @@ from arena_pipeline.assets.analysis import position_bias_table
 from arena_pipeline.assets.metadata import schema_metadata, table_metadata
 from arena_pipeline.assets.models import models
 from arena_pipeline.assets.rankings import battle_categories
-from arena_pipeline.assets.version_store import Fill, TableRef, Versioned, VersionStore
+from arena_pipeline.assets.version_store import Fill, FillTogether, TableRef, Versioned, VersionStore
 from arena_pipeline.checks import battles_quality, models_confusable
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
@@ -212,3 +212,66 @@ def test_a_build_whose_step_failed_is_closed_with_the_reason_not_as_abandoned(tm
                                     "WarehouseLockedError: work.duckdb is locked by another process (waited 120.0 s "
                                     "of 120 s)")
     assert ended[killed].startswith(f"abandoned: its process ({pid} on ")
+
+
+def _pair_fill(calls: list, fail: bool = False) -> FillTogether:
+    """Two tables made in one pass inside DuckDB (as the load makes the flat tables); ``calls`` counts the passes."""
+    def make(con, targets):
+        calls.append(dict(targets))
+        con.execute(f"CREATE TABLE {targets['left_t']} AS SELECT range AS x FROM range(3)")
+        con.execute(f"CREATE TABLE {targets['right_t']} AS SELECT range AS y FROM range(2)")
+        if fail:
+            raise RuntimeError("disk gone")
+        return {"left_t": (3, {"seconds": 0.5}), "right_t": 2}
+
+    return FillTogether(("left_t", "right_t"), make)
+
+
+def _stored(store: VersionStore, table: str, value) -> dict:
+    """Store ``value`` as ``table``'s output; return the output metadata the store logged (plain values)."""
+    with dg.build_output_context(asset_key=_key(table)) as context:
+        store.handle_output(context, value)
+        return {k: getattr(v, "value", v) for k, v in context.get_logged_metadata().items()}
+
+
+def _relations(store: VersionStore) -> set[str]:
+    with store.warehouse.connection() as con:
+        return {n for (n,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'arena_versions' "
+                                          "UNION ALL SELECT view_name FROM duckdb_views() "
+                                          "WHERE schema_name = 'arena_versions'").fetchall()}
+
+
+def test_tables_filled_together_are_made_in_one_pass_swapped_in_together_and_reused_together(store):
+    calls: list = []
+    together = _pair_fill(calls)
+    first = [_stored(store, t, Versioned(together, {"k": 1}, reuse=True)) for t in ("left_t", "right_t")]
+    assert len(calls) == 1  # one pass for both outputs, into the staging tables the store named
+    assert set(calls[0]) == {"left_t", "right_t"} and all("_stage_" in name for name in calls[0].values())
+    versions = {t: version_name(t, _build()) for t in ("left_t", "right_t")}
+    with store.warehouse.connection() as con:
+        registered = dict(con.execute("SELECT table_name, rows FROM arena_versions.versions").fetchall())
+        assert con.execute(f'SELECT count(*) FROM arena_versions."{versions["right_t"]}"').fetchone() == (2,)
+    assert registered == {"left_t": 3, "right_t": 2}
+    assert [m.get("seconds") for m in first] == [0.5, None]
+    assert not any(name.startswith("_stage_") for name in _relations(store))
+
+    # another build with the same settings and code: both versions are views of the first's, nothing is made
+    again = VersionStore(store.warehouse, "run-store-2")
+    manifest = DumpManifest("hub", "org/name", "main", REVISION, (ShardFile("/x/a.parquet", "a.parquet", 10, 3, "ab"),))
+    with store.warehouse.connection() as con:
+        start_build(con, SCHEMA, "run-store-2", manifest)
+    later: list = []
+    together = _pair_fill(later)  # the step's outputs share one
+    reused = [_stored(again, t, Versioned(together, {"k": 1}, reuse=True)) for t in ("left_t", "right_t")]
+    assert later == []
+    assert [m["reused"] for m in reused] == [versions["left_t"], versions["right_t"]]
+    assert [m["dagster/row_count"] for m in reused] == [3, 2]
+
+
+def test_a_failed_fill_together_leaves_no_staging_table_and_registers_nothing(store):
+    with pytest.raises(RuntimeError, match="disk gone"):
+        _stored(store, "left_t", Versioned(_pair_fill([], fail=True), reuse=True))
+    assert _relations(store) & {"_stage_" + version_name(t, _build()) for t in ("left_t", "right_t")} == set()
+    assert not any("left_t" in name or "right_t" in name for name in _relations(store))
+    with store.warehouse.connection() as con:
+        assert con.execute("SELECT count(*) FROM arena_versions.versions").fetchone() == (0,)

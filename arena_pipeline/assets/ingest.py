@@ -1,14 +1,16 @@
 """Ingest assets: the raw dump (Hub download or local files) and the flat tables made from it."""
 
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
 from arena_pipeline.assets.builds import package_version, run_build, run_failure, table_sha256
-from arena_pipeline.assets.live import note_if_unpublished
 from arena_pipeline.assets.metadata import table_spec
 from arena_pipeline.assets.run_config import check_ranking_run_config
+from arena_pipeline.assets.version_store import VERSION_STORE, FillTogether, Versioned
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     CONTEXT_MESSAGES_TABLE,
@@ -16,7 +18,6 @@ from arena_pipeline.constants import (
     PREFERENCE_PAIRS_TABLE,
     QUARANTINE_TABLE,
     SCHEMA,
-    VERSIONS_SCHEMA,
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest
 from arena_pipeline.core.dataset.models import normalization_versions
@@ -26,19 +27,13 @@ from arena_pipeline.core.dataset.schema import (
     MESSAGES_SCHEMA,
     QUARANTINE_SCHEMA,
 )
-from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, load_dump
+from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, fill_dump
 from arena_pipeline.core.ingest.local_dump import local_revision
 from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.records import record_dump
-from arena_pipeline.core.store.versions import (
-    finish_build,
-    register_version,
-    reuse_together,
-    start_build,
-    version_name,
-)
+from arena_pipeline.core.store.versions import finish_build, start_build, version_name
 from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
 from arena_pipeline.core.validation.quality import import_in_background
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
@@ -180,7 +175,7 @@ def raw_dump(
     )
 
 
-_FLAT = {"kinds": {"polars", "duckdb"}, "deps": [RAW_DUMP]}
+_FLAT = {"kinds": {"polars", "duckdb"}, "deps": []}  # raw_dump: the multi-asset's (an AssetOut has no deps)
 #: the vote tables: Parquet files in the readers' snapshot; the message tables never load into Python;
 #: battles and messages publish only after their blocking expectation suites passed (checks.py)
 _FLAT_SPECS = {
@@ -193,68 +188,66 @@ _FLAT_SPECS = {
 }
 
 
+_FLAT_TABLE_SPECS = [
+    table_spec(BATTLES_TABLE, BATTLES_SCHEMA, _FLAT_SPECS[BATTLES_TABLE], group="ingest", **_FLAT,
+               description="arena.battles: one row per vote with every scalar, conv_metadata and "
+               "category_tag field as a column."),
+    table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, _FLAT_SPECS[MESSAGES_TABLE], group="ingest", **_FLAT,
+               description="arena.messages: one row per message of conversation_a and conversation_b."),
+    table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, _FLAT_SPECS[CONTEXT_MESSAGES_TABLE],
+               group="ingest", **_FLAT,
+               description="arena.context_messages: the full_conversation turns of earlier evaluation "
+               "orders that precede each vote (not repeated in arena.messages)."),
+    table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, _FLAT_SPECS[QUARANTINE_TABLE], group="quality", **_FLAT,
+               description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
+    table_spec(PREFERENCE_PAIRS_TABLE, PAIR_ROWS_SCHEMA, _FLAT_SPECS[PREFERENCE_PAIRS_TABLE], group="reports",
+               **_FLAT,
+               description="arena.preference_pairs: prompt, chosen and rejected responses of every decisive "
+               "vote (ties and both_bad excluded), for reward-model training. The prompt is the first user "
+               "message; the rest of each side's conversation is its response (multi-turn sides differ "
+               "after the first turn); categories as in arena.battle_categories. Made by the load from each "
+               "batch's conversations (core/ingest/pairs.py)."),
+]
+
+
 @dg.multi_asset(
-    specs=[
-        table_spec(BATTLES_TABLE, BATTLES_SCHEMA, _FLAT_SPECS[BATTLES_TABLE], group="ingest", **_FLAT,
-                   description="arena.battles: one row per vote with every scalar, conv_metadata and "
-                   "category_tag field as a column."),
-        table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, _FLAT_SPECS[MESSAGES_TABLE], group="ingest", **_FLAT,
-                   description="arena.messages: one row per message of conversation_a and conversation_b."),
-        table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, _FLAT_SPECS[CONTEXT_MESSAGES_TABLE],
-                   group="ingest", **_FLAT,
-                   description="arena.context_messages: the full_conversation turns of earlier evaluation "
-                   "orders that precede each vote (not repeated in arena.messages)."),
-        table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, _FLAT_SPECS[QUARANTINE_TABLE], group="quality", **_FLAT,
-                   description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
-        table_spec(PREFERENCE_PAIRS_TABLE, PAIR_ROWS_SCHEMA, _FLAT_SPECS[PREFERENCE_PAIRS_TABLE], group="reports",
-                   **_FLAT,
-                   description="arena.preference_pairs: prompt, chosen and rejected responses of every decisive "
-                   "vote (ties and both_bad excluded), for reward-model training. The prompt is the first user "
-                   "message; the rest of each side's conversation is its response (multi-turn sides differ "
-                   "after the first turn); categories as in arena.battle_categories. Made by the load from each "
-                   "batch's conversations (core/ingest/pairs.py)."),
-    ],
+    # outputs the version store keeps, in spec order (the store's last-output line follows the last)
+    outs={spec.key.path[-1]: dg.AssetOut.from_spec(spec, io_manager_key=VERSION_STORE) for spec in _FLAT_TABLE_SPECS},
+    deps=[RAW_DUMP],
 )
 def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_catalog: ModelCatalog):
     """Flatten the dump's nested structs with Polars into this run's versions of the flat tables and the
-    preference pairs (made from each batch's conversations while the batch is in memory)."""
+    preference pairs (made from each batch's conversations while the batch is in memory).
+
+    The five tables are made in one pass (:func:`~arena_pipeline.core.ingest.load.fill_dump`) into the
+    staging tables the version store names (a :class:`FillTogether`): the store swaps them in together
+    and registers them, or reuses an earlier build's five when it loaded this revision with the same
+    settings and code (nothing is read or written then).
+    """
     aliases = model_catalog.aliases()
     with warehouse.connection() as con:
         build = run_build(context, con)
-        manifest = build.manifest
-        settings = flat_settings(aliases, manifest)
-        # an earlier build's four tables as this build's versions (views), when it loaded this revision
-        # with the same settings and code: nothing is read or written
-        reused = reuse_together(con, tuple(TABLE_KEYS), build, settings)
-        if reused is not None:
-            counts, report = reused, None
-        else:
-            report = _load(con, build, aliases, warehouse)
-            counts = {
-                BATTLES_TABLE: report.battles,
-                MESSAGES_TABLE: report.messages,
-                CONTEXT_MESSAGES_TABLE: report.context_messages,
-                QUARANTINE_TABLE: report.quarantined,
-                PREFERENCE_PAIRS_TABLE: report.pairs,
-            }
-            for name, rows in counts.items():
-                register_version(con, name, build, rows, settings)
-        record_dump(con, SCHEMA, revision=build.revision, status="loaded")
-    if report is not None:  # their Parquet files for the readers' snapshot, written while the checks and fits run
-        for name in counts:
-            if _FLAT_SPECS[name].file_view:
-                warehouse.export_ahead(version_name(name, build))
-    if report is None:
-        context.log.info(f"revision {build.revision} was loaded before with the same aliases, source and code: "
-                         f"its tables are reused ({', '.join(f'{n} {r}' for n, r in counts.items())} rows), "
-                         "nothing is read or written")
-    else:
+    settings = flat_settings(aliases, build.manifest)
+
+    def load(con, targets: Mapping[str, str]) -> dict[str, tuple[int, dict]]:
+        report = _load(con, build, aliases, targets, warehouse)
         context.log.info(
             f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
             f"{report.quarantined} quarantined, {report.pairs} preference pairs in {report.seconds:.1f} s"
         )
-    yield from _flat_results(build, counts, report)
-    note_if_unpublished(context, warehouse)
+        return _load_results(report)
+
+    together = FillTogether(tuple(TABLE_KEYS), load)
+    common = {"version_suffix": version_name("", build)}
+    for name in TABLE_KEYS:
+        with warnings.catch_warnings():  # an Output's data_version is in beta: Dagster warns of its own API
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            output = dg.Output(Versioned(together, settings, reuse=True), output_name=name,
+                               metadata={**common, "table": f"{SCHEMA}.{name}"},
+                               data_version=dg.DataVersion(build.revision))
+        yield output
+    with warehouse.connection() as con:
+        record_dump(con, SCHEMA, revision=build.revision, status="loaded")
 
 
 def flat_settings(aliases, manifest: DumpManifest | None) -> dict:
@@ -267,15 +260,15 @@ def flat_settings(aliases, manifest: DumpManifest | None) -> dict:
             "normalization": normalization_versions(), "package_version": package_version()}
 
 
-def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
-    """Flatten the build's dump into its versions of the flat tables (not yet registered)."""
+def _load(con, build, aliases, targets: Mapping[str, str], warehouse: Warehouse) -> LoadReport:
+    """Flatten the build's dump into the staging tables ``targets`` the version store named (a failure
+    is recorded on the dump and the build, and raised: the store then drops the staging tables)."""
     manifest = build.manifest
     if manifest is None or any(not Path(f.path).exists() for f in manifest.files):
         raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
                          "include raw_dump in the selection", allow_retries=False)
     try:
-        return load_dump(manifest, con, VERSIONS_SCHEMA, suffix=version_name("", build), aliases=aliases,
-                         when_read=import_in_background)
+        return fill_dump(manifest, con, targets, aliases=aliases, when_read=import_in_background)
     except Exception as exc:
         if isinstance(exc, FileChangedError):  # not a bad dump: its files changed after the fetch
             record_dump(con, SCHEMA, revision=manifest.revision, status="fetched", detail=f"not loaded: {exc}"[:2000])
@@ -289,27 +282,19 @@ def _load(con, build, aliases, warehouse: Warehouse) -> LoadReport:
         raise
 
 
-def _flat_results(build, counts: dict[str, int], report: LoadReport | None):
-    """The five materializations of flat_tables, with the load's figures (or the reused version)."""
-    revision = build.revision
-    common = {"revision": revision, "version_suffix": version_name("", build)}
-    if report is None:
-        common["reused"] = True
-    else:
-        common["seconds"] = round(report.seconds, 3)
-    for name, rows in counts.items():
-        extra = {}
-        if report is not None and name == BATTLES_TABLE:
-            extra = {"rows_read": report.rows_read, "per_file": dg.MetadataValue.json(report.per_file),
-                     "invariant": f"rows read {report.rows_read} = battles {report.battles} + "
-                                  f"quarantined {report.quarantined}"}
-            if report.per_dump:
-                extra["per_dump"] = dg.MetadataValue.json(report.per_dump)
-        if report is not None and name == QUARANTINE_TABLE:
-            extra = {"by_rule": dg.MetadataValue.json(report.quarantine_by_rule)}
-        yield dg.MaterializeResult(
-            asset_key=TABLE_KEYS[name],
-            metadata={**common, **extra, "dagster/row_count": rows,
-                      "table": f"{SCHEMA}.{name}"},
-            data_version=dg.DataVersion(revision),
-        )
+def _load_results(report: LoadReport) -> dict[str, tuple[int, dict]]:
+    """Rows and output metadata of each flat table, from the load's figures."""
+    battles = {"seconds": round(report.seconds, 3), "rows_read": report.rows_read,
+               "per_file": dg.MetadataValue.json(report.per_file),
+               "invariant": f"rows read {report.rows_read} = battles {report.battles} + "
+                            f"quarantined {report.quarantined}"}
+    if report.per_dump:
+        battles["per_dump"] = dg.MetadataValue.json(report.per_dump)
+    seconds = {"seconds": round(report.seconds, 3)}
+    return {
+        BATTLES_TABLE: (report.battles, battles),
+        MESSAGES_TABLE: (report.messages, seconds),
+        CONTEXT_MESSAGES_TABLE: (report.context_messages, seconds),
+        QUARANTINE_TABLE: (report.quarantined, {**seconds, "by_rule": dg.MetadataValue.json(report.quarantine_by_rule)}),
+        PREFERENCE_PAIRS_TABLE: (report.pairs, seconds),
+    }

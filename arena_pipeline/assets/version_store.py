@@ -8,7 +8,8 @@ An asset built on it declares its inputs and returns its table; it never names a
   annotated :class:`TableRef` is a reference to that version, queried inside DuckDB. A heavy table
   (``TableSpec.heavy`` on its asset) loads only as a reference: its rows never enter Python.
 - the output is a ``pl.DataFrame``, a :class:`Fill` (SQL work the store runs inside DuckDB, into the
-  version's staging table) or a :class:`Versioned` around either. ``Versioned`` carries the settings
+  version's staging table), a :class:`FillTogether` (one pass that fills several tables of a step: the
+  load's flat tables) or a :class:`Versioned` around one of them. ``Versioned`` carries the settings
   recorded with the version (what the gate compares and ``inputs_key`` hashes; ``package_version``
   is always added) and ``reuse``: when an earlier version has the same inputs, settings and code
   (``core.store.versions.reusable_version``) the new version is a view of it and nothing is written.
@@ -49,11 +50,13 @@ from arena_pipeline.core.store.versions import (
     input_version,
     read_input,
     reusable_version,
+    reuse_together,
     reuse_version,
     version_name,
     versioned,
     write_version,
     write_version_with,
+    write_versions_with,
 )
 from arena_pipeline.resources import Warehouse
 
@@ -93,11 +96,30 @@ class Fill:
     make: Callable[[duckdb.DuckDBPyConnection, str], int | tuple[int, Mapping]]
 
 
+@dataclass(frozen=True, eq=False)
+class FillTogether:
+    """SQL work that makes several tables of one step in one pass (the load's five flat tables):
+    ``make(con, targets)`` gets ``{table: quoted staging table}`` (none exists yet), creates and fills
+    every one and returns per table its rows, or (rows, metadata for its output).
+
+    Each of the step's outputs returns the same object (in a :class:`Versioned`, with the same settings);
+    the store runs ``make`` at the first of them and swaps every version in together
+    (``core.store.versions.write_versions_with``), or, with ``reuse``, makes every table a view of one
+    earlier build's versions when that build made them all with the same inputs, settings and code
+    (``core.store.versions.reuse_together``): all or none.
+    """
+
+    tables: tuple[str, ...]
+    make: Callable[[duckdb.DuckDBPyConnection, Mapping[str, str]], Mapping[str, int | tuple[int, Mapping]]]
+    #: per table, (rows, output metadata) once stored
+    stored: dict = field(default_factory=dict, repr=False)
+
+
 @dataclass(frozen=True)
 class Versioned:
     """A table with the settings recorded with its version, and whether an equal version may be reused."""
 
-    table: pl.DataFrame | Fill
+    table: pl.DataFrame | Fill | FillTogether
     settings: Mapping = field(default_factory=dict)
     reuse: bool = False
 
@@ -116,16 +138,25 @@ class VersionStore(dg.IOManager):
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         stored = obj if isinstance(obj, Versioned) else Versioned(obj)
-        if not isinstance(stored.table, (pl.DataFrame, Fill)):
-            raise TypeError(f"the version store stores a polars DataFrame or a Fill, not {type(stored.table).__name__}")
+        if not isinstance(stored.table, (pl.DataFrame, Fill, FillTogether)):
+            raise TypeError("the version store stores a polars DataFrame or a Fill (or a FillTogether), "
+                            f"not {type(stored.table).__name__}")
         table = context.asset_key.path[-1]
-        settings = {"package_version": package_version(), **stored.settings}
+        # package_version first, unless the settings name it already (in their own order: the recorded text)
+        settings = dict(stored.settings) if "package_version" in stored.settings else {
+            "package_version": package_version(), **stored.settings}
         inputs = _input_tables(context)
         extra: dict = {}
         with self.warehouse.connection() as con:
             build = build_of_run(con, self.run_id, self.failure_of)
-            reusable = reusable_version(con, table, build, settings, inputs) if stored.reuse else None
-            if reusable is not None:  # same inputs, settings and code: the earlier version, as a view
+            reusable = (reusable_version(con, table, build, settings, inputs)
+                        if stored.reuse and not isinstance(stored.table, FillTogether) else None)
+            if isinstance(stored.table, FillTogether):  # made (or reused) at the step's first output
+                if not stored.table.stored:
+                    self._store_together(context, con, build, stored, settings, inputs)
+                rows, more = stored.table.stored[table]
+                extra.update(more)
+            elif reusable is not None:  # same inputs, settings and code: the earlier version, as a view
                 base, rows = reusable
                 reuse_version(con, table, build, base, rows, settings)
                 context.log.info(f"{SCHEMA}.{table}: inputs unchanged, {base} reused")
@@ -148,6 +179,31 @@ class VersionStore(dg.IOManager):
             self.warehouse.export_ahead(version_name(table, build))
         context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
         self._note_after_last_output(context)
+
+    @staticmethod
+    def _store_together(context: dg.OutputContext, con: duckdb.DuckDBPyConnection, build, stored: Versioned,
+                        settings: Mapping, inputs: tuple[str, ...]) -> None:
+        """Store every table of a :class:`FillTogether` (at its step's first output): reused together, or
+        made by one ``make`` and swapped in together."""
+        together: FillTogether = stored.table
+        reused = reuse_together(con, together.tables, build, settings, inputs) if stored.reuse else None
+        if reused is not None:
+            context.log.info(f"{', '.join(f'{SCHEMA}.{t}' for t in together.tables)}: inputs unchanged, "
+                             f"the versions of one earlier build reused "
+                             f"({', '.join(f'{t} {rows}' for t, (_, rows) in reused.items())} rows), "
+                             "nothing is read or written")
+            together.stored.update({t: (rows, {"reused": base}) for t, (base, rows) in reused.items()})
+            return
+        metadata: dict[str, Mapping] = {}
+
+        def fill(targets: dict[str, str]) -> dict[str, int]:
+            rows = {}
+            for t, made in together.make(con, targets).items():
+                rows[t], metadata[t] = made if isinstance(made, tuple) else (made, {})
+            return rows
+
+        rows = write_versions_with(con, together.tables, build, fill, settings, inputs)
+        together.stored.update({t: (rows[t], metadata.get(t, {})) for t in together.tables})
 
     def load_input(self, context: dg.InputContext):
         table = context.asset_key.path[-1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -434,20 +434,50 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
               suffix: str = "", aliases: pl.DataFrame | None = None,
               when_read: Callable[[], None] | None = None) -> LoadReport:
-    """Flatten every file of ``manifest`` into staging tables, then swap them in together.
+    """Flatten every file of ``manifest`` into the tables ``schema.<name><suffix>`` (battles, messages,
+    context_messages, quarantine and preference_pairs): :func:`fill_dump` into staging tables, swapped in
+    together (``warehouse.write_tables_with``). The pipeline does not call this: its version store
+    names the staging tables of this run's versions and swaps them in (``assets/ingest.py``).
 
-    The tables are ``schema.<name><suffix>`` for battles, messages, context_messages, quarantine and
-    preference_pairs (the pipeline passes the versions schema and a revision suffix). Rows breaking a
-    row-level rule (core/dataset/quarantine.py) or whose nested fields do not parse go to quarantine,
-    with their messages left out; every input row ends in exactly one of battles and quarantine.
+    Raises
+    ------
+    SourceError
+        A file that is not usable as a whole (named in the message); nothing is swapped in then.
+    """
+    names = {name + suffix: name for name in load_tables()}
+    return warehouse.write_tables_with(
+        con, schema, list(names),
+        lambda stages: fill_dump(manifest, con, {names[t]: stage for t, stage in stages.items()}, aliases, when_read))
+
+
+def load_tables() -> dict[str, dict]:
+    """The tables one load fills, with their columns."""
+    return {
+        BATTLES_TABLE: BATTLES_SCHEMA,
+        MESSAGES_TABLE: MESSAGES_SCHEMA,
+        CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
+        QUARANTINE_TABLE: QUARANTINE_SCHEMA,
+        PREFERENCE_PAIRS_TABLE: PAIR_ROWS_SCHEMA,
+    }
+
+
+def fill_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, targets: Mapping[str, str],
+              aliases: pl.DataFrame | None = None, when_read: Callable[[], None] | None = None) -> LoadReport:
+    """Flatten every file of ``manifest`` into new tables: ``targets`` maps each table of
+    :func:`load_tables` to the quoted name of the table to create (a staging table the caller swaps in;
+    none exists yet).
+
+    Rows breaking a row-level rule (core/dataset/quarantine.py) or whose nested fields do not parse go
+    to quarantine, with their messages left out; every input row ends in exactly one of battles and
+    quarantine.
 
     Messages are streamed into DuckDB batch by batch (``BATCH_ROWS`` votes), so memory stays
     bounded by one batch of the dump, DuckDB's memory limit (the connection's ``memory_limit``) and
-    the battles table (about 450 bytes a vote, no texts). The staging tables are created, then each
+    the battles table (about 450 bytes a vote, no texts). The tables are created, then each
     is filled in a transaction of its own (:class:`_Stages`): DuckDB then writes whole row groups
     once instead of committing every batch's insert on its own, and does not interleave the
     tables' row groups in one transaction (which took 1.7x the insert and commit time on the 1x
-    dump of benchmarks/bench_ingest.py); a failure rolls the staging rows back and drops the staging tables.
+    dump of benchmarks/bench_ingest.py); a failure rolls the rows back (the caller drops the tables).
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
@@ -460,42 +490,31 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     Raises
     ------
     SourceError
-        A file that is not usable as a whole (named in the message); nothing is swapped in then.
+        A file that is not usable as a whole (named in the message).
     """
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
-    tables = {
-        BATTLES_TABLE: BATTLES_SCHEMA,
-        MESSAGES_TABLE: MESSAGES_SCHEMA,
-        CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
-        QUARANTINE_TABLE: QUARANTINE_SCHEMA,
-        PREFERENCE_PAIRS_TABLE: PAIR_ROWS_SCHEMA,
-    }
-    tables = {name + suffix: columns for name, columns in tables.items()}
+    tables = load_tables()
+    targets = {name: targets[name] for name in tables}
     # rows keep the order they are appended in (each table's rows are in the dump's order, one
     # battle's messages together); one DuckDB thread: the
     # inserts take a third less CPU than with two, and the other core reads and flattens
     saved = con.execute("SELECT current_setting('preserve_insertion_order'), current_setting('threads')").fetchone()
+    for name, target in targets.items():
+        warehouse.create_empty(con, target, tables[name])
+    con.execute("SET preserve_insertion_order = true")
+    con.execute("SET threads = 1")
+    stages = _Stages(con, targets)
     try:
-        for table, columns in tables.items():
-            warehouse.create_stage(con, schema, table, columns)
-        con.execute("SET preserve_insertion_order = true")
-        con.execute("SET threads = 1")
-        stages = _Stages(con, schema, list(tables))
-        try:
-            _fill_stages(manifest, stages, suffix, aliases, report, when_read)
-        except BaseException:
-            stages.rollback()
-            raise
-        else:
-            stages.commit()
-        finally:
-            con.execute(f"SET preserve_insertion_order = {bool(saved[0])}")
-            con.execute(f"SET threads = {int(saved[1])}")
-        warehouse.swap_in_staged(con, schema, tables)
-    except BaseException:  # a failed load leaves no (empty) staging table behind until the next publication
-        warehouse.drop_stages(con, schema, tables)
+        _fill_stages(manifest, stages, aliases, report, when_read)
+    except BaseException:
+        stages.rollback()
         raise
+    else:
+        stages.commit()
+    finally:
+        con.execute(f"SET preserve_insertion_order = {bool(saved[0])}")
+        con.execute(f"SET threads = {int(saved[1])}")
     report.seconds = time.perf_counter() - started
     return report
 
@@ -548,28 +567,29 @@ class _Stages:
 
     Row groups of one table are then written one after another; the tables interleaved in one
     transaction took 1.7x the time to insert and commit on the full dump. Every transaction is
-    committed at the end, or every one rolled back: the staging tables are published together by
-    ``warehouse.swap_in_staged`` afterwards, so a reader never sees part of a load.
+    committed at the end, or every one rolled back: the staging tables are swapped in together by
+    the caller afterwards (``warehouse.write_tables_with``), so a reader never sees part of a load.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, schema: str, tables: list[str]) -> None:
-        self.schema = schema
+    def __init__(self, con: duckdb.DuckDBPyConnection, targets: Mapping[str, str]) -> None:
+        # targets: table -> the quoted name of its (existing) staging table
+        self.targets = dict(targets)
         self.cursors: dict[str, duckdb.DuckDBPyConnection] = {}
-        for table in tables:
+        for table in self.targets:
             cursor = con.cursor()
             cursor.execute("BEGIN TRANSACTION")
             self.cursors[table] = cursor
 
     def append(self, table: str, frame: pl.DataFrame) -> int:
         """Append ``frame`` to the staging table of ``table``; return the rows appended."""
-        return warehouse.append(self.cursors[table], self.schema, table, frame)
+        return warehouse.append(self.cursors[table], self.targets[table], frame)
 
     def delete_battles(self, table: str, battles: pl.DataFrame) -> int:
         """Delete the rows of ``battles``' ``battle_id`` values from the staging table; return how many."""
         cursor = self.cursors[table]
         cursor.register("_gone_battles", battles.to_arrow())
         try:
-            return cursor.execute(f"DELETE FROM {warehouse.quoted(self.schema, warehouse.STAGE_PREFIX + table)} "
+            return cursor.execute(f"DELETE FROM {self.targets[table]} "
                                   "WHERE battle_id IN (SELECT battle_id FROM _gone_battles)").fetchone()[0]
         finally:
             cursor.unregister("_gone_battles")
@@ -659,9 +679,9 @@ def _read_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: i
         raise (read_failure(shard, exc) or exc) from exc
 
 
-def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: pl.DataFrame | None,
+def _fill_stages(manifest: DumpManifest, stages: _Stages, aliases: pl.DataFrame | None,
                  report: LoadReport, when_read: Callable[[], None] | None = None) -> None:
-    """Fill the (empty) staging tables from ``manifest``'s files (see load_dump).
+    """Fill the (empty) staging tables from ``manifest``'s files (see fill_dump).
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
     earlier already holds (same id, or same canonical models, winner and user texts) is moved to
@@ -673,9 +693,9 @@ def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: 
     screened = _Screened()
     batches = prefetched(_flat_batches(manifest, aliases, report, screened))
     for messages, context_messages, pairs in batches:
-        report.messages += stages.append(MESSAGES_TABLE + suffix, messages)
-        report.context_messages += stages.append(CONTEXT_MESSAGES_TABLE + suffix, context_messages)
-        report.pairs += stages.append(PREFERENCE_PAIRS_TABLE + suffix, pairs)
+        report.messages += stages.append(MESSAGES_TABLE, messages)
+        report.context_messages += stages.append(CONTEXT_MESSAGES_TABLE, context_messages)
+        report.pairs += stages.append(PREFERENCE_PAIRS_TABLE, pairs)
         del messages, context_messages, pairs  # not held while the next batch is made
     # every batch is read: the worker's core is idle until the COMMIT ends (DuckDB writes the last row
     # groups, the whole pairs table at 1x, on one thread, ~3 s); the caller may use it (the pipeline
@@ -695,7 +715,7 @@ def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: 
             pairs.append(content_pairs)
             gone = by_content.select(battle_id="id")
             staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, PREFERENCE_PAIRS_TABLE)
-            removed = {table_name: stages.delete_battles(table_name + suffix, gone) for table_name in staged}
+            removed = {table_name: stages.delete_battles(table_name, gone) for table_name in staged}
             report.messages -= removed[MESSAGES_TABLE]
             report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
             report.pairs -= removed[PREFERENCE_PAIRS_TABLE]
@@ -705,8 +725,8 @@ def _fill_stages(manifest: DumpManifest, stages: _Stages, suffix: str, aliases: 
         raise AssertionError(
             f"rows read ({report.rows_read}) != battles ({all_battles.height}) + quarantine ({all_quarantine.height})"
         )
-    report.battles = stages.append(BATTLES_TABLE + suffix, all_battles)
-    report.quarantined = stages.append(QUARANTINE_TABLE + suffix, all_quarantine)
+    report.battles = stages.append(BATTLES_TABLE, all_battles)
+    report.quarantined = stages.append(QUARANTINE_TABLE, all_quarantine)
     report.quarantine_by_rule = dict(count_by_rule(all_quarantine).iter_rows()) if all_quarantine.height else {}
     report.per_dump = _per_dump(all_battles, all_quarantine, formats)
 

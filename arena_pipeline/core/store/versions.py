@@ -19,7 +19,7 @@ import polars as pl
 from arena_pipeline.constants import SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, manifest_from_json, manifest_to_json
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, record_dump, utc_now
-from arena_pipeline.core.store.warehouse import quoted, read_frame, write_table, write_table_with
+from arena_pipeline.core.store.warehouse import quoted, read_frame, write_table, write_table_with, write_tables_with
 
 #: how a build ends (``arena_versions.builds.status``; 'running' until then)
 FINISHED = ("published", "failed", "refused", "abandoned")
@@ -300,18 +300,20 @@ def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base
 
 
 def reuse_together(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], build: Build,
-                   settings: Mapping | None = None) -> dict[str, int] | None:
-    """Rows per table when one earlier build made every table of ``tables`` (built together, by one step)
-    with ``build``'s inputs keys (:func:`reusable_version`): they become ``build``'s versions, as views
-    (:func:`reuse_version`), all or none; else None (nothing changed)."""
-    found = {name: reusable_version(con, name, build, settings) for name in tables}
+                   settings: Mapping | None = None, inputs: Iterable[str] = ()) -> dict[str, tuple[str, int]] | None:
+    """(reused version, rows) per table when one earlier build made every table of ``tables`` (built
+    together, by one step, from the tables ``inputs``) with ``build``'s inputs keys
+    (:func:`reusable_version`): they become ``build``'s versions, as views (:func:`reuse_version`), all
+    or none; else None (nothing changed)."""
+    inputs = tuple(inputs)
+    found = {name: reusable_version(con, name, build, settings, inputs) for name in tables}
     if any(v is None for v in found.values()):
         return None
     if len({base.rpartition("__")[2] for base, _ in found.values()}) != 1:  # made together, by one build
         return None
     for name, (base, rows) in found.items():
         reuse_version(con, name, build, base, rows, settings)
-    return {name: rows for name, (_, rows) in found.items()}
+    return found
 
 
 def write_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, frame: pl.DataFrame,
@@ -332,6 +334,25 @@ def write_version_with(con: duckdb.DuckDBPyConnection, table: str, build: Build,
     register_version(con, table, build, rows, settings, inputs=inputs)
     return rows
 
+
+
+def write_versions_with(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], build: Build,
+                        fill: Callable[[dict[str, str]], Mapping[str, int]], settings: Mapping | None = None,
+                        inputs: Iterable[str] = ()) -> dict[str, int]:
+    """Write ``build``'s versions of several tables made in one pass by ``fill`` and register them (made
+    from the tables ``inputs``); return the rows per table.
+
+    ``fill`` gets ``{table: quoted staging table}`` (none exists yet), creates and fills them inside
+    DuckDB and returns the rows per table; the versions are swapped in together
+    (``warehouse.write_tables_with``: all or none; a failure leaves no staging table behind).
+    """
+    names = {version_name(table, build): table for table in tables}
+    rows = write_tables_with(con, VERSIONS_SCHEMA, list(names),
+                             lambda stages: fill({names[version]: stage for version, stage in stages.items()}))
+    inputs = tuple(inputs)
+    for table in tables:
+        register_version(con, table, build, rows[table], settings, inputs=inputs)
+    return {table: rows[table] for table in tables}
 
 
 def record_checks(con: duckdb.DuckDBPyConnection, version: str, passed: bool, checks: Mapping) -> None:

@@ -6,7 +6,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # Polars is imported where a frame is made: the CLI's read pa
     import polars as pl
 
 STAGE_PREFIX = "_stage_"
+
+R = TypeVar("R")
 
 
 def sql_string(value: str) -> str:
@@ -153,15 +155,21 @@ def create_stage(con: duckdb.DuckDBPyConnection, schema: str, table: str,
     """Create (or empty) the staging table for ``table`` with the given Polars schema; return its name."""
     con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
     stage = quoted(schema, STAGE_PREFIX + table)
-    import polars as pl
-
-    empty = pl.DataFrame(schema=columns).to_arrow()  # noqa: F841 - read by DuckDB below
-    con.execute(f"CREATE OR REPLACE TABLE {stage} AS SELECT * FROM empty")
+    create_empty(con, stage, columns, replace=True)
     return stage
 
 
-def append(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.DataFrame) -> int:
-    """Append a frame to the staging table of ``table``; return the rows appended."""
+def create_empty(con: duckdb.DuckDBPyConnection, target: str, columns: dict[str, pl.DataType],
+                 replace: bool = False) -> None:
+    """Create the empty table ``target`` (quoted) with the given Polars schema (``replace``: or empty it)."""
+    import polars as pl
+
+    empty = pl.DataFrame(schema=columns).to_arrow()  # noqa: F841 - read by DuckDB below
+    con.execute(f"CREATE {'OR REPLACE ' if replace else ''}TABLE {target} AS SELECT * FROM empty")
+
+
+def append(con: duckdb.DuckDBPyConnection, target: str, frame: pl.DataFrame) -> int:
+    """Append a frame to the table ``target`` (quoted: a staging table); return the rows appended."""
     if frame.height == 0:
         return 0
     import polars as pl  # loaded already: the caller has a frame
@@ -169,7 +177,7 @@ def append(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.Da
     # Arrow string views are Polars' own string layout: handed over without a copy (the default
     # export copies every text into a large_string array first; same rows in DuckDB either way)
     arrow = frame.to_arrow(compat_level=pl.CompatLevel.newest())  # noqa: F841 - read by DuckDB below
-    con.execute(f"INSERT INTO {quoted(schema, STAGE_PREFIX + table)} SELECT * FROM arrow")
+    con.execute(f"INSERT INTO {target} SELECT * FROM arrow")
     return frame.height
 
 
@@ -201,7 +209,7 @@ def swap_in_staged(con: duckdb.DuckDBPyConnection, schema: str, tables: Iterable
 def write_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, frame: pl.DataFrame) -> int:
     """Replace ``schema.table`` by ``frame`` atomically (stage, then publish); return its row count."""
     create_stage(con, schema, table, dict(frame.schema))
-    append(con, schema, table, frame)
+    append(con, quoted(schema, STAGE_PREFIX + table), frame)
     swap_in_staged(con, schema, [table])
     return frame.height
 
@@ -218,6 +226,27 @@ def write_table_with(con: duckdb.DuckDBPyConnection, schema: str, table: str, fi
     rows = fill(stage)
     swap_in_staged(con, schema, [table])
     return rows
+
+
+def write_tables_with(con: duckdb.DuckDBPyConnection, schema: str, tables: Iterable[str],
+                      fill: Callable[[dict[str, str]], R]) -> R:
+    """Replace the tables ``tables`` of ``schema`` together by what ``fill(stages)`` creates inside DuckDB.
+
+    ``fill`` gets the quoted name of each table's staging table (``{table: stage}``; none exists yet),
+    creates and fills them and returns what it made (say the rows per table); the staging tables are
+    then swapped in together (:func:`swap_in_staged`: readers see all old tables or all new ones). A
+    failure drops them (nothing of the fill stays behind) and is raised.
+    """
+    tables = list(tables)
+    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    drop_stages(con, schema, tables)
+    try:
+        made = fill({table: quoted(schema, STAGE_PREFIX + table) for table in tables})
+        swap_in_staged(con, schema, tables)
+    except BaseException:
+        drop_stages(con, schema, tables)
+        raise
+    return made
 
 
 def relation_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:

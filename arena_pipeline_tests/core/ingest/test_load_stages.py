@@ -68,14 +68,14 @@ def test_stages_are_separate_transactions_committed_together(tmp_path):
         con.execute("CREATE SCHEMA s")
         for name in ("a", "b"):
             con.execute(f'CREATE TABLE s."{warehouse.STAGE_PREFIX}{name}" (x INTEGER)')
-        stages = ingest._Stages(con, "s", ["a", "b"])
+        stages = ingest._Stages(con, {n: warehouse.quoted("s", warehouse.STAGE_PREFIX + n) for n in ("a", "b")})
         assert stages.append("a", pl.DataFrame({"x": [1, 2]})) == 2
         assert stages.append("b", pl.DataFrame({"x": [3]})) == 1
         # not visible to another connection before the commit
         assert _tables(con, "s") == {warehouse.STAGE_PREFIX + "a": 0, warehouse.STAGE_PREFIX + "b": 0}
         stages.commit()
         assert _tables(con, "s") == {warehouse.STAGE_PREFIX + "a": 2, warehouse.STAGE_PREFIX + "b": 1}
-        stages = ingest._Stages(con, "s", ["a", "b"])
+        stages = ingest._Stages(con, {n: warehouse.quoted("s", warehouse.STAGE_PREFIX + n) for n in ("a", "b")})
         stages.append("a", pl.DataFrame({"x": [5]}))
         stages.rollback()
         assert _tables(con, "s") == {warehouse.STAGE_PREFIX + "a": 2, warehouse.STAGE_PREFIX + "b": 1}
