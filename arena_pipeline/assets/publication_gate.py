@@ -7,6 +7,7 @@ from pydantic import Field
 
 from arena_pipeline.assets.builds import finished_check, package_version, run_build
 from arena_pipeline.assets.live import PUBLICATION_GATE, live_now, live_text
+from arena_pipeline.assets.version_store import store_frame
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     LEADERBOARD_TABLE,
@@ -14,7 +15,7 @@ from arena_pipeline.constants import (
     PUBLISHED_TAG,
     SCHEMA,
 )
-from arena_pipeline.core.publication.changes import stale_changes, write_publication_changes
+from arena_pipeline.core.publication.changes import changes_against_live, stale_changes
 from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.publication.gate import (
     GatePolicy,
@@ -203,7 +204,8 @@ def _changes(context: dg.AssetExecutionContext, con, build, live: dict | None, c
     if stale is None:
         return own[0]
     context.log.info(f"{SCHEMA}.{PUBLICATION_CHANGES_TABLE} recomputed by the gate: {stale}")
-    return write_publication_changes(con, build, live, chosen, {"package_version": package_version()})
+    frame, settings = changes_against_live(con, live, chosen)
+    return store_frame(con, PUBLICATION_CHANGES_TABLE, build, frame, settings)
 
 
 def _still_live(refusal: str, con, warehouse: Warehouse, report_settings: ReportSettings) -> str:

@@ -251,6 +251,15 @@ def version_store(init_context: dg.InitResourceContext) -> VersionStore:
                         run_failure(instance) if instance is not None else None)
 
 
+def store_frame(con: duckdb.DuckDBPyConnection, table: str, build, frame: pl.DataFrame,
+                settings: Mapping | None = None) -> str:
+    """Write ``frame`` as ``build``'s version of ``table`` and register it, as the store writes an output
+    (``package_version`` added), for a version a step makes inside its own hold on the warehouse: the gate's
+    recomputed ``arena.publication_changes`` (publication rule 18). Returns the version's name."""
+    write_version(con, table, build, frame, {"package_version": package_version(), **(settings or {})})
+    return version_name(table, build)
+
+
 def stored_input(key: dg.AssetKey, columns: str | None = None) -> dg.AssetIn:
     """An input read through the version store (only ``columns``, a SQL column list, when given)."""
     return dg.AssetIn(key=key, input_manager_key=VERSION_STORE,

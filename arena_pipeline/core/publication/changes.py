@@ -77,7 +77,7 @@ from arena_pipeline.core.publication.gate import publication_settings
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.ranking.style_control import style_columns
 from arena_pipeline.core.store.records import VERSIONS, publication
-from arena_pipeline.core.store.versions import Build, base_version, version_name, versioned, write_version
+from arena_pipeline.core.store.versions import base_version, versioned
 from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
 
 #: z of a two-sided 95% interval (the boards' intervals are 95%).
@@ -529,16 +529,6 @@ def stale_changes(con: duckdb.DuckDBPyConnection, version: str | None, live: Map
     if since != live_id:
         return f"they were computed against publication {since}, and {live_id} is live now"
     return None
-
-
-def write_publication_changes(con: duckdb.DuckDBPyConnection, build: Build, live: Mapping | None,
-                              chosen: Mapping[str, str], recorded: Mapping | None = None) -> str:
-    """Write ``build``'s version of ``arena.publication_changes`` (:func:`changes_against_live`; its settings
-    with ``recorded``, say the package version, as the version store records it), and return its name: the
-    gate's own computation when the run's version is stale (:func:`stale_changes`)."""
-    frame, settings = changes_against_live(con, live, chosen)
-    write_version(con, PUBLICATION_CHANGES_TABLE, build, frame, {**(recorded or {}), **settings})
-    return version_name(PUBLICATION_CHANGES_TABLE, build)
 
 
 def board_shift(changes: pl.DataFrame) -> dict[str, float] | None:
