@@ -5,11 +5,9 @@ tables (published, exported, heavy, checked, with history, lineage) is derived f
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-import arena_pipeline
+from arena_pipeline_tests.support.package_sources import PACKAGE, package_sources
 
-PACKAGE = Path(arena_pipeline.__file__).parent
 #: where tables are declared: the assets (each module its own tables) and the records' DDL
 DECLARATIONS = ("assets/", "core/store/records.py")
 
@@ -51,11 +49,8 @@ def test_the_check_finds_a_list_of_tables():
 
 def test_no_hand_written_list_of_table_names_outside_the_declarations():
     offenders = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE).as_posix()
-        if relative.startswith(DECLARATIONS):
-            continue
-        if found := table_lists(path.read_text(encoding="utf-8")):
+    for relative, source in package_sources(skip=DECLARATIONS):
+        if found := table_lists(source):
             offenders[relative] = found
     assert offenders == {}
 

@@ -56,7 +56,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from bench_coverage import BANDS, draw_outcomes, skewed_tournament  # noqa: E402  (benchmarks/ is on sys.path)
+from bench_coverage import BANDS, add_tournament_arguments, draw_outcomes, skewed_tournament  # noqa: E402  (benchmarks/ is on sys.path)
 
 from arena_pipeline.core.dataset.models import load_aliases
 from arena_pipeline.core.publication.changes import VOTES_ADDED, compare_boards
@@ -186,13 +186,8 @@ def run(args: argparse.Namespace) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--replicates", type=int, default=300)
-    parser.add_argument("--models", type=int, default=40)
-    parser.add_argument("--min-battles", type=float, default=150.0)
-    parser.add_argument("--reference-battles", type=float, default=3000.0)
+    add_tournament_arguments(parser, replicates=300, seed=20261127, rounds_help="bootstrap rounds of a bootstrap primary")
     parser.add_argument("--grow", type=float, default=0.25, help="votes added, as a share of the earlier dump's")
-    parser.add_argument("--rounds", type=int, default=100, help="bootstrap rounds of a bootstrap primary")
-    parser.add_argument("--seed", type=int, default=20261127)
     parser.add_argument("--sessions", nargs="+", choices=("none", "revote"), default=["none", "revote"])
     parser.add_argument("--primary", nargs="+", choices=("sandwich", "bootstrap"), default=["sandwich", "bootstrap"])
     parser.add_argument("--alignment", nargs="+", choices=("off", "on"), default=["off", "on"])

@@ -293,14 +293,19 @@ def run(scenario: str, args: argparse.Namespace) -> str:
     return tally.table(head) + "\n" + cost
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--replicates", type=int, default=1000)
+def add_tournament_arguments(parser: argparse.ArgumentParser, replicates: int, seed: int, rounds_help: str) -> None:
+    """The simulated tournaments' options (:func:`skewed_tournament`), shared with bench_changes_null.py."""
+    parser.add_argument("--replicates", type=int, default=replicates)
     parser.add_argument("--models", type=int, default=40)
     parser.add_argument("--min-battles", type=float, default=150.0)
     parser.add_argument("--reference-battles", type=float, default=3000.0)
-    parser.add_argument("--rounds", type=int, default=100, help="bootstrap rounds of the boards")
-    parser.add_argument("--seed", type=int, default=20251201)
+    parser.add_argument("--rounds", type=int, default=100, help=rounds_help)
+    parser.add_argument("--seed", type=int, default=seed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_tournament_arguments(parser, replicates=1000, seed=20251201, rounds_help="bootstrap rounds of the boards")
     parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
     parser.add_argument("--statement", choices=("reference", "centred"), default="reference",
                         help="reference: anchored boards scored against the rating relative to the reference "

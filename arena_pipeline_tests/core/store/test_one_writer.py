@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
-import arena_pipeline
+from arena_pipeline_tests.support.package_sources import package_sources
 
-PACKAGE = Path(arena_pipeline.__file__).parent
 #: the version store: core/store/ (its functions) and the IO manager that calls them
 STORE = ("core/store/", "assets/version_store.py")
 #: writers left outside the store: none (the gate's recomputed publication_changes goes through the store's
@@ -90,10 +88,7 @@ def test_the_check_finds_what_writes_versions():
 
 def test_only_the_version_store_writes_versions():
     offenders = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE).as_posix()
-        if relative.startswith(STORE):
-            continue
-        if found := version_writes(path.read_text(encoding="utf-8")):
+    for relative, source in package_sources(skip=STORE):
+        if found := version_writes(source):
             offenders[relative] = sorted({what for _, what in found})
     assert offenders == PENDING, "only the version store (core/store/, assets/version_store.py) writes versions"
