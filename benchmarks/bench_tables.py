@@ -2,8 +2,8 @@
 
 Run::
 
-    .venv/bin/python benchmarks/bench_tables.py --rows 20000 --workdir /tmp/bench --out before.json
-    .venv/bin/python benchmarks/bench_tables.py --rows 20000 --workdir /tmp/bench --compare before.json
+    .venv/bin/python benchmarks/bench_tables.py --rows 20000 --out before.json
+    .venv/bin/python benchmarks/bench_tables.py --rows 20000 --compare before.json
 
 The dump is bench_ingest.py's synthetic dump (cached under ``--workdir``). The refresh job runs in this
 process on a scratch warehouse, then the readers' snapshot is opened read-only and, for every view and
