@@ -1,0 +1,50 @@
+"""The figures the docs quote about fit and interval widths are what the code computes on the committed real
+votes (``python -m arena_pipeline_dev.docs_figures`` writes them): a change that moves one fails here."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena_pipeline_dev.docs_figures import FIGURES, PAGES, REPO_ROOT, compute, fill, main, names_in
+
+
+@pytest.fixture(scope="module")
+def figures():
+    return compute()
+
+
+def test_every_figure_is_on_a_page_and_each_page_says_what_the_code_computes(figures):
+    marked = []
+    for page in PAGES:
+        text = (REPO_ROOT / page).read_text(encoding="utf-8")
+        marked += names_in(text)
+        assert fill(text, figures) == text, f"{page} is out of date: python -m arena_pipeline_dev.docs_figures"
+    assert sorted(marked) == sorted(FIGURES)
+
+
+def test_the_model_fit_figures_are_the_calibrated_baselines(figures):
+    """The old claim (log-loss 0.6678 against an uncalibrated 0.6737) is gone; the table is the code's."""
+    text = (REPO_ROOT / "docs" / "rankings.md").read_text(encoding="utf-8")
+    assert "0.6737" not in text and "0.047" not in text
+    table = [line for line in figures["model_fit"] if line.startswith("| overall |")]
+    assert len(table) == 1 and "| 0.66777 | 0.66780 |" in table[0]
+    assert "does not measurably beat them on any" in figures["model_fit"][0]
+
+
+def test_a_drifted_figure_fails_the_check(tmp_path, figures):
+    page = tmp_path / PAGES[0]
+    page.parent.mkdir(parents=True)
+    text = (REPO_ROOT / PAGES[0]).read_text(encoding="utf-8")
+    page.write_text(text.replace("±11.5 points", "±11.4 points"), encoding="utf-8")
+    (tmp_path / "arena_pipeline_tests").symlink_to(REPO_ROOT / "arena_pipeline_tests")
+    assert main(["--root", str(tmp_path), "--check"]) == 1
+    assert main(["--root", str(tmp_path)]) == 0
+    assert page.read_text(encoding="utf-8") == text
+
+
+def test_fill_replaces_inline_and_block_figures_with_the_block_indented():
+    text = "a <!-- figures:x -->old<!-- /figures:x --> b\n  <!-- figures:y -->\n  old\n  <!-- /figures:y -->\n"
+    assert fill(text, {"x": "1.5", "y": ["| t |", "", "end"]}) == (
+        "a <!-- figures:x -->1.5<!-- /figures:x --> b\n  <!-- figures:y -->\n  | t |\n\n  end\n  <!-- /figures:y -->\n")
+    with pytest.raises(ValueError, match="unknown figure"):
+        fill("<!-- figures:z --><!-- /figures:z -->", {})
