@@ -113,10 +113,32 @@ def interval_width_figures(root: Path = REPO_ROOT) -> str:
             f"±{own['creative_writing']:.1f} (creative writing) now counted")
 
 
+def expected_score_figures(root: Path = REPO_ROOT) -> str:
+    """What a predicted 0.60-0.65 means on the real votes' overall board: outright wins, draws and losses of the favourite."""
+    votes, _ = real_votes(root)
+    board = _boards(root)["anchored"].filter(pl.col("category") == "overall", pl.col("method") == "bt")
+    ratings = dict(board.select("model", "rating").iter_rows())
+    scored = votes.filter(pl.col("model_a") != pl.col("model_b")).select(
+        "winner", ra=pl.col("model_a").replace_strict(ratings, default=None),
+        rb=pl.col("model_b").replace_strict(ratings, default=None)).drop_nulls()
+    p_a = 1 / (1 + 10 ** ((pl.col("rb") - pl.col("ra")) / 400))
+    favourite_a = p_a >= 0.5
+    frame = scored.select(
+        pl.when(favourite_a).then(p_a).otherwise(1 - p_a).alias("p"),
+        (pl.col("winner") == pl.when(favourite_a).then(pl.lit("model_a")).otherwise(pl.lit("model_b"))).alias("won"),
+        pl.col("winner").is_in(["tie", "both_bad"]).alias("draw"),
+    ).filter(pl.col("p").is_between(0.60, 0.65, closed="left"))
+    won, draw = frame.get_column("won").mean(), frame.get_column("draw").mean()
+    return (f"on the committed real votes' overall board, in the {frame.height:,} votes whose favourite's expected score "
+            f"is 0.60-0.65 (mean {frame.get_column('p').mean():.3f}), the favourite wins outright {won:.1%} of the time, "
+            f"draws {draw:.1%} and loses {1 - won - draw:.1%}, a mean score of {won + draw / 2:.3f}")
+
+
 #: every generated figure by its marker's name
 FIGURES: dict[str, Callable[[Path], list[str] | str]] = {
     "model_fit": model_fit_figures,
     "interval_widths": interval_width_figures,
+    "expected_score": expected_score_figures,
 }
 
 

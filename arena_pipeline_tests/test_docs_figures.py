@@ -48,3 +48,25 @@ def test_fill_replaces_inline_and_block_figures_with_the_block_indented():
         "a <!-- figures:x -->1.5<!-- /figures:x --> b\n  <!-- figures:y -->\n  | t |\n\n  end\n  <!-- /figures:y -->\n")
     with pytest.raises(ValueError, match="unknown figure"):
         fill("<!-- figures:z --><!-- /figures:z -->", {})
+
+
+#: words that call an expected score (a tie counting 1/2) a chance of winning, or misname LMArena's rank rule
+MISREADINGS = ("P(a beats b)", "probability that the favourite wins", "probability that side a wins",
+               "significant-wins", "significant wins", "best rank the model could plausibly hold")
+
+
+def test_no_page_template_or_docstring_calls_an_expected_score_a_chance_of_winning():
+    sources = [*(REPO_ROOT / "docs").rglob("*.md"), *(REPO_ROOT / "arena_pipeline").rglob("*.py"),
+               *(REPO_ROOT / "arena_pipeline" / "presentation" / "templates").glob("*.j2"), REPO_ROOT / "README.md"]
+    found = [(path.relative_to(REPO_ROOT).as_posix(), words) for path in sources
+             for words in MISREADINGS if words in path.read_text(encoding="utf-8")]
+    assert found == []
+
+
+def test_ranking_outputs_docstring_describes_todays_rank_bounds():
+    from arena_pipeline.core.ranking.types import RankingOutput
+
+    doc = " ".join((RankingOutput.__doc__ or "").split())
+    assert "whose lower bound is above this model's upper bound" not in doc
+    assert "``rank_ub`` is 1 + the number of non-provisional models significantly above this one" in doc
+    assert "``rank_lb`` the number of non-provisional models not significantly below it" in doc

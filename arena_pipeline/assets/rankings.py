@@ -163,7 +163,8 @@ _RANKING_SPECS = [
         table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, _EXPORTED,
                    **_RANKED,
                    description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
-                   "the held-out predictions, the predicted and observed probability that the favourite wins."),
+                   "the held-out predictions, the favourite's predicted and observed expected score (a draw counting 1/2, "
+                   "not the chance of an outright win)."),
 ]
 
 

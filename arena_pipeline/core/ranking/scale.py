@@ -18,7 +18,8 @@ def points_per_logit(scale: float = 400.0, base: float = 10.0) -> float:
     Parameters
     ----------
     scale, base
-        ``P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale))``.
+        a's expected score against b (a tie counting 1/2, not the chance of an outright win) is
+        ``1 / (1 + base ** ((R_b - R_a) / scale))``.
 
     Returns
     -------
