@@ -455,7 +455,27 @@ def read_published_board(
         ).with_columns(method=pl.lit(None, pl.String))
     else:
         parsed = _parse_csv(path)
+    return board_frame(parsed, path, aliases, category_map)
 
+
+def board_frame(parsed: pl.DataFrame, path: str | Path, aliases: pl.DataFrame | None = None,
+                category_map: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Parsed published ratings as :data:`BOARD_SCHEMA`: bounds checked, keys mapped, names made canonical.
+
+    Parameters
+    ----------
+    parsed
+        ``source_category``, ``model``, ``rating``, ``ci_lower``, ``ci_upper``, ``method`` (null: the map's).
+    path
+        What the rows were read from, for the messages.
+    aliases, category_map
+        As for :func:`read_published_board`.
+
+    Raises
+    ------
+    BoardFormatError
+        A rating or bound beyond ``±MAX_ABS_RATING``, ``ci_lower > ci_upper``.
+    """
     columns = ("rating", "ci_lower", "ci_upper")
     extreme = parsed.filter(pl.any_horizontal(implausible_expr(pl.col(c), MAX_ABS_RATING) for c in columns))
     if extreme.height:
