@@ -8,7 +8,8 @@ its opening marker)::
 
 Every figure is computed here, from ``arena_pipeline_tests/data/real_votes_category_tags.parquet`` (the
 135,634 real votes with their category tags: the overall, creative_writing, math, instruction_following,
-hard_prompt and no_tie boards; no sessions, so each vote is its own unit) with the model names made canonical
+hard_prompt and no_tie boards; no sessions, so each vote is its own unit; and for the comparison with lmarena.ai,
+``benchmarks/data/lmarena_text_late2025.csv``) with the model names made canonical
 as the pipeline does and the default ranking settings (bootstrap rounds aside: no figure here reads them). A
 change of the code that moves a figure fails the test until the pages are regenerated: the docs say what the
 code computes, not what it computed once.
@@ -29,7 +30,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 #: the committed real votes every figure is computed from (relative to the repository root)
 VOTES = Path("arena_pipeline_tests") / "data" / "real_votes_category_tags.parquet"
 #: the pages that hold generated figures (relative to the repository root)
-PAGES = (Path("docs") / "rankings.md",)
+PAGES = (Path("docs") / "rankings.md", Path("docs") / "comparisons.md")
+#: the published board of late 2025 the comparison figures are computed against (relative to the repository root)
+LATE_2025 = Path("benchmarks") / "data" / "lmarena_text_late2025.csv"
 MARKER = re.compile(r"<!-- figures:(?P<name>[a-z_]+) -->(?P<body>.*?)<!-- /figures:(?P=name) -->", re.S)
 COMMAND = "python -m arena_pipeline_dev.docs_figures"
 
@@ -134,11 +137,43 @@ def expected_score_figures(root: Path = REPO_ROOT) -> str:
             f"draws {draw:.1%} and loses {1 - won - draw:.1%}, a mean score of {won + draw / 2:.3f}")
 
 
+def _against_late_2025(root: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The real votes' ``bt`` boards against the late-2025 published board: the comparison's summary and the shifts."""
+    from arena_pipeline.core.dataset.models import load_aliases
+    from arena_pipeline.core.validation.external import alignment_shifts, compare_leaderboard, read_published_board
+
+    board, aliases = _boards(root)["anchored"], load_aliases()
+    theirs = read_published_board(root / LATE_2025, aliases=aliases)
+    summary, _, _ = compare_leaderboard(board, theirs, aliases, LATE_2025.as_posix())
+    return summary.filter(pl.col("n_matched") > 0), alignment_shifts(board, theirs, aliases).filter("aligned")
+
+
+def published_board_figures(root: Path = REPO_ROOT) -> list[str]:
+    """``arena.external_comparison`` of the real votes' ``bt`` boards against the late-2025 published board."""
+    summary, _ = _against_late_2025(root)
+    lines = ["| category | matched | slope | rms_residual | median_shift | rms_after_shift |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in summary.iter_rows(named=True):
+        lines.append(f"| {r['category']} | {r['n_matched']} | {r['slope']:.2f} | {r['rms_residual']:.1f} | "
+                     f"{r['median_shift']:+.1f} | {r['rms_after_shift']:.1f} |")
+    return lines
+
+
+def alignment_shift_figures(root: Path = REPO_ROOT) -> str:
+    """The alignment shifts of the real votes' ``bt`` boards to the late-2025 published board."""
+    _, shifts = _against_late_2025(root)
+    parts = [f"{r['shift']:+.1f} ({r['category'].replace('_', ' ')}, {r['n_matched']} shown models matched)"
+             for r in shifts.iter_rows(named=True)]
+    return ", ".join(parts)
+
+
 #: every generated figure by its marker's name
 FIGURES: dict[str, Callable[[Path], list[str] | str]] = {
     "model_fit": model_fit_figures,
     "interval_widths": interval_width_figures,
     "expected_score": expected_score_figures,
+    "published_board": published_board_figures,
+    "alignment_shifts": alignment_shift_figures,
 }
 
 
