@@ -503,8 +503,8 @@ class ModelCatalog(dg.ConfigurableResource):
     def board_path(self) -> str | None:
         return _setting(self.published_board, "ARENA_PUBLISHED_BOARD", None)
 
-    def read_published(self, aliases: pl.DataFrame, hub_access: HubAccess,
-                       last_vote: dt.datetime | dt.date | None = None) -> tuple[pl.DataFrame, dict] | None:
+    def read_board(self, aliases: pl.DataFrame, hub_access: HubAccess,
+                   last_vote: dt.datetime | dt.date | None = None) -> tuple[pl.DataFrame, dict] | None:
         """The published board and what identifies it (``sha256``; for the ratings history also ``board_date``, the
         publication read, and ``history``: files, Hub commit, how the date was chosen), or None when none is
         configured.

@@ -126,7 +126,7 @@ def external_comparison(context: dg.AssetExecutionContext, model_catalog: ModelC
     problem = theirs = None
     read: dict = {}
     try:
-        found = model_catalog.read_published(aliases, dump_source.hub_access(), _last_vote(last_vote))
+        found = model_catalog.read_board(aliases, dump_source.hub_access(), _last_vote(last_vote))
         if found is not None:
             theirs, read = found
     except (BoardFormatError, FileNotFoundError) as exc:

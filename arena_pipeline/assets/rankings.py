@@ -107,7 +107,7 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
     else:
         aliases = model_catalog.aliases()
         try:
-            theirs, read = model_catalog.read_published(aliases, hub_access, last_vote)
+            theirs, read = model_catalog.read_board(aliases, hub_access, last_vote)
         except (BoardFormatError, FileNotFoundError) as exc:
             record = unaligned_record(path, f"the published board is unusable: {exc}", date)
         else:
