@@ -19,6 +19,9 @@ Two file formats are read (local paths only):
 * **CSV** with columns ``model``, ``rating`` and optionally ``ci_lower``, ``ci_upper``,
   ``category`` (a missing column or an empty cell means ``overall``) and ``method``.
 
+LMArena's ratings history (the Hub dataset ``lmarena-ai/leaderboard-dataset``, parquet) is read by
+:mod:`arena_pipeline.core.validation.leaderboard_dataset` into the same frame (:func:`board_frame`).
+
 Category keys are mapped to ours through ``arena_pipeline/data/category_map.csv``
 (``external, category, method``); our own category names are accepted as they are; any other
 key is kept (``category`` = the key, ``category_known`` false) and so shows up in the
