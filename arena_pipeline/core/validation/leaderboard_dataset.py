@@ -8,7 +8,8 @@ The dataset (CC-BY-4.0) holds every leaderboard LMArena published, one subset pe
     rating, rating_lower, rating_upper, variance: double
     vote_count, rank: int64
     category: string                      e.g. the overall board and LMArena's per-category boards
-    leaderboard_publish_date: string      ISO date, e.g. "2025-11-05" (a date or timestamp column is read too)
+    leaderboard_publish_date: string      ISO date, e.g. "2025-11-05" (an ISO timestamp, a date or a timestamp
+                                          column is read too)
 
 Two subsets are read: ``text`` (plain Bradley-Terry, our ``bt``) and ``text_style_control`` (our ``bt_style``): the
 subset, not the category key, says which method a row compares with. Category values go through the category map
@@ -124,7 +125,7 @@ def _scan_file(path: Path, subset: str) -> pl.LazyFrame:
         raise BoardFormatError(path, f"missing column(s) {missing} of {REPO_ID}'s layout; got {list(schema)}")
     date = pl.col("leaderboard_publish_date")
     if schema["leaderboard_publish_date"] == pl.String:
-        date = date.str.to_date("%Y-%m-%d", strict=False)
+        date = date.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)  # "2025-11-05" or "2025-11-05T00:00:00"
     columns = [pl.col(c).cast(t, strict=False) if c in schema else pl.lit(None, t) for c, t in OPTIONAL.items()]
     return pl.scan_parquet(path).select(
         pl.col("category").cast(pl.String).alias("source_category"),

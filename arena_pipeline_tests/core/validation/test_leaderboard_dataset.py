@@ -106,6 +106,12 @@ def test_malformed_files_name_the_file_and_the_problem(tmp_path):
                   "leaderboard_publish_date": ["2025-01-01"] * 2}).write_parquet(bad)
     with pytest.raises(BoardFormatError, match="'a' appears more than once in category 'full' of the 2025-01-01"):
         read_history(local_files(tmp_path))
+    pl.DataFrame({"model_name": ["a", "b"], "rating": [1.0, 2.0], "category": ["full"] * 2,
+                  "leaderboard_publish_date": ["2025-01-01T00:00:00", "2025-01-01"]}).write_parquet(bad)
+    assert read_history(local_files(tmp_path)).subsets["text"]["publish_date"] == "2025-01-01"
+    pl.DataFrame({"model_name": ["a"], "rating": [1.0], "category": ["full"],
+                  "leaderboard_publish_date": [dt.datetime(2025, 1, 1, 9)]}).write_parquet(bad)
+    assert read_history(local_files(tmp_path)).subsets["text"]["publish_date"] == "2025-01-01"
     pl.DataFrame({"model_name": ["a"], "rating": [1.0], "category": ["full"],
                   "leaderboard_publish_date": ["Jan 2025"]}).write_parquet(bad)
     with pytest.raises(BoardFormatError, match="leaderboard_publish_date is not a date"):
