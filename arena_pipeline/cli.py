@@ -236,8 +236,8 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     if shown and "ci_method" in pub.columns:
         print(f"\n95% CI: {shown[0]['ci_method']} interval of the rating's difference from the board's "
               "reference model (rating 1000, no interval). Above: significantly above N models (the 95% "
-              "interval of the rating difference lies above 0, arena.pairwise_significance); UB: 1 + the models "
-              "significantly above, each pair tested on its own (a bound for this model, not for every model at once).")
+              "interval of the rating difference lies above 0, arena.pairwise_significance); UB: best rank "
+              "those tests allow, 1 + the models significantly above.")
     if note := method_note(method):
         print(f"\n{note}")
     if pub.no_board:

@@ -61,7 +61,7 @@ def test_fill_replaces_inline_and_block_figures_with_the_block_indented():
 
 #: words that call an expected score (a tie counting 1/2) a chance of winning, or misname LMArena's rank rule
 MISREADINGS = ("P(a beats b)", "that the favourite wins", "probability that side a wins",
-               "significant-wins", "significant wins", "best rank the model could plausibly hold")
+               "significant-wins", "significant wins")
 
 
 def test_no_page_template_or_docstring_calls_an_expected_score_a_chance_of_winning():
