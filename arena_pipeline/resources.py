@@ -45,14 +45,9 @@ from arena_pipeline.core.ingest.sources import (
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.store import snapshot, warehouse
-from arena_pipeline.core.validation import leaderboard_dataset
-from arena_pipeline.core.validation.benchmarks import hub_location, read_benchmarks
-from arena_pipeline.core.validation.external import (
-    BoardFormatError,
-    board_sha256,
-    load_category_map,
-    read_published_board,
-)
+from arena_pipeline.core.validation.benchmarks import read_benchmarks
+from arena_pipeline.core.validation.external import load_category_map
+from arena_pipeline.core.validation.leaderboard_dataset import read_board
 
 #: The range of ``Warehouse.max_publication_age_hours`` (ARENA_MAX_PUBLICATION_AGE_HOURS): 1 minute to
 #: 10 years (of 365.25 days). Beyond it the age limit is a typo, not a policy: 1e300 hours overflow a
@@ -509,35 +504,16 @@ class ModelCatalog(dg.ConfigurableResource):
         publication read, and ``history``: files, Hub commit, how the date was chosen), or None when none is
         configured.
 
-        The ratings history (``core.validation.leaderboard_dataset``) is read from the Hub with ``hub_access`` (the
-        run's one set of Hub settings) or from a local copy; its publication is ARENA_PUBLISHED_BOARD_DATE's, else
-        the one nearest ``last_vote``. Any other location is a JSON or CSV file (``read_published_board``). Raises
+        ``core.validation.leaderboard_dataset.read_board``: the ratings history is read from the Hub with
+        ``hub_access`` (the run's one set of Hub settings) or from a local copy, at ARENA_PUBLISHED_BOARD_DATE's
+        publication, else the one nearest ``last_vote``; any other location is a JSON or CSV file. Raises
         BoardFormatError (a Hub that does not serve it included) or FileNotFoundError.
         """
         location = self.board_path()
         if location is None:
             return None
-        try:
-            hub_id = hub_location(location)
-        except ValueError as exc:
-            raise BoardFormatError(location, str(exc)) from None
-        if hub_id is None and not leaderboard_dataset.is_history_location(location):
-            return read_published_board(location, aliases=aliases, category_map=load_category_map()), {
-                "sha256": board_sha256(location)}
-        names, sha = None, None
-        if hub_id is None:
-            files = leaderboard_dataset.local_files(location)
-        else:
-            try:
-                files, names, sha = leaderboard_dataset.download(
-                    hub_id[0], hub_id[1], hub_access.cache_dir, endpoint=hub_access.endpoint, token=hub_access.token)
-            except (hub.HubError, OSError) as exc:  # huggingface_hub's HTTP errors are OSErrors
-                raise BoardFormatError(location, f"the Hub did not serve it ({type(exc).__name__}: {exc})") from None
-        history = leaderboard_dataset.read_history(
-            files, publish_date=self.board_date(), near=last_vote, aliases=aliases, category_map=load_category_map(),
-            revision=sha, names=names)
-        return history.board, {"sha256": history.sha256(), "board_date": history.publish_date(),
-                               "history": history.record()}
+        return read_board(location, aliases, load_category_map(), publish_date=self.board_date(), near=last_vote,
+                          cache_dir=hub_access.cache_dir, endpoint=hub_access.endpoint, token=hub_access.token)
 
     def align_to_board(self) -> bool:
         """Whether the boards are to be aligned to the published board (ARENA_ALIGN_TO_PUBLISHED_BOARD).

@@ -36,7 +36,8 @@ from typing import Any
 
 import polars as pl
 
-from arena_pipeline.core.validation.external import BoardFormatError, board_frame
+from arena_pipeline.core.validation.benchmarks import hub_location
+from arena_pipeline.core.validation.external import BoardFormatError, board_frame, board_sha256, read_published_board
 
 #: The dataset on the Hub.
 REPO_ID = "lmarena-ai/leaderboard-dataset"
@@ -265,3 +266,47 @@ def download(repo_id: str, revision: str | None, cache_dir: str | Path, *, endpo
                                           cache_dir=str(hub_cache), endpoint=endpoint, token=token))
              for subset, name in names.items()}
     return files, {s: f"hf://datasets/{repo_id}@{sha}/{n}" for s, n in names.items()}, sha
+
+
+def read_board(location: str, aliases: pl.DataFrame, category_map: pl.DataFrame, *, publish_date: str | None = None,
+               near: dt.date | dt.datetime | None = None, cache_dir: str | Path = "data/cache",
+               endpoint: str | None = None, token: str | bool | None = None) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """A published board from any location ``ARENA_PUBLISHED_BOARD`` may name, and what identifies it.
+
+    The ratings history from the Hub (a dataset id, ``hf://datasets/<org>/<name>[@revision]``: :func:`download`) or a
+    local copy (:func:`is_history_location`), at ``publish_date``'s publication, else the one nearest ``near``
+    (:func:`read_history`); any other location is a JSON or CSV file (``external.read_published_board``).
+
+    Returns
+    -------
+    tuple
+        The board (``external.BOARD_SCHEMA``) and ``{"sha256": ...}`` (of the file, or of the history's rows read),
+        for the history also ``board_date`` (the publication read) and ``history`` (:meth:`PublishedHistory.record`).
+
+    Raises
+    ------
+    BoardFormatError
+        A malformed location, file or publication, or a Hub that does not serve it.
+    FileNotFoundError
+        A local file that does not exist.
+    """
+    try:
+        hub_id = hub_location(location)
+    except ValueError as exc:
+        raise BoardFormatError(location, str(exc)) from None
+    if hub_id is None and not is_history_location(location):
+        return (read_published_board(location, aliases=aliases, category_map=category_map),
+                {"sha256": board_sha256(location)})
+    names, sha = None, None
+    if hub_id is None:
+        files = local_files(location)
+    else:
+        from arena_pipeline.core.ingest.hub import HubError
+
+        try:
+            files, names, sha = download(hub_id[0], hub_id[1], cache_dir, endpoint=endpoint, token=token)
+        except (HubError, OSError) as exc:  # huggingface_hub's HTTP errors are OSErrors
+            raise BoardFormatError(location, f"the Hub did not serve it ({type(exc).__name__}: {exc})") from None
+    history = read_history(files, publish_date=publish_date, near=near, aliases=aliases, category_map=category_map,
+                           revision=sha, names=names)
+    return history.board, {"sha256": history.sha256(), "board_date": history.publish_date(), "history": history.record()}

@@ -18,8 +18,11 @@ from arena_pipeline.core.validation.leaderboard_dataset import (
     download,
     is_history_location,
     local_files,
+    read_board,
     read_history,
 )
+from arena_pipeline.core.dataset.models import load_aliases
+from arena_pipeline.core.validation.external import load_category_map
 
 DATA = Path(__file__).parents[2] / "data"
 HISTORY = DATA / "external" / "leaderboard_dataset"
@@ -123,9 +126,21 @@ def test_malformed_files_name_the_file_and_the_problem(tmp_path):
         local_files(tmp_path / "text")
 
 
-def test_the_arena_catalog_json_and_csv_still_read():
-    assert read_published_board(DATA / "external" / "board.json").height > 0
-    assert read_published_board(DATA / "external" / "board.csv").height > 0
+def test_read_board_takes_every_location_the_setting_may_name(tmp_path):
+    """The arena-catalog JSON and a CSV as before (the file's hash), the history's folder (its publication), a
+    malformed Hub location and an unreachable Hub as board problems (the comparison's check fails, the run stands)."""
+    aliases, category_map = load_aliases(), load_category_map()
+    for name in ("board.json", "board.csv"):
+        board, read = read_board(str(DATA / "external" / name), aliases, category_map)
+        assert board.equals(read_published_board(DATA / "external" / name)) and list(read) == ["sha256"]
+    board, read = read_board(str(HISTORY), aliases, category_map, near=dt.date(2025, 6, 1))
+    assert read["board_date"] == "2025-06-02" and read["history"]["subsets"]["text"]["chosen"].startswith("nearest")
+    with pytest.raises(BoardFormatError, match="hf://datasets/<org>/<name>"):
+        read_board("hf://datasets/no-name", aliases, category_map)
+    with pytest.raises(BoardFormatError, match="the Hub did not serve it"):
+        read_board(REPO_ID, aliases, category_map, cache_dir=tmp_path, endpoint="http://127.0.0.1:9")
+    with pytest.raises(FileNotFoundError):
+        read_board(str(tmp_path / "absent.json"), aliases, category_map)
 
 
 @pytest.mark.slow  # starts the fake Hub server
