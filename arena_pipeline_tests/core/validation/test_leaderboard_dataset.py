@@ -11,7 +11,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from arena_pipeline.core.validation.external import BoardFormatError, compare_leaderboard, read_published_board
+from arena_pipeline.core.dataset.models import load_aliases
+from arena_pipeline.core.validation.external import (
+    BoardFormatError,
+    compare_leaderboard,
+    load_category_map,
+    read_published_board,
+)
 from arena_pipeline.core.validation.leaderboard_dataset import (
     REPO_ID,
     choose_date,
@@ -21,8 +27,6 @@ from arena_pipeline.core.validation.leaderboard_dataset import (
     read_board,
     read_history,
 )
-from arena_pipeline.core.dataset.models import load_aliases
-from arena_pipeline.core.validation.external import load_category_map
 
 DATA = Path(__file__).parents[2] / "data"
 HISTORY = DATA / "external" / "leaderboard_dataset"
