@@ -46,7 +46,8 @@ from arena_pipeline.core.ingest.sources import (
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.store import snapshot, warehouse
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
-from arena_pipeline.core.validation.external import load_category_map, read_published_board
+from arena_pipeline.core.validation.external import load_category_map
+from arena_pipeline.core.validation.leaderboard_dataset import read_board
 
 #: The range of ``Warehouse.max_publication_age_hours`` (ARENA_MAX_PUBLICATION_AGE_HOURS): 1 minute to
 #: 10 years (of 365.25 days). Beyond it the age limit is a typo, not a policy: 1e300 hours overflow a
@@ -445,7 +446,9 @@ class ModelCatalog(dg.ConfigurableResource):
     )
     published_board: str | None = Field(
         default=None,
-        description="ARENA_PUBLISHED_BOARD: a published leaderboard file (LMArena JSON or CSV) to compare with.",
+        description="ARENA_PUBLISHED_BOARD: a published leaderboard to compare with: a file (LMArena JSON or CSV), "
+        "or LMArena's ratings history (lmarena-ai/leaderboard-dataset's layout): its Hub id, "
+        "hf://datasets/lmarena-ai/leaderboard-dataset@<revision>, a local copy's folder or one of its parquet files.",
     )
 
     align_to_published_board: bool | None = Field(
@@ -457,7 +460,8 @@ class ModelCatalog(dg.ConfigurableResource):
     published_board_date: str | None = Field(
         default=None,
         description="ARENA_PUBLISHED_BOARD_DATE: the date of the published board's snapshot (free text, e.g. "
-        "2025-11-05), shown beside an aligned board.",
+        "2025-11-05), shown beside an aligned board; for the ratings history, the publication to read (YYYY-MM-DD; "
+        "unset: the one nearest the dump's last vote).",
     )
 
     benchmarks: str | None = Field(
@@ -494,10 +498,22 @@ class ModelCatalog(dg.ConfigurableResource):
     def board_path(self) -> str | None:
         return _setting(self.published_board, "ARENA_PUBLISHED_BOARD", None)
 
-    def read_board(self, aliases: pl.DataFrame) -> pl.DataFrame | None:
-        """The published board, or None when none is configured (BoardFormatError if malformed)."""
-        path = self.board_path()
-        return None if path is None else read_published_board(path, aliases=aliases, category_map=load_category_map())
+    def read_board(self, aliases: pl.DataFrame, hub_access: HubAccess,
+                   last_vote: dt.datetime | dt.date | None = None) -> tuple[pl.DataFrame, dict] | None:
+        """The published board and what identifies it (``sha256``; for the ratings history also ``board_date``, the
+        publication read, and ``history``: files, Hub commit, how the date was chosen), or None when none is
+        configured.
+
+        ``core.validation.leaderboard_dataset.read_board``: the ratings history is read from the Hub with
+        ``hub_access`` (the run's one set of Hub settings) or from a local copy, at ARENA_PUBLISHED_BOARD_DATE's
+        publication, else the one nearest ``last_vote``; any other location is a JSON or CSV file. Raises
+        BoardFormatError (a Hub that does not serve it included) or FileNotFoundError.
+        """
+        location = self.board_path()
+        if location is None:
+            return None
+        return read_board(location, aliases, load_category_map(), publish_date=self.board_date(), near=last_vote,
+                          cache_dir=hub_access.cache_dir, endpoint=hub_access.endpoint, token=hub_access.token)
 
     def align_to_board(self) -> bool:
         """Whether the boards are to be aligned to the published board (ARENA_ALIGN_TO_PUBLISHED_BOARD).

@@ -2,7 +2,7 @@
 
 Run::
 
-    .venv/bin/python benchmarks/compare_external.py [--board PATH] [--votes PATH]
+    .venv/bin/python benchmarks/compare_external.py [--board PATH] [--publish-date YYYY-MM-DD] [--votes PATH]
         [--aliases PATH] [--category-map PATH] [--bootstrap-rounds N]
         [--elo-k 4] [--elo-rounds 20] [--save-board PATH] [--seed 20250529]
 
@@ -13,7 +13,10 @@ canonicalized, categories tagged with ``categories.tag_categories`` (overall, cr
 math, instruction following and hard prompt: the file lacks ``is_code``, ``sum_user_tokens``
 and ``turns``), then ``compute_rankings`` with ``methods=("bt",)``.
 
-Theirs: ``--board PATH`` (LMArena JSON or CSV, see ``arena_pipeline.core.validation.external``). No
+Theirs: ``--board PATH`` (LMArena JSON or CSV, see ``arena_pipeline.core.validation.external``; or a local copy of
+LMArena's ratings history, ``lmarena-ai/leaderboard-dataset``: its folder or a parquet file, read with
+``core.validation.leaderboard_dataset`` at ``--publish-date``, else the publication nearest the votes' last one, else
+the last). No
 published board can be downloaded here, so without ``--board`` a reference board is built from
 the same votes by an independent method: LMArena's pre-2024 online Elo (K=4, scale 400, base
 10, every model starting at 1000, ties and both-bad = half a win, self-battles skipped) over
@@ -45,6 +48,7 @@ from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ i
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.dataset.models import add_canonical_columns, load_aliases, merged_names
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.validation import leaderboard_dataset
 from arena_pipeline.core.validation.external import (
     alignment_shifts,
     compare_boards,
@@ -147,7 +151,9 @@ def reference_board(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--votes", type=Path, default=REAL_VOTES)
-    parser.add_argument("--board", type=Path, help="published board (LMArena JSON or CSV)")
+    parser.add_argument("--board", type=Path, help="published board (LMArena JSON or CSV, or a local copy of "
+                        "lmarena-ai/leaderboard-dataset)")
+    parser.add_argument("--publish-date", help="with a ratings history: the publication to read (YYYY-MM-DD)")
     parser.add_argument("--aliases", type=Path, help="user alias CSV merged over the packaged one")
     parser.add_argument("--category-map", type=Path, help="user category map CSV")
     parser.add_argument("--bootstrap-rounds", type=int, default=0, help="for our bt board")
@@ -251,7 +257,14 @@ def main() -> None:
         path, tmp = args.board, None
 
     t0 = time.perf_counter()
-    theirs = read_published_board(path, aliases, category_map)
+    if leaderboard_dataset.is_history_location(path):
+        last = battles.get_column("timestamp").max() if "timestamp" in battles.columns else None
+        history = leaderboard_dataset.read_history(leaderboard_dataset.local_files(path), publish_date=args.publish_date,
+                                                   near=last, aliases=aliases, category_map=category_map)
+        print(f"ratings history: {history.subsets}")
+        theirs = history.board
+    else:
+        theirs = read_published_board(path, aliases, category_map)
     result = compare_boards(ours, theirs, aliases)
     print(f"read + compare: {(time.perf_counter() - t0) * 1000:.0f} ms")
     if tmp is not None:

@@ -22,11 +22,10 @@ from arena_pipeline.core.validation.external import (
     EXTERNAL_COMPARISON_MODELS_SCHEMA,
     EXTERNAL_COMPARISON_SCHEMA,
     BoardFormatError,
-    board_sha256,
     compare_leaderboard,
 )
 from arena_pipeline.presentation.markdown import frame_markdown
-from arena_pipeline.resources import ModelCatalog
+from arena_pipeline.resources import DumpSource, ModelCatalog
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
 EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
@@ -66,6 +65,11 @@ def models(model_catalog: ModelCatalog, battles: pl.DataFrame, battle_categories
 BOARD_CHECK = "published_board_valid"
 
 
+def _last_vote(frame: pl.DataFrame):
+    """The one value of a ``last_vote`` input (None: no vote has a time, or an empty frame)."""
+    return frame.item(0, 0) if frame.height and frame.width else None
+
+
 _COMPARISON_SPECS = [
     dg.AssetSpec(
         EXTERNAL_COMPARISON, group_name="validation", kinds={"polars", "duckdb"},
@@ -91,7 +95,9 @@ _COMPARISON_SPECS = [
     # outputs the version store keeps, in spec order (the store's last-output line follows the last)
     outs={spec.key.path[-1]: dg.AssetOut.from_spec(spec, is_required=False, io_manager_key=VERSION_STORE)
           for spec in _COMPARISON_SPECS},
-    ins={"leaderboard": stored_input(RANKING_KEYS[LEADERBOARD_TABLE])},
+    # the dump's last vote chooses the publication of LMArena's ratings history (one row, not the votes)
+    ins={"leaderboard": stored_input(RANKING_KEYS[LEADERBOARD_TABLE]),
+         "last_vote": stored_input(TABLE_KEYS[BATTLES_TABLE], "max(timestamp) AS last_vote")},
     check_specs=[dg.AssetCheckSpec(
         BOARD_CHECK, asset=EXTERNAL_COMPARISON,
         description="The published leaderboard file (ARENA_PUBLISHED_BOARD) is readable; a malformed "
@@ -99,10 +105,12 @@ _COMPARISON_SPECS = [
         "when no board is configured.")],
     can_subset=True,  # the check may be left out; the gate refuses one table without the other
 )
-def external_comparison(context: dg.AssetExecutionContext, model_catalog: ModelCatalog, leaderboard: pl.DataFrame):
+def external_comparison(context: dg.AssetExecutionContext, model_catalog: ModelCatalog, dump_source: DumpSource,
+                        leaderboard: pl.DataFrame, last_vote: pl.DataFrame):
     """arena.external_comparison (per category and method) and arena.external_comparison_models (per
     model): the leaderboard this run publishes against a published leaderboard file
-    (ARENA_PUBLISHED_BOARD), matched through the model-name normalization and aliases; rank correlations
+    (ARENA_PUBLISHED_BOARD: LMArena's JSON, a CSV, or LMArena's ratings history, lmarena-ai/leaderboard-dataset,
+    whose publication nearest the dump's last vote is read unless ARENA_PUBLISHED_BOARD_DATE names one), matched through the model-name normalization and aliases; rank correlations
     and rating differences after centring, and how far the scales agree (slope, intercept and residual
     RMS of published ~ intercept + slope * ours, the median shift, the RMS after the best shift).
 
@@ -116,8 +124,11 @@ def external_comparison(context: dg.AssetExecutionContext, model_catalog: ModelC
     aliases = model_catalog.aliases()
     path = model_catalog.board_path()
     problem = theirs = None
+    read: dict = {}
     try:
-        theirs = model_catalog.read_board(aliases)
+        found = model_catalog.read_board(aliases, dump_source.hub_access(), _last_vote(last_vote))
+        if found is not None:
+            theirs, read = found
     except (BoardFormatError, FileNotFoundError) as exc:
         problem = exc
         context.log.warning(f"published board unusable, the publication shows no comparison: {exc}")
@@ -130,7 +141,7 @@ def external_comparison(context: dg.AssetExecutionContext, model_catalog: ModelC
         per_model = pl.DataFrame(schema=EXTERNAL_COMPARISON_MODELS_SCHEMA)
     else:
         summary, per_model, results = compare_leaderboard(leaderboard, theirs, aliases, path)
-        recorded = {"path": path, "sha256": board_sha256(path)}
+        recorded = {"path": path, **read}
         if leaderboard.is_empty():
             recorded["status"] = "the leaderboard is empty: nothing to compare"
     # the alias table inside the record: a comparison never blocks the publication over it (the

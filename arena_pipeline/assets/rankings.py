@@ -1,6 +1,7 @@
 """Ranking assets: category tags and the per-category leaderboards, pairwise and style tables."""
 
 import dataclasses
+import datetime as dt
 
 import dagster as dg
 import polars as pl
@@ -47,12 +48,11 @@ from arena_pipeline.core.validation.external import (
     alignment_record,
     alignment_shifts,
     apply_alignment,
-    board_sha256,
     unaligned_record,
 )
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import PublicationView
-from arena_pipeline.resources import ModelCatalog
+from arena_pipeline.resources import DumpSource, HubAccess, ModelCatalog
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
@@ -95,7 +95,7 @@ def battle_categories(battles: pl.DataFrame) -> dg.Output[Versioned]:
 
 
 def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model_catalog: ModelCatalog,
-             anchor_rating: float) -> tuple[pl.DataFrame, dict | None]:
+             anchor_rating: float, hub_access: HubAccess, last_vote: dt.datetime | None) -> tuple[pl.DataFrame, dict | None]:
     """The leaderboard moved onto the published board's scale when ARENA_ALIGN_TO_PUBLISHED_BOARD asks for it,
     and the record for the publication's settings (None: not asked). A missing or unreadable board leaves the
     boards on our scale and says why in the record (the leaderboards are never blocked by it)."""
@@ -107,13 +107,15 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
     else:
         aliases = model_catalog.aliases()
         try:
-            theirs = model_catalog.read_board(aliases)
+            theirs, read = model_catalog.read_board(aliases, hub_access, last_vote)
         except (BoardFormatError, FileNotFoundError) as exc:
             record = unaligned_record(path, f"the published board is unusable: {exc}", date)
         else:
             shifts = alignment_shifts(leaderboard, theirs, aliases)
-            return (apply_alignment(leaderboard, shifts),
-                    alignment_record(shifts, path, board_sha256(path), date, anchor_rating))
+            record = alignment_record(shifts, path, read["sha256"], read.get("board_date", date), anchor_rating)
+            if "history" in read:  # which publication of the ratings history, and why
+                record["history"] = read["history"]
+            return apply_alignment(leaderboard, shifts), record
     context.log.warning(f"boards not aligned: {record['problem']}")
     return leaderboard, record
 
@@ -163,7 +165,8 @@ _RANKING_SPECS = [
         table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, _EXPORTED,
                    **_RANKED,
                    description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
-                   "the held-out predictions, the predicted and observed probability that the favourite wins."),
+                   "the held-out predictions, the favourite's predicted and observed expected score (a draw counting 1/2, "
+                   "not the chance of an outright win)."),
 ]
 
 
@@ -181,7 +184,7 @@ _RANKING_SPECS = [
     can_subset=True,
 )
 def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_catalog: ModelCatalog,
-             battles: pl.DataFrame, battle_categories: pl.DataFrame, quarantine: pl.DataFrame):
+             dump_source: DumpSource, battles: pl.DataFrame, battle_categories: pl.DataFrame, quarantine: pl.DataFrame):
     """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
     The seven tables come from one fit: a publication takes them all from the same run, so select
@@ -204,7 +207,9 @@ def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_
     battles = battles.with_columns(**canonical)
     ranking_config = config.ranking_config()
     output = compute_rankings(battles, battle_categories, ranking_config)
-    board, alignment = _aligned(context, output.leaderboard, model_catalog, ranking_config.anchor_rating)
+    last_vote = battles.get_column("timestamp").max() if "timestamp" in battles.columns else None
+    board, alignment = _aligned(context, output.leaderboard, model_catalog, ranking_config.anchor_rating,
+                                dump_source.hub_access(), last_vote)
     frames = {  # the store adds dump_revision
         LEADERBOARD_TABLE: board,
         PAIRWISE_TABLE: output.pairwise,

@@ -206,8 +206,8 @@ PREDICTOR_STYLE: dict[str, tuple[str, str, str]] = {
 
 def calibration_chart_svg(calibration: pl.DataFrame, category: str, chart_id: str, size: int = 300) -> str:
     """Held-out calibration of one board (its ``arena.model_fit_calibration`` rows): per decile of the
-    predictions, the predicted (across) against the observed (up, with its 95% interval) probability
-    that the favourite wins, one series per predictor, the diagonal for a perfect calibration. Both
+    predictions, the favourite's predicted (across) against its observed (up, with its 95% interval)
+    expected score (a draw counting 1/2), one series per predictor, the diagonal for a perfect calibration. Both
     axes share one range (from the data, 0.5 included), so the diagonal is at 45 degrees. '' without rows."""
     if calibration.is_empty():
         return ""

@@ -110,3 +110,31 @@ def test_a_value_that_is_not_yes_or_no_is_refused(monkeypatch):
     monkeypatch.setenv("ARENA_ALIGN_TO_PUBLISHED_BOARD", "sometimes")
     with pytest.raises(ValueError, match="must be true or false"):
         ModelCatalog().align_to_board()
+
+
+HISTORY = Path(__file__).parents[1] / "data" / "external" / "leaderboard_dataset"
+
+
+@pytest.mark.slow
+def test_lmarenas_ratings_history_is_compared_and_aligned_at_the_publication_nearest_the_last_vote(tmp_path):
+    """ARENA_PUBLISHED_BOARD names a local copy of lmarena-ai/leaderboard-dataset (constructed, three
+    publications): the comparison and the alignment read the publication nearest the dump's last vote, plain
+    boards against `text`, style-controlled ones against `text_style_control`, and record which and why."""
+    result = _materialize(tmp_path, ModelCatalog(published_board=str(HISTORY), align_to_published_board=True))
+    assert result.success
+    (last_vote,), = _frame(tmp_path, "SELECT max(timestamp) FROM arena.battles").rows()
+    (settings,), = _frame(tmp_path, "SELECT settings FROM arena.publications ORDER BY publication_id DESC LIMIT 1").rows()
+    tables = json.loads(settings)["tables"]
+    alignment, compared = tables["leaderboard"]["alignment"], tables["external_comparison"]["published_board"]
+    dates = ["2025-06-02", "2025-08-14", "2025-11-05"]
+    nearest = min(dates, key=lambda d: (abs((pl.Series([d]).str.to_date().item() - last_vote.date()).days), d))
+    for record in (alignment["history"], compared["history"]):
+        assert {s["publish_date"] for s in record["subsets"].values()} == {nearest}
+        assert record["subsets"]["text"]["chosen"] == f"nearest the dump's last vote ({last_vote.date().isoformat()})"
+    assert alignment["board_date"] == compared["board_date"] == nearest
+    assert alignment["board_sha256"] == compared["sha256"]
+    keys = {(b["category"], b["method"]): b for b in alignment["boards"]}
+    assert keys[("overall", "bt")]["published_board"] == "full" and keys[("overall", "bt_style")]["published_board"] == "full"
+    methods = set(_frame(tmp_path, "SELECT DISTINCT method FROM arena.external_comparison WHERE n_matched > 0")
+                  .get_column("method"))
+    assert {"bt", "bt_style"} <= methods

@@ -157,8 +157,9 @@ def test_external_comparison_invoked_directly_on_a_leaderboard_frame(tmp_path):
                                             category=pl.lit("overall")).write_csv(published)
 
     def invoke(board: str | None) -> list:
-        with dg.build_asset_context(resources={"model_catalog": ModelCatalog(published_board=board)}) as context:
-            return list(external_comparison(context, leaderboard=ours))
+        with dg.build_asset_context(resources={"model_catalog": ModelCatalog(published_board=board),
+                                               "dump_source": DumpSource()}) as context:
+            return list(external_comparison(context, leaderboard=ours, last_vote=pl.DataFrame({"last_vote": [None]})))
 
     check, summary, per_model = invoke(str(published))
     assert check.passed and check.metadata["rows"].value == 7

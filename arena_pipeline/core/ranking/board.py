@@ -157,8 +157,10 @@ class PairTests:
 
 
 def rank_bounds(above: np.ndarray, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rank bounds from pairwise tests, among the ``ranked`` models (LMArena's reading: a model's
-    best rank is 1 + the number of models significantly better).
+    """Rank bounds from pairwise tests, among the ``ranked`` models: a model's best rank is 1 + the
+    number of models significantly better, each pair tested on its own (a bound for this model, not
+    for every model at once; LMArena's own rank reads interval non-overlap instead, see
+    :func:`scale.rank_upper_bounds`).
 
     Parameters
     ----------

@@ -4,8 +4,8 @@ Each board's battles (the ones its ``bt`` fit used) are split into ``folds`` fol
 session, so the votes of one session are never split between the data a model is fitted on and
 the data it is judged on. For every fold, the exact Bradley-Terry MLE is fitted on the other folds
 (:func:`bradley_terry.fit_bt`, restricted to the models with a finite estimate there,
-:func:`bradley_terry.mle_support`) and predicts the fold's battles. Two predictions of "side a
-wins" are scored on the same held-out battles:
+:func:`bradley_terry.mle_support`) and predicts the fold's battles. Two predictions of side a's
+expected score (a draw counting 1/2) are scored on the same held-out battles:
 
 - ``bt``: ``sigmoid(theta_a - theta_b)`` of the training fit;
 - the baseline ``win_rate``, a *calibrated* win-rate predictor: ``sigmoid(beta x)`` with ``x =
@@ -119,10 +119,10 @@ class HeldOut:
         Battles whose two models have a finite rating in the other folds' fit (both predictions
         exist), shape (n,).
     log_odds
-        Bradley-Terry log-odds that side a wins, from the fit without the battle's fold (NaN where
-        not scored).
+        Bradley-Terry log-odds of side a's expected score (a draw counting 1/2), from the fit without
+        the battle's fold (NaN where not scored).
     baseline
-        The calibrated win-rate baseline's probability that side a wins (NaN where not scored).
+        The calibrated win-rate baseline's expected score of side a (NaN where not scored).
     y
         Outcome for side a: 1 (won), 0 (lost), 0.5 (draw).
     slope
@@ -351,7 +351,7 @@ def clustered_mean_interval(values: np.ndarray, cluster: np.ndarray) -> tuple[fl
 
 
 def calibration_table(p: np.ndarray, y: np.ndarray, bins: int = CALIBRATION_BINS) -> dict[str, np.ndarray]:
-    """Predicted against observed probability that the predicted favourite wins, by quantile group.
+    """Predicted against observed expected score of the predicted favourite (a draw counting 1/2), by quantile group.
 
     Each battle is turned to its favourite's side (``q = max(p, 1 - p)``; at ``p = 1/2``, side
     a), and cut at the ``bins``-quantiles of ``q`` (order statistics ``n i // bins``; deciles by
@@ -362,7 +362,7 @@ def calibration_table(p: np.ndarray, y: np.ndarray, bins: int = CALIBRATION_BINS
     Parameters
     ----------
     p
-        Predicted probability that side a wins.
+        Predicted expected score of side a.
     y
         Outcome for side a (1, 0, 1/2).
     bins

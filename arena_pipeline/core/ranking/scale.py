@@ -18,7 +18,8 @@ def points_per_logit(scale: float = 400.0, base: float = 10.0) -> float:
     Parameters
     ----------
     scale, base
-        ``P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale))``.
+        a's expected score against b (a tie counting 1/2, not the chance of an outright win) is
+        ``1 / (1 + base ** ((R_b - R_a) / scale))``.
 
     Returns
     -------
@@ -154,8 +155,10 @@ def rank_upper_bounds(
     """``1 + number of shown models whose ci_lower is above this model's ci_upper`` (by more than
     :data:`TIE_POINTS`).
 
-    The best rank a model can claim given the intervals (LMArena's "rank (UB)"),
-    computed among the models shown, as LMArena does after hiding low-count models.
+    LMArena's "rank (UB)", FastChat's ``recompute_final_ranking`` (interval non-overlap: 1 + the
+    models whose lower end lies above this model's upper end), computed among the models shown, as
+    LMArena does after hiding low-count models. The boards' ``rank_ub`` reads the pairwise tests
+    instead (``board.rank_bounds``).
 
     Parameters
     ----------

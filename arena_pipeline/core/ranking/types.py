@@ -231,7 +231,8 @@ class RankingConfig:
         "the feature), added to the summed (not averaged) negative log-likelihood. 1.0 is a N(0, 1) prior: "
         "negligible against boards of thousands of battles, a mild stabiliser on small ones. arena-rank's "
         "reg=r equals style_l2 = r * n_battles.")
-    scale: float = Field(default=400.0, description="P(a beats b) = 1 / (1 + base ** ((R_b - R_a) / scale)).")
+    scale: float = Field(default=400.0, description="a's expected score against b (a tie counting 1/2, not the "
+                         "chance of an outright win) = 1 / (1 + base ** ((R_b - R_a) / scale)).")
     base: float = Field(default=10.0, description="See scale.")
     methods: Annotated[tuple[str, ...], AfterValidator(_known_methods)] = Field(
         default=METHODS, description="Boards to produce: names of registered rating methods "
@@ -284,11 +285,13 @@ class RankingOutput:
         both intervals (null where not computed); ``provisional`` (and ``provisional_reason``) marks
         models under ``display_min_battles``; every interval is of the rating's difference from the
         board's reference model (null for the reference itself; from the mean on a centred board);
-        ``rank`` is 1 + the number of non-provisional models with a higher rating; ``rank_ub`` 1 + the
-        number of non-provisional models whose lower bound is above this model's upper bound, both of
-        the primary method's interval of each model's own (centred) strength, moved with the board
-        (``board.Bounds.ranking``: comparing two models does not involve the reference; on a centred
-        board these are ``ci_lower``/``ci_upper``). A provisional model is ranked the same way among
+        ``rank`` is 1 + the number of non-provisional models with a higher rating; ``rank_ub`` is 1 + the
+        number of non-provisional models significantly above this one and ``rank_lb`` the number of
+        non-provisional models not significantly below it, each pair tested on its own (the 95% interval
+        of the difference of the two ratings from the primary method's full covariance, clustered where
+        sessions are known: ``pairwise_significance``), so each is a statement about this model, not
+        about the whole board at once; ``significantly_above`` counts the non-provisional models this one
+        is significantly above. A provisional model is ranked the same way among
         all models of the board, so it moves no shown model; ``n_battles``, ``wins``, ``losses``,
         ``ties`` (tie + both_bad) count the battles the fit used and
         ``win_rate = (wins + ties / 2) / n_battles``.

@@ -19,6 +19,9 @@ Two file formats are read (local paths only):
 * **CSV** with columns ``model``, ``rating`` and optionally ``ci_lower``, ``ci_upper``,
   ``category`` (a missing column or an empty cell means ``overall``) and ``method``.
 
+LMArena's ratings history (the Hub dataset ``lmarena-ai/leaderboard-dataset``, parquet) is read by
+:mod:`arena_pipeline.core.validation.leaderboard_dataset` into the same frame (:func:`board_frame`).
+
 Category keys are mapped to ours through ``arena_pipeline/data/category_map.csv``
 (``external, category, method``); our own category names are accepted as they are; any other
 key is kept (``category`` = the key, ``category_known`` false) and so shows up in the
@@ -455,7 +458,27 @@ def read_published_board(
         ).with_columns(method=pl.lit(None, pl.String))
     else:
         parsed = _parse_csv(path)
+    return board_frame(parsed, path, aliases, category_map)
 
+
+def board_frame(parsed: pl.DataFrame, path: str | Path, aliases: pl.DataFrame | None = None,
+                category_map: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Parsed published ratings as :data:`BOARD_SCHEMA`: bounds checked, keys mapped, names made canonical.
+
+    Parameters
+    ----------
+    parsed
+        ``source_category``, ``model``, ``rating``, ``ci_lower``, ``ci_upper``, ``method`` (null: the map's).
+    path
+        What the rows were read from, for the messages.
+    aliases, category_map
+        As for :func:`read_published_board`.
+
+    Raises
+    ------
+    BoardFormatError
+        A rating or bound beyond ``±MAX_ABS_RATING``, ``ci_lower > ci_upper``.
+    """
     columns = ("rating", "ci_lower", "ci_upper")
     extreme = parsed.filter(pl.any_horizontal(implausible_expr(pl.col(c), MAX_ABS_RATING) for c in columns))
     if extreme.height:
