@@ -96,3 +96,20 @@ def sample_run(tmp_path_factory):
     run = SampleRun(root, run_sample(root))
     assert run.result.success
     return run
+
+
+def pytest_addoption(parser):
+    parser.addoption("--regen-golden", action="store_true", default=False,
+                     help="rewrite the golden files (arena_pipeline_tests/golden/) from what the tests produce")
+
+
+@pytest.fixture(scope="session")
+def golden(request, tmp_path_factory):
+    """The golden files of the user-facing messages and the catalogue (``support/golden.py``);
+    ``pytest --regen-golden`` rewrites the cases the session meets."""
+    from arena_pipeline_tests.support.golden import Golden
+
+    keeper = Golden(request.config.getoption("--regen-golden"), tmp_path_factory.getbasetemp())
+    yield keeper
+    if keeper.regen:
+        keeper.write()
