@@ -19,8 +19,14 @@ from arena_pipeline.sensors import board_freshness_sensor, new_dump_sensor
 
 def pipeline_assets(*modules: ModuleType) -> tuple[list, TableCatalog]:
     """The assets of the ``arena_pipeline.assets`` package and of ``modules`` (a test's table, say), the
-    table catalogue derived from them (``assets/catalog.py``), and the publication gate over it."""
-    loaded = [*dg.load_assets_from_package_module(assets), *dg.load_assets_from_modules(modules)]
+    table catalogue derived from them (``assets/catalog.py``), and the publication gate over it.
+
+    An asset of ``modules`` that makes every table of one of the package's steps replaces that step (a
+    test's variant of a step: the fit with one more table, ``assets/rankings.fit_asset``)."""
+    added = dg.load_assets_from_modules(modules)
+    replaced = {key for node in added for key in node.keys}
+    loaded = [*(node for node in dg.load_assets_from_package_module(assets) if not set(node.keys) <= replaced),
+              *added]
     catalog = catalog_of(loaded, extra=RECORD_TABLES)
     return [*loaded, publication_gate_asset(catalog)], catalog
 
