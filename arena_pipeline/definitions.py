@@ -8,7 +8,7 @@ from arena_pipeline import assets
 from arena_pipeline.assets.catalog import catalog_of
 from arena_pipeline.assets.publication_gate import publication_gate_asset
 from arena_pipeline.assets.version_store import VERSION_STORE, version_store
-from arena_pipeline.checks import battles_quality, board_freshness, messages_quality, models_confusable
+from arena_pipeline.checks import board_freshness, models_confusable, quality_check
 from arena_pipeline.core.store.catalog import TableCatalog
 from arena_pipeline.core.store.records import RECORD_TABLES
 from arena_pipeline.jobs import refresh_job, rerank_job
@@ -33,8 +33,8 @@ def pipeline_assets(*modules: ModuleType) -> tuple[list, TableCatalog]:
 
 #: every asset, loaded from its module, and what each table is (derived from them, never listed)
 ASSETS, CATALOG = pipeline_assets()
-ASSET_CHECKS = [battles_quality, messages_quality, models_confusable]
-ASSET_CHECKS.append(board_freshness)  # the live board's freshness (issue 27)
+#: the expectation suites of the tables the catalogue says are checked, the model names, the live board's freshness
+ASSET_CHECKS = [*(quality_check(table) for table in CATALOG.checked), models_confusable, board_freshness]
 
 
 def default_resources() -> dict:

@@ -11,7 +11,7 @@ import pytest
 
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.store.catalog import TableSpec
-from arena_pipeline.definitions import CATALOG, defs
+from arena_pipeline.definitions import ASSET_CHECKS, CATALOG, defs
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +81,11 @@ def test_the_snapshot_sees_a_changed_flag():
     """The snapshot is not blind: a table's flag changed is a different document."""
     flipped = dataclasses.replace(CATALOG, specs={**CATALOG.specs, "battles": TableSpec(exported=True)})
     assert catalogue_document(flipped) != catalogue_document(CATALOG)
+
+
+def test_checked_is_said_once_on_the_table():
+    """Each table whose TableSpec says checked has its expectation suite's checks, and no other table has."""
+    suites = {check.node_def.name for check in ASSET_CHECKS if check.node_def.name.endswith("_quality")}
+    assert suites == {f"{table}_quality" for table in CATALOG.checked}
+    assert {spec.asset_key.path[-1] for check in ASSET_CHECKS for spec in check.check_specs
+            if spec.name.endswith(("_errors", "_warnings"))} == set(CATALOG.checked)
