@@ -17,12 +17,21 @@ def test_the_committed_catalogue_is_what_the_code_generates():
     assert committed == render(committed), "docs/tables.md is out of date: python -m arena_pipeline.docs_tables"
 
 
+def _rows(block: str) -> dict[str, list[str]]:
+    """The catalogue table's rows of a generated block, by table: its cells after the name."""
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in block.splitlines() if line.startswith("| `")]
+    return {row[0].strip("`"): row[1:] for row in cells}
+
+
 def test_a_table_added_to_a_step_or_as_a_module_is_in_the_generated_block():
     assets, catalog = pipeline_assets(toy_table, toy_fit_table)
     block = render_block(assets, catalog)
-    assert f"| `arena.{toy_table.TOY}` | `arena/{toy_table.TOY}` | published view, exported |" in block
-    assert f"| `arena.{toy_fit_table.TOY_FIT}` | `rankings` | published view, exported |" in block
-    assert f"- `arena.{toy_fit_table.TOY_FIT}`: category (String), method (String), models (UInt32)" in block
+    rows = _rows(block)
+    assert rows[f"arena.{toy_table.TOY}"][:2] == [f"`arena/{toy_table.TOY}`", "published view, exported"]
+    assert rows[f"arena.{toy_fit_table.TOY_FIT}"][:2] == ["`rankings`", "published view, exported"]
+    columns = "category (String), method (String), models (UInt32)"
+    assert f"- `arena.{toy_fit_table.TOY_FIT}`: {columns}" in block.splitlines()
+    assert set(rows) == {f"arena.{t}" for t in (*catalog.specs, *catalog.extra)}
 
 
 def test_every_table_of_the_catalogue_has_its_notes_in_the_page():
