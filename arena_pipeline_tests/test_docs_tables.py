@@ -29,7 +29,7 @@ def test_a_table_added_to_a_step_or_as_a_module_is_in_the_generated_block():
     rows = _rows(block)
     assert rows[f"arena.{toy_table.TOY}"][:2] == [f"`arena/{toy_table.TOY}`", "published view, exported"]
     assert rows[f"arena.{toy_fit_table.TOY_FIT}"][:2] == ["`rankings`", "published view, exported"]
-    columns = "category (String), method (String), models (UInt32)"
+    columns = "category (String), method (String), models (UInt32), dump_revision (String)"
     assert f"- `arena.{toy_fit_table.TOY_FIT}`: {columns}" in block.splitlines()
     assert set(rows) == {f"arena.{t}" for t in (*catalog.specs, *catalog.extra)}
 
