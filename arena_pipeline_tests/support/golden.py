@@ -12,12 +12,15 @@ the same way with :meth:`Golden.check_document`. Temporary paths read ``<tmp>``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 #: where the golden files live
 GOLDEN = Path(__file__).parents[1] / "golden"
 #: a case's first line in a family's file
 _CASE = "=== "
+#: a test's own temporary folder (its name and number depend on the order the tests ran in)
+_TEST_FOLDER = re.compile(r"<tmp>/[^/\s'\"]+")
 
 
 def read_family(path: Path) -> dict[str, str]:
@@ -48,9 +51,10 @@ class Golden:
         self._documents: dict[str, str] = {}
 
     def normalise(self, text: str) -> str:
-        """``text`` with the session's temporary folder as ``<tmp>`` and no trailing blanks or newlines."""
+        """``text`` with a test's temporary folder as ``<tmp>`` and no trailing blanks or newlines."""
         for prefix in self._temporary:
             text = text.replace(prefix, "<tmp>")
+        text = _TEST_FOLDER.sub("<tmp>", text)
         return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
     def check(self, family: str, case: str, text: str) -> None:

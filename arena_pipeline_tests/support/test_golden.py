@@ -10,13 +10,14 @@ from arena_pipeline_tests.support.golden import Golden, read_family
 def test_a_text_is_compared_with_its_case_and_temporary_paths_read_tmp(tmp_path):
     folder = tmp_path / "golden"
     recorder = Golden(True, tmp_path, folder)
-    recorder.check("errors", "missing file", f"error: {tmp_path / 'x.csv'} does not exist  \n")
+    recorder.check("errors", "missing file", f"error: {tmp_path / 'test_a0' / 'x.csv'} does not exist  \n")
     recorder.check("errors", "bad flag", "error: --top takes a number")
     recorder.write()
     assert read_family(folder / "errors.txt") == {"bad flag": "error: --top takes a number",
                                                   "missing file": "error: <tmp>/x.csv does not exist"}
+    assert recorder.normalise(f"at {tmp_path / 'test_a0' / 'w.duckdb'}") == "at <tmp>/w.duckdb"
     checker = Golden(False, tmp_path, folder)
-    checker.check("errors", "missing file", f"error: {tmp_path / 'x.csv'} does not exist")
+    checker.check("errors", "missing file", f"error: {tmp_path / 'test_b1' / 'x.csv'} does not exist")
     with pytest.raises(AssertionError, match="differs"):
         checker.check("errors", "missing file", "error: x.csv is missing")
     with pytest.raises(AssertionError, match="no golden case"):
