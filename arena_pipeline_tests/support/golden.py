@@ -13,6 +13,7 @@ the same way with :meth:`Golden.check_document`. Temporary paths read ``<tmp>``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 #: where the golden files live
@@ -57,8 +58,11 @@ class Golden:
         text = _TEST_FOLDER.sub("<tmp>", text)
         return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
-    def check(self, family: str, case: str, text: str) -> None:
-        """Assert that ``text`` is the family's golden ``case`` (record it with ``--regen-golden``)."""
+    def check(self, family: str, case: str, text: str, replace: Mapping[str, str] | None = None) -> None:
+        """Assert that ``text`` is the family's golden ``case`` (record it with ``--regen-golden``); ``replace``:
+        what varies from run to run (a run id, a time) and the placeholder it reads as, ``{value: "<run>"}``."""
+        for value, placeholder in (replace or {}).items():
+            text = text.replace(value, placeholder)
         text = self.normalise(text)
         if self.regen:
             self._seen.setdefault(family, {})[case] = text

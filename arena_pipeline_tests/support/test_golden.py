@@ -20,6 +20,7 @@ def test_a_text_is_compared_with_its_case_and_temporary_paths_read_tmp(tmp_path)
     checker.check("errors", "missing file", f"error: {tmp_path / 'test_b1' / 'x.csv'} does not exist")
     with pytest.raises(AssertionError, match="differs"):
         checker.check("errors", "missing file", "error: x.csv is missing")
+    checker.check("errors", "bad flag", "error: --top takes 7", {"7": "a number"})
     with pytest.raises(AssertionError, match="no golden case"):
         checker.check("errors", "new case", "anything")
 
