@@ -1,7 +1,7 @@
 """Count the test assertions that pin an English sentence (issue 46 item 4): ``python -m arena_pipeline_dev.sentence_asserts``.
 
 An assertion counts when its test (or a ``match=`` argument, as ``pytest.raises`` takes) holds a string literal,
-f-strings included, of at least ``--min`` characters (default 40) with five words or more. Messages belong in
+f-strings included, of at least ``--min`` characters (default 40) with five words or more, that is not SQL. Messages belong in
 the golden files (``arena_pipeline_tests/golden/``, compared once per family); the rest of the tests assert on
 structured results. Prints the count per file, most first, and the total.
 """
@@ -17,6 +17,8 @@ from pathlib import Path
 
 TESTS = Path(__file__).parents[1] / "arena_pipeline_tests"
 _WORD = re.compile(r"[A-Za-z]{2,}")
+#: SQL is no sentence (a query the test runs, not a message it pins)
+_SQL = re.compile(r"^\s*(SELECT|WITH|CREATE|INSERT|UPDATE|DELETE|DROP|ALTER|COPY|ATTACH|PRAGMA|SET|BEGIN)\b")
 
 
 def _strings(node: ast.AST) -> Iterator[str]:
@@ -28,8 +30,8 @@ def _strings(node: ast.AST) -> Iterator[str]:
 
 
 def is_sentence(text: str, least: int = 40) -> bool:
-    """Whether ``text`` reads as an English sentence: ``least`` characters or more, a blank, five words."""
-    return len(text) >= least and " " in text and len(_WORD.findall(text)) >= 5
+    """Whether ``text`` reads as an English sentence: ``least`` characters or more, a blank, five words, no SQL."""
+    return len(text) >= least and " " in text and len(_WORD.findall(text)) >= 5 and not _SQL.match(text)
 
 
 def sentence_asserts(source: str, least: int = 40) -> list[int]:
