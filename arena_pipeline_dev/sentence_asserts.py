@@ -18,7 +18,7 @@ from pathlib import Path
 TESTS = Path(__file__).parents[1] / "arena_pipeline_tests"
 _WORD = re.compile(r"[A-Za-z]{2,}")
 #: SQL is no sentence (a query the test runs, not a message it pins)
-_SQL = re.compile(r"^\s*(SELECT|WITH|CREATE|INSERT|UPDATE|DELETE|DROP|ALTER|COPY|ATTACH|PRAGMA|SET|BEGIN)\b")
+_SQL = re.compile(r"^\s*(SELECT|WITH|CREATE|INSERT|UPDATE|DELETE|DROP|ALTER|COPY|ATTACH|PRAGMA|SET|BEGIN)\b", re.IGNORECASE)
 
 
 def _strings(node: ast.AST) -> Iterator[str]:
