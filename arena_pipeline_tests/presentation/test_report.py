@@ -645,7 +645,7 @@ def test_provisional_note_says_how_many_the_threshold_keeps_out_and_never_points
         section = page.split('id="cat-overall"')[1].split("</section>")[0]
         bt = frame.filter(pl.col("method") == "bt")
         kept_out = bt.filter("provisional").height
-        note = next(n for n in _notes(section) if "display threshold" in n)  # the first board's (bt)
+        note = next(n for n in _notes(section) if "keeps" in n)  # the first board's (bt)
         assert f"keeps {kept_out} of this board's {bt.height} models" in note
         golden.check("report", f"the provisional models' note ({'some' if shown else 'none'} shown)", note)
 
