@@ -65,7 +65,9 @@ class Golden:
             text = text.replace(value, placeholder)
         text = self.normalise(text)
         if self.regen:
-            self._seen.setdefault(family, {})[case] = text
+            seen = self._seen.setdefault(family, {})
+            # one case, one text: two tests (or parameters) that say it differently are two cases
+            assert seen.setdefault(case, text) == text, f"golden/{family}.txt, case {case!r}, met with two texts"
             return
         stored = read_family(self.folder / f"{family}.txt")
         assert case in stored, f"no golden case {case!r} in golden/{family}.txt: pytest --regen-golden"

@@ -25,6 +25,14 @@ def test_a_text_is_compared_with_its_case_and_temporary_paths_read_tmp(tmp_path)
         checker.check("errors", "new case", "anything")
 
 
+def test_a_case_met_twice_with_two_texts_is_refused(tmp_path):
+    recorder = Golden(True, tmp_path, tmp_path / "golden")
+    recorder.check("lines", "a", "one")
+    recorder.check("lines", "a", "one")  # the same text again: one case
+    with pytest.raises(AssertionError, match="two texts"):
+        recorder.check("lines", "a", "another")
+
+
 def test_a_regeneration_keeps_the_cases_it_did_not_meet(tmp_path):
     folder = tmp_path / "golden"
     first = Golden(True, tmp_path, folder)
