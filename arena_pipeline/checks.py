@@ -1,6 +1,6 @@
 """Asset checks: the Great Expectations suites in expectations/ run on the flat tables of each dump.
 
-Each table gets two checks from one validation: ``<table>_errors`` (ERROR severity, blocking, so
+Each table whose ``TableSpec`` says ``checked`` (on its asset) gets two checks from one validation: ``<table>_errors`` (ERROR severity, blocking, so
 nothing downstream, leaderboards and publication included, is materialized from data that fails
 it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's results are appended to
 ``arena.quality_results``, and the outcome is recorded on the exact table version checked, which the
@@ -25,15 +25,10 @@ import hashlib
 import dagster as dg
 import polars as pl
 
-from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.models import MODELS
 from arena_pipeline.assets.publication_gate import PUBLICATION_GATE
 from arena_pipeline.assets.version_store import TableRef, stored_input
-from arena_pipeline.constants import (
-    BATTLES_TABLE,
-    MESSAGES_TABLE,
-    SCHEMA,
-)
+from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.dataset.models import confusable_pairs
 from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.store.records import ensure_quality_results, record_dump
@@ -120,8 +115,10 @@ def _result(report: QualityReport, severity: str, check_name: str, asset_key: dg
     )
 
 
-def _suite_checks(table: str):
-    key = TABLE_KEYS[table]
+def quality_check(table: str) -> dg.AssetChecksDefinition:
+    """The two checks of ``expectations/<table>.json`` on ``arena.<table>``: made for every table whose
+    :class:`TableSpec` says ``checked`` (``definitions.ASSET_CHECKS``), never listed by hand."""
+    key = dg.AssetKey([SCHEMA, table])
     errors, warnings = f"{table}_errors", f"{table}_warnings"
 
     @dg.multi_asset_check(
@@ -161,10 +158,6 @@ def _suite_checks(table: str):
         yield _result(report, "warning", warnings, key)
 
     return suite_check
-
-
-battles_quality = _suite_checks(BATTLES_TABLE)
-messages_quality = _suite_checks(MESSAGES_TABLE)
 
 
 @dg.asset_check(asset=MODELS, name="models_confusable", blocking=False,

@@ -1,17 +1,30 @@
 """Test-wide safety net: no test writes into the working directory, reads the developer's settings
 or leaves a Dagster instance open."""
 
+import os
+
 import dagster as dg
 import pytest
 
-SETTINGS = ("ARENA_SOURCE", "ARENA_REVISION", "ARENA_WAREHOUSE", "ARENA_CACHE_DIR", "ARENA_REPORT",
-            "ARENA_MODEL_ALIASES", "ARENA_PUBLISHED_BOARD", "ARENA_BENCHMARKS", "HF_ENDPOINT", "HF_TOKEN",
-            "ARENA_DATASETS", "ARENA_DISCOVER")
+#: The prefixes of the pipeline's variables (and of huggingface_hub's): every variable that starts with
+#: one is removed for the session, whatever its name, so a variable added later cannot reach a
+#: developer's warehouse, store or Hub from a test (``test_isolated_environment.py`` holds it).
+SETTING_PREFIXES = ("ARENA_", "HF_")
+
+#: The file defaults pointed at the session's scratch folder, so a resource left at its default
+#: writes nowhere near the working directory.
+SCRATCH_DEFAULTS = {"ARENA_WAREHOUSE": "warehouse.duckdb", "ARENA_CACHE_DIR": "cache",
+                    "ARENA_REPORT": "report/index.html"}
+
+
+def pipeline_settings(environ=None) -> list[str]:
+    """The names in ``environ`` (``os.environ``) that the session removes: every ``ARENA_*`` and ``HF_*``."""
+    return sorted(name for name in (os.environ if environ is None else environ) if name.startswith(SETTING_PREFIXES))
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_settings(tmp_path_factory):
-    """Unset the pipeline's variables and point the file defaults at a temporary folder.
+    """Remove every ``ARENA_*`` and ``HF_*`` variable and point the file defaults at a temporary folder.
 
     Session-scoped so that it is in force before any module- or session-scoped fixture runs
     (a function-scoped autouse fixture comes after those). Tests that need a setting pass it
@@ -19,11 +32,10 @@ def _isolated_settings(tmp_path_factory):
     """
     scratch = tmp_path_factory.mktemp("defaults")
     with pytest.MonkeyPatch.context() as patch:
-        for name in SETTINGS:
-            patch.delenv(name, raising=False)
-        patch.setenv("ARENA_WAREHOUSE", str(scratch / "warehouse.duckdb"))
-        patch.setenv("ARENA_CACHE_DIR", str(scratch / "cache"))
-        patch.setenv("ARENA_REPORT", str(scratch / "report" / "index.html"))
+        for name in pipeline_settings():
+            patch.delenv(name)
+        for name, relative in SCRATCH_DEFAULTS.items():
+            patch.setenv(name, str(scratch / relative))
         yield scratch
 
 
@@ -84,3 +96,20 @@ def sample_run(tmp_path_factory):
     run = SampleRun(root, run_sample(root))
     assert run.result.success
     return run
+
+
+def pytest_addoption(parser):
+    parser.addoption("--regen-golden", action="store_true", default=False,
+                     help="rewrite the golden files (arena_pipeline_tests/golden/) from what the tests produce")
+
+
+@pytest.fixture(scope="session")
+def golden(request, tmp_path_factory):
+    """The golden files of the user-facing messages and the catalogue (``support/golden.py``);
+    ``pytest --regen-golden`` rewrites the cases the session meets."""
+    from arena_pipeline_tests.support.golden import Golden
+
+    keeper = Golden(request.config.getoption("--regen-golden"), tmp_path_factory.getbasetemp())
+    yield keeper
+    if keeper.regen:
+        keeper.write()

@@ -1,13 +1,17 @@
 """The table catalogue derived from the asset graph (assets/catalog.py): what the gate publishes, what each
-table is computed from, what is built together, and the tables each kind of table is, unchanged."""
+table is computed from, what is built together; the whole catalogue is a committed snapshot (golden/catalogue.json)."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
 
 import dagster as dg
 import pytest
 
 from arena_pipeline.constants import SCHEMA
-from arena_pipeline.definitions import CATALOG, defs
+from arena_pipeline.core.store.catalog import TableSpec
+from arena_pipeline.definitions import ASSET_CHECKS, CATALOG, defs
 
 
 @pytest.fixture(scope="module")
@@ -54,31 +58,34 @@ def test_tables_built_together_are_one_step(graph, group):
     assert outputs & set(CATALOG.published) == set(group)
 
 
-def test_the_catalogue_is_the_tables_of_before():
-    """The catalogue derived from the asset declarations names what the hand-written lists of issue 35's
-    start named (no behaviour change): the same published tables, lineage, groups and kinds (the load makes
-    the preference pairs with the flat tables: one producer, issue 35 item 3)."""
-    flat = {"battles", "messages", "context_messages", "quarantine", "preference_pairs"}
-    fit = {"leaderboard", "pairwise", "pairwise_significance", "style_coefficients", "unrated_models",
-           "board_status", "dump_leaderboard", "model_fit", "model_fit_calibration"}
-    validation = {"external_comparison", "external_comparison_models", "benchmark_scores", "benchmark_agreement"}
-    analyses = {"battle_categories", "models", "position_bias", "rating_trend"}
-    # publication_changes: an asset since issue 35 item 2 (before, the gate wrote it beside the assets)
-    assert set(CATALOG.published) == flat | fit | validation | analyses | {"publication_changes"}
-    assert {frozenset(g) for g in CATALOG.built_together} == {
-        frozenset(flat), frozenset(fit), frozenset(validation - {"benchmark_scores", "benchmark_agreement"}),
-        frozenset({"benchmark_scores", "benchmark_agreement"})}
-    tagged = {"battles", "battle_categories"}
-    assert {t: set(v) for t, v in CATALOG.derived_from.items()} == {
-        "battle_categories": {"battles"},
-        **dict.fromkeys(fit - {"dump_leaderboard"} | {"models", "position_bias", "rating_trend"}, tagged),
-        "dump_leaderboard": tagged | {"quarantine"},
-        **dict.fromkeys(validation, tagged | {"leaderboard"}),
-        "publication_changes": tagged | {"leaderboard"},
-    }
-    assert set(CATALOG.checked) == {"battles", "messages"}
-    assert set(CATALOG.history) == {"leaderboard", "style_coefficients"}
-    assert CATALOG.file_tables == flat | {"battle_categories"}
-    assert CATALOG.heavy == {"messages", "context_messages", "preference_pairs"}
-    assert set(CATALOG.exported) == (fit | validation | {"models", "publication_changes", "quality_results", "dumps",
-                                                         "leaderboard_history", "style_coefficients_history"})
+def catalogue_document(catalog) -> str:
+    """The catalogue as JSON: each table and what it is, the lineage, the groups built together, the export."""
+    def flags(spec: TableSpec) -> str:
+        return " ".join(name for name, value in dataclasses.asdict(spec).items() if value)
+
+    lines = {"tables": {name: flags(spec) for name, spec in catalog.specs.items()},
+             "records": {name: flags(spec) for name, spec in catalog.extra.items()},
+             "derived_from": {name: " ".join(tables) for name, tables in catalog.derived_from.items()},
+             "built_together": [" ".join(group) for group in catalog.built_together],
+             "exported": " ".join(catalog.exported)}
+    return json.dumps(lines, indent=1)
+
+
+def test_the_catalogue_is_the_committed_snapshot(golden):
+    """What the asset declarations make of the catalogue, against golden/catalogue.json: a table added,
+    moved or flagged differently is one reviewed diff (``pytest --regen-golden`` rewrites it)."""
+    golden.check_document("catalogue.json", catalogue_document(CATALOG))
+
+
+def test_the_snapshot_sees_a_changed_flag():
+    """The snapshot is not blind: a table's flag changed is a different document."""
+    flipped = dataclasses.replace(CATALOG, specs={**CATALOG.specs, "battles": TableSpec(exported=True)})
+    assert catalogue_document(flipped) != catalogue_document(CATALOG)
+
+
+def test_checked_is_said_once_on_the_table():
+    """Each table whose TableSpec says checked has its expectation suite's checks, and no other table has."""
+    suites = {check.node_def.name for check in ASSET_CHECKS if check.node_def.name.endswith("_quality")}
+    assert suites == {f"{table}_quality" for table in CATALOG.checked}
+    assert {spec.asset_key.path[-1] for check in ASSET_CHECKS for spec in check.check_specs
+            if spec.name.endswith(("_errors", "_warnings"))} == set(CATALOG.checked)

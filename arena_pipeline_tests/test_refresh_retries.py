@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 
 import dagster as dg
 import pytest
@@ -21,7 +22,7 @@ from arena_pipeline_tests.support.ticks import tick
 
 
 @pytest.mark.slow
-def test_a_run_failed_by_a_lock_is_retried_by_the_sensor_a_repeating_failure_is_not(tmp_path, monkeypatch):
+def test_a_run_failed_by_a_lock_is_retried_by_the_sensor_a_repeating_failure_is_not(tmp_path, monkeypatch, golden):
     write_dump(tmp_path / "dump", 8, 1)
     source = DumpSource(source=str(tmp_path / "dump"), cache_dir=str(tmp_path / "cache"))
     revision = source.latest_revision()
@@ -38,7 +39,9 @@ def test_a_run_failed_by_a_lock_is_retried_by_the_sensor_a_repeating_failure_is_
         # the next tick: the revision is pending, retried once the first wait has passed
         waiting = tick(new_dump_sensor, instance, sensor_resources, revision)
         assert not waiting.run_requests
-        assert f"run {failed.run_id} failed (the work file was locked); attempt 2 of 4 at" in waiting.skip_message
+        assert failed.run_id in waiting.skip_message and "attempt 2 of 4" in waiting.skip_message
+        golden.check("triggers", "skip: a retry waits", re.sub(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2})?( UTC)?", "<time>", waiting.skip_message),
+                     {failed.run_id: "<run>", revision: "<revision>"})
         # the wait over: the next tick requests attempt 2
         monkeypatch.setattr(refresh, "plan_retry", functools.partial(retry.plan_retry, first_wait=dt.timedelta(0)))
         (request,) = tick(new_dump_sensor, instance, sensor_resources, revision).run_requests
@@ -58,4 +61,5 @@ def test_a_run_failed_by_a_lock_is_retried_by_the_sensor_a_repeating_failure_is_
         assert materialize(resources, run_config=rank_config(min_battles=1), instance=instance,
                            tags={REVISION_TAG: revision}).success
         done = tick(new_dump_sensor, instance, sensor_resources, revision)
-        assert not done.run_requests and done.skip_message == f"dump revision {revision} unchanged since the last tick"
+        assert not done.run_requests
+        golden.check("triggers", "skip: unchanged", done.skip_message, {revision: "<revision>"})

@@ -67,7 +67,7 @@ def _evaluate(sensor_cursor, hub, tmp_path, instance):
 
 
 @pytest.mark.slow
-def test_sensor_new_revision_then_same_revision(hub, tmp_path):
+def test_sensor_new_revision_then_same_revision(hub, tmp_path, golden):
     shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
     sha1 = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
     with dg.instance_for_test() as instance:
@@ -82,7 +82,7 @@ def test_sensor_new_revision_then_same_revision(hub, tmp_path):
         same = _evaluate(sha1, hub, tmp_path, instance)
         elapsed = time.perf_counter() - started
         assert not same.run_requests
-        assert same.skip_message == f"dump revision {sha1} unchanged since the last tick"
+        golden.check("triggers", "skip: unchanged", same.skip_message, {sha1: "<revision>", sha1[:12]: "<revision>"})
         assert elapsed < 5
         assert not hub.file_gets()  # a tick never downloads
 
@@ -94,12 +94,13 @@ def test_sensor_new_revision_then_same_revision(hub, tmp_path):
 
 
 @pytest.mark.slow
-def test_sensor_skips_when_hub_is_down(hub, tmp_path):
+def test_sensor_skips_when_hub_is_down(hub, tmp_path, golden):
     hub.set_faults(down=True)
     with dg.instance_for_test() as instance:
         result = _evaluate("a" * 40, hub, tmp_path, instance)
     assert not result.run_requests
-    assert result.skip_message.startswith("could not look up the dump revision: HubUnavailable")
+    golden.check("triggers", "skip: the Hub is down", result.skip_message.partition(": HubUnavailable")[0])
+    assert ": HubUnavailable" in result.skip_message  # then the client's own words
     assert result.cursor == "a" * 40
 
 
@@ -111,7 +112,7 @@ def test_sensor_skips_unreachable_endpoint(tmp_path):
 
 
 @pytest.mark.slow
-def test_schedule_runs_once_per_revision(hub, tmp_path):
+def test_schedule_runs_once_per_revision(hub, tmp_path, golden):
     shards = write_dump(tmp_path / "v1", 10, 1, seed=1)
     sha = hub.publish(REPO, "main", {f"data/{p.name}": p for p in shards})
     with dg.instance_for_test() as instance:
@@ -127,7 +128,7 @@ def test_schedule_runs_once_per_revision(hub, tmp_path):
         _publish_settings(tmp_path / "warehouse.duckdb", 1, {}, {}, revision=sha)
         again = tick(nightly_refresh, instance, resources)
         assert not again.run_requests
-        assert again.skip_message == f"dump revision {sha} is live (publication 1)"
+        golden.check("triggers", "skip: live", again.skip_message, {sha: "<revision>", sha[:12]: "<revision>"})
         # a warehouse the tick cannot read in time (a run writes it): the run records decide
         with held_by_another_process(tmp_path / "warehouse.duckdb"):
             busy = tick(nightly_refresh, instance, resources)

@@ -1,6 +1,8 @@
-"""No hand-written list of table names outside the declarations (issue 35, item 1): what a table is lives on
-its asset (assets/*) or, for the records, beside their DDL (core/store/records.py); every other list of
-tables (published, exported, heavy, checked, with history, lineage) is derived from the asset graph."""
+"""No hand-written list of table names anywhere in the package (issues 35 and 46, item 1): what a table is lives
+on its asset (a TableSpec; a step of several tables declares them once, as ``FIT_TABLES`` does) or, for the
+records, beside their DDL (core/store/records.py's ``RECORD_TABLES``); every other list of tables (published,
+exported, heavy, checked, with history, lineage, a step's outputs) is derived. The check reads every module,
+the assets and function bodies included."""
 
 from __future__ import annotations
 
@@ -8,8 +10,12 @@ import ast
 
 from arena_pipeline_tests.support.package_sources import PACKAGE, package_sources
 
-#: where tables are declared: the assets (each module its own tables) and the records' DDL
-DECLARATIONS = ("assets/", "core/store/records.py")
+#: where a list of tables is the declaration itself: the records' DDL
+DECLARATIONS = ("core/store/records.py",)
+#: modules being rewritten on another branch (issue 46: the store and the load, h42) that still hold lists: the
+#: load's table group (assets/ingest.py, core/ingest/load.py) and the snapshot's copy of the records
+#: (core/store/snapshot.py, to read RECORD_TABLES); remove each once that branch has landed and the list is gone
+NOT_YET = ("assets/ingest.py", "core/ingest/load.py", "core/store/snapshot.py")
 
 
 def _table_names(node: ast.AST) -> list[str]:
@@ -24,35 +30,34 @@ def _table_names(node: ast.AST) -> list[str]:
 
 
 def table_lists(source: str) -> list[tuple[int, list[str]]]:
-    """(line, names) of every module- or class-level statement that lists two table names or more."""
-    found = []
-    for statement in ast.parse(source).body:
-        scopes = statement.body if isinstance(statement, ast.ClassDef) else [statement]
-        for top in scopes:
-            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue  # what one function reads or writes (say, the loader's four tables) is its own
-            for node in ast.walk(top):
-                names = _table_names(node)
-                if len(names) >= 2:
-                    found.append((node.lineno, names))
-    return found
+    """(line, names) of every display that lists two table names or more, anywhere in the module (function
+    bodies included), in line order."""
+    found = [(node.lineno, names) for node in ast.walk(ast.parse(source)) if len(names := _table_names(node)) >= 2]
+    return sorted(found)
 
 
 def test_the_check_finds_a_list_of_tables():
-    """The check itself: a tuple, a dict and a class attribute of table names are found; one name,
-    a list inside a function and a list of other names are not."""
+    """The check itself: a tuple, a dict, a class attribute and a list inside a function (a loop's, a
+    method's) are found; one name and a list of other names are not."""
     source = ("A = (BATTLES_TABLE, MESSAGES_TABLE)\nB = {LEADERBOARD_TABLE: (BATTLES_TABLE,), MODELS_TABLE: ()}\n"
               "class C:\n    tables = [X_TABLE, Y_TABLE]\n"
-              "D = (BATTLES_TABLE,)\nE = (SCHEMA, VERSIONS_SCHEMA)\ndef f():\n    return (A_TABLE, B_TABLE)\n")
-    assert [line for line, _ in table_lists(source)] == [1, 2, 4]
+              "D = (BATTLES_TABLE,)\nE = (SCHEMA, VERSIONS_SCHEMA)\ndef f():\n    return (A_TABLE, B_TABLE)\n"
+              "class G:\n    def h(self):\n        for t in {A_TABLE, B_TABLE}:\n            pass\n")
+    assert [line for line, _ in table_lists(source)] == [1, 2, 4, 8, 11]
 
 
 def test_no_hand_written_list_of_table_names_outside_the_declarations():
     offenders = {}
-    for relative, source in package_sources(skip=DECLARATIONS):
+    for relative, source in package_sources(skip=DECLARATIONS + NOT_YET):
         if found := table_lists(source):
             offenders[relative] = found
     assert offenders == {}
+
+
+def test_the_modules_not_checked_yet_still_hold_lists():
+    """An allowance ends with its list: a module of NOT_YET without one must leave NOT_YET."""
+    sources = dict(package_sources())
+    assert [path for path in NOT_YET if path in sources and not table_lists(sources[path])] == []
 
 
 def test_constants_hold_table_names_only_as_names():

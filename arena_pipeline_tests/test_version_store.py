@@ -12,8 +12,8 @@ from arena_pipeline.assets.metadata import schema_metadata, table_metadata
 from arena_pipeline.assets.models import models
 from arena_pipeline.assets.rankings import battle_categories
 from arena_pipeline.assets.version_store import Fill, FillTogether, TableRef, Versioned, VersionStore
-from arena_pipeline.checks import battles_quality, models_confusable
-from arena_pipeline.constants import SCHEMA
+from arena_pipeline.checks import models_confusable, quality_check
+from arena_pipeline.constants import BATTLES_TABLE, SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.versions import Build, start_build, version_name
@@ -158,7 +158,7 @@ def test_the_battles_suite_checks_the_version_the_store_gives_and_records_it_on_
     _store(store, "battles", make_battles(20))
     checked = _load(store, "battles", TableRef)
     with dg.build_op_context() as context:
-        errors, warnings = battles_quality(context, warehouse=store.warehouse, checked=checked)
+        errors, warnings = quality_check(BATTLES_TABLE)(context, warehouse=store.warehouse, checked=checked)
     assert (errors.check_name, errors.passed, errors.severity) == ("battles_errors", True, dg.AssetCheckSeverity.ERROR)
     assert (warnings.check_name, warnings.severity, errors.metadata["rows"].value) == (
         "battles_warnings", dg.AssetCheckSeverity.WARN, 20)

@@ -22,8 +22,6 @@ from arena_pipeline.core.analysis import (
 )
 from arena_pipeline.core.store.catalog import TableSpec
 
-ANALYSIS_KEYS = {name: dg.AssetKey([SCHEMA, name])
-                 for name in (POSITION_BIAS_TABLE, RATING_TREND_TABLE)}
 REVISION_COLUMN = {"dump_revision": pl.String()}
 
 _BATTLE_COLUMNS = "id, model_a, model_b, model_a_canonical, model_b_canonical, winner, timestamp, turns, language"
@@ -38,7 +36,7 @@ def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
 
 
 @dg.asset(
-    key=ANALYSIS_KEYS[POSITION_BIAS_TABLE],
+    key=dg.AssetKey([SCHEMA, POSITION_BIAS_TABLE]),
     group_name="reports",
     metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}",
                              TableSpec()),
@@ -55,7 +53,7 @@ def position_bias_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) 
 
 
 @dg.asset(
-    key=ANALYSIS_KEYS[RATING_TREND_TABLE],
+    key=dg.AssetKey([SCHEMA, RATING_TREND_TABLE]),
     group_name="reports",
     metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}",
                              TableSpec()),

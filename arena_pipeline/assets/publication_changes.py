@@ -7,7 +7,6 @@ from arena_pipeline.assets.metadata import table_metadata
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES, RANKING_KEYS
 from arena_pipeline.assets.version_store import VERSION_STORE, TableRef, Versioned, stored_input
 from arena_pipeline.constants import (
-    BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
     LEADERBOARD_TABLE,
     PUBLICATION_CHANGES_TABLE,
@@ -43,8 +42,9 @@ def publication_changes(context: dg.AssetExecutionContext, warehouse: Warehouse,
     no longer hold (another run published in between, or the run did not rebuild this table):
     publication rule 18.
     """
-    chosen = {LEADERBOARD_TABLE: leaderboard.version, BATTLES_TABLE: battles.version,
-              BATTLE_CATEGORIES_TABLE: battle_categories.version}
+    # the versions read, by the table of each input (the asset's ins)
+    refs = {"leaderboard": leaderboard, "battles": battles, "battle_categories": battle_categories}
+    chosen = {context.assets_def.keys_by_input_name[name].path[-1]: ref.version for name, ref in refs.items()}
     with warehouse.connection() as con:
         live = live_publication(con, SCHEMA)
         frame, settings = changes_against_live(con, live, chosen)

@@ -2,6 +2,8 @@
 
 import dataclasses
 import datetime as dt
+import functools
+from collections.abc import Callable, Mapping, Sequence
 
 import dagster as dg
 import polars as pl
@@ -34,12 +36,14 @@ from arena_pipeline.core.ranking import (
     PAIRWISE_SIGNIFICANCE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     UNRATED_MODELS_SCHEMA,
+    RankingOutput,
     compute_rankings,
     per_dump_leaderboards,
 )
 from arena_pipeline.core.ranking.model_fit import (
     MODEL_FIT_CALIBRATION_SCHEMA,
     MODEL_FIT_SCHEMA,
+    ModelFitOutput,
     compute_model_fit,
 )
 from arena_pipeline.core.store.catalog import TableSpec
@@ -56,10 +60,6 @@ from arena_pipeline.resources import DumpSource, HubAccess, ModelCatalog
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
-RANKING_KEYS = {name: dg.AssetKey([SCHEMA, name])
-                for name in (LEADERBOARD_TABLE, PAIRWISE_TABLE, PAIRWISE_SIGNIFICANCE_TABLE, STYLE_COEFFICIENTS_TABLE,
-                             UNRATED_MODELS_TABLE, BOARD_STATUS_TABLE, DUMP_LEADERBOARD_TABLE,
-                             MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE)}
 
 
 @dg.asset(
@@ -120,138 +120,199 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
     return leaderboard, record
 
 
-# the inputs come in as the multi-asset's ins (below); dump_leaderboard alone also reads arena.quarantine
-_RANKED = {"group": "rankings", "kinds": {"numpy", "duckdb"}, "deps": []}
+class Fit:
+    """What one run of the rankings step computes, each part once and only when a selected table needs it:
+    the boards (and their alignment), each dump's own boards, the held-out model fit."""
+
+    def __init__(self, context: dg.AssetExecutionContext, config: RankingRunConfig, model_catalog: ModelCatalog,
+                 dump_source: DumpSource, battles: pl.DataFrame, battle_categories: pl.DataFrame,
+                 quarantine: pl.DataFrame):
+        # the leaderboards rank canonical names (core/dataset/models.py); raw names stay in arena.battles
+        self._canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
+        self.context, self.model_catalog, self.quarantine = context, model_catalog, quarantine
+        self.dump_source = dump_source
+        self.battles, self.battle_categories = battles.with_columns(**self._canonical), battle_categories
+        self.config = config.ranking_config()
+
+    @functools.cached_property
+    def output(self) -> RankingOutput:
+        """Every board of every method (on the reference scale), with what the boards leave out."""
+        output = compute_rankings(self.battles, self.battle_categories, self.config)
+        self.context.log.info(f"rankings: {output.leaderboard.height} leaderboard rows")
+        return output
+
+    @functools.cached_property
+    def aligned(self) -> tuple[pl.DataFrame, dict | None]:
+        """arena.leaderboard as published (aligned when asked) and the alignment's record (None: not asked)."""
+        last_vote = self.battles.get_column("timestamp").max() if "timestamp" in self.battles.columns else None
+        return _aligned(self.context, self.output.leaderboard, self.model_catalog, self.config.anchor_rating,
+                        self.dump_source.hub_access(), last_vote)
+
+    @functools.cached_property
+    def dump_boards(self) -> tuple[pl.DataFrame, dict[str, float]]:
+        """Each loaded dump's own boards and the seconds each took."""
+        copies = conflicting_copies(self.quarantine).with_columns(**self._canonical)
+        return per_dump_leaderboards(self.battles, self.battle_categories, self.config, self.output.leaderboard,
+                                     copies)
+
+    @functools.cached_property
+    def model_fit(self) -> ModelFitOutput:
+        """How well each Bradley-Terry board predicts held-out votes."""
+        return compute_model_fit(self.battles, self.battle_categories, self.output.leaderboard, self.config)
+
+    def settings(self) -> dict:
+        """The settings every table of the fit records (the ranking settings, and the alignment when asked)."""
+        alignment = self.aligned[1]
+        return {"ranking": dataclasses.asdict(self.config), **({"alignment": alignment} if alignment is not None else {})}
+
+
+def _no_metadata(fit: Fit, frame: pl.DataFrame) -> dict:
+    return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class FitTable:
+    """One table of the fit, declared once: the multi-asset's output, its key, its column schema, what the
+    table is (its :class:`TableSpec`, read by the catalogue) and its description all come from here;
+    ``frame`` takes its rows from the :class:`Fit` and ``metadata`` adds what the run shows about it."""
+
+    name: str
+    columns: Mapping[str, pl.DataType]  # the store adds dump_revision
+    spec: TableSpec
+    description: str
+    frame: Callable[[Fit], pl.DataFrame]
+    metadata: Callable[[Fit, pl.DataFrame], dict] = _no_metadata
+    reads_quarantine: bool = False  # each dump's boards count its copies of votes another dump holds
+
+    def asset_spec(self) -> dg.AssetSpec:
+        # the inputs come in as the multi-asset's ins (below)
+        return table_spec(self.name, {**self.columns, **REVISION_COLUMN}, self.spec, group="rankings",
+                          kinds={"numpy", "duckdb"}, deps=[], description=self.description)
+
+
+def _board_metadata(fit: Fit, frame: pl.DataFrame) -> dict:
+    """The UI previews (top 10 per category (bt) and the overall ratings chart) and the fit's diagnostics."""
+    output, (board, alignment) = fit.output, fit.aligned
+    previews = board_previews(PublicationView.from_output(dataclasses.replace(output, leaderboard=board)))
+    meta = output.metadata
+    no_board = output.board_status.filter(pl.col("status") != "board")
+    return {**{k: dg.MetadataValue.md(v) for k, v in previews.items()},
+            "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
+            "no_board": dg.MetadataValue.json({r["category"]: r["reason"] for r in no_board.iter_rows(named=True)}),
+            "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
+            "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
+            "bt_style_votes_without_style_counts": dg.MetadataValue.json(meta.get("style_left_out", {})),
+            **({"alignment": dg.MetadataValue.json(alignment)} if alignment is not None else {})}
+
+
+def _dump_board_metadata(fit: Fit, frame: pl.DataFrame) -> dict:
+    return {"seconds_per_dump": dg.MetadataValue.json({k: round(v, 3) for k, v in fit.dump_boards[1].items()})}
+
+
+def _model_fit_metadata(fit: Fit, frame: pl.DataFrame) -> dict:
+    return {"seconds": round(fit.model_fit.metadata["seconds"], 3), "log_loss_bt_vs_win_rate": dg.MetadataValue.json(
+        {r["category"]: [r["log_loss"], r["log_loss_baseline"]] for r in frame.iter_rows(named=True)})}
+
+
 #: every table of the fit is published and exported; the boards and the style coefficients keep their history
 _EXPORTED, _WITH_HISTORY = TableSpec(exported=True), TableSpec(exported=True, history=True)
 
-
-_RANKING_SPECS = [
-        table_spec(LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, _WITH_HISTORY, **_RANKED,
-                   description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
-                   "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral."),
-        table_spec(PAIRWISE_TABLE, {**PAIRWISE_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
-                   description="arena.pairwise: per category and model pair, battles, wins, ties, observed score "
-                   "rate and the Bradley-Terry expected score (win_rate_1, predicted_win_rate_1: a tie counts 1/2, so "
-                   "these are expected scores, not chances of an outright win; what a win-rate heatmap reads)."),
-        table_spec(PAIRWISE_SIGNIFICANCE_TABLE, {**PAIRWISE_SIGNIFICANCE_SCHEMA, **REVISION_COLUMN}, _EXPORTED,
-                   **_RANKED,
-                   description="arena.pairwise_significance: per category, method and pair of shown models, the "
-                   "rating difference, its 95% interval from the full covariance of the primary method "
-                   "(clustered by session where sessions are known) and whether it excludes 0; rank_ub and "
-                   "rank_lb are read from it. expected_score_1 is model_1's expected score (a tie counting 1/2), "
-                   "not its chance of an outright win."),
-        table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, _WITH_HISTORY,
-                   **_RANKED,
-                   description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
-                   "lists, bold) per category with 95% intervals."),
-        table_spec(UNRATED_MODELS_TABLE, {**UNRATED_MODELS_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
-                   description="arena.unrated_models: per category, the models with battles but no rating "
-                   "(only wins, only losses, not connected, under min_battles), their record and the reason."),
-        table_spec(BOARD_STATUS_TABLE, {**BOARD_STATUS_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
-                   description="arena.board_status: one row per category rule: board, no_board (and why) or "
-                   "unavailable, with battles and rated / shown / provisional / unrated model counts."),
-        table_spec(DUMP_LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN, "dump": pl.String()},
-                   _EXPORTED, **_RANKED,
-                   description="arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same "
-                   "methods and intervals, each dump's own votes (its conflicting copies of another dump's "
-                   "votes, in arena.quarantine, included); arena.leaderboard is the board over every dump, "
-                   "each vote once."),
-        table_spec(MODEL_FIT_TABLE, {**MODEL_FIT_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
-                   description="arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier "
-                   "score of Bradley-Terry against the models' calibrated win rates (logistic on the log-odds "
-                   "difference, fitted on the training folds): the gain is what whom each model met adds, "
-                   "with the calibration error."),
-        table_spec(MODEL_FIT_CALIBRATION_TABLE, {**MODEL_FIT_CALIBRATION_SCHEMA, **REVISION_COLUMN}, _EXPORTED,
-                   **_RANKED,
-                   description="arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of "
-                   "the held-out predictions, the favourite's predicted and observed expected score (a draw counting 1/2, "
-                   "not the chance of an outright win)."),
-]
-
-
-@dg.multi_asset(
-    # outputs the version store keeps (a specs-only multi-asset's outputs carry no value), in spec order
-    outs={spec.key.path[-1]: dg.AssetOut.from_spec(spec, is_required=False, io_manager_key=VERSION_STORE)
-          for spec in _RANKING_SPECS},
-    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES),
-         # only rule and raw: each dump's board counts its copies of votes another dump holds with other content
-         "quarantine": stored_input(TABLE_KEYS[QUARANTINE_TABLE], "rule, raw")},
-    internal_asset_deps={
-        spec.key.path[-1]: {TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES,
-                            *([TABLE_KEYS[QUARANTINE_TABLE]] if spec.key.path[-1] == DUMP_LEADERBOARD_TABLE else [])}
-        for spec in _RANKING_SPECS},
-    can_subset=True,
+#: The fit's tables, in output order: a new table of the fit is one entry here (and its computation in core)
+FIT_TABLES = (
+    FitTable(LEADERBOARD_TABLE, LEADERBOARD_SCHEMA, _WITH_HISTORY,
+             "arena.leaderboard: one row per (category, method, model) with rating, 95% CI, rank, rank_ub and "
+             "counts; methods bt, bt_style (style control) and spectral.",
+             lambda fit: fit.aligned[0], _board_metadata),
+    FitTable(PAIRWISE_TABLE, PAIRWISE_SCHEMA, _EXPORTED,
+             "arena.pairwise: per category and model pair, battles, wins, ties, observed score rate and the "
+             "Bradley-Terry expected score (win_rate_1, predicted_win_rate_1: a tie counts 1/2, so these are "
+             "expected scores, not chances of an outright win; what a win-rate heatmap reads).",
+             lambda fit: fit.output.pairwise),
+    FitTable(PAIRWISE_SIGNIFICANCE_TABLE, PAIRWISE_SIGNIFICANCE_SCHEMA, _EXPORTED,
+             "arena.pairwise_significance: per category, method and pair of shown models, the rating difference, "
+             "its 95% interval from the full covariance of the primary method (clustered by session where "
+             "sessions are known) and whether it excludes 0; rank_ub and rank_lb are read from it. "
+             "expected_score_1 is model_1's expected score (a tie counting 1/2), not its chance of an outright win.",
+             lambda fit: fit.output.pairwise_significance),
+    FitTable(STYLE_COEFFICIENTS_TABLE, STYLE_COEFFICIENTS_SCHEMA, _WITH_HISTORY,
+             "arena.style_coefficients: the style-control coefficients (tokens, headers, lists, bold) per "
+             "category with 95% intervals.",
+             lambda fit: fit.output.style_coefficients),
+    FitTable(UNRATED_MODELS_TABLE, UNRATED_MODELS_SCHEMA, _EXPORTED,
+             "arena.unrated_models: per category, the models with battles but no rating (only wins, only "
+             "losses, not connected, under min_battles), their record and the reason.",
+             lambda fit: fit.output.unrated_models),
+    FitTable(BOARD_STATUS_TABLE, BOARD_STATUS_SCHEMA, _EXPORTED,
+             "arena.board_status: one row per category rule: board, no_board (and why) or unavailable, with "
+             "battles and rated / shown / provisional / unrated model counts.",
+             lambda fit: fit.output.board_status),
+    FitTable(DUMP_LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, "dump": pl.String()}, _EXPORTED,
+             "arena.dump_leaderboard: arena.leaderboard per loaded dump (column dump), same methods and "
+             "intervals, each dump's own votes (its conflicting copies of another dump's votes, in "
+             "arena.quarantine, included); arena.leaderboard is the board over every dump, each vote once.",
+             lambda fit: fit.dump_boards[0], _dump_board_metadata, reads_quarantine=True),
+    FitTable(MODEL_FIT_TABLE, MODEL_FIT_SCHEMA, _EXPORTED,
+             "arena.model_fit: per board, held-out (5-fold by session) log-loss and Brier score of Bradley-Terry "
+             "against the models' calibrated win rates (logistic on the log-odds difference, fitted on the "
+             "training folds): the gain is what whom each model met adds, with the calibration error.",
+             lambda fit: fit.model_fit.summary, _model_fit_metadata),
+    FitTable(MODEL_FIT_CALIBRATION_TABLE, MODEL_FIT_CALIBRATION_SCHEMA, _EXPORTED,
+             "arena.model_fit_calibration: per board, predictor (bt, win_rate) and decile of the held-out "
+             "predictions, the favourite's predicted and observed expected score (a draw counting 1/2, not the "
+             "chance of an outright win).",
+             lambda fit: fit.model_fit.calibration),
 )
-def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_catalog: ModelCatalog,
-             dump_source: DumpSource, battles: pl.DataFrame, battle_categories: pl.DataFrame, quarantine: pl.DataFrame):
-    """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
-    The seven tables come from one fit: a publication takes them all from the same run, so select
-    them together (the rerank_job does) to re-rank with other settings. arena.unrated_models and
-    arena.board_status say what the boards leave out and why; arena.dump_leaderboard holds each
-    loaded dump's own boards (arena.leaderboard is the board over every dump).
+RANKING_KEYS = {table.name: dg.AssetKey([SCHEMA, table.name]) for table in FIT_TABLES}
 
-    With ARENA_ALIGN_TO_PUBLISHED_BOARD (off by default) each board of arena.leaderboard is moved onto
-    the scale of ARENA_PUBLISHED_BOARD's board of the same category and method, and the shifts are
-    recorded in the settings (``alignment``) that reach arena.publications; arena.dump_leaderboard
-    stays on the reference scale.
 
-    arena.model_fit and arena.model_fit_calibration (core/ranking/model_fit.py) say how well each
-    Bradley-Terry board predicts held-out votes (on the reference scale: the fit's models and votes);
-    they are built with the seven, from the same settings.
-    """
-    selected = {key.path[-1] for key in context.selected_asset_keys}
-    # the leaderboards rank canonical names (core/dataset/models.py); raw names stay in arena.battles
-    canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
-    battles = battles.with_columns(**canonical)
-    ranking_config = config.ranking_config()
-    output = compute_rankings(battles, battle_categories, ranking_config)
-    last_vote = battles.get_column("timestamp").max() if "timestamp" in battles.columns else None
-    board, alignment = _aligned(context, output.leaderboard, model_catalog, ranking_config.anchor_rating,
-                                dump_source.hub_access(), last_vote)
-    frames = {  # the store adds dump_revision
-        LEADERBOARD_TABLE: board,
-        PAIRWISE_TABLE: output.pairwise,
-        PAIRWISE_SIGNIFICANCE_TABLE: output.pairwise_significance,
-        STYLE_COEFFICIENTS_TABLE: output.style_coefficients,
-        UNRATED_MODELS_TABLE: output.unrated_models,
-        BOARD_STATUS_TABLE: output.board_status,
-    }
-    dump_seconds: dict[str, float] = {}
-    if DUMP_LEADERBOARD_TABLE in selected:
-        boards, dump_seconds = per_dump_leaderboards(battles, battle_categories, ranking_config, output.leaderboard,
-                                                     conflicting_copies(quarantine).with_columns(**canonical))
-        frames[DUMP_LEADERBOARD_TABLE] = boards
-    fit_seconds = None
-    if selected & {MODEL_FIT_TABLE, MODEL_FIT_CALIBRATION_TABLE}:
-        fit = compute_model_fit(battles, battle_categories, output.leaderboard, ranking_config)
-        frames[MODEL_FIT_TABLE] = fit.summary
-        frames[MODEL_FIT_CALIBRATION_TABLE] = fit.calibration
-        fit_seconds = round(fit.metadata["seconds"], 3)
-    frames = {name: frame for name, frame in frames.items() if name in selected}
-    settings = {"ranking": dataclasses.asdict(ranking_config),
-                **({"alignment": alignment} if alignment is not None else {})}
-    meta = output.metadata
-    context.log.info(f"rankings: {output.leaderboard.height} leaderboard rows")
-    for name, frame in frames.items():
-        extra = {}
-        if name == LEADERBOARD_TABLE:
-            # the UI previews: top 10 per category (bt) and the overall ratings chart
-            previews = board_previews(PublicationView.from_output(dataclasses.replace(output, leaderboard=board)))
-            extra = {**{k: dg.MetadataValue.md(v) for k, v in previews.items()},
-                "excluded_models": dg.MetadataValue.json(meta.get("excluded_models", {})),
-                "no_board": dg.MetadataValue.json({r["category"]: r["reason"] for r in
-                                                   output.board_status.filter(pl.col("status") != "board").iter_rows(named=True)}),
-                "kendall_tau_spectral_vs_bt": dg.MetadataValue.json(meta.get("kendall_tau", {})),
-                "seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in meta.get("timings_s", {}).items()}),
-                "bt_style_votes_without_style_counts": dg.MetadataValue.json(meta.get("style_left_out", {})),
-                **({"alignment": dg.MetadataValue.json(alignment)} if alignment is not None else {}),
-            }
-        if name == DUMP_LEADERBOARD_TABLE:
-            extra = {"seconds_per_dump": dg.MetadataValue.json({k: round(v, 3) for k, v in dump_seconds.items()})}
-        if name == MODEL_FIT_TABLE:
-            extra = {"seconds": fit_seconds, "log_loss_bt_vs_win_rate": dg.MetadataValue.json(
-                {r["category"]: [r["log_loss"], r["log_loss_baseline"]] for r in frame.iter_rows(named=True)})}
-        yield dg.Output(Versioned(frame, settings), output_name=name, metadata=extra)
+def fit_asset(tables: Sequence[FitTable] = FIT_TABLES) -> dg.AssetsDefinition:
+    """The rankings step: one multi-asset whose outputs, keys, dependencies and catalogue entries are ``tables``."""
+    specs = {table.name: table.asset_spec() for table in tables}
+    quarantine = stored_input(TABLE_KEYS[QUARANTINE_TABLE], "rule, raw")  # only rule and raw
 
+    @dg.multi_asset(
+        name="rankings",
+        # outputs the version store keeps (a specs-only multi-asset's outputs carry no value), in declaration order
+        outs={name: dg.AssetOut.from_spec(spec, is_required=False, io_manager_key=VERSION_STORE)
+              for name, spec in specs.items()},
+        ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES),
+             "quarantine": quarantine},
+        internal_asset_deps={table.name: {TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES,
+                                          *([TABLE_KEYS[QUARANTINE_TABLE]] if table.reads_quarantine else [])}
+                             for table in tables},
+        can_subset=True,
+    )
+    def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_catalog: ModelCatalog,
+                 dump_source: DumpSource, battles: pl.DataFrame, battle_categories: pl.DataFrame,
+                 quarantine: pl.DataFrame):
+        """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
+
+        The tables of the fit (``FIT_TABLES``) come from one fit: a publication takes them all from the
+        same run, so select them together (the rerank_job does) to re-rank with other settings.
+        arena.unrated_models and arena.board_status say what the boards leave out and why;
+        arena.dump_leaderboard holds each loaded dump's own boards (arena.leaderboard is the board over
+        every dump).
+
+        With ARENA_ALIGN_TO_PUBLISHED_BOARD (off by default) each board of arena.leaderboard is moved onto
+        the scale of ARENA_PUBLISHED_BOARD's board of the same category and method, and the shifts are
+        recorded in the settings (``alignment``) that reach arena.publications; arena.dump_leaderboard
+        stays on the reference scale.
+
+        arena.model_fit and arena.model_fit_calibration (core/ranking/model_fit.py) say how well each
+        Bradley-Terry board predicts held-out votes (on the reference scale: the fit's models and votes);
+        they are built with the boards, from the same settings.
+        """
+        selected = {key.path[-1] for key in context.selected_asset_keys}
+        fit = Fit(context, config, model_catalog, dump_source, battles, battle_categories, quarantine)
+        settings = fit.settings()
+        for table in tables:
+            if table.name in selected:  # the store adds dump_revision
+                frame = table.frame(fit)
+                yield dg.Output(Versioned(frame, settings), output_name=table.name,
+                                metadata=table.metadata(fit, frame))
+
+    return rankings
+
+
+rankings = fit_asset()

@@ -139,8 +139,8 @@ def board_relations(con: duckdb.DuckDBPyConnection, before: Mapping[str, str | N
 
     The comparison runs in DuckDB (each battle compared once, then counted per category), not in Python.
     """
-    tables = (BATTLES_TABLE, BATTLE_CATEGORIES_TABLE)
-    versions = [[(side or {}).get(t) for t in tables] for side in (before, after)]
+    # a board's votes: the battles and their categories
+    versions = [((side or {}).get(BATTLES_TABLE), (side or {}).get(BATTLE_CATEGORIES_TABLE)) for side in (before, after)]
     if any(v is None for side in versions for v in side):
         return pl.DataFrame(schema=RELATIONS_SCHEMA)
     (old_b, old_c), (new_b, new_c) = ([base_version(con, v) for v in side] for side in versions)

@@ -78,7 +78,7 @@ def style_profile(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.Da
 def loaded_rows(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA) -> pl.DataFrame:
     """The published dump's input rows by outcome: ``battles``, then each quarantine rule by rows
     (:data:`LOADED_ROWS_SCHEMA`; input rows = their sum; empty without the tables)."""
-    if not all(relation_exists(con, schema, t) for t in (BATTLES_TABLE, QUARANTINE_TABLE)):
+    if not (relation_exists(con, schema, BATTLES_TABLE) and relation_exists(con, schema, QUARANTINE_TABLE)):
         return pl.DataFrame(schema=LOADED_ROWS_SCHEMA)
     return con.execute(
         f"SELECT 'battles' AS outcome, count(*) AS rows FROM {quoted(schema, BATTLES_TABLE)} UNION ALL "
@@ -183,13 +183,13 @@ def live_benchmarks(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA,
     configured, or a publication from before the tables were published by the gate). Call inside a
     transaction for a consistent snapshot."""
     live = live or live_publication(con, schema)
-    if live is None or not {BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE} <= set(live["tables"]):
+    if live is None or BENCHMARK_SCORES_TABLE not in live["tables"] or BENCHMARK_AGREEMENT_TABLE not in live["tables"]:
         return None
     recorded = ((live.get("settings") or {}).get("tables") or {}).get(BENCHMARK_SCORES_TABLE) or {}
     problem = (recorded.get("benchmarks") or {}).get("problem")
     if problem:
         return Benchmarks(problem=problem, publication_id=live["publication_id"])
-    frames = [table_frame(con, schema, t, None) for t in (BENCHMARK_SCORES_TABLE, BENCHMARK_AGREEMENT_TABLE)]
+    frames = [table_frame(con, schema, BENCHMARK_SCORES_TABLE, None), table_frame(con, schema, BENCHMARK_AGREEMENT_TABLE, None)]
     if any(f is None or f.is_empty() for f in frames):
         return None
     return Benchmarks(*frames, publication_id=live["publication_id"])

@@ -136,15 +136,16 @@ def test_a_partial_run_needs_a_publication(con):
         current_build(con, "arena", "run-x")
 
 
-def test_gate_refuses_mixed_or_unchecked_tables_and_changes_nothing(con):
+def test_gate_refuses_mixed_or_unchecked_tables_and_changes_nothing(con, golden):
     _publish(con, _full_build(con, "run-full", SHA1, 4))
     before = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = 'arena' ORDER BY view_name").fetchall()
 
     rebuilt_input = current_build(con, "arena", "run-alias")
     write_version(con, "battles", rebuilt_input, _frame(2, "alias"))
     record_checks(con, version_name("battles", rebuilt_input), True, {})
-    with pytest.raises(PublicationError, match="computed from battles, which this run rebuilt"):
+    with pytest.raises(PublicationError) as refused:
         plan_tables(con, "arena", rebuilt_input, TABLES, **RULES)
+    golden.check("refusals", "a table stale beside a rebuilt input", str(refused.value))
 
     half_fit = current_build(con, "arena", "run-half")
     write_version(con, "leaderboard", half_fit, _frame(2, "half"))
@@ -152,13 +153,15 @@ def test_gate_refuses_mixed_or_unchecked_tables_and_changes_nothing(con):
         plan_tables(con, "arena", half_fit, TABLES, **RULES)
 
     unchecked = _full_build(con, "run-unchecked", SHA2, 3, checks=False)
-    with pytest.raises(PublicationError, match="blocking checks of arena.battles .* failed"):
+    with pytest.raises(PublicationError) as refused:
         plan_tables(con, "arena", unchecked, TABLES, **RULES)
+    golden.check("refusals", "a version whose blocking checks failed", str(refused.value))
 
     missing = start_build(con, "arena", "run-missing", _manifest(SHA2))
     write_version(con, "battles", missing, _frame(1, "m"))
-    with pytest.raises(PublicationError, match="arena.leaderboard was not built for revision"):
+    with pytest.raises(PublicationError) as refused:
         plan_tables(con, "arena", missing, TABLES, **RULES)
+    golden.check("refusals", "a table not built for the revision", str(refused.value))
 
     nothing = current_build(con, "arena", "run-nothing")
     with pytest.raises(PublicationError, match="built no table"):
@@ -190,11 +193,12 @@ def test_a_refused_build_is_finished_and_its_new_dump_says_why(con):
     dump refused on a re-run stays published."""
     _publish(con, _full_build(con, "run-one", SHA1, 4))
     refused = _full_build(con, "run-two", SHA2, 4)
-    refuse_build(con, "arena", refused, "publication refused, nothing changed: too few models")
+    why = "publication refused, nothing changed: too few models"
+    refuse_build(con, "arena", refused, why)
     assert con.execute("SELECT status, status_detail FROM arena_versions.builds WHERE build_id = 'run-two'"
-                       ).fetchall() == [("refused", "publication refused, nothing changed: too few models")]
+                       ).fetchall() == [("refused", why)]
     assert con.execute("SELECT status, status_detail FROM arena.dumps WHERE revision = ?", [SHA2]).fetchall() == [
-        ("loaded", "not published: publication refused, nothing changed: too few models")]
+        ("loaded", f"not published: {why}")]
     refuse_build(con, "arena", _full_build(con, "run-three", SHA1, 4), "publication refused: x")
     assert con.execute("SELECT status, status_detail FROM arena.dumps WHERE revision = ?", [SHA1]).fetchall() == [
         ("published", None)]

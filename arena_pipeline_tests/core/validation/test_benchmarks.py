@@ -148,13 +148,14 @@ def test_open_llm_leaderboard_repo_names_match_the_packaged_aliases(board, alias
         "moonshotai/Kimi-K2-Instruct"] == "kimi-k2-0711-preview"
 
 
-def test_two_names_of_one_model_are_ambiguous_and_neither_is_used(tmp_path, board, aliases):
+def test_two_names_of_one_model_are_ambiguous_and_neither_is_used(tmp_path, board, aliases, golden):
     path = tmp_path / "twice.csv"
     path.write_text("model,benchmark,score\ngemma-3-27b-it,X,1\ngoogle/gemma-3-27b-it,X,2\n"
                     "deepseek-v3-0324,X,3\n", encoding="utf-8")
     scores = match_scores(read_benchmark_file(path, aliases), board.get_column("model"))
     reasons = scores.get_column("reason").to_list()
-    assert reasons[:2] == ["ambiguous: 2 rows name gemma-3-27b-it for this benchmark (lines 2, 3)"] * 2
+    assert reasons[0] == reasons[1]
+    golden.check("benchmarks", "two names of one model", reasons[0])
     assert reasons[2] == "matched by name"
     assert scores.get_column("matched").to_list() == [False, False, True]
 
@@ -170,11 +171,11 @@ def test_open_llm_leaderboard_repeated_evaluations_are_ambiguous(tmp_path, board
     assert r1.get_column("reason").str.starts_with("ambiguous: 2 rows").all()
 
 
-def test_small_sets_give_no_coefficient_and_are_reported(board, aliases):
+def test_small_sets_give_no_coefficient_and_are_reported(board, aliases, golden):
     table = agreement_for(DATA / "long.csv", board, aliases)
     tiny = table.filter(pl.col("benchmark") == "tiny").row(0, named=True)
     assert tiny["n_matched"] == 3 and tiny["small_set"]
-    assert tiny["note"] == "fewer than 5 matched models (3): no coefficient"
+    golden.check("benchmarks", "a small set: no coefficient", tiny["note"])
     assert tiny["spearman"] is None and tiny["kendall"] is None and tiny["spearman_lower"] is None
     assert tiny["disagreements"] == []  # the three agree; the rows are still in the table
     # exactly the threshold computes; one less does not
@@ -308,7 +309,7 @@ def test_malformed_csv_names_file_and_line(case, tmp_path):
     assert info.value.line == line and info.value.path == str(path)
 
 
-def test_other_bad_files(tmp_path):
+def test_other_bad_files(tmp_path, golden):
     latin = tmp_path / "latin.csv"
     latin.write_bytes("model,benchmark,score\ncaf\xe9,X,1\n".encode("latin-1"))
     with pytest.raises(BenchmarkFormatError, match="latin.csv: not UTF-8"):
@@ -319,13 +320,14 @@ def test_other_bad_files(tmp_path):
         read_benchmark_file(damaged)
     huge = tmp_path / "huge.parquet"
     pl.DataFrame({"model": ["a", "b"], "benchmark": "X", "score": [1.0, -1.7e308]}).write_parquet(huge)
-    with pytest.raises(BenchmarkFormatError, match=r"huge.parquet: row 2: score for 'X' must be between "
-                       r"-1,000,000 and 1,000,000, got -1\.7e\+308"):
+    with pytest.raises(BenchmarkFormatError) as refused:
         read_benchmark_file(huge)
+    golden.check("benchmarks", "a score out of range", str(refused.value))
     text_scores = tmp_path / "scores.parquet"
     pl.DataFrame({"model": ["a", "b", "c"], "benchmark": "X", "score": ["1", "2", "lots"]}).write_parquet(text_scores)
-    with pytest.raises(BenchmarkFormatError, match=r"scores.parquet: row 3: score for 'X' must be a finite"):
+    with pytest.raises(BenchmarkFormatError) as refused:
         read_benchmark_file(text_scores)
+    golden.check("benchmarks", "a score that is no number", str(refused.value))
     header_only = tmp_path / "header.csv"
     header_only.write_text("model,benchmark,score\n", encoding="utf-8")
     with pytest.raises(BenchmarkFormatError, match="header.csv: no rows"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import json
+import re
 import weakref
 from pathlib import Path
 
@@ -313,12 +314,15 @@ def test_severities_decide_passed_errors(bad_report):
         bad_report.failures("fatal")
 
 
-def test_the_run_log_names_each_failed_expectation(bad_report, good_report):
+def test_the_run_log_names_each_failed_expectation(bad_report, good_report, golden):
     """Issue 37: a failed warning is named in the run log (checks.py logs these lines), not only in the report."""
     lines = bad_report.failure_lines()
     assert len(lines) == bad_report.failures().height
-    assert any(line.startswith("battles: warning expectation timestamp.in_range failed on timestamp") for line in lines)
-    assert any(line.startswith("battles: error expectation winner.in_set failed on winner: ") for line in lines)
+    named = [re.match(r"(\w+): (\w+) expectation (\S+) failed on (\w+)", line).groups() for line in lines]
+    assert ("battles", "warning", "timestamp.in_range", "timestamp") in named
+    assert ("battles", "error", "winner.in_set", "winner") in named
+    golden.check("checks", "a failed expectation's run log line",
+                 next(line for line in lines if " winner.in_set " in line))
     assert good_report.failure_lines() == []
     assert good_report.summary_line().startswith(f"battles: {good_report.row_count:,} rows, ")
     assert "0 failed errors, 0 failed warnings" in good_report.summary_line()
