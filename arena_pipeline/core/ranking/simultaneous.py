@@ -1,0 +1,168 @@
+"""Pairwise tests and rank sets that hold for every model of a board at once (max-t, Romano-Wolf step-down).
+
+The per-pair tests of :meth:`board.Board.pair_tests` hold one pair at a time: on a board of 40 models
+a third of the boards call some tied pair significant, and the rank bounds read from them cover the
+true ranks of all models at once on only about three boards in four (issue 44). The tests here are
+those of Mogstad, Romano, Shaikh and Wilhelm (2024, "Inference for ranks with applications to
+mobility across neighbourhoods and academic achievement across countries", Review of Economic
+Studies), for the family of all pairs of a board's models: the studentised differences
+``T_ij = (R_i - R_j) / se_ij`` are compared with the ``1 - alpha`` quantile of ``max |T*_ij|`` over
+the pairs still in play, where ``T*`` is the statistic under the estimator's own sampling law
+``N(0, C)`` (``C``: the primary method's covariance of the log-strengths, the one the published
+``pairwise_significance`` intervals come from); rejected pairs leave the family and the quantile
+is taken again over the rest until nothing more is rejected (the step-down of Romano and Wolf 2005,
+which rejects at least what the single step does and keeps the family-wise error at ``alpha``).
+Every claim "i is above j" made this way is true for all pairs at once with probability at least
+``1 - alpha`` (asymptotically), so the rank sets read from them, ``1 + the models significantly
+above`` to ``the models ranked - those significantly below``, contain every model's true rank at
+once with that probability.
+
+The quantile is simulated, not bounded: Bonferroni (``z`` at ``alpha / P``) ignores that the
+differences of one board share their models' errors and is wider than needed, while the maximum of
+a correlated Gaussian vector has no closed form. :data:`DRAWS` Gaussian draws from a seeded generator
+(``Board.rng``: the same board gives the same sets), generated from the eigen-decomposition of ``C``
+(which is singular: strengths are identified up to a constant, and differences do not see it), and
+the maximum taken over pairs in chunks of at most :data:`CHUNK_ELEMENTS` (draws x pairs), so memory is
+bounded by that setting and ``DRAWS x models``, not by the board's pairs (a 250-model board has
+31,125). A bootstrap primary interval gives its covariance from its replicates (their empirical
+covariance: a hundred rounds are too few for a 95% quantile of a maximum over thousands of pairs, but
+plenty for a covariance). Pairs with an unbounded member (:class:`bradley_terry.ClusterCovariance`)
+are never significant and stay out of the maximum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena_pipeline.core.ranking.scale import z_value
+
+#: Gaussian draws of the maximum statistic: the Monte Carlo s.e. of its 95% quantile is at most about 1%
+#: of its value (a binomial s.e. of 0.0022 in probability divided by the density of the maximum there:
+#: 0.12 for a single pair, more for a family of many, whose maximum is more concentrated).
+DRAWS = 10_000
+#: Most draws x pairs held at once while the maximum is taken (8 bytes each: 32 MB).
+CHUNK_ELEMENTS = 4_000_000
+
+
+@dataclass(frozen=True)
+class SimultaneousTests:
+    """The family-wise tests of every pair ``i < j`` of one set of models.
+
+    Attributes
+    ----------
+    i, j
+        Model indices (local, into the covariance), shape (P,).
+    significant
+        Step-down rejections: the difference ``R_i - R_j`` is significantly non-zero for the
+        whole family at once, shape (P,). Its sign says which model is above.
+    critical
+        The single-step critical value (the ``1 - alpha`` quantile of the maximum over every
+        bounded pair): ``difference +- critical * se`` are simultaneous intervals.
+    final_critical
+        The critical value of the last step (at most ``critical``).
+    steps
+        Steps the step-down took (1: the single step rejected everything it would).
+
+    Both critical values are at least the per-pair one (``z``: a family of one pair has exactly it),
+    so a pair significant for the family is significant alone.
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    significant: np.ndarray
+    critical: float
+    final_critical: float
+    steps: int
+
+    def above(self, m: int, difference: np.ndarray) -> np.ndarray:
+        """``above[x, y]``: x significantly above y for the whole family; shape (m, m)."""
+        out = np.zeros((m, m), dtype=bool)
+        out[self.i, self.j] = self.significant & (difference > 0)
+        out[self.j, self.i] = self.significant & (difference < 0)
+        return out
+
+
+def covariance_draws(cov: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``draws`` rows from ``N(0, cov)``, shape (draws, m), via the eigen-decomposition (``cov`` may be
+    singular: negative eigenvalues from rounding are taken as 0)."""
+    values, vectors = np.linalg.eigh((cov + cov.T) / 2.0)
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    return rng.standard_normal((draws, cov.shape[0])) @ root.T
+
+
+def max_quantile(z: np.ndarray, i: np.ndarray, j: np.ndarray, se: np.ndarray, level: float) -> float:
+    """The ``level`` quantile over the rows of ``z`` of ``max_p |z_i[p] - z_j[p]| / se[p]``.
+
+    The maximum is taken over pairs in chunks of at most :data:`CHUNK_ELEMENTS` draws x pairs.
+    0 for an empty family.
+    """
+    if len(i) == 0:
+        return 0.0
+    best = np.zeros(z.shape[0])
+    step = max(1, CHUNK_ELEMENTS // z.shape[0])
+    for start in range(0, len(i), step):
+        part = slice(start, start + step)
+        t = np.abs(z[:, i[part]] - z[:, j[part]]) / se[part]
+        np.maximum(best, t.max(axis=1), out=best)
+    return float(np.quantile(best, level))
+
+
+def step_down(
+    difference: np.ndarray,
+    cov: np.ndarray,
+    i: np.ndarray,
+    j: np.ndarray,
+    level: float,
+    rng: np.random.Generator,
+    unbounded: np.ndarray | None = None,
+    margin: float = 0.0,
+    draws: int = DRAWS,
+) -> SimultaneousTests:
+    """Max-t tests of the pairs ``(i, j)`` with the Romano-Wolf step-down.
+
+    Parameters
+    ----------
+    difference
+        The estimated differences ``theta_i - theta_j`` of the pairs (log-strength units), shape (P,).
+    cov
+        Covariance of the log-strengths, shape (m, m).
+    i, j
+        The pairs of the family (model indices), shape (P,).
+    level
+        Confidence level (0.95: family-wise error 5%).
+    rng
+        Generator of the Gaussian draws.
+    unbounded
+        Models whose strength the covariance cannot bound (their pairs are never significant).
+    margin
+        A rejection needs ``|difference| - critical * se > margin`` (``scale.TIE_POINTS``, in these units).
+    draws
+        Gaussian draws of the maximum.
+
+    Returns
+    -------
+    SimultaneousTests
+    """
+    se = np.sqrt(np.clip(cov[i, i] + cov[j, j] - 2.0 * cov[i, j], 0.0, None))
+    bounded = se > 0
+    if unbounded is not None:
+        bounded &= ~(unbounded[i] | unbounded[j])
+    floor = z_value(level)  # a family of one pair has exactly the per-pair critical value; more pairs, more
+    z = covariance_draws(cov, draws, rng)
+    live = bounded.copy()
+    significant = np.zeros(len(i), dtype=bool)
+    critical, first, steps = 0.0, None, 0
+    while live.any():
+        steps += 1
+        # one pair left: its critical value is exactly the per-pair one
+        critical = floor if live.sum() == 1 else max(max_quantile(z, i[live], j[live], se[live], level), floor)
+        first = critical if first is None else first
+        new = live & (np.abs(difference) - critical * np.where(bounded, se, 0.0) > margin)
+        if not new.any():
+            break
+        significant |= new
+        live &= ~new
+    first = critical if first is None else first
+    return SimultaneousTests(i, j, significant, first, critical, steps)
