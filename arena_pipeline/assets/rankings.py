@@ -127,7 +127,9 @@ _EXPORTED, _WITH_HISTORY = TableSpec(exported=True), TableSpec(exported=True, hi
 _RANKING_SPECS = [
         table_spec(LEADERBOARD_TABLE, {**LEADERBOARD_SCHEMA, **REVISION_COLUMN}, _WITH_HISTORY, **_RANKED,
                    description="arena.leaderboard: one row per (category, method, model) with rating, 95% CI, "
-                   "rank, rank_ub and counts; methods bt, bt_style (style control) and spectral."),
+                   "rank, the rank spread rank_ub-rank_lb (for this model: 95% for each model alone) and "
+                   "rank_ub_simultaneous-rank_lb_simultaneous (for every model at once: 95% for the whole board), "
+                   "and counts; methods bt, bt_style (style control) and spectral."),
         table_spec(PAIRWISE_TABLE, {**PAIRWISE_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
                    description="arena.pairwise: per category and model pair, battles, wins, ties, observed score "
                    "rate and the Bradley-Terry expected score (win_rate_1, predicted_win_rate_1: a tie counts 1/2, so "
@@ -136,13 +138,16 @@ _RANKING_SPECS = [
                    **_RANKED,
                    description="arena.pairwise_significance: per category, method and pair of shown models, the "
                    "rating difference, its 95% interval from the full covariance of the primary method "
-                   "(clustered by session where sessions are known) and whether it excludes 0; rank_ub and "
-                   "rank_lb are read from it. expected_score_1 is model_1's expected score (a tie counting 1/2), "
-                   "not its chance of an outright win."),
+                   "(clustered by session where sessions are known, bt_style included) and whether it excludes 0 "
+                   "(significant: 95% for this pair alone; rank_ub and rank_lb are read from it) and whether the "
+                   "claim holds for every pair of the board at once (significant_simultaneous: family-wise 95%, "
+                   "max-t with step-down; the simultaneous rank bounds are read from it). expected_score_1 is "
+                   "model_1's expected score (a tie counting 1/2), not its chance of an outright win."),
         table_spec(STYLE_COEFFICIENTS_TABLE, {**STYLE_COEFFICIENTS_SCHEMA, **REVISION_COLUMN}, _WITH_HISTORY,
                    **_RANKED,
                    description="arena.style_coefficients: the style-control coefficients (tokens, headers, "
-                   "lists, bold) per category with 95% intervals."),
+                   "lists, bold) per category with 95% intervals, beside the same fit without the penalty "
+                   "(coefficient_unpenalised) and the share of it the penalty keeps (share_kept)."),
         table_spec(UNRATED_MODELS_TABLE, {**UNRATED_MODELS_SCHEMA, **REVISION_COLUMN}, _EXPORTED, **_RANKED,
                    description="arena.unrated_models: per category, the models with battles but no rating "
                    "(only wins, only losses, not connected, under min_battles), their record and the reason."),
