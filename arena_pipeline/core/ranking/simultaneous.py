@@ -38,11 +38,12 @@ import numpy as np
 
 from arena_pipeline.core.ranking.scale import z_value
 
-#: Gaussian draws of the maximum statistic: the Monte Carlo s.e. of its 95% quantile is at most about 1%
-#: of its value (a binomial s.e. of 0.0022 in probability divided by the density of the maximum there:
-#: 0.12 for a single pair, more for a family of many, whose maximum is more concentrated).
-DRAWS = 10_000
-#: Most draws x pairs held at once while the maximum is taken (8 bytes each: 32 MB).
+#: Gaussian draws of the maximum statistic: the Monte Carlo s.e. of its 95% quantile is about 1% of its
+#: value for a family of two pairs and 0.5% for a board's (a binomial s.e. of 0.0031 in probability divided
+#: by the density of the maximum there: about 0.12 for two pairs, 0.18 for 1,400; a family of one pair takes
+#: the exact per-pair value).
+DRAWS = 5_000
+#: Most draws x pairs held at once while the maximum is taken (4 bytes each, single precision: 16 MB).
 CHUNK_ELEMENTS = 4_000_000
 
 
@@ -92,21 +93,36 @@ def covariance_draws(cov: np.ndarray, draws: int, rng: np.random.Generator) -> n
     return rng.standard_normal((draws, cov.shape[0])) @ root.T
 
 
-def max_quantile(z: np.ndarray, i: np.ndarray, j: np.ndarray, se: np.ndarray, level: float) -> float:
-    """The ``level`` quantile over the rows of ``z`` of ``max_p |z_i[p] - z_j[p]| / se[p]``.
+def maxima(z: np.ndarray, i: np.ndarray, j: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``z``, ``max_p |z_i[p] - z_j[p]| / se[p]`` and the pair ``p`` where it is reached.
 
-    The maximum is taken over pairs in chunks of at most :data:`CHUNK_ELEMENTS` draws x pairs.
-    0 for an empty family.
+    The maximum is taken over pairs in chunks of at most :data:`CHUNK_ELEMENTS` draws x pairs, in the
+    precision of ``z``. Rows of -inf and pair -1 for an empty family.
     """
-    if len(i) == 0:
-        return 0.0
-    best = np.zeros(z.shape[0])
-    step = max(1, CHUNK_ELEMENTS // z.shape[0])
+    best = np.full(z.shape[0], -np.inf, dtype=z.dtype)
+    where = np.full(z.shape[0], -1, dtype=np.int64)
+    inverse = (1.0 / se).astype(z.dtype)
+    rows = np.arange(z.shape[0])
+    step = max(1, CHUNK_ELEMENTS // max(z.shape[0], 1))
     for start in range(0, len(i), step):
         part = slice(start, start + step)
-        t = np.abs(z[:, i[part]] - z[:, j[part]]) / se[part]
-        np.maximum(best, t.max(axis=1), out=best)
-    return float(np.quantile(best, level))
+        t = z[:, i[part]]
+        t -= z[:, j[part]]
+        np.abs(t, out=t)
+        t *= inverse[part]
+        arg = t.argmax(axis=1)
+        top = t[rows, arg]
+        better = top > best
+        best[better], where[better] = top[better], start + arg[better]
+    return best, where
+
+
+def max_quantile(z: np.ndarray, i: np.ndarray, j: np.ndarray, se: np.ndarray, level: float) -> float:
+    """The ``level`` quantile over the rows of ``z`` of ``max_p |z_i[p] - z_j[p]| / se[p]`` (:func:`maxima`);
+    0 for an empty family."""
+    if len(i) == 0:
+        return 0.0
+    return float(np.quantile(maxima(z, i, j, se)[0].astype(float), level))
 
 
 def step_down(
@@ -150,14 +166,22 @@ def step_down(
     if unbounded is not None:
         bounded &= ~(unbounded[i] | unbounded[j])
     floor = z_value(level)  # a family of one pair has exactly the per-pair critical value; more pairs, more
-    z = covariance_draws(cov, draws, rng)
+    z = covariance_draws(cov, draws, rng).astype(np.float32)  # 7 significant digits: plenty for a quantile
     live = bounded.copy()
     significant = np.zeros(len(i), dtype=bool)
     critical, first, steps = 0.0, None, 0
+    best, where = np.zeros(draws, dtype=np.float32), np.full(draws, -1, dtype=np.int64)
     while live.any():
         steps += 1
+        # a draw's maximum over the pairs still in play changes only where its maximising pair has left
+        # (been rejected): only those draws are taken again, over the pairs left
+        stale = (where < 0) | ~live[np.maximum(where, 0)]
+        family = np.flatnonzero(live)
+        top, arg = maxima(z[stale], i[family], j[family], se[family])
+        best[stale], where[stale] = top, family[arg]
         # one pair left: its critical value is exactly the per-pair one
-        critical = floor if live.sum() == 1 else max(max_quantile(z, i[live], j[live], se[live], level), floor)
+        quantile = float(np.quantile(best.astype(float), level))
+        critical = floor if len(family) == 1 else max(quantile, floor)
         first = critical if first is None else first
         new = live & (np.abs(difference) - critical * np.where(bounded, se, 0.0) > margin)
         if not new.any():
