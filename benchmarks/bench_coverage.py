@@ -5,6 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/bench_coverage.py                  # ~4 min on 2 shared cores
     .venv/bin/python benchmarks/bench_coverage.py --replicates 300 --variants   # ~8 min
     .venv/bin/python benchmarks/bench_coverage.py --replicates 3000 --seed 7 --scenario sessions
+    nice -n 10 .venv/bin/python benchmarks/bench_coverage.py --replicates 200 --scenario sessions  # issue 44's figures
 
 Prints figures only; it is not a test (``test_ranking_coverage.py`` and ``test_ranking_clustered.py``
 are the fast checks that run in CI).
@@ -55,6 +56,20 @@ Each table row gives the coverage (%) in a battle-count band (a model's battles 
 the number of (model, replicate) indicators, and the Monte-Carlo standard error: indicators of one
 replicate are correlated (all ratings share the reference's error), so the s.e. treats the
 replicate as the unit (the ratio estimator's s.e. over replicates). Also the mean width in points.
+
+``bt_style`` (unless ``--no-style``): every board is also fitted by ``core.ranking.board.fit_style_board``
+under the default settings, with four style differences per vote drawn uniform on [-1, 1] and unrelated
+to the outcome, so its ratings estimate the same strengths: its vote-level ``sandwich``, its
+session-clustered ``cluster_sandwich`` and its primary interval, scored like ``bt``'s.
+
+The rank sets and the pairwise claims (issue 44), for ``bt`` and ``bt_style``: the true rank of a model
+is 1 + the models truly stronger (all models are shown: ``display_min_battles`` 0). For ``[rank_ub,
+rank_lb]`` (for this model) and ``[rank_ub_simultaneous, rank_lb_simultaneous]`` (for every model at
+once), the share of (model, board) pairs whose true rank is in the set ("per model", s.e. over
+boards), the share of boards on which every model's is ("all at once", binomial s.e.) and the mean
+width ``lb - ub``. For ``significant`` and ``significant_simultaneous`` of the pairwise rows, the share
+of boards with at least one false claim (a pair called significant the wrong way round: with no two
+strengths equal, every claim has a true direction), the false claims and the claims per board.
 
 ``--variants`` adds the percentile bootstrap (vote level in ``independent``, whole sessions in
 ``sessions``), re-anchored in every replicate, at other round counts (``--variant-rounds``) and with

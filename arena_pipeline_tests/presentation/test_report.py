@@ -679,3 +679,12 @@ def test_the_board_says_which_statement_each_rank_set_makes(outputs):
     joint = rank_set_label(first["rank_ub_simultaneous"], first["rank_lb_simultaneous"])
     assert (f'<td class="num" data-value="{first["rank_ub"]}">{spread}</td>'
             f'<td class="num" data-value="{first["rank_ub_simultaneous"]}">{joint}</td>') in page
+
+
+def test_the_style_table_says_how_much_the_penalty_keeps(outputs):
+    """Issue 44: each style coefficient is shown beside its unpenalised fit and the share kept."""
+    page = build_report_html(PublicationView.from_output(outputs), generated_at=dt.datetime(2025, 7, 2, tzinfo=dt.UTC))
+    row = outputs.style_coefficients.filter(pl.col("category") == "overall").row(0, named=True)
+    assert 0.0 < row["share_kept"] < 1.0
+    assert (f'<td class="num">{row["coefficient_unpenalised"]:,.3f}</td><td class="num">{row["share_kept"]:.1%}</td>'
+            in page)
