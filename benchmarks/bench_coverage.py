@@ -318,6 +318,16 @@ def run(scenario: str, args: argparse.Namespace) -> str:
         fitted = fit_bt_board(board)
         frame = fitted.frame
         spent["board"] += time.process_time() - started
+        battles = battles_of(frame)
+        votes.append(t.a.size)
+        ref_battles.append(battles[t.reference])
+        low, high = min(low, battles.min()), max(high, battles.max())
+        ci_method = frame.get_column("ci_method")[0]
+        boot = next(k for k in boot_order if frame.get_column(f"{k}_upper").drop_nulls().len())
+        for name, column in (*((k, k) for k in intervals), (f"primary ({ci_method})", "ci"),
+                             (f"primary bootstrap ({boot})", boot)):
+            lower, upper = (frame.get_column(f"{column}_{s}").to_numpy() for s in ("lower", "upper"))
+            tally.add(name, lower, upper, target, battles, keep)
         rank_tally.add("bt", frame, fitted.significance, t.theta, names)
         if args.style:
             # style differences of every vote, unrelated to the outcome: the style fit's ratings estimate theta
@@ -334,16 +344,6 @@ def run(scenario: str, args: argparse.Namespace) -> str:
                 if not np.isnan(upper[keep]).all():
                     tally.add(name, lower, upper, target, battles_of(style_frame), keep)
             rank_tally.add("bt_style", style_frame, style_tests, t.theta, names)
-        battles = battles_of(frame)
-        votes.append(t.a.size)
-        ref_battles.append(battles[t.reference])
-        low, high = min(low, battles.min()), max(high, battles.max())
-        ci_method = frame.get_column("ci_method")[0]
-        boot = next(k for k in boot_order if frame.get_column(f"{k}_upper").drop_nulls().len())
-        for name, column in (*((k, k) for k in intervals), (f"primary ({ci_method})", "ci"),
-                             (f"primary bootstrap ({boot})", boot)):
-            lower, upper = (frame.get_column(f"{column}_{s}").to_numpy() for s in ("lower", "upper"))
-            tally.add(name, lower, upper, target, battles, keep)
         if not variants:
             continue
         pairs = aggregate_pairs(t.a, t.b, o, args.models)

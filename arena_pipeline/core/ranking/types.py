@@ -196,9 +196,10 @@ class RankingConfig:
         default="sandwich", description="Interval in ci_lower/ci_upper: the calibrated sandwich "
         "(LMArena's, since mid-2025) or the percentile bootstrap (bootstrap_rounds rounds, ends at the "
         "(B + 1) alpha-th order statistics); with cluster_primary (default) each is the one clustered by "
-        "evaluation session on a board whose votes carry sessions (bt and spectral; 'cluster_sandwich' and "
+        "evaluation session on a board whose votes carry sessions (bt, bt_style and spectral; 'cluster_sandwich' and "
         "'cluster_bootstrap' ask for that whatever cluster_primary says). A board without it falls back to "
-        "the vote-level one, then the sandwich, then the bootstrap (spectral has only bootstraps); ci_method "
+        "the vote-level one, then the sandwich, then the bootstrap (spectral has only bootstraps, bt_style no "
+        "cluster bootstrap); ci_method "
         "says which was used. ci_lower/ci_upper bound rating - 1000, the difference from the board's "
         "reference (which has none); the default covers it 94-96% of the time with and without sessions in "
         "benchmarks/bench_coverage.py.")
@@ -210,7 +211,8 @@ class RankingConfig:
         "(its clustered form stays in the cluster_* columns).")
     cluster_column: str | None = Field(
         default="evaluation_session_id", description="Battles column of the evaluation session. When present, "
-        "bt also gets intervals that treat the votes of one session as dependent: cluster_sandwich_* "
+        "bt (and bt_style: its cluster sandwich) also gets intervals that treat the votes of one session as "
+        "dependent: cluster_sandwich_* "
         "(cluster-robust sandwich with the CR3 small-sample correction) and cluster_bootstrap_* (whole "
         "sessions resampled, bootstrap_rounds rounds; spectral's too). A board none of whose votes has a "
         "session has none (null, board_status.clustering says why); on a board where some have one, a vote "
