@@ -37,7 +37,7 @@ from arena_pipeline.core.ranking.scale import (
     to_ratings,
     z_value,
 )
-from arena_pipeline.core.ranking.simultaneous import SimultaneousTests, step_down
+from arena_pipeline.core.ranking.simultaneous import DRAWS, SimultaneousTests, covariance_draws, step_down
 from arena_pipeline.core.ranking.spectral import BOOTSTRAP_SMOOTHING, rank_centrality
 from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
@@ -466,11 +466,12 @@ class Board:
                                          for a, b in zip(among_shown, among_all, strict=True))
             # the same statements for every model at once: shown models among the shown (the family of
             # their pairs), provisional ones among all (the family of every pair), as the per-model bounds
-            joint = self.simultaneous(method, tests, primary.differences, shown)
+            draws = covariance_draws(primary.differences.covariance(), DRAWS, self.rng(f"simultaneous:{method}"))
+            joint = self.simultaneous(tests, primary.differences, shown, draws)
             sim_shown = rank_bounds(joint.above(m, tests.difference), shown)
             sim_all = sim_shown
             if provisional.any():
-                every = self.simultaneous(method, tests, primary.differences, np.ones(m, dtype=bool))
+                every = self.simultaneous(tests, primary.differences, np.ones(m, dtype=bool), draws)
                 sim_all = rank_bounds(every.above(m, tests.difference), np.ones(m, dtype=bool))
             rank_ub_sim, rank_lb_sim = (np.where(provisional, b, a).astype(float)
                                         for a, b in zip(sim_shown[:2], sim_all[:2], strict=True))
@@ -502,21 +503,21 @@ class Board:
         frame = pl.DataFrame(data, nan_to_null=True)
         return BoardFrames(frame.select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()]), significance)
 
-    def simultaneous(self, method: str, tests: PairTests, differences: Differences,
-                     members: np.ndarray) -> SimultaneousTests:
+    def simultaneous(self, tests: PairTests, differences: Differences, members: np.ndarray,
+                     draws: np.ndarray) -> SimultaneousTests:
         """Family-wise tests of the pairs of ``members`` (:func:`simultaneous.step_down`), indexed like
         ``tests``: a pair with a model outside ``members`` is never significant.
 
-        The covariance is the primary method's (:meth:`Differences.covariance`), the draws come from
-        the board's own stream for (method, family), the margin is :data:`scale.TIE_POINTS`; a pair is
-        significant for the family only where its own test (``tests``) says so too.
+        The covariance is the primary method's (:meth:`Differences.covariance`), ``draws`` its
+        Gaussian draws (:func:`simultaneous.covariance_draws`, from the board's own stream for the
+        method: the shown models' family and every model's share them), the margin is
+        :data:`scale.TIE_POINTS`; a pair is significant for the family only where its own test
+        (``tests``) says so too.
         """
         ppl = points_per_logit(self.config.scale, self.config.base)
         inside = np.flatnonzero(members[tests.i] & members[tests.j])
-        family = "shown" if not members.all() else "all"
         found = step_down(tests.difference[inside] / ppl, differences.covariance(), tests.i[inside],
-                          tests.j[inside], self.config.confidence, self.rng(f"simultaneous:{method}:{family}"),
-                          differences.unbounded, TIE_POINTS / ppl)
+                          tests.j[inside], self.config.confidence, draws, differences.unbounded, TIE_POINTS / ppl)
         significant = np.zeros(len(tests.i), dtype=bool)
         # with a bootstrap primary the pair's own test reads percentile intervals: a claim for the whole
         # board is made only where the pair's own test makes it too

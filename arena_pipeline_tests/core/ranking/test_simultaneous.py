@@ -9,10 +9,29 @@ from scipy.integrate import quad
 from scipy.stats import norm, studentized_range
 
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
-from arena_pipeline.core.ranking.simultaneous import max_quantile, step_down
+from arena_pipeline.core.ranking.simultaneous import DRAWS, covariance_draws, max_quantile, step_down
 from arena_pipeline.core.ranking.types import RankingConfig
 
 I3, J3 = np.array([0, 0, 1]), np.array([1, 2, 2])
+
+
+def draws(cov: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return covariance_draws(cov, DRAWS, rng)
+
+
+def test_draws_have_the_differences_of_the_covariance_even_when_it_is_singular():
+    """The draws' pairwise differences have the covariance's law (Cholesky of the differences from the
+    first model); a singular one (a sum-zero Laplacian inverse, or an unbounded direction) too."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((5, 5))
+    centred = np.eye(5) - 1.0 / 5
+    tied = np.ones((5, 5)) + np.diag([0.0, 0.0, 1.0, 1.0, 1.0])  # models 0 and 1 move together: no Cholesky
+    for cov in (centred @ a @ a.T @ centred, np.diag([1.0, 1.0, 1.0, 1.0, 0.0]), tied):
+        z = covariance_draws(cov, 200_000, rng).astype(float)
+        diff = z[:, 1:] - z[:, :1]
+        expected = cov[1:, 1:] - cov[1:, :1] - cov[:1, 1:] + cov[0, 0]
+        assert np.allclose(np.cov(diff, rowvar=False), expected, atol=0.02 * np.abs(expected).max())
+    assert np.all(z[:, 1] == z[:, 0])
 
 
 def range_probability(c: float, n: int = 3) -> float:
@@ -28,7 +47,7 @@ def test_three_models_critical_value_is_the_quantile_of_the_maximum():
     of the studentized range over sqrt(2) (3.314 / sqrt(2) = 2.344), up to the Monte Carlo error,
     between the per-pair z and Bonferroni's."""
     rng = np.random.default_rng(1)
-    tests = step_down(np.zeros(3), np.eye(3), I3, J3, 0.95, rng)
+    tests = step_down(np.zeros(3), np.eye(3), I3, J3, 0.95, draws(np.eye(3), rng))
     c = tests.critical
     assert norm.ppf(0.975) < c < norm.ppf(1 - 0.05 / 6)
     assert range_probability(c) == pytest.approx(0.95, abs=0.006)
@@ -42,7 +61,7 @@ def test_step_down_rejects_what_the_single_step_cannot():
     rejects (a, b) too."""
     se = np.sqrt(2.0)
     theta = np.array([0.0, 2.3 * se, 10.0 * se])
-    tests = step_down(theta[I3] - theta[J3], np.eye(3), I3, J3, 0.95, np.random.default_rng(2))
+    tests = step_down(theta[I3] - theta[J3], np.eye(3), I3, J3, 0.95, draws(np.eye(3), np.random.default_rng(2)))
     assert tests.significant.all()
     assert tests.steps == 2
     assert tests.critical > 2.3 > tests.final_critical == pytest.approx(norm.ppf(0.975))
@@ -52,8 +71,8 @@ def test_step_down_rejects_what_the_single_step_cannot():
 
 def test_unbounded_models_are_never_significant_and_stay_out_of_the_maximum():
     theta = np.array([0.0, 10.0, 20.0])
-    bounded = step_down(theta[I3] - theta[J3], np.eye(3), I3, J3, 0.95, np.random.default_rng(3))
-    cut = step_down(theta[I3] - theta[J3], np.eye(3), I3, J3, 0.95, np.random.default_rng(3),
+    bounded = step_down(theta[I3] - theta[J3], np.eye(3), I3, J3, 0.95, draws(np.eye(3), np.random.default_rng(3)))
+    cut = step_down(theta[I3] - theta[J3], np.eye(3), I3, J3, 0.95, draws(np.eye(3), np.random.default_rng(3)),
                     unbounded=np.array([False, False, True]))
     assert bounded.significant.all()
     assert cut.significant.tolist() == [True, False, False]
@@ -68,6 +87,22 @@ def test_the_maximum_is_the_same_in_any_chunking(monkeypatch):
     whole = max_quantile(z, i, j, se, 0.95)
     monkeypatch.setattr(simultaneous, "CHUNK_ELEMENTS", 1_000)  # two pairs at a time
     assert max_quantile(z, i, j, se, 0.95) == whole
+
+
+@pytest.mark.parametrize("share", [1.0, 0.3])
+def test_maxima_are_the_brute_force_ones_run_by_run_or_gathered(share):
+    """A board's whole triangle (runs of consecutive pairs) and a scattered third of it (gathered) give
+    the maximum and its pair of the dense computation."""
+    from arena_pipeline.core.ranking.simultaneous import maxima
+
+    rng = np.random.default_rng(10)
+    z = rng.standard_normal((300, 40)).astype(np.float32)
+    i, j = np.triu_indices(40, k=1)
+    keep = rng.random(len(i)) < share
+    i, j, se = i[keep], j[keep], rng.uniform(0.5, 2.0, keep.sum())
+    best, where = maxima(z, i, j, se)
+    dense = np.abs(z[:, i] - z[:, j]) * (1.0 / se).astype(np.float32)
+    assert np.array_equal(best, dense.max(axis=1)) and np.array_equal(where, dense.argmax(axis=1))
 
 
 def board_of(theta: np.ndarray, per_pair: int, rng: np.random.Generator, config: RankingConfig) -> Board:
