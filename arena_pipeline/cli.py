@@ -481,6 +481,8 @@ def runs_job(command: Callable[..., int]) -> Callable[..., int]:
                      help="largest share of the live overall board's models that may go (publication_gate; 0.5)"),
         click.option("--style-method", type=click.Choice(["lmarena", "unweighted"]),
                      help="style control: LMArena's current (lmarena) or the earlier unweighted variant"),
+        click.option("--style-reg", type=float, metavar="REG",
+                     help="style control's penalty on the mean loss (1.0: LMArena's; 0: unpenalised)"),
         click.option("--seed", type=int, help="bootstrap seed (42)"),
         click.option("--primary-interval", type=click.Choice(
             ["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"]), help="interval in ci_lower/ci_upper"),
