@@ -32,10 +32,12 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.labels import (
     METHODS,
     PROVISIONAL_RANK,
+    RANK_SETS,
     category_label,
     method_label,
     method_note,
     rank_label,
+    rank_set_label,
 )
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
@@ -134,13 +136,15 @@ def _interval(row: Mapping[str, Any]) -> str | None:
 
 
 def format_board(board: Sequence[Mapping[str, Any]]) -> str:
-    """A plain-text table of board rows: rank (a provisional model's marked, :func:`rank_label`), rank upper
-    bound, model, rating, 95% CI, how many models it is significantly above (a board published before that
-    column: -), battles."""
-    rows = [(rank_label(r["rank"], r.get("provisional")), r["rank_ub"], r["model"], r["rating"], _interval(r), r.get("significantly_above"),
-             r["n_battles"]) for r in board]
-    return plain_table(("Rank", "UB", "Model", "Rating", "95% CI", "Above", "Battles"), rows, (2, 4),
-                       floatfmt=".1f", intfmt=("", "", "", "", "", "", ","))
+    """A plain-text table of board rows: rank (a provisional model's marked, :func:`rank_label`), the rank
+    spread (for this model: rank_ub-rank_lb) and the rank set for every model at once (the simultaneous
+    bounds; :func:`rank_set_label`, - on a board published before them), model, rating, 95% CI, how many
+    models it is significantly above (a board published before that column: -), battles."""
+    rows = [(rank_label(r["rank"], r.get("provisional")), rank_set_label(r["rank_ub"], r.get("rank_lb")),
+             rank_set_label(r.get("rank_ub_simultaneous"), r.get("rank_lb_simultaneous")), r["model"], r["rating"],
+             _interval(r), r.get("significantly_above"), r["n_battles"]) for r in board]
+    return plain_table(("Rank", "Spread", "All-at-once", "Model", "Rating", "95% CI", "Above", "Battles"), rows,
+                       (1, 2, 3, 5), floatfmt=".1f", intfmt=("", "", "", "", "", "", "", ","))
 
 
 def _models(n: int) -> str:
@@ -197,7 +201,7 @@ def cli() -> None:
 @click.option("--dump", metavar="NAME", help="one loaded dump's own board (arena.dump_leaderboard), not the combined one")
 @reads_warehouse
 def leaderboard(category: str, method: str, top: int, dump: str | None, warehouse: Path, timeout: float) -> int:
-    """Print one published leaderboard (rank, rank upper bound, model, rating, 95% CI, battles), its
+    """Print one published leaderboard (rank, rank sets, model, rating, 95% CI, battles), its
     provisional and unrated models, and the categories without a board."""
     try:
         with open_warehouse(warehouse, timeout) as con:
@@ -236,8 +240,8 @@ def leaderboard(category: str, method: str, top: int, dump: str | None, warehous
     if shown and "ci_method" in pub.columns:
         print(f"\n95% CI: {shown[0]['ci_method']} interval of the rating's difference from the board's "
               "reference model (rating 1000, no interval). Above: significantly above N models (the 95% "
-              "interval of the rating difference lies above 0, arena.pairwise_significance); UB: best rank "
-              "those tests allow, 1 + the models significantly above.")
+              "interval of the rating difference lies above 0, arena.pairwise_significance). "
+              f"{RANK_SETS['per_model']}. {RANK_SETS['simultaneous']}.")
     if note := method_note(method):
         print(f"\n{note}")
     if pub.no_board:
@@ -477,6 +481,8 @@ def runs_job(command: Callable[..., int]) -> Callable[..., int]:
                      help="largest share of the live overall board's models that may go (publication_gate; 0.5)"),
         click.option("--style-method", type=click.Choice(["lmarena", "unweighted"]),
                      help="style control: LMArena's current (lmarena) or the earlier unweighted variant"),
+        click.option("--style-reg", type=float, metavar="REG",
+                     help="style control's penalty on the mean loss (1.0: LMArena's; 0: unpenalised)"),
         click.option("--seed", type=int, help="bootstrap seed (42)"),
         click.option("--primary-interval", type=click.Choice(
             ["sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap"]), help="interval in ci_lower/ci_upper"),

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, format_board, format_shift, main
-from arena_pipeline.core.labels import rank_label
+from arena_pipeline.core.labels import rank_label, rank_set_label
 from arena_pipeline.core.store.records import DUMPS_DDL
 from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
 from arena_pipeline.presentation.read import read_dump_boards, read_published
@@ -99,14 +99,17 @@ def test_leaderboard_prints_a_table_in_rank_order(warehouse, capsys, golden):
     golden.check("cli", "leaderboard --top 3: title", lines[0])
     assert lines[0].startswith("Overall") and REVISION in lines[0]
     header = lines[2].split()
-    assert header == ["Rank", "UB", "Model", "Rating", "95%", "CI", "Above", "Battles"]
+    assert header == ["Rank", "Spread", "All-at-once", "Model", "Rating", "95%", "CI", "Above", "Battles"]
     board = synthetic_outputs().leaderboard.filter(
         (pl.col("category") == "overall") & (pl.col("method") == "bt")
     ).sort("rank")
     for line, row in zip(lines[4:7], board.head(3).iter_rows(named=True), strict=True):
         cells = line.split()
-        assert cells[0] == str(row["rank"]) and cells[1] == str(row["rank_ub"]) and cells[2] == row["model"]
-        assert cells[3] == f"{row['rating']:.1f}"
+        assert cells[0] == str(row["rank"]) and cells[3] == row["model"]
+        # issue 44: the rank spread (for this model) and the set for every model at once
+        assert cells[1] == rank_set_label(row["rank_ub"], row["rank_lb"])
+        assert cells[2] == rank_set_label(row["rank_ub_simultaneous"], row["rank_lb_simultaneous"])
+        assert cells[4] == f"{row['rating']:.1f}"
         assert f"[{row['ci_lower']:.1f}, {row['ci_upper']:.1f}]" in line
         assert cells[-1] == f"{row['n_battles']:,}"
         assert cells[-2] == str(row["significantly_above"])  # issue 36: from the pairwise tests
@@ -224,7 +227,7 @@ def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, cap
     head, *rows = provisional.split("\n\n")[0].strip().splitlines()
     golden.check("cli", "leaderboard: provisional heading", head)
     assert head.startswith(f"{board.height} models")
-    listed = [line.split()[3] for line in rows[2:]]  # after the header and the rule; rank "prov. N"
+    listed = [line.split()[4] for line in rows[2:]]  # after the header and the rule; rank "prov. N", two rank sets
     first_words = [m.split()[0] for m in board.sort("rank", "model").get_column("model")]
     assert listed == first_words
     for line, row in zip(rows[2:], board.sort("rank", "model").iter_rows(named=True), strict=True):
@@ -234,11 +237,11 @@ def test_provisional_models_are_listed_apart_from_the_ranked_ones(warehouse, cap
 def test_provisional_ranks_are_marked_apart_from_the_shown_ranks():
     """A provisional rank (its place among every model of the board) is printed "prov. N", so a
     provisional rank 2 never reads as the shown rank 2 (issue 36: math had both)."""
-    row = {"rank_ub": 1, "model": "m", "rating": 1010.0, "ci_lower": 1.0, "ci_upper": 20.0, "ci_method": "sandwich",
+    row = {"rank_ub": 1, "rank_lb": 3, "model": "m", "rating": 1010.0, "ci_lower": 1.0, "ci_upper": 20.0, "ci_method": "sandwich",
            "significantly_above": 0, "n_battles": 400}
     shown = format_board([{**row, "rank": 2, "provisional": False}]).splitlines()[2]
     provisional = format_board([{**row, "rank": 2, "provisional": True}]).splitlines()[2]
-    assert shown.split()[:2] == ["2", "1"] and provisional.split()[:3] == ["prov.", "2", "1"]
+    assert shown.split()[:3] == ["2", "1-3", "–"] and provisional.split()[:4] == ["prov.", "2", "1-3", "–"]
     assert rank_label(2) == "2" and rank_label(2, True) == "prov. 2" and rank_label(None) == "–"
 
 
@@ -251,7 +254,7 @@ def test_top_bounds_the_provisional_list_too(warehouse, capsys, golden):
     golden.check("cli", "leaderboard --top 2: provisional heading", provisional[0])
     assert provisional[0].startswith(f"{board.height} models")
     best = board.sort("rank", "model").head(2).get_column("model").to_list()
-    assert [line.split()[3] for line in provisional[3:]] == [m.split()[0] for m in best]  # rank "prov. N"
+    assert [line.split()[4] for line in provisional[3:]] == [m.split()[0] for m in best]  # "prov. N", two rank sets
 
 
 def test_shown_board_lists_no_provisional_section_when_every_model_is_shown(warehouse, capsys):

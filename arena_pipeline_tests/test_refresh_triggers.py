@@ -27,7 +27,8 @@ REPO = "lmarena-ai/arena-human-preference-140k"
 DEFAULT_RUN = {"ties": "half", "bootstrap_rounds": 100, "style_bootstrap_rounds": 0, "primary_interval": "sandwich",
                "cluster_primary": True,
                "seed": 42, "min_battles": 1, "display_min_battles": 301, "anchor_models": list(REFERENCE_MODELS),
-               "anchor_model": None, "anchor_rating": 1000.0, "style_method": "lmarena", "style_l2": 1.0}
+               "anchor_model": None, "anchor_rating": 1000.0, "style_method": "lmarena", "style_reg": 1.0,
+               "style_l2": 1.0}
 
 
 def test_names_and_cron_are_pinned():

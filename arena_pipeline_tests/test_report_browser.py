@@ -80,9 +80,9 @@ def test_report_renders_offline_without_errors(page, report_file, tmp_path):
                    " return [r.width, r.height]; })()")
     assert size[0] > 500 and size[1] > 150
     shown_models = page.js(
-        f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[3].textContent)")
+        f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[4].textContent)")
     assert shown_models == board.get_column("model").to_list()  # escaped name shown verbatim
-    above = page.js(f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[2].textContent)")
+    above = page.js(f"[...{panel}.querySelector('table.leaderboard').tBodies[0].rows].map(r => r.cells[3].textContent)")
     assert above == [str(n) if n is not None else "–" for n in board.get_column("significantly_above").to_list()]
 
     screenshot = page.screenshot(tmp_path / "report.png")
@@ -97,7 +97,7 @@ def test_report_renders_offline_without_errors(page, report_file, tmp_path):
 def test_sorting_and_tab_switching(page, report_file):
     page.open(report_file.as_uri())
     table = "document.querySelector('#cat-overall table.leaderboard')"
-    ratings = f"[...{table}.tBodies[0].rows].map(r => parseFloat(r.cells[4].dataset.value))"
+    ratings = f"[...{table}.tBodies[0].rows].map(r => parseFloat(r.cells[5].dataset.value))"
     header = f"[...{table}.tHead.rows[0].cells].find(th => th.textContent.trim() === '{{}}')"
 
     page.js(f"{header.format('Rating')}.querySelector('button').click()")
@@ -108,7 +108,7 @@ def test_sorting_and_tab_switching(page, report_file):
     page.js(f"{header.format('Rating')}.querySelector('button').click()")
     assert page.js(ratings) == sorted(values, reverse=True)
     page.js(f"{header.format('Model')}.querySelector('button').click()")
-    models = page.js(f"[...{table}.tBodies[0].rows].map(r => r.cells[3].textContent)")
+    models = page.js(f"[...{table}.tBodies[0].rows].map(r => r.cells[4].textContent)")
     assert models == sorted(models, key=str.lower)
 
     page.js("document.getElementById('tab-math').click()")

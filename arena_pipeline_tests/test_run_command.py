@@ -61,13 +61,13 @@ def test_every_flag_is_a_key_the_jobs_take(home, monkeypatch):
     seen = {}
     monkeypatch.setattr(run_command, "run_job", lambda job, config, **_: seen.setdefault(job, config) and "ran")
     flags = ["--ties", "drop", "--bootstrap-rounds", "200", "--min-battles", "2", "--display-min-battles", "0",
-             "--primary-interval", "bootstrap", "--seed", "7", "--style-method", "unweighted",
+             "--primary-interval", "bootstrap", "--seed", "7", "--style-method", "unweighted", "--style-reg", "0.01",
              "--max-model-drop", "1.0", "--allow-degenerate", "--from-defaults"]
     for command, job in (("refresh", "refresh_job"), ("rerank", "rerank_job")):
         assert main([command, *flags]) == EXIT_OK
         assert seen[job]["ops"]["rankings"]["config"] == {
             "ties": "drop", "bootstrap_rounds": 200, "min_battles": 2, "display_min_battles": 0,
-            "primary_interval": "bootstrap", "seed": 7, "style_method": "unweighted"}
+            "primary_interval": "bootstrap", "seed": 7, "style_method": "unweighted", "style_reg": 0.01}
         assert seen[job]["ops"]["publication_gate"]["config"] == {"allow_degenerate": True, "max_model_drop": 1.0}
         run_command.check_run_config(defs.resolve_job_def(job), seen[job])  # raises RunError when refused
 

@@ -5,6 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/bench_coverage.py                  # ~4 min on 2 shared cores
     .venv/bin/python benchmarks/bench_coverage.py --replicates 300 --variants   # ~8 min
     .venv/bin/python benchmarks/bench_coverage.py --replicates 3000 --seed 7 --scenario sessions
+    nice -n 10 .venv/bin/python benchmarks/bench_coverage.py --replicates 200 --scenario sessions  # issue 44's figures
 
 Prints figures only; it is not a test (``test_ranking_coverage.py`` and ``test_ranking_clustered.py``
 are the fast checks that run in CI).
@@ -56,6 +57,20 @@ the number of (model, replicate) indicators, and the Monte-Carlo standard error:
 replicate are correlated (all ratings share the reference's error), so the s.e. treats the
 replicate as the unit (the ratio estimator's s.e. over replicates). Also the mean width in points.
 
+``bt_style`` (unless ``--no-style``): every board is also fitted by ``core.ranking.board.fit_style_board``
+under the default settings, with four style differences per vote drawn uniform on [-1, 1] and unrelated
+to the outcome, so its ratings estimate the same strengths: its vote-level ``sandwich``, its
+session-clustered ``cluster_sandwich`` and its primary interval, scored like ``bt``'s.
+
+The rank sets and the pairwise claims (issue 44), for ``bt`` and ``bt_style``: the true rank of a model
+is 1 + the models truly stronger (all models are shown: ``display_min_battles`` 0). For ``[rank_ub,
+rank_lb]`` (for this model) and ``[rank_ub_simultaneous, rank_lb_simultaneous]`` (for every model at
+once), the share of (model, board) pairs whose true rank is in the set ("per model", s.e. over
+boards), the share of boards on which every model's is ("all at once", binomial s.e.) and the mean
+width ``lb - ub``. For ``significant`` and ``significant_simultaneous`` of the pairwise rows, the share
+of boards with at least one false claim (a pair called significant the wrong way round: with no two
+strengths equal, every claim has a true direction), the false claims and the claims per board.
+
 ``--variants`` adds the percentile bootstrap (vote level in ``independent``, whole sessions in
 ``sessions``), re-anchored in every replicate, at other round counts (``--variant-rounds``) and with
 two quantile rules: NumPy's default (linear) and the ``(B + 1) alpha``-th order statistic of Davison
@@ -74,7 +89,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena_pipeline.core.ranking.board import Board, fit_bt_board, primary_order
+from arena_pipeline.core.ranking.board import Board, fit_bt_board, fit_style_board, primary_order
 from arena_pipeline.core.ranking.bradley_terry import (
     BOOTSTRAP_RIDGE,
     aggregate_pairs,
@@ -170,6 +185,52 @@ def truth(t: Tournament, config: RankingConfig, statement: str) -> np.ndarray:
     return to_ratings(t.theta, anchor, config.anchor_rating, config.scale, config.base)
 
 
+class RankTally:
+    """Rank sets and pairwise claims, per replicate: per-model and whole-board coverage of the true ranks,
+    the sets' widths, and the boards with a false claim (a pair called significant the wrong way round)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[tuple[int, int, int, float]]] = {}
+        self.claims: dict[str, list[tuple[int, int]]] = {}
+
+    def add(self, method: str, frame, significance, theta: np.ndarray, names: list[str]) -> None:
+        frame = frame.sort("model")
+        order = np.array([names.index(x) for x in frame.get_column("model")])
+        truth_rank = 1 + (theta[order][None, :] > theta[order][:, None]).sum(axis=1)
+        for label, ub, lb in (("per model", "rank_ub", "rank_lb"),
+                              ("simultaneous", "rank_ub_simultaneous", "rank_lb_simultaneous")):
+            upper, lower = (frame.get_column(c).to_numpy() for c in (ub, lb))
+            covered = (upper <= truth_rank) & (truth_rank <= lower)
+            self.rows.setdefault(f"{method} [{ub}, {lb}] ({label})", []).append(
+                (int(covered.sum()), covered.size, int(covered.all()), float((lower - upper).mean())))
+        index = {name: names.index(name) for name in names}
+        one = np.array([index[x] for x in significance.get_column("model_1")], dtype=int)
+        two = np.array([index[x] for x in significance.get_column("model_2")], dtype=int)
+        wrong = np.sign(significance.get_column("difference").to_numpy()) != np.sign(theta[one] - theta[two])
+        for column in ("significant", "significant_simultaneous"):
+            called = significance.get_column(column).to_numpy()
+            self.claims.setdefault(f"{method} {column}", []).append((int((called & wrong).sum()), int(called.sum())))
+
+    def table(self) -> str:
+        lines = [f"  {'rank set':<66}{'per model %':>12}{'s.e.':>6}{'all at once %':>15}{'s.e.':>6}{'width':>7}"]
+        for name, rows in self.rows.items():
+            hits, n, joint, width = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
+            cov = hits.sum() / n.sum()
+            r = len(n)
+            se = math.sqrt(((hits - cov * n) ** 2).sum() * r / max(r - 1, 1)) / n.sum()
+            lines.append(f"  {name:<66}{100 * cov:>12.1f}{100 * se:>6.1f}{100 * joint.mean():>15.1f}"
+                         f"{100 * joint.std(ddof=1) / math.sqrt(r):>6.1f}{width.mean():>7.2f}")
+        lines.append(f"  {'pairwise claims':<66}{'boards with a false claim %':>28}{'s.e.':>6}"
+                     f"{'false / board':>15}{'claims / board':>16}")
+        for name, rows in self.claims.items():
+            false, called = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
+            any_false = false > 0
+            lines.append(f"  {name:<66}{100 * any_false.mean():>28.1f}"
+                         f"{100 * any_false.std(ddof=1) / math.sqrt(len(false)):>6.1f}{false.mean():>15.2f}"
+                         f"{called.mean():>16.1f}")
+        return "\n".join(lines)
+
+
 class Tally:
     """Coverage indicators and widths per (interval, band), kept per replicate."""
 
@@ -202,6 +263,11 @@ class Tally:
         return "\n".join(lines)
 
 
+def battles_of(frame) -> np.ndarray:
+    """Each model's battles on a board frame (nulls as 0)."""
+    return frame.get_column("n_battles").fill_null(0).to_numpy()
+
+
 def percentile(samples: np.ndarray, level: float, method: str) -> tuple[np.ndarray, np.ndarray]:
     tail = (1.0 - level) / 2.0
     lower, upper = np.quantile(samples, [tail, 1.0 - tail], axis=0, method=method)
@@ -231,7 +297,8 @@ def run(scenario: str, args: argparse.Namespace) -> str:
     config = RankingConfig(methods=("bt",), bootstrap_rounds=args.rounds, display_min_battles=0)
     boot_order = primary_order(dataclasses.replace(config, primary_interval="bootstrap"))
     names = [f"m{i:02d}" for i in range(args.models)]
-    tally = Tally()
+    tally, rank_tally = Tally(), RankTally()
+    style_config = dataclasses.replace(config, methods=("bt_style",))
     clustered = scenario != "independent"
     intervals = ("sandwich", "bootstrap") + (("cluster_sandwich", "cluster_bootstrap") if clustered else ())
     variants = [(b, m) for b in args.variant_rounds for m in ("linear", "weibull")] if args.variants else []
@@ -248,9 +315,10 @@ def run(scenario: str, args: argparse.Namespace) -> str:
         known = t.session if clustered else np.full(t.a.size, -1)
         board = Board("sim", config, names, t.a, t.b, o, None, anchor, session_clusters(known).cluster)
         started = time.process_time()
-        frame = fit_bt_board(board).frame
+        fitted = fit_bt_board(board)
+        frame = fitted.frame
         spent["board"] += time.process_time() - started
-        battles = frame.get_column("n_battles").to_numpy()
+        battles = battles_of(frame)
         votes.append(t.a.size)
         ref_battles.append(battles[t.reference])
         low, high = min(low, battles.min()), max(high, battles.max())
@@ -260,6 +328,22 @@ def run(scenario: str, args: argparse.Namespace) -> str:
                              (f"primary bootstrap ({boot})", boot)):
             lower, upper = (frame.get_column(f"{column}_{s}").to_numpy() for s in ("lower", "upper"))
             tally.add(name, lower, upper, target, battles, keep)
+        rank_tally.add("bt", frame, fitted.significance, t.theta, names)
+        if args.style:
+            # style differences of every vote, unrelated to the outcome: the style fit's ratings estimate theta
+            # (a stream of their own: the other figures keep the draws of the earlier runs)
+            style_rng = np.random.default_rng([args.seed, 3, SCENARIOS[scenario], rep])
+            styled = dataclasses.replace(board, config=style_config, raw_style=style_rng.uniform(-1.0, 1.0, (t.a.size, 4)))
+            started = time.process_time()
+            style_frame, _, _, style_tests = fit_style_board(styled, fitted.theta)
+            spent["style board"] = spent.get("style board", 0.0) + time.process_time() - started
+            style_ci = style_frame.get_column("ci_method")[0]
+            for name, column in (("bt_style sandwich", "sandwich"), ("bt_style cluster_sandwich", "cluster_sandwich"),
+                                 (f"bt_style primary ({style_ci})", "ci")):
+                lower, upper = (style_frame.get_column(f"{column}_{s}").to_numpy() for s in ("lower", "upper"))
+                if not np.isnan(upper[keep]).all():
+                    tally.add(name, lower, upper, target, battles_of(style_frame), keep)
+            rank_tally.add("bt_style", style_frame, style_tests, t.theta, names)
         if not variants:
             continue
         pairs = aggregate_pairs(t.a, t.b, o, args.models)
@@ -290,7 +374,7 @@ def run(scenario: str, args: argparse.Namespace) -> str:
     cost = "  CPU per board: " + ", ".join(
         f"{k if isinstance(k, str) else f'{kind} {k[0]} {k[1]}'} {1000 * v / args.replicates:.0f} ms"
         for k, v in spent.items())
-    return tally.table(head) + "\n" + cost
+    return tally.table(head) + "\n" + cost + "\n" + rank_tally.table()
 
 
 def add_tournament_arguments(parser: argparse.ArgumentParser, replicates: int, seed: int, rounds_help: str) -> None:
@@ -311,6 +395,8 @@ def main() -> None:
                         help="reference: anchored boards scored against the rating relative to the reference "
                         "(what the page shows); centred: centred boards (no reference) against the rating "
                         "relative to the mean")
+    parser.add_argument("--no-style", dest="style", action="store_false",
+                        help="leave out bt_style (fitted on every board by default, style unrelated to outcomes)")
     parser.add_argument("--variants", action="store_true", help="percentile bootstrap variants (independent)")
     parser.add_argument("--variant-rounds", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000])
     args = parser.parse_args()

@@ -220,7 +220,9 @@ _EXPORTED, _WITH_HISTORY = TableSpec(exported=True), TableSpec(exported=True, hi
 #: The fit's tables, in output order: a new table of the fit is one entry here (and its computation in core)
 FIT_TABLES = (
     FitTable(LEADERBOARD_TABLE, LEADERBOARD_SCHEMA, _WITH_HISTORY,
-             "arena.leaderboard: one row per (category, method, model) with rating, 95% CI, rank, rank_ub and "
+             "arena.leaderboard: one row per (category, method, model) with rating, 95% CI, rank, the rank spread "
+             "rank_ub-rank_lb (for this model: 95% for each model alone) and "
+             "rank_ub_simultaneous-rank_lb_simultaneous (for every model at once: 95% for the whole board), and "
              "counts; methods bt, bt_style (style control) and spectral.",
              lambda fit: fit.aligned[0], _board_metadata),
     FitTable(PAIRWISE_TABLE, PAIRWISE_SCHEMA, _EXPORTED,
@@ -231,12 +233,16 @@ FIT_TABLES = (
     FitTable(PAIRWISE_SIGNIFICANCE_TABLE, PAIRWISE_SIGNIFICANCE_SCHEMA, _EXPORTED,
              "arena.pairwise_significance: per category, method and pair of shown models, the rating difference, "
              "its 95% interval from the full covariance of the primary method (clustered by session where "
-             "sessions are known) and whether it excludes 0; rank_ub and rank_lb are read from it. "
-             "expected_score_1 is model_1's expected score (a tie counting 1/2), not its chance of an outright win.",
+             "sessions are known, bt_style included) and whether it excludes 0 (significant: 95% for this pair "
+             "alone; rank_ub and rank_lb are read from it) and whether the claim holds for every pair of the "
+             "board at once (significant_simultaneous: family-wise 95%, max-t with step-down; the simultaneous "
+             "rank bounds are read from it). expected_score_1 is model_1's expected score (a tie counting 1/2), "
+             "not its chance of an outright win.",
              lambda fit: fit.output.pairwise_significance),
     FitTable(STYLE_COEFFICIENTS_TABLE, STYLE_COEFFICIENTS_SCHEMA, _WITH_HISTORY,
              "arena.style_coefficients: the style-control coefficients (tokens, headers, lists, bold) per "
-             "category with 95% intervals.",
+             "category with 95% intervals, beside the same fit without the penalty (coefficient_unpenalised) "
+             "and the share of it the penalty keeps (share_kept).",
              lambda fit: fit.output.style_coefficients),
     FitTable(UNRATED_MODELS_TABLE, UNRATED_MODELS_SCHEMA, _EXPORTED,
              "arena.unrated_models: per category, the models with battles but no rating (only wins, only "

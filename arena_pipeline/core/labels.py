@@ -72,6 +72,25 @@ def rank_label(rank: int | None, provisional: bool | None = False) -> str:
     return PROVISIONAL_RANK.format(rank=rank) if provisional else str(rank)
 
 
+#: What each rank set states, in the words the CLI and the report print (``arena.leaderboard``'s
+#: rank_ub/rank_lb and rank_ub_simultaneous/rank_lb_simultaneous).
+RANK_SETS = {
+    "per_model": "Spread: the ranks this model's own pairwise tests leave it (rank_ub-rank_lb; 95% for this "
+                 "model alone, LMArena's rank spread: on about one board in four some model's true rank is "
+                 "outside its spread)",
+    "simultaneous": "All at once: the ranks left when every pairwise claim on the board holds together "
+                    "(rank_ub_simultaneous-rank_lb_simultaneous; 95% for every model at once)",
+}
+
+
+def rank_set_label(best: int | None, worst: int | None) -> str:
+    """A rank set as people read it: ``"2-5"``, ``"3"`` when it is one rank, ``"–"`` without bounds
+    (a board published before the column)."""
+    if best is None or worst is None:
+        return "–"
+    return str(best) if best == worst else f"{best}-{worst}"
+
+
 def method_label(method: str) -> str:
     """People-facing name of a ranking method (an unknown one as it is)."""
     return METHOD_LABELS.get(method, method)

@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from arena_pipeline.core.dataset.categories import category_label
-from arena_pipeline.core.labels import method_note, rank_label
+from arena_pipeline.core.labels import method_note, rank_label, rank_set_label
 from arena_pipeline.core.publication.changes import board_shift
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.read import when
@@ -84,6 +84,11 @@ def _int(value: Any) -> str:
     return f"{value:,d}" if isinstance(value, int) else "–"
 
 
+def _rank_set(r: Any, best: str, worst: str) -> str:
+    """A row's rank set from its ``best`` and ``worst`` columns (``core.labels.rank_set_label``)."""
+    return rank_set_label(getattr(r, best, None), getattr(r, worst, None))
+
+
 def _record(r: Any) -> str:
     return f"{_int(r.wins)} / {_int(r.losses)} / {_int(r.ties)}"
 
@@ -120,7 +125,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("arena_pipeline.presentation", "templates"), autoescape=True)
     env.filters.update(
         num=lambda v, digits=1: f"{v:,.{digits}f}" if is_num(v) else "–",
-        int_=_int, td=_td, rows=_rows, record=_record, model_cell=_model_cell,
+        int_=_int, td=_td, rows=_rows, record=_record, rank_set=_rank_set, model_cell=_model_cell,
         pct=lambda v: f"{v:.1%}" if is_num(v) else "–", coef=coef,
         isnum=is_num, isfinite=is_finite, ci=_ci, half_width=_half_width, when=when, slug=slug, label=category_label,
         method_label=method_label, method_note=method_note, rank_label=rank_label,

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from arena_pipeline.core.labels import rank_set_label
 from arena_pipeline.core.publication.derived import (
     QUALITY_SUMMARY_SCHEMA,
     RANK_CHANGES_SCHEMA,
@@ -682,3 +683,27 @@ def test_spectral_is_presented_as_a_cross_check_not_the_same_scale(outputs, gold
     golden.check("report", "spectral: the cross-check note", note)
     assert section.count('class="note method-note"') == 1
     assert "differently targeted and less efficient" in page
+
+
+def test_the_board_says_which_statement_each_rank_set_makes(outputs):
+    """Issue 44: the report's board shows the rank spread (for this model) and the rank set for every
+    model at once, each with what it states; the first shown row's cells are its two sets."""
+    page = build_report_html(PublicationView.from_output(outputs), generated_at=dt.datetime(2025, 7, 2, tzinfo=dt.UTC))
+    assert "For this model (LMArena&#39;s rank spread)" in page and "For every model at once" in page
+    assert "95% for the whole table" in page and "95% for each model alone" in page
+    board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt")
+                                       & ~pl.col("provisional")).sort("rank", "model")
+    first = board.row(0, named=True)
+    spread = rank_set_label(first["rank_ub"], first["rank_lb"])
+    joint = rank_set_label(first["rank_ub_simultaneous"], first["rank_lb_simultaneous"])
+    assert (f'<td class="num" data-value="{first["rank_ub"]}">{spread}</td>'
+            f'<td class="num" data-value="{first["rank_ub_simultaneous"]}">{joint}</td>') in page
+
+
+def test_the_style_table_says_how_much_the_penalty_keeps(outputs):
+    """Issue 44: each style coefficient is shown beside its unpenalised fit and the share kept."""
+    page = build_report_html(PublicationView.from_output(outputs), generated_at=dt.datetime(2025, 7, 2, tzinfo=dt.UTC))
+    row = outputs.style_coefficients.filter(pl.col("category") == "overall").row(0, named=True)
+    assert 0.0 < row["share_kept"] < 1.0
+    assert (f'<td class="num">{row["coefficient_unpenalised"]:,.3f}</td><td class="num">{row["share_kept"]:.1%}</td>'
+            in page)

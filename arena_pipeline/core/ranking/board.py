@@ -8,7 +8,7 @@ scipy (~0.5 s); the fits pay for it once, on first use.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from time import perf_counter
 from typing import Any, NamedTuple
@@ -37,11 +37,13 @@ from arena_pipeline.core.ranking.scale import (
     to_ratings,
     z_value,
 )
+from arena_pipeline.core.ranking.simultaneous import DRAWS, SimultaneousTests, covariance_draws, step_down
 from arena_pipeline.core.ranking.spectral import BOOTSTRAP_SMOOTHING, rank_centrality
 from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
     StyleDesign,
     bootstrap_bt_style,
+    bt_style_cluster_sandwich_covariance,
     bt_style_sandwich_covariance,
     fit_bt_style,
     pair_weights,
@@ -54,6 +56,10 @@ from arena_pipeline.core.ranking.types import (
 )
 
 Interval = tuple[np.ndarray, np.ndarray]
+
+#: The penalty of the unpenalised style fit, per battle (on the summed loss): vanishing against the data,
+#: it only keeps a constant feature's coefficient at 0.
+UNPENALISED = 1e-9
 
 #: The interval columns of a board, in the order ``Board.frame`` falls back through them.
 INTERVALS: tuple[str, ...] = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
@@ -86,6 +92,9 @@ PAIRWISE_SIGNIFICANCE_SCHEMA: dict[str, pl.DataType] = {
     "ci_upper": pl.Float64(),
     "ci_method": pl.String(),
     "significant": pl.Boolean(),
+    # the same claim made for every pair of the board's shown models at once (family-wise error 5%:
+    # max-t with step-down, core.ranking.simultaneous); what rank_ub_simultaneous / rank_lb_simultaneous read
+    "significant_simultaneous": pl.Boolean(),
     "expected_score_1": pl.Float64(),
 }
 
@@ -103,6 +112,12 @@ class Differences:
     cov: np.ndarray | None = None
     unbounded: np.ndarray | None = None
     replicates: np.ndarray | None = None
+
+    def covariance(self) -> np.ndarray:
+        """The covariance of the log-strengths: ``cov``, or the replicates' empirical covariance."""
+        if self.cov is not None:
+            return self.cov
+        return np.cov(self.replicates, rowvar=False)
 
 
 @dataclass(frozen=True)
@@ -442,7 +457,7 @@ class Board:
         shown = ~provisional
         # shown models are ranked among themselves (LMArena); provisional ones among all
         rank = np.where(provisional, ranks(rating), ranks(rating, shown))
-        rank_ub = rank_lb = above_n = nulls
+        rank_ub = rank_lb = above_n = rank_ub_sim = rank_lb_sim = nulls
         significance = pl.DataFrame(schema=PAIRWISE_SIGNIFICANCE_SCHEMA)
         if primary is not None:
             tests = self.pair_tests(rating, primary.differences)
@@ -451,7 +466,18 @@ class Board:
             among_all = rank_bounds(above, np.ones(m, dtype=bool))
             rank_ub, rank_lb, above_n = (np.where(provisional, b, a).astype(float)
                                          for a, b in zip(among_shown, among_all, strict=True))
-            significance = self._significance(method, tests, shown, ci_method)
+            # the same statements for every model at once: shown models among the shown (the family of
+            # their pairs), provisional ones among all (the family of every pair), as the per-model bounds
+            draws = covariance_draws(primary.differences.covariance(), DRAWS, self.rng(f"simultaneous:{method}"))
+            joint = self.simultaneous(tests, primary.differences, shown, draws)
+            sim_shown = rank_bounds(joint.above(m, tests.difference), shown)
+            sim_all = sim_shown
+            if provisional.any():
+                every = self.simultaneous(tests, primary.differences, np.ones(m, dtype=bool), draws)
+                sim_all = rank_bounds(every.above(m, tests.difference), np.ones(m, dtype=bool))
+            rank_ub_sim, rank_lb_sim = (np.where(provisional, b, a).astype(float)
+                                        for a, b in zip(sim_shown[:2], sim_all[:2], strict=True))
+            significance = self._significance(method, tests, shown, ci_method, joint.significant)
         columns = {
             f"{name}_{side}": bounds[name].shown[i] if bounds.get(name) is not None else nulls
             for name in INTERVALS
@@ -468,6 +494,8 @@ class Board:
             "rank": rank,
             "rank_ub": rank_ub,
             "rank_lb": rank_lb,
+            "rank_ub_simultaneous": rank_ub_sim,
+            "rank_lb_simultaneous": rank_lb_sim,
             "significantly_above": above_n,
             **stats,
             **columns,
@@ -477,7 +505,30 @@ class Board:
         frame = pl.DataFrame(data, nan_to_null=True)
         return BoardFrames(frame.select([pl.col(c).cast(t) for c, t in LEADERBOARD_SCHEMA.items()]), significance)
 
-    def _significance(self, method: str, tests: PairTests, shown: np.ndarray, ci_method: str) -> pl.DataFrame:
+    def simultaneous(self, tests: PairTests, differences: Differences, members: np.ndarray,
+                     draws: np.ndarray) -> SimultaneousTests:
+        """Family-wise tests of the pairs of ``members`` (:func:`simultaneous.step_down`), indexed like
+        ``tests``: a pair with a model outside ``members`` is never significant.
+
+        The covariance is the primary method's (:meth:`Differences.covariance`), ``draws`` its
+        Gaussian draws (:func:`simultaneous.covariance_draws`, from the board's own stream for the
+        method: the shown models' family and every model's share them), the margin is
+        :data:`scale.TIE_POINTS`; a pair is significant for the family only where its own test
+        (``tests``) says so too.
+        """
+        ppl = points_per_logit(self.config.scale, self.config.base)
+        inside = np.flatnonzero(members[tests.i] & members[tests.j])
+        found = step_down(tests.difference[inside] / ppl, differences.covariance(), tests.i[inside],
+                          tests.j[inside], self.config.confidence, draws, differences.unbounded, TIE_POINTS / ppl)
+        significant = np.zeros(len(tests.i), dtype=bool)
+        # with a bootstrap primary the pair's own test reads percentile intervals: a claim for the whole
+        # board is made only where the pair's own test makes it too
+        alone = (tests.lower > TIE_POINTS) | (tests.upper < -TIE_POINTS)
+        significant[inside] = found.significant & alone[inside]
+        return replace(found, i=tests.i, j=tests.j, significant=significant)
+
+    def _significance(self, method: str, tests: PairTests, shown: np.ndarray, ci_method: str,
+                      simultaneous: np.ndarray) -> pl.DataFrame:
         """The pairwise significance rows of the pairs of shown models, ``model_1 < model_2`` by name."""
         keep = shown[tests.i] & shown[tests.j]
         names = np.asarray(self.models, dtype=object)
@@ -498,6 +549,7 @@ class Board:
             "ci_upper": upper,
             "ci_method": [ci_method] * len(i),
             "significant": (lower > TIE_POINTS) | (upper < -TIE_POINTS),
+            "significant_simultaneous": simultaneous[keep],
             "expected_score_1": 1.0 / (1.0 + base ** (-difference / scale)),
         }, schema=PAIRWISE_SIGNIFICANCE_SCHEMA)
         return frame.sort("model_1", "model_2")
@@ -632,6 +684,13 @@ def fit_style_board(
     variant (no weights, ``style_l2`` on the summed loss). Bootstrap
     (``style_bootstrap_rounds``): battles resampled with replacement, refitted from the
     point estimate with ``BOOTSTRAP_RIDGE`` on the ratings.
+
+    With sessions (``board.cluster``), also the session-clustered (CR3) sandwich
+    (:func:`style_control.bt_style_cluster_sandwich_covariance`), as ``bt``'s: with
+    ``cluster_primary`` it is the primary interval, of the ratings, the pairwise rows and the
+    coefficients. The same fit without the penalty gives ``coefficient_unpenalised`` and
+    ``share_kept`` (coefficient / unpenalised coefficient): how much of each style coefficient the
+    penalty leaves.
     """
     c = board.config
     m, k = board.m, len(STYLE_FEATURES)
@@ -646,11 +705,22 @@ def fit_style_board(
     x0 = np.concatenate([theta_bt, np.zeros(k)])
     fit = fit_bt_style(design, l2, weights, x0=x0, tol=c.tol, max_iter=c.max_iter)
     x_hat = fit.x[0]
+    # the same fit without the penalty (a vanishing one: a constant feature stays identified at 0), from
+    # which the coefficient rows say how far the penalty shrinks each coefficient
+    free = fit_bt_style(design, UNPENALISED * len(y), weights, x0=x_hat, tol=c.tol, max_iter=c.max_iter)
+    beta_free = free.x[0][m:]
     cov = bt_style_sandwich_covariance(design, x_hat, l2, weights)
     rating = board.rate(x_hat[:m])
     bounds: dict[str, Bounds | None] = {"sandwich": board.normal_bounds(x_hat[:m], cov[:m, :m])}
     beta = x_hat[m:]
-    beta_half = z_value(c.confidence) * np.sqrt(np.clip(np.diag(cov)[m:], 0.0, None))
+    beta_var = {"sandwich": np.diag(cov)[m:]}
+    if board.cluster is not None:
+        robust = bt_style_cluster_sandwich_covariance(design, x_hat, l2, board.cluster, weights)
+        bounds["cluster_sandwich"] = board.normal_bounds(x_hat[:m], robust.cov[:m, :m], robust.unbounded)
+        beta_var["cluster_sandwich"] = np.diag(robust.cov)[m:]
+    beta_method = next(k for k in (*primary_order(c), "sandwich") if k in beta_var)
+    beta_half = z_value(c.confidence) * np.sqrt(np.clip(beta_var[beta_method], 0.0, None))
+    vote_half = z_value(c.confidence) * np.sqrt(np.clip(beta_var["sandwich"], 0.0, None))
     info: dict[str, Any] = {
         "iterations": fit.iterations,
         "grad_norm": float(fit.grad_norm[0]),
@@ -660,7 +730,12 @@ def fit_style_board(
         "l2_on_summed_loss": l2,
         "battles_fitted": len(y),
         "battles_without_style": without_style,
+        "unpenalised_iterations": free.iterations,
+        "unpenalised_grad_norm": float(free.grad_norm[0]),
     }
+    if board.cluster is not None:
+        info["clusters"] = int(board.cluster.max()) + 1 if len(board.cluster) else 0
+        info["cluster_unbounded_models"] = [board.models[i] for i in np.flatnonzero(robust.unbounded)]
     beta_boot = None
     if c.style_bootstrap_rounds > 0:
         reps, steps, worst = bootstrap_bt_style(
@@ -681,6 +756,8 @@ def fit_style_board(
     use_boot = beta_boot is not None and c.primary_interval == "bootstrap"
     lower, upper = beta_boot if use_boot else (beta - beta_half, beta + beta_half)
     nulls = np.full(k, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kept = np.where(np.abs(beta_free) > 0, beta / beta_free, np.nan)
     coefficients = pl.DataFrame(
         {
             "category": [board.category] * k,
@@ -688,13 +765,15 @@ def fit_style_board(
             "coefficient": beta,
             "ci_lower": lower,
             "ci_upper": upper,
-            "ci_method": ["bootstrap" if use_boot else "sandwich"] * k,
-            "sandwich_lower": beta - beta_half,
-            "sandwich_upper": beta + beta_half,
+            "ci_method": ["bootstrap" if use_boot else beta_method] * k,
+            "sandwich_lower": beta - vote_half,
+            "sandwich_upper": beta + vote_half,
             "bootstrap_lower": beta_boot[0] if beta_boot is not None else nulls,
             "bootstrap_upper": beta_boot[1] if beta_boot is not None else nulls,
             "battles_fitted": [len(y)] * k,
             "battles_without_style": [without_style] * k,
+            "coefficient_unpenalised": beta_free,
+            "share_kept": kept,
         },
         schema=STYLE_COEFFICIENTS_SCHEMA,
         nan_to_null=True,

@@ -195,11 +195,13 @@ def _metadata(config: RankingConfig, models: int, dropped: dict[str, int]) -> di
             "(spectral: bootstrap); sandwich_lower/sandwich_upper: robust sandwich (HC0) "
             f"normal interval; bootstrap_lower/bootstrap_upper: percentile bootstrap "
             f"({config.bootstrap_rounds} rounds, re-anchored in each); cluster_*: the same with "
-            f"the votes of one {config.cluster_column} summed together (CR3 sandwich) / resampled "
-            "together (bt; spectral's bootstrap), on boards whose votes carry sessions (else null: "
+            f"the votes of one {config.cluster_column} summed together (CR3 sandwich; bt and bt_style) / "
+            "resampled together (bt; spectral's bootstrap), on boards whose votes carry sessions (else null: "
             "board_status.clustering says why); with cluster_primary the primary interval is the "
-            "clustered one where it exists (ci_method says which); rank_ub compares the primary method's "
-            "intervals of the models' own strengths, which do not involve the reference"
+            "clustered one where it exists (ci_method says which); rank_ub/rank_lb read the primary method's "
+            "tests of each pair's difference, which do not involve the reference, one pair at a time (for this "
+            "model); rank_ub_simultaneous/rank_lb_simultaneous read the same tests made for every pair of shown "
+            "models at once (family-wise, max-t with step-down: for every model at once)"
         ),
         "models": models,
         "dropped": dropped,

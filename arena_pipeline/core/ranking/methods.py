@@ -23,6 +23,7 @@ from arena_pipeline.core.ranking.board import (
 )
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt
 from arena_pipeline.core.ranking.rating_method import BoardResult, RatingMethod, register
+from arena_pipeline.core.ranking.sessions import session_clusters
 from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
     has_style_counts,
@@ -59,7 +60,10 @@ class StyleControlled(RatingMethod):
     """``bt_style``: Bradley-Terry with four style covariates fitted jointly per battle.
 
     See ``RankingConfig.style_method`` and :func:`board.fit_style_board`; bootstrap
-    (``style_bootstrap_rounds``, default 0) by resampling battles. Only battles with style counts
+    (``style_bootstrap_rounds``, default 0) by resampling battles. On a board whose votes carry
+    sessions, the session-clustered (CR3) sandwich as ``bt``'s, primary with ``cluster_primary``
+    (its ratings, its pairwise rows and its coefficients); the coefficient rows also give the
+    unpenalised coefficients and the share of each the penalty keeps. Only battles with style counts
     (``style_control.has_style_counts``) enter it: a dump whose format has no style counts leaves
     them null, and such votes are left out (models selected and the reference chosen again among the
     rest, so the board equals the one fitted on those battles alone), never entered with a style
@@ -70,7 +74,7 @@ class StyleControlled(RatingMethod):
 
     name = "bt_style"
     settings = ("style_bootstrap_rounds", "style_method", "style_reg", "style_min_pair_count", "style_l2",
-                "primary_interval", *_FIT_SETTINGS)
+                "primary_interval", "cluster_column", "cluster_primary", *_FIT_SETTINGS)
     summary = "style_left_out"
     needs = "the conversation style columns"
 
@@ -141,6 +145,9 @@ def _styled_board(category: CategoryBoard, styled: np.ndarray) -> tuple[Board | 
     local = np.cumsum(active) - 1
     anchor_name = next((name for name in category.candidates if name in set(models)), None)
     info["anchor"] = anchor_name
+    cluster = None
+    if board.cluster is not None:  # the board's sessions, renumbered over the styled battles kept
+        cluster = session_clusters(part.get_column("_cluster").to_numpy()[styled][keep]).cluster
     style_board = Board(
         category=board.category,
         config=c,
@@ -150,6 +157,7 @@ def _styled_board(category: CategoryBoard, styled: np.ndarray) -> tuple[Board | 
         o=o[keep],
         raw_style=part.select(STYLE_FEATURES).to_numpy()[styled][keep],
         anchor=models.index(anchor_name) if anchor_name is not None else None,
+        cluster=cluster,
     )
     pairs = aggregate_pairs(style_board.a, style_board.b, style_board.o, style_board.m)
     theta0 = fit_bt(pairs, tol=c.tol, max_iter=c.max_iter).x[0]

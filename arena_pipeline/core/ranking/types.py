@@ -39,6 +39,10 @@ LEADERBOARD_SCHEMA: dict[str, pl.DataType] = {
     # rank bounds from the pairwise tests of the primary method (arena.pairwise_significance): rank_ub = 1 +
     # the models significantly above, rank_lb = the models ranked - those significantly below
     "rank_lb": pl.Int64(),
+    # the same bounds for every model at once (family-wise 95%): from the simultaneous tests of
+    # arena.pairwise_significance (significant_simultaneous; max-t with step-down, core.ranking.simultaneous)
+    "rank_ub_simultaneous": pl.Int64(),
+    "rank_lb_simultaneous": pl.Int64(),
     "significantly_above": pl.Int64(),
     "n_battles": pl.Int64(),
     "wins": pl.Int64(),
@@ -73,6 +77,11 @@ STYLE_COEFFICIENTS_SCHEMA: dict[str, pl.DataType] = {
     # style counts (style_control.has_style_counts): never entered with a style difference of 0
     "battles_fitted": pl.Int64(),
     "battles_without_style": pl.Int64(),
+    # the same fit without the penalty (style_reg / style_l2 set to a vanishing value), and coefficient /
+    # coefficient_unpenalised: how much of the style coefficient the penalty keeps (1: not shrunk; the penalty
+    # shrinks the four together, so a small coefficient of features correlated with another may grow)
+    "coefficient_unpenalised": pl.Float64(),
+    "share_kept": pl.Float64(),
 }
 
 
@@ -187,9 +196,10 @@ class RankingConfig:
         default="sandwich", description="Interval in ci_lower/ci_upper: the calibrated sandwich "
         "(LMArena's, since mid-2025) or the percentile bootstrap (bootstrap_rounds rounds, ends at the "
         "(B + 1) alpha-th order statistics); with cluster_primary (default) each is the one clustered by "
-        "evaluation session on a board whose votes carry sessions (bt and spectral; 'cluster_sandwich' and "
+        "evaluation session on a board whose votes carry sessions (bt, bt_style and spectral; 'cluster_sandwich' and "
         "'cluster_bootstrap' ask for that whatever cluster_primary says). A board without it falls back to "
-        "the vote-level one, then the sandwich, then the bootstrap (spectral has only bootstraps); ci_method "
+        "the vote-level one, then the sandwich, then the bootstrap (spectral has only bootstraps, bt_style no "
+        "cluster bootstrap); ci_method "
         "says which was used. ci_lower/ci_upper bound rating - 1000, the difference from the board's "
         "reference (which has none); the default covers it 94-96% of the time with and without sessions in "
         "benchmarks/bench_coverage.py.")
@@ -201,7 +211,8 @@ class RankingConfig:
         "(its clustered form stays in the cluster_* columns).")
     cluster_column: str | None = Field(
         default="evaluation_session_id", description="Battles column of the evaluation session. When present, "
-        "bt also gets intervals that treat the votes of one session as dependent: cluster_sandwich_* "
+        "bt (and bt_style: its cluster sandwich) also gets intervals that treat the votes of one session as "
+        "dependent: cluster_sandwich_* "
         "(cluster-robust sandwich with the CR3 small-sample correction) and cluster_bootstrap_* (whole "
         "sessions resampled, bootstrap_rounds rounds; spectral's too). A board none of whose votes has a "
         "session has none (null, board_status.clustering says why); on a board where some have one, a vote "
@@ -222,7 +233,13 @@ class RankingConfig:
         "weighted 1 / max(n_pair, style_min_pair_count) (mean 1) and style_reg / 2 * |beta|^2 added to the "
         "mean weighted negative log-likelihood; 'unweighted': the earlier variant, no weights and style_l2 "
         "on the summed loss.")
-    style_reg: float = Field(default=1.0, ge=0, description="arena-rank's reg, for style_method 'lmarena'.")
+    style_reg: float = Field(
+        default=1.0, ge=0, allow_inf_nan=False, description="bt_style's penalty for style_method 'lmarena': "
+        "style_reg / 2 * |beta|^2 on the mean weighted negative log-likelihood (arena-rank's reg; 1.0 is "
+        "the value of LMArena's style-control notebook, the default). It is not negligible: arena.style_coefficients "
+        "gives each coefficient beside the unpenalised one (coefficient_unpenalised, share_kept), and "
+        "benchmarks/bench_style_control.py how much of a known style effect each value removes; 0 fits the "
+        "style coefficients without penalty.")
     style_min_pair_count: int = Field(
         default=50, ge=1, description="arena-rank's min_pair_count, for style_method 'lmarena'.")
     style_l2: float = Field(
@@ -267,7 +284,7 @@ class RankingConfig:
 #: carries over from the live publication); the others keep their defaults.
 RUN_SETTINGS: tuple[str, ...] = (
     "ties", "bootstrap_rounds", "style_bootstrap_rounds", "primary_interval", "cluster_primary", "seed", "min_battles",
-    "display_min_battles", "anchor_models", "anchor_model", "anchor_rating", "style_method", "style_l2",
+    "display_min_battles", "anchor_models", "anchor_model", "anchor_rating", "style_method", "style_reg", "style_l2",
 )
 
 

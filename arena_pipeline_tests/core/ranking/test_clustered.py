@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.board import Board, fit_bt_board, fit_style_board
 from arena_pipeline.core.ranking.bradley_terry import (
     aggregate_pairs,
     battle_cells,
@@ -16,6 +16,12 @@ from arena_pipeline.core.ranking.bradley_terry import (
     fit_bt,
 )
 from arena_pipeline.core.ranking.scale import anchor_matrix, to_ratings
+from arena_pipeline.core.ranking.style_control import (
+    StyleDesign,
+    bt_style_cluster_sandwich_covariance,
+    bt_style_sandwich_covariance,
+    fit_bt_style,
+)
 from arena_pipeline.core.ranking.types import RankingConfig as Config
 
 MODELS = 16
@@ -36,6 +42,45 @@ def test_one_vote_per_session_equals_the_vote_level_sandwich():
     # battle_cells indexes the aggregated counts
     assert np.array_equal(np.bincount(battle_cells(a, b, o, 5), minlength=pairs.counts.size),
                           pairs.counts.ravel())
+
+
+def test_bt_style_clustered_covariance_without_style_is_bts():
+    """With every style difference 0 the style-controlled fit is Bradley-Terry's, and its CR3
+    covariance of the strengths is bt's (sessions of 1-4 votes, ties included; rel. tol 1e-8);
+    the coefficients' block is decoupled (their variance is 0: no feature varies)."""
+    rng = np.random.default_rng(11)
+    size = rng.integers(1, 5, 150)
+    cluster = np.repeat(np.arange(150), size)
+    a = np.repeat(rng.integers(0, 5, 150), size)
+    b = (a + np.repeat(rng.integers(1, 5, 150), size)) % 5
+    o = rng.integers(0, 4, a.size)
+    pairs = aggregate_pairs(a, b, o, 5)
+    theta = fit_bt(pairs).x[0]
+    expected = bt_cluster_sandwich_covariance(pairs, theta, a, b, o, cluster).cov
+    y = np.where(o == 0, 1.0, np.where(o == 1, 0.0, 0.5))
+    design = StyleDesign.build(a, b, y, np.zeros((a.size, 4)), 5)
+    got = bt_style_cluster_sandwich_covariance(design, np.r_[theta, np.zeros(4)], 1.0, cluster)
+    assert np.allclose(got.cov[:5, :5], expected, rtol=1e-8, atol=1e-14)
+    assert np.allclose(got.cov[5:], 0.0) and not got.unbounded.any()
+
+
+def test_bt_style_clustered_covariance_with_one_vote_per_session_is_near_the_vote_level_one():
+    """Sessions of one vote: CR3 is the vote-level sandwich with each score divided by 1 - leverage,
+    a little wider, by about the leverages (the board's parameters / votes: under 2% here)."""
+    rng = np.random.default_rng(12)
+    n = 3000
+    a = rng.integers(0, 6, n)
+    b = (a + rng.integers(1, 6, n)) % 6
+    feats = rng.standard_normal((n, 4))
+    theta = rng.normal(0.0, 0.5, 6)
+    p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + feats @ np.array([0.3, 0.0, 0.1, 0.0]))))
+    y = (rng.random(n) < p).astype(float)
+    design = StyleDesign.build(a, b, y, feats, 6)
+    x = fit_bt_style(design, 1.0).x[0]
+    plain = bt_style_sandwich_covariance(design, x, 1.0)
+    cr3 = bt_style_cluster_sandwich_covariance(design, x, 1.0, np.arange(n)).cov
+    ratio = np.diag(cr3)[1:] / np.diag(plain)[1:]
+    assert (ratio > 1.0).all() and (ratio < 1.02).all(), ratio
 
 
 def test_duplicated_sessions_double_the_variance():
@@ -210,7 +255,9 @@ def simulated():
     p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))
     config = Config(methods=("bt",), bootstrap_rounds=100, display_min_battles=0)
     truth = to_ratings(theta, 0, config.anchor_rating)
-    hits = {k: [] for k in ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")}
+    style = Config(methods=("bt_style",), bootstrap_rounds=0, display_min_battles=0)
+    hits = {k: [] for k in ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap", "bt_style sandwich",
+                            "bt_style cluster_sandwich", "bt_style ci")}
     widths = {k: [] for k in hits}
     for _ in range(REPLICATES):
         fresh = (rng.random(a.size) < p).astype(int)
@@ -219,12 +266,17 @@ def simulated():
         source = np.maximum.accumulate(np.where(first | ~repeat, np.arange(a.size), 0))
         o = np.where(fresh[source] == 1, 0, 1)
         board = Board("sim", config, [f"m{i}" for i in range(MODELS)], a, b, o, None, 0, cluster)
-        frame = fit_bt_board(board).frame
+        fitted = fit_bt_board(board)
+        frame = fitted.frame
         assert frame.row(0, named=True)["cluster_sandwich_lower"] is None  # the reference
+        # bt_style on the same votes, with style differences unrelated to the outcome (issue 44)
+        styled = Board("sim", style, board.models, a, b, o, rng.uniform(-1.0, 1.0, (a.size, 4)), 0, cluster)
+        style_frame = fit_style_board(styled, fitted.theta)[0][1:]
         frame = frame[1:]
         for k in hits:
-            lower = frame.get_column(f"{k}_lower").to_numpy()
-            upper = frame.get_column(f"{k}_upper").to_numpy()
+            source, column = (style_frame, k.removeprefix("bt_style ")) if k.startswith("bt_style") else (frame, k)
+            lower = source.get_column(f"{column}_lower").to_numpy()
+            upper = source.get_column(f"{column}_upper").to_numpy()
             hits[k].append((lower <= truth[1:]) & (truth[1:] <= upper))
             widths[k].append(upper - lower)
     per_replicate = {k: np.mean(v, axis=1) for k, v in hits.items()}
@@ -237,6 +289,7 @@ def test_vote_level_intervals_under_cover_with_session_effects(simulated):
     coverage, _ = simulated
     assert coverage["sandwich"] < 0.90, coverage
     assert coverage["bootstrap"] < 0.90, coverage
+    assert coverage["bt_style sandwich"] < 0.90, coverage
 
 
 @pytest.mark.slow
@@ -245,6 +298,16 @@ def test_clustered_intervals_hold_95_percent(simulated):
     assert 0.935 <= coverage["cluster_sandwich"] <= 0.965, coverage
     assert 0.935 <= coverage["cluster_bootstrap"] <= 0.965, coverage
     assert widths["cluster_sandwich"] > 1.2 * widths["sandwich"]
+
+
+@pytest.mark.slow
+def test_bt_style_is_clustered_where_sessions_exist(simulated):
+    """Issue 44: bt_style's primary interval (ci) is its session-clustered sandwich, and it holds 95%
+    under re-vote sessions (its vote-level one does not: the test above)."""
+    coverage, widths = simulated
+    assert coverage["bt_style ci"] == coverage["bt_style cluster_sandwich"]
+    assert 0.935 <= coverage["bt_style cluster_sandwich"] <= 0.965, coverage
+    assert widths["bt_style cluster_sandwich"] > 1.2 * widths["bt_style sandwich"]
 
 
 def session_votes(seed: int = 5, n_sessions: int = 600, known: float = 6 / 7) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -310,7 +373,7 @@ def test_the_default_primary_interval_is_clustered_where_sessions_are_known():
     assert vote_level.filter(pl.col("method") == "bt").get_column("ci_method").unique().to_list() == ["sandwich"]
     assert vote_level.filter(pl.col("method") == "spectral").get_column("ci_method").unique().to_list() == [
         "bootstrap"]
-    pairwise_tests = ("rank_ub", "rank_lb", "significantly_above")
+    pairwise_tests = ("rank_ub", "rank_lb", "rank_ub_simultaneous", "rank_lb_simultaneous", "significantly_above")
     same = [c for c in default.columns if c not in ("ci_lower", "ci_upper", "ci_method", *pairwise_tests)]
     assert default.select(same).equals(vote_level.select(same))
 

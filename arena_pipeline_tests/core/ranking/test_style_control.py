@@ -247,3 +247,29 @@ def test_default_style_control_matches_arena_rank(subset):
         old = run(frame, style_method="unweighted").leaderboard
         old_rating = dict(zip(old.get_column("model"), old.get_column("rating"), strict=True))
         assert max(abs(old_rating[m] - expected[m]) for m in expected) > 0.5
+
+
+def test_coefficient_rows_say_how_far_the_penalty_shrinks():
+    """Issue 44: coefficient_unpenalised is the fit without penalty (statsmodels' unpenalised logistic
+    coefficients, weighted as LMArena's, to 1e-6), share_kept = coefficient / coefficient_unpenalised;
+    LMArena's default penalty (style_reg 1) keeps less of the length effect than style_reg 0.01, and
+    style_reg 0 keeps all of it."""
+    frame = load_fixture()
+    models, x, f, y = reference_design(frame)
+    default = run(frame).style_coefficients
+    light = run(frame, style_reg=0.01).style_coefficients
+    free = run(frame, style_reg=0.0).style_coefficients
+    assert np.allclose(default["coefficient_unpenalised"].to_numpy(), free["coefficient"].to_numpy(), atol=1e-6)
+    assert np.allclose(default["share_kept"].to_numpy(),
+                       (default["coefficient"] / default["coefficient_unpenalised"]).to_numpy())
+    assert np.allclose(free["share_kept"].to_numpy(), 1.0, atol=1e-6)
+    tokens = {name: t.filter(pl.col("feature") == "tokens").row(0, named=True)
+              for name, t in (("default", default), ("light", light))}
+    assert 0.0 < tokens["default"]["share_kept"] < tokens["light"]["share_kept"] < 1.0
+    # the unweighted variant: its unpenalised coefficients are statsmodels' plain logistic regression
+    unweighted = run(frame, style_method="unweighted", style_l2=25.0).style_coefficients
+    glm = sm.GLM(y, np.hstack([x[:, 1:], f]), family=sm.families.Binomial()).fit(tol=1e-13, maxiter=200)
+    assert np.allclose(unweighted["coefficient_unpenalised"].to_numpy(), glm.params[len(models) - 1:], atol=1e-6)
+    # the penalty shrinks the coefficient vector; a small coefficient of correlated features may grow
+    assert unweighted.filter(pl.col("feature") == "tokens")["share_kept"].item() < 1.0
+    assert (np.abs(unweighted["coefficient"]) ** 2).sum() < (np.abs(unweighted["coefficient_unpenalised"]) ** 2).sum()

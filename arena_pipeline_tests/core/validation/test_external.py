@@ -45,6 +45,8 @@ def leaderboard(rows: list[tuple[str, str, float]], method: str = "bt") -> pl.Da
         rank=pl.col("rating").rank("min", descending=True).over("category"),
         rank_ub=pl.lit(1),
         rank_lb=pl.len().over("category"),
+        rank_ub_simultaneous=pl.lit(1),
+        rank_lb_simultaneous=pl.len().over("category"),
         significantly_above=pl.lit(0),
         n_battles=pl.lit(100),
         wins=pl.lit(50),
