@@ -37,6 +37,7 @@ from arena_pipeline.core.labels import (
     method_note,
     rank_label,
 )
+from arena_pipeline.core.publication.policy import policy_fields
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -59,8 +60,8 @@ EXIT_NO_DATA = 1  # no warehouse, no published leaderboard, no board for a known
 EXIT_USAGE = 2  # bad usage, including an unknown category or method (the valid ones are listed)
 EXIT_LOCKED = 3  # the warehouse stayed locked by a running pipeline for --timeout seconds
 
-MATERIALIZE_HINT = ("materialize the pipeline first, e.g. "
-                    "`dagster asset materialize -m arena_pipeline.definitions --select '*'`")
+MATERIALIZE_HINT = ("publish one first: `arena-pipeline refresh` (with DAGSTER_HOME=$PWD/dagster_home; "
+                    "docs/getting-started.md)")
 
 
 class CliError(Exception):
@@ -174,7 +175,8 @@ def reads_warehouse(command: Callable[..., int]) -> Callable[..., int]:
     """The options every subcommand shares: which warehouse (``$ARENA_WAREHOUSE`` is read when the
     command runs), and how long to wait for its lock. The warehouse is only ever opened read-only."""
     command = click.option("--timeout", default="10", callback=_seconds, metavar="SECONDS", help=(
-        "how long to wait while a pipeline run holds the warehouse lock (default: 10)"))(command)
+        "how long to wait while another process holds the warehouse file open read-write (say, a notebook "
+        "that opened it without read_only=True; pipeline runs never do) (default: 10)"))(command)
     return click.option("--warehouse", envvar="ARENA_WAREHOUSE", default=DEFAULT_WAREHOUSE, metavar="PATH",
                         type=click.Path(path_type=Path),
                         help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")(command)
@@ -461,6 +463,20 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
 # ---------------------------------------------------------------------------------------------
 
 
+def _gate_options() -> list[Callable[[Callable[..., int]], Callable[..., int]]]:
+    """A flag per gate policy, read from where the policies are declared (``core.publication.policy``):
+    ``--allow-degenerate``, ``--max-model-drop SHARE``, ``--max-category-drop SHARE``, ..."""
+    options = []
+    for name, (kind, default, text) in policy_fields().items():
+        flag = "--" + name.replace("_", "-")
+        if kind is bool:
+            options.append(click.option(flag, is_flag=True, default=None, help=f"{text} (publication_gate)"))
+        else:
+            options.append(click.option(flag, type=click.FloatRange(0.0, 1.0), metavar="SHARE",
+                                        help=f"{text} (publication_gate; {default:g})"))
+    return options
+
+
 def runs_job(command: Callable[..., int]) -> Callable[..., int]:
     """The options of the commands that run a job: the ranking settings by name, the gate's, Dagster's
     ``--config-json``, and ``--verbose``."""
@@ -471,10 +487,10 @@ def runs_job(command: Callable[..., int]) -> Callable[..., int]:
             "above are laid over it")),
         click.option("--from-defaults", is_flag=True, help=(
             "rank with the defaults (and the flags), not with the live publication's ranking settings")),
-        click.option("--allow-degenerate", is_flag=True, default=None,
-                     help="publish even a board the gate would refuse as degenerate (publication_gate)"),
-        click.option("--max-model-drop", type=float, metavar="SHARE",
-                     help="largest share of the live overall board's models that may go (publication_gate; 0.5)"),
+        click.option("--keep-settings", is_flag=True, help=(
+            "rank with the live publication's settings even when this run loads a dump from another source "
+            "(by default such a refresh starts from the defaults)")),
+        *_gate_options(),
         click.option("--style-method", type=click.Choice(["lmarena", "unweighted"]),
                      help="style control: LMArena's current (lmarena) or the earlier unweighted variant"),
         click.option("--seed", type=int, help="bootstrap seed (42)"),
@@ -497,13 +513,10 @@ def _run(job: str, flags: dict[str, Any]) -> int:
     verbose = flags.pop("verbose")
     try:
         config_json = run_command.parse_config_json(flags.pop("config_json"))
-        from_defaults = flags.pop("from_defaults")
-        gate = {k: flags.pop(k) for k in ("allow_degenerate", "max_model_drop") if flags.get(k) is not None}
+        choices = {k: flags.pop(k, False) for k in ("from_defaults", "keep_settings", "new")}
+        gate = {k: flags.pop(k) for k in policy_fields() if flags.get(k) is not None}
         rankings = {k: v for k, v in flags.items() if v is not None}
-        base, said = (None, None) if from_defaults else run_command.live_rankings(run_command.Warehouse())
-        if said:
-            print(said + (f", with {', '.join(f'{k}={v}' for k, v in rankings.items())}" if rankings else ""))
-        config = run_command.run_config(config_json, rankings, gate, base)
+        config = run_command.prepare_run(job, config_json=config_json, rankings=rankings, gate=gate, **choices)
         print(run_command.run_job(job, config, verbose=verbose))
     except run_command.RunError as exc:
         raise CliError(str(exc), exc.code) from None
@@ -511,12 +524,17 @@ def _run(job: str, flags: dict[str, Any]) -> int:
 
 
 @cli.command(short_help="run the whole pipeline (refresh_job) and publish")
+@click.option("--new", is_flag=True, help=(
+    "start a new warehouse at ARENA_WAREHOUSE even though the default one exists (without it such a refresh "
+    "is refused: a misspelt path must not start a new history)"))
 @runs_job
 def refresh(**flags: Any) -> int:
     """Fetch the dump (ARENA_SOURCE), rebuild what changed, rank, check and publish through the gate, then
     render the report: Dagster's refresh_job, run in the instance of DAGSTER_HOME (the runs show in
     `dagster dev`). A line per step, then what was published. Ranks with the live publication's ranking
-    settings (as the sensor does), with the flags and --config-json over them."""
+    settings (as the sensor does) when the dump comes from the live one's source, else with the defaults
+    (--keep-settings carries them); the flags and --config-json go over them, and the settings used are
+    printed whenever they differ from the defaults."""
     return _run("refresh_job", flags)
 
 
@@ -529,8 +547,27 @@ def rerank(**flags: Any) -> int:
     return _run("rerank_job", flags)
 
 
+#: The project folder's settings file, which `dagster dev` loads too: one configuration for both.
+DOTENV = ".env"
+
+
+def load_dotenv(folder: Path | None = None) -> list[str]:
+    """The variables of ``.env`` in ``folder`` (the current one) put in the environment, as `dagster dev`
+    loads them; a variable already set wins. Returns the names set."""
+    path = (folder or Path.cwd()) / DOTENV
+    if not path.is_file():
+        return []
+    from dotenv import dotenv_values  # python-dotenv: Dagster's own .env reader
+
+    added = {k: v for k, v in dotenv_values(path).items() if v is not None and k not in os.environ}
+    os.environ.update(added)
+    return list(added)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (``--help`` and usage errors are returned, not raised)."""
+    """Run the CLI and return its exit code (``--help`` and usage errors are returned, not raised); the
+    current folder's ``.env`` is loaded first (:func:`load_dotenv`)."""
+    load_dotenv()
     try:
         with cli.make_context(PROG, list(sys.argv[1:] if argv is None else argv)) as ctx:
             return cli.invoke(ctx)

@@ -188,7 +188,7 @@ class DumpSource(dg.ConfigurableResource):
                               spec.explicit)
         return spec
 
-    def _named_specs(self) -> dict[str, SourceSpec]:
+    def named_specs(self) -> dict[str, SourceSpec]:
         """The configured dumps by the name their rows carry (:func:`dump_name`), in load order.
 
         Raises SourceError when two would carry one name (two local files both called
@@ -227,7 +227,7 @@ class DumpSource(dg.ConfigurableResource):
         One Hub call per configured Hub dataset (or a local fingerprint) and one listing for
         ARENA_DISCOVER, whose answer carries the discovered datasets' shas.
         """
-        out = {name: self._revision_of(spec, spec.revision) for name, spec in self._named_specs().items()}
+        out = {name: self._revision_of(spec, spec.revision) for name, spec in self.named_specs().items()}
         pattern = self.discovery_pattern()
         if pattern:
             found = hub.discover_datasets(pattern, endpoint=self.endpoint(), token=self._token(),
@@ -243,7 +243,7 @@ class DumpSource(dg.ConfigurableResource):
         """Fetch every dump (pinned to ``revisions`` where given) and combine them in load order."""
         pinned = dict(revisions or {})
         wanted = list(pinned) if pinned else list(self.latest_revisions())
-        configured = self._named_specs()
+        configured = self.named_specs()
         parts = []
         for label in wanted:
             spec = configured.get(label) or self._dataset_spec(label)
