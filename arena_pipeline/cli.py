@@ -28,6 +28,7 @@ from arena_pipeline.constants import (
     LEADERBOARD_TABLE,
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
+    report_beside,
 )
 from arena_pipeline.core.labels import (
     METHODS,
@@ -299,15 +300,16 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 
 
 @cli.command(short_help="render the static HTML report", help=(
-    f"Render the published leaderboards as one self-contained HTML file, OUT (default: "
-    f"{DEFAULT_REPORT_PATH})."))
-@click.argument("out", metavar="[OUT]", required=False, default=DEFAULT_REPORT_PATH,
-                type=click.Path(path_type=Path))
+    f"Render the published leaderboards as one self-contained HTML file, OUT (default: $ARENA_REPORT, else "
+    f"report/index.html beside the warehouse: {DEFAULT_REPORT_PATH} for the default one). The report of another "
+    "warehouse is never written over."))
+@click.argument("out", metavar="[OUT]", required=False, envvar="ARENA_REPORT", type=click.Path(path_type=Path))
 @click.option("--title", default="LMArena leaderboards", show_default=True, help="page title")
 @click.option("--heatmap-models", type=str, callback=_count, default=20, show_default=True, metavar="N",
               help="models in each pairwise heatmap, 0 for all")
 @reads_warehouse
-def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
+def report(out: Path | None, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
+    out = report_beside(warehouse) if out is None else out
     if out.is_dir():
         raise CliError(f"{out} is a folder; give the report's file path, e.g. {out / 'leaderboards.html'}")
     if out.is_file() and warehouse.is_file() and out.resolve() == warehouse.resolve():
@@ -317,14 +319,14 @@ def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout:
     from arena_pipeline.presentation.report import NotAReportError, page_publication, refuse_foreign_file, render_report
 
     try:
-        refuse_foreign_file(out)  # before reading the warehouse: nothing would be written
+        refuse_foreign_file(out, warehouse)  # before reading the warehouse: nothing would be written
     except NotAReportError as exc:
         raise CliError(exc.strerror) from None
     shown = page_publication(out)  # a page behind the live publication is said to be (issue 38, item 3)
     with open_warehouse(warehouse, timeout) as con:
         pub = read_published(con, SCHEMA, style=True)
     try:
-        written = render_report(pub, out, title=title, heatmap_models=heatmap_models)
+        written = render_report(pub, out, title=title, heatmap_models=heatmap_models, warehouse=warehouse)
     except NotAReportError as exc:
         raise CliError(exc.strerror) from None
     except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be

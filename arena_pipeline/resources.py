@@ -29,6 +29,7 @@ from arena_pipeline.constants import (
     DEFAULT_REVISION,
     DEFAULT_WAREHOUSE,
     SCHEMA,
+    report_beside,
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.dataset.models import AliasTableError, load_aliases
@@ -536,8 +537,13 @@ class ReportSettings(dg.ConfigurableResource):
     """Where the static HTML report is written."""
 
     report_path: str | None = Field(
-        default=None, description=f"ARENA_REPORT: the report's HTML file (default {DEFAULT_REPORT_PATH})."
+        default=None, description="ARENA_REPORT: the report's HTML file (default: report/index.html beside the "
+        f"warehouse, {DEFAULT_REPORT_PATH} beside the default one)."
     )
 
-    def path(self) -> Path:
-        return Path(_setting(self.report_path, "ARENA_REPORT", DEFAULT_REPORT_PATH))
+    def path(self, warehouse: str | None = None) -> Path:
+        """The report file: ARENA_REPORT, else ``report/index.html`` beside the warehouse (``warehouse``, the
+        Warehouse resource's file; else ARENA_WAREHOUSE or its default), so two warehouses never share one."""
+        configured = _setting(self.report_path, "ARENA_REPORT", None)
+        return Path(configured) if configured else report_beside(
+            warehouse or _setting(None, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE))

@@ -424,7 +424,7 @@ def outcome_line(result: dg.ExecuteInProcessResult, warehouse: Warehouse, report
     """The run's result: ``published: publication N (revision R), B boards, report at PATH``, or
     ``nothing published: <why>`` (the gate built nothing new: every table was reused)."""
     gate = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("publication_gate")]
-    report = report_settings.path().resolve()
+    report = report_settings.path(warehouse.database_path()).resolve()
     where = f"report at {report}" if report.is_file() else f"no report at {report}"
     if not gate:
         return "nothing published: this run does not run the publication gate"

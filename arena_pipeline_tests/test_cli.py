@@ -605,11 +605,42 @@ def test_changes_name_each_boards_data_relation_when_they_differ(warehouse, monk
         assert [line[line.rindex(";"):] for line in boards] == expected, boards
 
 
-def test_report_default_path(warehouse, tmp_path, monkeypatch):
+def test_report_default_path_follows_the_warehouse(warehouse, tmp_path, monkeypatch):
+    """The report lies beside its warehouse (issue 47: a misspelt ARENA_WAREHOUSE wrote its report over the
+    default warehouse's, data/report/index.html); ARENA_REPORT, then OUT, set it elsewhere."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
+    monkeypatch.delenv("ARENA_REPORT")
     assert main(["report"]) == EXIT_OK
-    assert (tmp_path / "data" / "report" / "index.html").is_file()
+    assert (warehouse.parent / "report" / "index.html").is_file()
+    assert not (tmp_path / "data").exists()
+    monkeypatch.setenv("ARENA_REPORT", str(tmp_path / "set" / "index.html"))
+    assert main(["report"]) == EXIT_OK
+    assert (tmp_path / "set" / "index.html").is_file()
+
+
+def test_the_report_of_another_warehouse_is_never_written_over(warehouse, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from arena_pipeline.resources import ReportSettings
+
+    monkeypatch.delenv("ARENA_REPORT")
+    out = tmp_path / "report" / "index.html"
+    assert main(["report", str(out), "--warehouse", str(warehouse)]) == EXIT_OK
+    assert f'<meta name="arena-warehouse" content="{warehouse.resolve()}">' in out.read_text(encoding="utf-8")
+    assert main(["report", str(out), "--warehouse", str(warehouse)]) == EXIT_OK  # its own: replaced
+    other = tmp_path / "dat" / "warehouse.duckdb"
+    other.parent.mkdir()
+    shutil.copy(warehouse, other)
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert main(["report", str(out), "--warehouse", str(other)]) == EXIT_NO_DATA
+    assert capsys.readouterr().err.splitlines() == [
+        f"arena-pipeline: error: {out} is the report of another warehouse ({warehouse.resolve()}): not replaced; "
+        "give this warehouse's report another path (ARENA_REPORT, or the report command's OUT), or remove that page"]
+    assert out.read_bytes() == before
+    assert ReportSettings().path(str(other)) == tmp_path / "dat" / "report" / "index.html"
+    assert ReportSettings().path("data/warehouse.duckdb") == Path("data/report/index.html")  # the default's
 
 
 # ---------------------------------------------------------------------------------------------

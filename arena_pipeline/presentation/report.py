@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import html
 import json
 import os
 import re
@@ -39,6 +40,8 @@ REPORT_MARKER = b'<meta name="generator" content="arena_pipeline'
 MARKER_WITHIN = 64 * 1024
 #: The tag that carries the id of the publication a page shows (in the head of ``templates/report.html.j2``).
 PUBLICATION_TAG = re.compile(rb'<meta name="arena-publication" content="(\d+)">')
+#: The tag that carries the warehouse file a page was rendered from (its absolute path, HTML-escaped).
+WAREHOUSE_TAG = re.compile(rb'<meta name="arena-warehouse" content="([^"]*)">')
 
 
 class NotAReportError(FileExistsError):
@@ -50,11 +53,27 @@ class NotAReportError(FileExistsError):
                          "(ARENA_REPORT, or the report command's OUT)", str(path))
 
 
-def refuse_foreign_file(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`NotAReportError` when ``path`` is an existing file other than a report of this project.
+class OtherWarehouseReport(NotAReportError):
+    """The report's path holds the report of another warehouse (its ``arena-warehouse`` tag): not replaced."""
+
+    def __init__(self, path: Path, other: str) -> None:
+        FileExistsError.__init__(self, errno.EEXIST, f"{path} is the report of another warehouse ({other}): not "
+                                 "replaced; give this warehouse's report another path (ARENA_REPORT, or the report "
+                                 "command's OUT), or remove that page", str(path))
+
+
+def page_warehouse(head: bytes) -> str | None:
+    """The warehouse a page's head names (its ``arena-warehouse`` tag), or None (a page from before the tag)."""
+    found = WAREHOUSE_TAG.search(head)
+    return html.unescape(found.group(1).decode("utf-8", "replace")) if found else None
+
+
+def refuse_foreign_file(path: str | os.PathLike[str], warehouse: str | os.PathLike[str] | None = None) -> None:
+    """Raise :class:`NotAReportError` when ``path`` is an existing file other than a report of this project,
+    and :class:`OtherWarehouseReport` when it is the report of a warehouse other than ``warehouse``.
 
     A missing path, or a report written before (its :data:`REPORT_MARKER` in its first
-    :data:`MARKER_WITHIN` bytes), may be replaced.
+    :data:`MARKER_WITHIN` bytes) of the same warehouse or of none named, may be replaced.
     """
     path = Path(path)
     if not path.is_file():
@@ -63,6 +82,9 @@ def refuse_foreign_file(path: str | os.PathLike[str]) -> None:
         head = fh.read(MARKER_WITHIN)
     if REPORT_MARKER not in head:
         raise NotAReportError(path)
+    other = page_warehouse(head)
+    if warehouse is not None and other is not None and other != str(Path(warehouse).resolve()):
+        raise OtherWarehouseReport(path, other)
 
 
 def _head(path: Path) -> bytes | None:
@@ -139,7 +161,7 @@ def write_live_report(pub: PublicationView, out_path: str | os.PathLike[str], **
         The page cannot be written (a read-only folder, a full disk).
     """
     if pub.leaderboard.is_empty():
-        refuse_foreign_file(out_path)  # never delete what is not a report (say, the warehouse itself)
+        refuse_foreign_file(out_path, options.get("warehouse"))  # never delete what is not a report (say, the warehouse itself)
         Path(out_path).unlink(missing_ok=True)
         return None
     return render_report(pub, out_path, **options)
@@ -155,7 +177,7 @@ def why_not_written(exc: BaseException) -> str:
 
 
 def catch_up_report(con: duckdb.DuckDBPyConnection, out_path: str | os.PathLike[str],
-                    schema: str = SCHEMA) -> str | None:
+                    schema: str = SCHEMA, warehouse: str | os.PathLike[str] | None = None) -> str | None:
     """Re-render the report page at ``out_path`` when it is behind the live publication of ``con`` (read
     once, in one snapshot); return what was done in one line, or None when the page was up to date.
 
@@ -170,7 +192,7 @@ def catch_up_report(con: duckdb.DuckDBPyConnection, out_path: str | os.PathLike[
     lag = report_lag(out_path, live_publication(con, schema))
     if lag is None:
         return None
-    written = write_live_report(read_published(con, schema), out_path)
+    written = write_live_report(read_published(con, schema), out_path, warehouse=warehouse)
     done = f"re-rendered {written}" if written is not None else f"removed {out_path}"
     return f"report {done} ({lag})"
 
@@ -201,7 +223,7 @@ def _static(name: str) -> Markup:
 
 
 def build_report_html(pub: PublicationView, *, title: str = "LMArena leaderboards", heatmap_models: int = 20,
-                      generated_at: dt.datetime | None = None) -> str:
+                      generated_at: dt.datetime | None = None, warehouse: str | os.PathLike[str] | None = None) -> str:
     """The report page as a string; see :func:`render_report`."""
     if pub.leaderboard.height == 0:
         raise ValueError("the leaderboard is empty: nothing to report")
@@ -213,6 +235,7 @@ def build_report_html(pub: PublicationView, *, title: str = "LMArena leaderboard
         model_ids=model_ids,
         generated=(generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         css=_static("report.css"), js=_static("report.js"),
+        warehouse=None if warehouse is None else str(Path(warehouse).resolve()),
     )
 
 
@@ -228,7 +251,8 @@ def render_report(pub: PublicationView, out_path: str | os.PathLike[str] = DEFAU
     field), the benchmark comparison when it describes the live publication (per category: the
     agreement with each benchmark and a scatter of rating against score; ``pub.benchmarks``), the
     data-quality summary and the dump. ``options``: ``title``, ``heatmap_models``,
-    ``generated_at`` of :func:`build_report_html`. Written atomically (temporary file, then rename),
+    ``generated_at``, ``warehouse`` (the file ``pub`` was read from, named in the page so that a report of
+    another warehouse is never written over) of :func:`build_report_html`. Written atomically (temporary file, then rename),
     and only over a missing file or a report this project wrote (:func:`refuse_foreign_file`).
     With ``arena.model_fit`` published, a section after the models without a rating shows each board's
     held-out goodness of fit: a table and a calibration chart per board.
@@ -241,7 +265,7 @@ def render_report(pub: PublicationView, out_path: str | os.PathLike[str] = DEFAU
         ``out_path`` is an existing file that is not a report of this project (a warehouse given as
         the report's path, say): nothing is written.
     """
-    refuse_foreign_file(out_path)
-    html = build_report_html(pub, **options)
-    refuse_foreign_file(out_path)  # again: the page took a while, the file may have appeared meanwhile
-    return write_text_atomic(out_path, html)
+    refuse_foreign_file(out_path, options.get("warehouse"))
+    page = build_report_html(pub, **options)
+    refuse_foreign_file(out_path, options.get("warehouse"))  # again: the page took a while, a file may have come
+    return write_text_atomic(out_path, page)
