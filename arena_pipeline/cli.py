@@ -359,6 +359,22 @@ def format_changes(rows: pl.DataFrame) -> str:
     return text_table(table, floatfmt=".1f")
 
 
+def _moved(kept: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The kept models that moved (rating, rank or rank UB), largest rating move first, then largest rank
+    move, then by rank; and how many did not move (a re-rank that changed only, say, the display threshold
+    or the bootstrap rounds leaves most ratings as they were: those are counted, not listed)."""
+    import polars as pl
+
+    rank_move = (pl.col("rank_after").cast(pl.Int64) - pl.col("rank_before").cast(pl.Int64)).abs()
+    still = ((pl.col("rating_change").abs() < 0.05).fill_null(False)
+             & pl.col("rank_before").eq_missing(pl.col("rank_after"))
+             & pl.col("rank_ub_before").eq_missing(pl.col("rank_ub_after")))
+    moved = (kept.filter(~still)
+             .sort([pl.col("rating_change").abs(), rank_move, pl.col("rank_after")], descending=[True, True, False],
+                   nulls_last=True, maintain_order=True))
+    return moved, kept.height - moved.height
+
+
 def format_shift(shift: Mapping[str, float]) -> str:
     """The line under an aligned board's changes: the shift's own move (``core.publication.changes.board_shift``),
     which Change leaves out."""
@@ -445,14 +461,17 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
         if board.is_empty():
             continue
         n = summary(board)
-        kept = board.filter(pl.col("status") == "kept")
+        kept, still = _moved(board.filter(pl.col("status") == "kept"))
         shown = pl.concat([kept.head(top or kept.height), board.filter(pl.col("status") != "kept")])
         print()
         print(terminal_safe(f"{category_label(c)} - {method_label(method)}: {_models(n['kept'])} kept "
                             f"({n['beyond']} moved beyond the interval), {n['new']} new, {n['gone']} gone"
                             + (f"; {board.row(0, named=True)['data_relation']}" if len(relations) > 1 else "")
                             + (f"; top {top} moves shown" if top and kept.height > top else "")))
-        print(format_changes(shown))
+        if still:
+            print(f"{_models(still)} kept did not move (the same rating, rank and UB): not listed")
+        if not shown.is_empty():
+            print(format_changes(shown))
         if shift := board_shift(board):
             print(format_shift(shift))
     print(f"\nChange: rating after minus before; 95% CI of change: its interval given how the votes relate "

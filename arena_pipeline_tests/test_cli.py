@@ -315,7 +315,9 @@ def test_missing_or_unpublished_warehouse_is_a_clear_error(tmp_path, capsys, com
     bare = build_warehouse(tmp_path / "bare.duckdb", leaderboard=False, extras=False)
     assert main([*argv, "--warehouse", str(bare)]) == EXIT_NO_DATA
     err = capsys.readouterr().err
-    assert "has no published leaderboard (arena.leaderboard)" in err and "materialize" in err
+    assert "has no published leaderboard (arena.leaderboard)" in err
+    assert err.rstrip().endswith("publish one first: `arena-pipeline refresh` (with DAGSTER_HOME=$PWD/dagster_home; "
+                                 "docs/getting-started.md)")  # the command path every page gives first
     assert not (tmp_path / "out").exists()
 
 
@@ -913,6 +915,41 @@ def test_method_is_named_once_in_the_title(warehouse, capsys, method, label):
     assert label in title and title.count(f"({method})") == 1
     # spectral is said to be a cross-check on its own terms, not Bradley-Terry's scale (issue 36)
     assert ("A cross-check, not Bradley-Terry's scale" in out) is (method == "spectral")
+
+
+def test_changes_of_a_rerank_that_moved_nothing_list_no_row_of_zeros(warehouse, monkeypatch, capsys):
+    """Issue 47: a re-rank that changed only the threshold printed every kept model, alphabetically, as
+    "+0.0 [+0.0, +0.0]"; the models that did not move are counted, those that moved listed, largest first."""
+    import polars as pl
+
+    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.store import records
+
+    monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})
+
+    def board(rows):
+        return pl.DataFrame(rows, schema=["model", "rating", "ci_lower", "ci_upper", "rank"], orient="row").with_columns(
+            category=pl.lit("overall"), method=pl.lit("bt"), ci_method=pl.lit("sandwich"), rank_ub=pl.col("rank"),
+            n_battles=pl.lit(500), provisional=pl.lit(False))
+
+    rows = [(m, 1000.0 + 10 * i, 990.0 + 10 * i, 1010.0 + 10 * i, 9 - i) for i, m in enumerate("abcdefgh")]
+    before = board(rows)
+    same = before
+    monkeypatch.setattr(changes, "changes_between",
+                        lambda *args: changes.compare_boards(before, same, relation=changes.SAME_VOTES))
+    assert main(["changes", "--warehouse", str(warehouse), "--since", "1"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "8 models kept did not move (the same rating, rank and UB): not listed" in out
+    assert "+0.0" not in out and "Model" not in out
+    moved = board([(m, r + (5.0 if m == "b" else 0.0), lo, hi, k if m not in "gh" else {"g": 1, "h": 3}[m])
+                   for m, r, lo, hi, k in rows])
+    monkeypatch.setattr(changes, "changes_between",
+                        lambda *args: changes.compare_boards(before, moved, relation=changes.SAME_VOTES))
+    assert main(["changes", "--warehouse", str(warehouse), "--since", "1"]) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    assert "5 models kept did not move (the same rating, rank and UB): not listed" in out
+    listed = [line.split()[0] for line in out if " kept " in line and "->" in line]
+    assert listed == ["b", "g", "h"]  # the rating's move first, then the rank's
 
 
 def test_an_aligned_boards_changes_say_how_far_the_shift_moved():
