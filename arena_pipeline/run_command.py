@@ -29,12 +29,11 @@ import duckdb
 
 from arena_pipeline.assets.run_config import RANKINGS_OP, RankingRunConfig, check_ranking_run_config, run_config_of
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
-from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.records import live_publication
-from arena_pipeline.core.store.warehouse import connect, quoted, relation_exists
-from arena_pipeline.refresh import read_live
+from arena_pipeline.core.store.warehouse import connect, quoted
+from arena_pipeline.refresh import configured_source, for_source, read_live
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 
 EXIT_FAILED = 1  # the run failed (a user error in a step, the gate's refusal)
@@ -151,38 +150,6 @@ def live_rankings(warehouse: Warehouse) -> tuple[dict[str, Any] | None, str | No
     return run_config_of(live.ranking), f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)"
 
 
-def configured_source(source: DumpSource) -> str | None:
-    """What ``arena.dumps.source`` will record for the dump ``source`` names (a local path resolved, a Hub id,
-    several dumps' names joined by commas); None when it is not known before the fetch (``ARENA_DISCOVER``)
-    or the source is refused (the run then says why)."""
-    try:
-        if source.discovery_pattern():
-            return None
-        if source.configured_datasets():
-            return ",".join(source.named_specs())
-        return source.spec().location
-    except SourceError:
-        return None
-
-
-def live_source(warehouse: Warehouse, revision: str | None) -> str | None:
-    """The source the live publication's dump (``revision``) was loaded from (``arena.dumps``), or None."""
-    path = Path(warehouse.database_path())
-    if revision is None or not path.is_file():
-        return None
-    try:
-        con = connect(str(path), read_only=True, timeout_s=10)
-        try:
-            if not relation_exists(con, SCHEMA, "dumps"):
-                return None
-            row = con.execute(f"SELECT source FROM {quoted(SCHEMA, 'dumps')} WHERE revision = ?", [revision]).fetchone()
-            return row[0] if row else None
-        finally:
-            con.close()
-    except (duckdb.Error, RuntimeError):
-        return None
-
-
 def _listed(settings: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
@@ -191,8 +158,9 @@ def starting_settings(warehouse: Warehouse, source: DumpSource | None, *, from_d
                       keep_settings: bool = False) -> tuple[dict[str, Any] | None, str | None]:
     """The ranking settings a run starts from, and the line that says so: the live publication's (as the
     sensor ranks), unless ``from_defaults``, or unless ``source`` (a refresh's) differs from the source of
-    the live publication's dump: a sample's ``display_min_battles=0`` must not travel silently to another
-    dump, so such a refresh starts from the defaults and names what ``--keep-settings`` would carry."""
+    the live publication's dump (:func:`refresh.for_source`, as the sensor decides): a sample's
+    ``display_min_battles=0`` must not travel silently to another dump, so such a refresh starts from the
+    defaults and names what ``--keep-settings`` would carry."""
     if from_defaults:
         return None, None
     live = read_live(warehouse)
@@ -200,14 +168,12 @@ def starting_settings(warehouse: Warehouse, source: DumpSource | None, *, from_d
         return None, None
     base = run_config_of(live.ranking)
     said = f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)"
-    if source is None or keep_settings:
-        return base, said
-    before, now = live_source(warehouse, live.revision), configured_source(source)
-    if before is None or now is None or before == now:
+    moved = for_source(live, None if keep_settings else source)
+    if moved.ranking is not None:
         return base, said
     carried = changed_settings(base)
     return None, (f"ranking settings: the defaults, not publication {live.publication_id}'s: its dump came from "
-                  f"another source ({before!r}; this run loads {now!r})"
+                  f"another source ({live.source!r}; this run loads {configured_source(source)!r})"
                   + (f"; --keep-settings ranks with its {_listed(carried)}" if carried else ""))
 
 

@@ -957,3 +957,13 @@ def test_an_aligned_boards_changes_say_how_far_the_shift_moved():
     line = format_shift({"before": 250.0, "after": 262.5, "change": 12.5})
     assert line.startswith("Aligned to lmarena.ai's scale: the shift moved +12.5 points (+250.0 -> +262.5).")
     assert "After - Before = Change + the shift's move" in line
+
+
+def test_the_timeout_is_not_said_to_wait_for_a_pipeline_run(capsys):
+    """Runs never hold the readers' file (the snapshot): --timeout waits for another process that opened it
+    read-write, which --help says (issue 47; it spoke of "a pipeline run [that] holds the warehouse lock")."""
+    for command in ("leaderboard", "export", "report", "changes"):
+        assert main([command, "--help"]) == EXIT_OK
+        text = " ".join(capsys.readouterr().out.split())
+        assert "pipeline run holds" not in text
+        assert "holds the warehouse file open read-write" in text and "pipeline runs never do" in text
