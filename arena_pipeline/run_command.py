@@ -248,8 +248,8 @@ def prepare_run(job_name: str, *, config_json: Mapping[str, Any], rankings: Mapp
         check_new_warehouse(warehouse, new=new, echo=echo)
     base, said = starting_settings(warehouse, DumpSource() if refresh else None, from_defaults=from_defaults,
                                    keep_settings=keep_settings)
-    if said:
-        echo(said + (f", with {_listed(rankings)}" if rankings else ""))
+    if said:  # the flags laid over carried settings are named here; over the defaults, by the line below
+        echo(said + (f", with {_listed(rankings)}" if rankings and base else ""))
     config = run_config(config_json, rankings, gate, base)
     if line := settings_line(config):
         echo(line)
