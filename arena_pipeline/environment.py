@@ -41,6 +41,15 @@ def unknown_variables(environ: Mapping[str, str], known: Iterable[str]) -> dict[
             for name in sorted(environ) if name.startswith(PREFIX) and name not in known}
 
 
+def environment_warnings(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every unknown ``ARENA_*`` variable of ``environ`` (the process's, read now) in a line each: what the
+    refresh's first step logs as warnings, so a run started by `dagster dev` (its ``.env``) says it too."""
+    import os
+
+    refusals, notes = typo_lines(os.environ if environ is None else environ, known_variables())
+    return [line.removeprefix("note: ") for line in refusals + notes]
+
+
 def typo_lines(environ: Mapping[str, str], known: Iterable[str]) -> tuple[list[str], list[str]]:
     """(refusals, notes) for the unknown ``ARENA_*`` variables of ``environ``: a misspelling of a variable
     that is itself unset is a refusal (the run would silently use that setting's default, say the Hub

@@ -198,15 +198,14 @@ def settings_line(config: Mapping[str, Any]) -> str | None:
     return "ranking settings used: " + ", ".join(f"{k}={v} (default {defaults[k]})" for k, v in changed.items())
 
 
-def check_environment(environ: Mapping[str, str], echo: Callable[[str], None]) -> None:
+def check_environment(environ: Mapping[str, str]) -> None:
     """Before a run: a misspelt ``ARENA_*`` variable (``ARENA_SOUCE``) whose right spelling is unset is a
     :class:`RunError` naming it (the run would quietly use that setting's default: the Hub instead of the
-    local dump meant); another unknown one is a note. A ``DAGSTER_HOME`` that is no folder is one line."""
+    local dump meant); another unknown one is a warning of the refresh's first step
+    (:func:`environment.environment_warnings`). A ``DAGSTER_HOME`` that is no folder is one line."""
     from arena_pipeline.environment import known_variables, typo_lines
 
-    refusals, notes = typo_lines(environ, known_variables())
-    for note in notes:
-        echo(note)
+    refusals, _ = typo_lines(environ, known_variables())  # the others: warnings of the refresh's first step
     if refusals:
         raise RunError("; ".join(refusals) + "; nothing was run", EXIT_CONFIG)
     home = environ.get("DAGSTER_HOME")
@@ -241,7 +240,7 @@ def prepare_run(job_name: str, *, config_json: Mapping[str, Any], rankings: Mapp
     """What ``refresh`` / ``rerank`` check and say before the run, and the run configuration: the
     environment (:func:`check_environment`), a new warehouse (refresh), the ranking settings started from
     (:func:`starting_settings`) and, whenever they differ from the defaults, the settings used."""
-    check_environment(os.environ if environ is None else environ, echo)
+    check_environment(os.environ if environ is None else environ)
     warehouse = Warehouse()
     refresh = job_name == "refresh_job"
     if refresh:

@@ -156,9 +156,11 @@ def test_verbose_shows_dagsters_log_and_the_stack(home, monkeypatch, capsys):
 
 
 @pytest.mark.slow
-def test_refresh_then_rerank_publish_with_a_line_per_step_and_the_result_last(home, capsys):
+def test_refresh_then_rerank_publish_with_a_line_per_step_and_the_result_last(home, monkeypatch, capsys):
+    monkeypatch.setenv("ARENA_REPORTT", "x")  # a typo of a variable that is set: the run goes on, and says so
     assert main(["refresh", *SAMPLE_FLAGS]) == EXIT_OK
     out = capsys.readouterr().out.strip().splitlines()
+    assert "  raw_dump: warning: ARENA_REPORTT is ignored (did you mean ARENA_REPORT? it is set too)" in out
     steps = [line for line in out if re.match(r"^ +done \S+ \(\d", line)]
     assert {line.split()[1] for line in steps} >= {"raw_dump", "flat_tables", "rankings", "publication_gate"}
     report = home / "report" / "index.html"
