@@ -141,15 +141,6 @@ def check_run_config(job: dg.JobDefinition, config: Mapping[str, Any]) -> None:
             raise RunError(str(exc), EXIT_CONFIG) from None
 
 
-def live_rankings(warehouse: Warehouse) -> tuple[dict[str, Any] | None, str | None]:
-    """The live publication's ranking settings as run configuration (what the sensor gives a refresh), and
-    the line that says so; (None, None) when nothing is published or its settings are not recorded."""
-    live = read_live(warehouse)
-    if live.ranking is None:
-        return None, None
-    return run_config_of(live.ranking), f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)"
-
-
 def _listed(settings: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
