@@ -508,9 +508,6 @@ def runs_job(command: Callable[..., int]) -> Callable[..., int]:
             "above are laid over it")),
         click.option("--from-defaults", is_flag=True, help=(
             "rank with the defaults (and the flags), not with the live publication's ranking settings")),
-        click.option("--keep-settings", is_flag=True, help=(
-            "rank with the live publication's settings even when this run loads a dump from another source "
-            "(by default such a refresh starts from the defaults)")),
         *_gate_options(),
         click.option("--style-method", type=click.Choice(["lmarena", "unweighted"]),
                      help="style control: LMArena's current (lmarena) or the earlier unweighted variant"),
@@ -548,6 +545,9 @@ def _run(job: str, flags: dict[str, Any]) -> int:
 @click.option("--new", is_flag=True, help=(
     "start a new warehouse at ARENA_WAREHOUSE even though the default one exists (without it such a refresh "
     "is refused: a misspelt path must not start a new history)"))
+@click.option("--keep-settings", is_flag=True, help=(
+    "rank with the live publication's settings even when this run loads a dump from another source (by "
+    "default such a refresh starts from the defaults)"))
 @runs_job
 def refresh(**flags: Any) -> int:
     """Fetch the dump (ARENA_SOURCE), rebuild what changed, rank, check and publish through the gate, then
