@@ -629,7 +629,7 @@ def test_provisional_note_says_how_many_the_threshold_keeps_out_and_never_points
         kept_out = bt.filter("provisional").height
         assert (f"keeps {kept_out} of this board&#39;s {bt.height} models out of its ranking" in section
                 or f"keeps {kept_out} of this board's {bt.height} models out of its ranking" in section)
-        assert "display_min_battles: 0" in section
+        assert "arena-pipeline rerank --display-min-battles 0" in section and "docs/refresh.md" in section
         assert ("Not ranked among the models above" in section) is shown
         assert ("Ranked among themselves" in section) is not shown
 
