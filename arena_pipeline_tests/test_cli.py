@@ -641,6 +641,13 @@ def test_the_report_of_another_warehouse_is_never_written_over(warehouse, tmp_pa
         f"arena-pipeline: error: {out} is the report of another warehouse ({warehouse.resolve()}): not replaced; "
         "give this warehouse's report another path (ARENA_REPORT, or the report command's OUT), or remove that page"]
     assert out.read_bytes() == before
+    # a warehouse copied with its page beside it: the page in its own place is its own
+    moved = tmp_path / "moved" / "warehouse.duckdb"
+    (moved.parent / "report").mkdir(parents=True)
+    shutil.copy(warehouse, moved)
+    shutil.copy(out, moved.parent / "report" / "index.html")
+    assert main(["report", "--warehouse", str(moved)]) == EXIT_OK
+    assert f'content="{moved.resolve()}"' in (moved.parent / "report" / "index.html").read_text(encoding="utf-8")
     assert ReportSettings().path(str(other)) == tmp_path / "dat" / "report" / "index.html"
     assert ReportSettings().path("data/warehouse.duckdb") == Path("data/report/index.html")  # the default's
 

@@ -296,8 +296,13 @@ def test_a_requested_run_says_why_in_a_tag(setup, tmp_path):
         live = live_revision(setup)
         (request,) = tick(new_dump_sensor, instance, {
             "dump_source": source, "warehouse": Warehouse(database=str(setup.warehouse))}, live).run_requests
-        assert request.tags[REASON_TAG] == (f"dump revision {revision} is not refreshed yet; "
-                                            f"live: publication 1 of revision {live}")
+        # another source than the live publication's: its ranking settings are not carried (issue 47)
+        reason = request.tags[REASON_TAG]
+        assert reason.startswith(
+            f"dump revision {revision} is not refreshed yet; live: publication 1 of revision {live}; ranked with "
+            "the defaults, not publication 1's settings: its dump came from another source ('") and reason.endswith(
+            f"; now {str(fresh.resolve())!r})")
+        assert "rankings" not in request.run_config["ops"]
 
 
 def test_the_reason_tag_of_every_kind_of_request():

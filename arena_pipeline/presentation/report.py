@@ -17,7 +17,7 @@ import polars as pl
 from markupsafe import Markup
 
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
-from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA, report_beside
 from arena_pipeline.core.dataset.categories import RULES_BY_NAME
 from arena_pipeline.core.store.atomic import write_text_atomic
 from arena_pipeline.core.store.records import live_publication
@@ -70,10 +70,11 @@ def page_warehouse(head: bytes) -> str | None:
 
 def refuse_foreign_file(path: str | os.PathLike[str], warehouse: str | os.PathLike[str] | None = None) -> None:
     """Raise :class:`NotAReportError` when ``path`` is an existing file other than a report of this project,
-    and :class:`OtherWarehouseReport` when it is the report of a warehouse other than ``warehouse``.
+    and :class:`OtherWarehouseReport` when it is the report of another warehouse than ``warehouse`` (one
+    that still exists, the page not in ``warehouse``'s own place: :func:`_another`).
 
     A missing path, or a report written before (its :data:`REPORT_MARKER` in its first
-    :data:`MARKER_WITHIN` bytes) of the same warehouse or of none named, may be replaced.
+    :data:`MARKER_WITHIN` bytes) of the same warehouse, of none named or of one gone, may be replaced.
     """
     path = Path(path)
     if not path.is_file():
@@ -82,9 +83,18 @@ def refuse_foreign_file(path: str | os.PathLike[str], warehouse: str | os.PathLi
         head = fh.read(MARKER_WITHIN)
     if REPORT_MARKER not in head:
         raise NotAReportError(path)
-    other = page_warehouse(head)
-    if warehouse is not None and other is not None and other != str(Path(warehouse).resolve()):
+    if warehouse is not None and (other := page_warehouse(head)) is not None and _another(path, other, warehouse):
         raise OtherWarehouseReport(path, other)
+
+
+def _another(page: Path, named: str, warehouse: str | os.PathLike[str]) -> bool:
+    """Whether a page naming the warehouse ``named`` belongs to another warehouse than ``warehouse``: that
+    one still exists and is another file, and the page is not in ``warehouse``'s own place (``report/``
+    beside it, which a copied or moved warehouse brings along with its page)."""
+    ours = Path(warehouse).resolve()
+    if named == str(ours) or page.resolve() == report_beside(ours).resolve() or not Path(named).is_file():
+        return False
+    return not (ours.is_file() and Path(named).samefile(ours))
 
 
 def _head(path: Path) -> bytes | None:
