@@ -28,6 +28,7 @@ from arena_pipeline.constants import (
     LEADERBOARD_TABLE,
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
+    report_beside,
 )
 from arena_pipeline.core.labels import (
     METHODS,
@@ -39,6 +40,7 @@ from arena_pipeline.core.labels import (
     rank_label,
     rank_set_label,
 )
+from arena_pipeline.core.publication.policy import policy_fields
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -61,8 +63,8 @@ EXIT_NO_DATA = 1  # no warehouse, no published leaderboard, no board for a known
 EXIT_USAGE = 2  # bad usage, including an unknown category or method (the valid ones are listed)
 EXIT_LOCKED = 3  # the warehouse stayed locked by a running pipeline for --timeout seconds
 
-MATERIALIZE_HINT = ("materialize the pipeline first, e.g. "
-                    "`dagster asset materialize -m arena_pipeline.definitions --select '*'`")
+MATERIALIZE_HINT = ("publish one first: `arena-pipeline refresh` (with DAGSTER_HOME=$PWD/dagster_home; "
+                    "docs/getting-started.md)")
 
 
 class CliError(Exception):
@@ -178,7 +180,8 @@ def reads_warehouse(command: Callable[..., int]) -> Callable[..., int]:
     """The options every subcommand shares: which warehouse (``$ARENA_WAREHOUSE`` is read when the
     command runs), and how long to wait for its lock. The warehouse is only ever opened read-only."""
     command = click.option("--timeout", default="10", callback=_seconds, metavar="SECONDS", help=(
-        "how long to wait while a pipeline run holds the warehouse lock (default: 10)"))(command)
+        "how long to wait while another process holds the warehouse file open read-write (say, a notebook "
+        "that opened it without read_only=True; pipeline runs never do) (default: 10)"))(command)
     return click.option("--warehouse", envvar="ARENA_WAREHOUSE", default=DEFAULT_WAREHOUSE, metavar="PATH",
                         type=click.Path(path_type=Path),
                         help=f"DuckDB file (default: $ARENA_WAREHOUSE, else {DEFAULT_WAREHOUSE})")(command)
@@ -301,15 +304,16 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 
 
 @cli.command(short_help="render the static HTML report", help=(
-    f"Render the published leaderboards as one self-contained HTML file, OUT (default: "
-    f"{DEFAULT_REPORT_PATH})."))
-@click.argument("out", metavar="[OUT]", required=False, default=DEFAULT_REPORT_PATH,
-                type=click.Path(path_type=Path))
+    f"Render the published leaderboards as one self-contained HTML file, OUT (default: $ARENA_REPORT, else "
+    f"report/index.html beside the warehouse: {DEFAULT_REPORT_PATH} for the default one). The report of another "
+    "warehouse is never written over."))
+@click.argument("out", metavar="[OUT]", required=False, envvar="ARENA_REPORT", type=click.Path(path_type=Path))
 @click.option("--title", default="LMArena leaderboards", show_default=True, help="page title")
 @click.option("--heatmap-models", type=str, callback=_count, default=20, show_default=True, metavar="N",
               help="models in each pairwise heatmap, 0 for all")
 @reads_warehouse
-def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
+def report(out: Path | None, title: str, heatmap_models: int, warehouse: Path, timeout: float) -> int:
+    out = report_beside(warehouse) if out is None else out
     if out.is_dir():
         raise CliError(f"{out} is a folder; give the report's file path, e.g. {out / 'leaderboards.html'}")
     if out.is_file() and warehouse.is_file() and out.resolve() == warehouse.resolve():
@@ -319,14 +323,14 @@ def report(out: Path, title: str, heatmap_models: int, warehouse: Path, timeout:
     from arena_pipeline.presentation.report import NotAReportError, page_publication, refuse_foreign_file, render_report
 
     try:
-        refuse_foreign_file(out)  # before reading the warehouse: nothing would be written
+        refuse_foreign_file(out, warehouse)  # before reading the warehouse: nothing would be written
     except NotAReportError as exc:
         raise CliError(exc.strerror) from None
     shown = page_publication(out)  # a page behind the live publication is said to be (issue 38, item 3)
     with open_warehouse(warehouse, timeout) as con:
         pub = read_published(con, SCHEMA, style=True)
     try:
-        written = render_report(pub, out, title=title, heatmap_models=heatmap_models)
+        written = render_report(pub, out, title=title, heatmap_models=heatmap_models, warehouse=warehouse)
     except NotAReportError as exc:
         raise CliError(exc.strerror) from None
     except OSError as exc:  # a full disk, a read-only folder, a file where a folder should be
@@ -357,6 +361,22 @@ def format_changes(rows: pl.DataFrame) -> str:
         Rank=pl.format("{} -> {}", *(pl.col(c).cast(pl.String).fill_null("-") for c in ("rank_before", "rank_after"))),
         UB=pl.format("{} -> {}", *(pl.col(c).cast(pl.String).fill_null("-") for c in ("rank_ub_before", "rank_ub_after"))))
     return text_table(table, floatfmt=".1f")
+
+
+def _moved(kept: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The kept models that moved (rating, rank or rank UB), largest rating move first, then largest rank
+    move, then by rank; and how many did not move (a re-rank that changed only, say, the display threshold
+    or the bootstrap rounds leaves most ratings as they were: those are counted, not listed)."""
+    import polars as pl
+
+    rank_move = (pl.col("rank_after").cast(pl.Int64) - pl.col("rank_before").cast(pl.Int64)).abs()
+    still = ((pl.col("rating_change").abs() < 0.05).fill_null(False)
+             & pl.col("rank_before").eq_missing(pl.col("rank_after"))
+             & pl.col("rank_ub_before").eq_missing(pl.col("rank_ub_after")))
+    moved = (kept.filter(~still)
+             .sort([pl.col("rating_change").abs(), rank_move, pl.col("rank_after")], descending=[True, True, False],
+                   nulls_last=True, maintain_order=True))
+    return moved, kept.height - moved.height
 
 
 def format_shift(shift: Mapping[str, float]) -> str:
@@ -445,14 +465,17 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
         if board.is_empty():
             continue
         n = summary(board)
-        kept = board.filter(pl.col("status") == "kept")
+        kept, still = _moved(board.filter(pl.col("status") == "kept"))
         shown = pl.concat([kept.head(top or kept.height), board.filter(pl.col("status") != "kept")])
         print()
         print(terminal_safe(f"{category_label(c)} - {method_label(method)}: {_models(n['kept'])} kept "
                             f"({n['beyond']} moved beyond the interval), {n['new']} new, {n['gone']} gone"
                             + (f"; {board.row(0, named=True)['data_relation']}" if len(relations) > 1 else "")
                             + (f"; top {top} moves shown" if top and kept.height > top else "")))
-        print(format_changes(shown))
+        if still:
+            print(f"{_models(still)} kept did not move (the same rating, rank and UB): not listed")
+        if not shown.is_empty():
+            print(format_changes(shown))
         if shift := board_shift(board):
             print(format_shift(shift))
     print(f"\nChange: rating after minus before; 95% CI of change: its interval given how the votes relate "
@@ -465,6 +488,20 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
 # ---------------------------------------------------------------------------------------------
 
 
+def _gate_options() -> list[Callable[[Callable[..., int]], Callable[..., int]]]:
+    """A flag per gate policy, read from where the policies are declared (``core.publication.policy``):
+    ``--allow-degenerate``, ``--max-model-drop SHARE``, ``--max-category-drop SHARE``, ..."""
+    options = []
+    for name, (kind, default, text) in policy_fields().items():
+        flag = "--" + name.replace("_", "-")
+        if kind is bool:
+            options.append(click.option(flag, is_flag=True, default=None, help=f"{text} (publication_gate)"))
+        else:
+            options.append(click.option(flag, type=click.FloatRange(0.0, 1.0), metavar="SHARE",
+                                        help=f"{text} (publication_gate; {default:g})"))
+    return options
+
+
 def runs_job(command: Callable[..., int]) -> Callable[..., int]:
     """The options of the commands that run a job: the ranking settings by name, the gate's, Dagster's
     ``--config-json``, and ``--verbose``."""
@@ -475,10 +512,7 @@ def runs_job(command: Callable[..., int]) -> Callable[..., int]:
             "above are laid over it")),
         click.option("--from-defaults", is_flag=True, help=(
             "rank with the defaults (and the flags), not with the live publication's ranking settings")),
-        click.option("--allow-degenerate", is_flag=True, default=None,
-                     help="publish even a board the gate would refuse as degenerate (publication_gate)"),
-        click.option("--max-model-drop", type=float, metavar="SHARE",
-                     help="largest share of the live overall board's models that may go (publication_gate; 0.5)"),
+        *_gate_options(),
         click.option("--style-method", type=click.Choice(["lmarena", "unweighted"]),
                      help="style control: LMArena's current (lmarena) or the earlier unweighted variant"),
         click.option("--style-reg", type=float, metavar="REG",
@@ -503,13 +537,10 @@ def _run(job: str, flags: dict[str, Any]) -> int:
     verbose = flags.pop("verbose")
     try:
         config_json = run_command.parse_config_json(flags.pop("config_json"))
-        from_defaults = flags.pop("from_defaults")
-        gate = {k: flags.pop(k) for k in ("allow_degenerate", "max_model_drop") if flags.get(k) is not None}
+        choices = {k: flags.pop(k, False) for k in ("from_defaults", "keep_settings", "new")}
+        gate = {k: flags.pop(k) for k in policy_fields() if flags.get(k) is not None}
         rankings = {k: v for k, v in flags.items() if v is not None}
-        base, said = (None, None) if from_defaults else run_command.live_rankings(run_command.Warehouse())
-        if said:
-            print(said + (f", with {', '.join(f'{k}={v}' for k, v in rankings.items())}" if rankings else ""))
-        config = run_command.run_config(config_json, rankings, gate, base)
+        config = run_command.prepare_run(job, config_json=config_json, rankings=rankings, gate=gate, **choices)
         print(run_command.run_job(job, config, verbose=verbose))
     except run_command.RunError as exc:
         raise CliError(str(exc), exc.code) from None
@@ -517,12 +548,20 @@ def _run(job: str, flags: dict[str, Any]) -> int:
 
 
 @cli.command(short_help="run the whole pipeline (refresh_job) and publish")
+@click.option("--new", is_flag=True, help=(
+    "start a new warehouse at ARENA_WAREHOUSE even though the default one exists (without it such a refresh "
+    "is refused: a misspelt path must not start a new history)"))
+@click.option("--keep-settings", is_flag=True, help=(
+    "rank with the live publication's settings even when this run loads a dump from another source (by "
+    "default such a refresh starts from the defaults)"))
 @runs_job
 def refresh(**flags: Any) -> int:
     """Fetch the dump (ARENA_SOURCE), rebuild what changed, rank, check and publish through the gate, then
     render the report: Dagster's refresh_job, run in the instance of DAGSTER_HOME (the runs show in
     `dagster dev`). A line per step, then what was published. Ranks with the live publication's ranking
-    settings (as the sensor does), with the flags and --config-json over them."""
+    settings (as the sensor does) when the dump comes from the live one's source, else with the defaults
+    (--keep-settings carries them); the flags and --config-json go over them, and the settings used are
+    printed whenever they differ from the defaults."""
     return _run("refresh_job", flags)
 
 
@@ -535,8 +574,27 @@ def rerank(**flags: Any) -> int:
     return _run("rerank_job", flags)
 
 
+#: The project folder's settings file, which `dagster dev` loads too: one configuration for both.
+DOTENV = ".env"
+
+
+def load_dotenv(folder: Path | None = None) -> list[str]:
+    """The variables of ``.env`` in ``folder`` (the current one) put in the environment, as `dagster dev`
+    loads them; a variable already set wins. Returns the names set."""
+    path = (folder or Path.cwd()) / DOTENV
+    if not path.is_file():
+        return []
+    from dotenv import dotenv_values  # python-dotenv: Dagster's own .env reader
+
+    added = {k: v for k, v in dotenv_values(path).items() if v is not None and k not in os.environ}
+    os.environ.update(added)
+    return list(added)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (``--help`` and usage errors are returned, not raised)."""
+    """Run the CLI and return its exit code (``--help`` and usage errors are returned, not raised); the
+    current folder's ``.env`` is loaded first (:func:`load_dotenv`)."""
+    load_dotenv()
     try:
         with cli.make_context(PROG, list(sys.argv[1:] if argv is None else argv)) as ctx:
             return cli.invoke(ctx)

@@ -3,6 +3,11 @@
 What each table is (published, exported, heavy, checked, with history) and what it is computed from
 are declared on its asset and derived from the asset graph (assets/catalog.py), never listed here."""
 
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
 DATASET_ID = "lmarena-ai/arena-human-preference-140k"
 DEFAULT_REVISION = "main"
 DEFAULT_WAREHOUSE = "data/warehouse.duckdb"
@@ -39,6 +44,14 @@ MODEL_FIT_CALIBRATION_TABLE = "model_fit_calibration"
 #: the candidate boards against the live ones (assets/publication_changes.py; the gate recomputes it when stale)
 PUBLICATION_CHANGES_TABLE = "publication_changes"
 DEFAULT_REPORT_PATH = "data/report/index.html"
+
+
+def report_beside(warehouse: str | os.PathLike[str]) -> Path:
+    """The report's default file: ``report/index.html`` in the warehouse's folder (``DEFAULT_REPORT_PATH``
+    for the default warehouse), so a report follows its warehouse (ARENA_REPORT set aside)."""
+    return Path(warehouse).parent / "report" / "index.html"
+
+
 VERSIONS_SCHEMA = "arena_versions"
 
 CATEGORIES = (

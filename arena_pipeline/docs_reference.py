@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import re
 import sys
 import typing
 from pathlib import Path
@@ -14,10 +13,10 @@ from typing import Any
 import dagster as dg
 from pydantic.fields import FieldInfo
 
+from arena_pipeline.environment import VARIABLE as _VARIABLE
+
 #: where the generated page lives, relative to the repository root
 REFERENCE_PAGE = Path("docs") / "reference" / "configuration.md"
-#: a resource field read from an environment variable says so first: ``"ARENA_SOURCE: ..."``
-_VARIABLE = re.compile(r"^((?:ARENA|HF)_[A-Z_]+): ")
 
 HEADER = """# Configuration reference
 

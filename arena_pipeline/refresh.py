@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,10 @@ class Live:
     #: the ranking settings the live boards were made with (None: nothing live, none recorded, or
     #: settings this version refuses: the run then ranks with the defaults)
     ranking: RankingConfig | None = None
+    #: the source the live publication's dump was loaded from (``arena.dumps.source``), when recorded
+    source: str | None = None
+    #: why the live ranking settings are not given to the run (:func:`for_source`), else None
+    settings_note: str | None = None
 
 
 def read_live(warehouse: Warehouse | None) -> Live:
@@ -69,13 +73,51 @@ def read_live(warehouse: Warehouse | None) -> Live:
                                      memory_limit=warehouse.memory_limit)
         try:
             live = live_publication(con, SCHEMA)
+            source = _dump_source(con, live["revision"]) if live else None
         finally:
             con.close()
     except (duckdb.Error, RuntimeError, ValueError):  # locked, damaged, unreadable settings
         return Live()
     if live is None:
         return Live(known=True)
-    return Live(True, live["publication_id"], live["revision"], ranking_settings(live))
+    return Live(True, live["publication_id"], live["revision"], ranking_settings(live), source)
+
+
+def _dump_source(con: duckdb.DuckDBPyConnection, revision: str | None) -> str | None:
+    """The source ``arena.dumps`` records for ``revision`` (None: not recorded, or no such table)."""
+    if revision is None or not core_warehouse.relation_exists(con, SCHEMA, "dumps"):
+        return None
+    row = con.execute(f"SELECT source FROM {core_warehouse.quoted(SCHEMA, 'dumps')} WHERE revision = ?",
+                      [revision]).fetchone()
+    return row[0] if row else None
+
+
+def configured_source(dump_source: DumpSource) -> str | None:
+    """What ``arena.dumps.source`` will record for the dump ``dump_source`` names (a local path resolved, a
+    Hub id, several dumps' names joined by commas); None when it is not known before the fetch
+    (``ARENA_DISCOVER``) or the source is refused (the run then says why)."""
+    try:
+        if dump_source.discovery_pattern():
+            return None
+        if dump_source.configured_datasets():
+            return ",".join(dump_source.named_specs())
+        return dump_source.spec().location
+    except SourceError:
+        return None
+
+
+def for_source(live: Live, dump_source: DumpSource | None) -> Live:
+    """``live`` with its ranking settings set aside when ``dump_source`` loads a dump from another source
+    than the live publication's (a sample's ``display_min_battles: 0`` must not travel silently to
+    another dump: the run ranks with the defaults, and :attr:`Live.settings_note` says why)."""
+    if live.ranking is None or live.source is None or dump_source is None:
+        return live
+    now = configured_source(dump_source)
+    if now is None or now == live.source:
+        return live
+    return replace(live, ranking=None, settings_note=(
+        f"ranked with the defaults, not publication {live.publication_id}'s settings: its dump came from "
+        f"another source ({live.source!r}; now {now!r})"))
 
 
 @dataclass(frozen=True)
@@ -117,7 +159,8 @@ class Decision:
                     f"{short_revision(self.revision or '')}")
         else:
             what = f"dump revision {short_revision(self.revision or '')} is not refreshed yet"
-        return one_line(f"{what}; {shown}", REASON_CHARS)
+        note = f"; {live.settings_note}" if live.settings_note else ""
+        return one_line(f"{what}; {shown}{note}", REASON_CHARS)
 
     def cursor(self) -> str | None:
         """What the sensor stores: the revision, or with several dumps a JSON of each one's."""
@@ -222,7 +265,8 @@ def decide_many(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: s
     if previous == revision and not failures:
         return Decision(None, f"dump revisions unchanged since the last tick ({len(revisions)} dumps, {revision})",
                         revisions, changes)
-    return _decision(instance, revision, read_live(warehouse), failures, revisions=revisions, changes=changes)
+    return _decision(instance, revision, for_source(read_live(warehouse), dump_source), failures, revisions=revisions,
+                     changes=changes)
 
 
 def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | None,
@@ -239,7 +283,7 @@ def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | 
     failures = failed_runs(instance, revision) if cursor == revision else None
     if cursor == revision and not failures:
         return Decision(None, f"dump revision {revision} unchanged since the last tick")
-    return _decision(instance, revision, read_live(warehouse), failures)
+    return _decision(instance, revision, for_source(read_live(warehouse), dump_source), failures)
 
 
 def run_request(decision: Decision) -> dg.RunRequest:

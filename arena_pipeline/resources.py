@@ -29,6 +29,7 @@ from arena_pipeline.constants import (
     DEFAULT_REVISION,
     DEFAULT_WAREHOUSE,
     SCHEMA,
+    report_beside,
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.dataset.models import AliasTableError, load_aliases
@@ -189,7 +190,7 @@ class DumpSource(dg.ConfigurableResource):
                               spec.explicit)
         return spec
 
-    def _named_specs(self) -> dict[str, SourceSpec]:
+    def named_specs(self) -> dict[str, SourceSpec]:
         """The configured dumps by the name their rows carry (:func:`dump_name`), in load order.
 
         Raises SourceError when two would carry one name (two local files both called
@@ -228,7 +229,7 @@ class DumpSource(dg.ConfigurableResource):
         One Hub call per configured Hub dataset (or a local fingerprint) and one listing for
         ARENA_DISCOVER, whose answer carries the discovered datasets' shas.
         """
-        out = {name: self._revision_of(spec, spec.revision) for name, spec in self._named_specs().items()}
+        out = {name: self._revision_of(spec, spec.revision) for name, spec in self.named_specs().items()}
         pattern = self.discovery_pattern()
         if pattern:
             found = hub.discover_datasets(pattern, endpoint=self.endpoint(), token=self._token(),
@@ -244,7 +245,7 @@ class DumpSource(dg.ConfigurableResource):
         """Fetch every dump (pinned to ``revisions`` where given) and combine them in load order."""
         pinned = dict(revisions or {})
         wanted = list(pinned) if pinned else list(self.latest_revisions())
-        configured = self._named_specs()
+        configured = self.named_specs()
         parts = []
         for label in wanted:
             spec = configured.get(label) or self._dataset_spec(label)
@@ -552,8 +553,13 @@ class ReportSettings(dg.ConfigurableResource):
     """Where the static HTML report is written."""
 
     report_path: str | None = Field(
-        default=None, description=f"ARENA_REPORT: the report's HTML file (default {DEFAULT_REPORT_PATH})."
+        default=None, description="ARENA_REPORT: the report's HTML file (default: report/index.html beside the "
+        f"warehouse, {DEFAULT_REPORT_PATH} beside the default one)."
     )
 
-    def path(self) -> Path:
-        return Path(_setting(self.report_path, "ARENA_REPORT", DEFAULT_REPORT_PATH))
+    def path(self, warehouse: str | None = None) -> Path:
+        """The report file: ARENA_REPORT, else ``report/index.html`` beside the warehouse (``warehouse``, the
+        Warehouse resource's file; else ARENA_WAREHOUSE or its default), so two warehouses never share one."""
+        configured = _setting(self.report_path, "ARENA_REPORT", None)
+        return Path(configured) if configured else report_beside(
+            warehouse or _setting(None, "ARENA_WAREHOUSE", DEFAULT_WAREHOUSE))

@@ -27,13 +27,14 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from arena_pipeline.assets.run_config import RANKINGS_OP, check_ranking_run_config, run_config_of
-from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.assets.run_config import RANKINGS_OP, RankingRunConfig, check_ranking_run_config, run_config_of
+from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
 from arena_pipeline.core.publication.freshness import one_line
+from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.warehouse import connect, quoted
-from arena_pipeline.refresh import read_live
-from arena_pipeline.resources import ReportSettings, Warehouse
+from arena_pipeline.refresh import configured_source, for_source, read_live
+from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 
 EXIT_FAILED = 1  # the run failed (a user error in a step, the gate's refusal)
 EXIT_CONFIG = 2  # the run configuration was refused before the run started
@@ -140,13 +141,109 @@ def check_run_config(job: dg.JobDefinition, config: Mapping[str, Any]) -> None:
             raise RunError(str(exc), EXIT_CONFIG) from None
 
 
-def live_rankings(warehouse: Warehouse) -> tuple[dict[str, Any] | None, str | None]:
-    """The live publication's ranking settings as run configuration (what the sensor gives a refresh), and
-    the line that says so; (None, None) when nothing is published or its settings are not recorded."""
+def _listed(settings: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
+def starting_settings(warehouse: Warehouse, source: DumpSource | None, *, from_defaults: bool = False,
+                      keep_settings: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+    """The ranking settings a run starts from, and the line that says so: the live publication's (as the
+    sensor ranks), unless ``from_defaults``, or unless ``source`` (a refresh's) differs from the source of
+    the live publication's dump (:func:`refresh.for_source`, as the sensor decides): a sample's
+    ``display_min_battles=0`` must not travel silently to another dump, so such a refresh starts from the
+    defaults and names what ``--keep-settings`` would carry."""
+    if from_defaults:
+        return None, None
     live = read_live(warehouse)
     if live.ranking is None:
         return None, None
-    return run_config_of(live.ranking), f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)"
+    base = run_config_of(live.ranking)
+    said = f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)"
+    moved = for_source(live, None if keep_settings else source)
+    if moved.ranking is not None:
+        return base, said
+    carried = changed_settings(base)
+    return None, (f"ranking settings: the defaults, not publication {live.publication_id}'s: its dump came from "
+                  f"another source ({live.source!r}; this run loads {configured_source(source)!r})"
+                  + (f"; --keep-settings ranks with its {_listed(carried)}" if carried else ""))
+
+
+def changed_settings(rankings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ranking settings of ``rankings`` (the ``rankings`` op's config) that differ from the defaults."""
+    defaults = RankingRunConfig().model_dump()
+    given = RankingRunConfig(**dict(rankings or {})).model_dump()
+    return {k: v for k, v in given.items() if v != defaults[k]}
+
+
+def settings_line(config: Mapping[str, Any]) -> str | None:
+    """``ranking settings used: display_min_battles=0 (default 301), ...`` when the run's ranking settings
+    differ from the defaults; None when they are the defaults (or not valid: the check says why)."""
+    rankings = ((config.get("ops") or {}).get(RANKINGS_OP) or {}).get("config") or {}
+    try:
+        changed = changed_settings(rankings)
+    except (ValueError, TypeError):
+        return None
+    if not changed:
+        return None
+    defaults = RankingRunConfig().model_dump()
+    return "ranking settings used: " + ", ".join(f"{k}={v} (default {defaults[k]})" for k, v in changed.items())
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """Before a run: a misspelt ``ARENA_*`` variable (``ARENA_SOUCE``) whose right spelling is unset is a
+    :class:`RunError` naming it (the run would quietly use that setting's default: the Hub instead of the
+    local dump meant); another unknown one is a warning of the refresh's first step
+    (:func:`environment.environment_warnings`). A ``DAGSTER_HOME`` that is no folder is one line."""
+    from arena_pipeline.environment import known_variables, typo_lines
+
+    refusals, _ = typo_lines(environ, known_variables())  # the others: warnings of the refresh's first step
+    if refusals:
+        raise RunError("; ".join(refusals) + "; nothing was run", EXIT_CONFIG)
+    home = environ.get("DAGSTER_HOME")
+    if home and not Path(home).is_absolute():
+        raise RunError(f"DAGSTER_HOME={home} is not an absolute path (Dagster takes only those): set "
+                       f"DAGSTER_HOME=$PWD/{home.removeprefix('./')}", EXIT_CONFIG)
+    if home and not Path(home).is_dir():
+        raise RunError(f"DAGSTER_HOME={home} is not a folder: create it (mkdir -p {home}; the project's is "
+                       "dagster_home/, with its dagster.yaml) or unset DAGSTER_HOME for a throw-away instance",
+                       EXIT_CONFIG)
+
+
+def check_new_warehouse(warehouse: Warehouse, *, new: bool, echo: Callable[[str], None]) -> None:
+    """Before a refresh into a warehouse path that does not exist: when the default warehouse (or its store)
+    exists and is another file, a :class:`RunError` asking for ``--new`` (a misspelt ``ARENA_WAREHOUSE`` must
+    not silently start a new history); else the line that a new warehouse starts at that path."""
+    path = Path(warehouse.database_path()).absolute()
+    if path.exists():
+        return
+    default = Path(DEFAULT_WAREHOUSE).absolute()
+    other = next((p for p in (default, snapshot.store_folder(str(default))) if p.exists()), None)
+    if other is not None and path != default and not new:
+        raise RunError(f"no warehouse at {path} (ARENA_WAREHOUSE), but there is one at {default}: fix "
+                       f"ARENA_WAREHOUSE, or pass --new to start a new warehouse at {path}", EXIT_CONFIG)
+    echo(f"no warehouse at {path}: starting a new warehouse there")
+
+
+def prepare_run(job_name: str, *, config_json: Mapping[str, Any], rankings: Mapping[str, Any],
+                gate: Mapping[str, Any], from_defaults: bool = False, keep_settings: bool = False,
+                new: bool = False, environ: Mapping[str, str] | None = None,
+                echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """What ``refresh`` / ``rerank`` check and say before the run, and the run configuration: the
+    environment (:func:`check_environment`), a new warehouse (refresh), the ranking settings started from
+    (:func:`starting_settings`) and, whenever they differ from the defaults, the settings used."""
+    check_environment(os.environ if environ is None else environ)
+    warehouse = Warehouse()
+    refresh = job_name == "refresh_job"
+    if refresh:
+        check_new_warehouse(warehouse, new=new, echo=echo)
+    base, said = starting_settings(warehouse, DumpSource() if refresh else None, from_defaults=from_defaults,
+                                   keep_settings=keep_settings)
+    if said:  # the flags laid over carried settings are named here; over the defaults, by the line below
+        echo(said + (f", with {_listed(rankings)}" if rankings and base else ""))
+    config = run_config(config_json, rankings, gate, base)
+    if line := settings_line(config):
+        echo(line)
+    return config
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +380,7 @@ def outcome_line(result: dg.ExecuteInProcessResult, warehouse: Warehouse, report
     """The run's result: ``published: publication N (revision R), B boards, report at PATH``, or
     ``nothing published: <why>`` (the gate built nothing new: every table was reused)."""
     gate = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("publication_gate")]
-    report = report_settings.path().resolve()
+    report = report_settings.path(warehouse.database_path()).resolve()
     where = f"report at {report}" if report.is_file() else f"no report at {report}"
     if not gate:
         return "nothing published: this run does not run the publication gate"

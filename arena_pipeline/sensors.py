@@ -108,7 +108,7 @@ def report_catch_up(warehouse: Warehouse, report_settings: ReportSettings) -> st
         con = core_warehouse.connect(path, read_only=True, timeout_s=SETTINGS_WAIT_S,
                                      memory_limit=warehouse.memory_limit, config=warehouse.duckdb_settings())
         try:
-            return catch_up_report(con, report_settings.path())
+            return catch_up_report(con, report_settings.path(path), warehouse=path)
         finally:
             con.close()
     except Exception as exc:  # a tick never raises for the page: the checks are still evaluated

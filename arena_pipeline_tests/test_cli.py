@@ -588,11 +588,49 @@ def test_changes_name_each_boards_data_relation_when_they_differ(warehouse, monk
         assert [line[line.rindex(";"):] for line in boards] == expected, boards
 
 
-def test_report_default_path(warehouse, tmp_path, monkeypatch):
+def test_report_default_path_follows_the_warehouse(warehouse, tmp_path, monkeypatch):
+    """The report lies beside its warehouse (issue 47: a misspelt ARENA_WAREHOUSE wrote its report over the
+    default warehouse's, data/report/index.html); ARENA_REPORT, then OUT, set it elsewhere."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
+    monkeypatch.delenv("ARENA_REPORT")
     assert main(["report"]) == EXIT_OK
-    assert (tmp_path / "data" / "report" / "index.html").is_file()
+    assert (warehouse.parent / "report" / "index.html").is_file()
+    assert not (tmp_path / "data").exists()
+    monkeypatch.setenv("ARENA_REPORT", str(tmp_path / "set" / "index.html"))
+    assert main(["report"]) == EXIT_OK
+    assert (tmp_path / "set" / "index.html").is_file()
+
+
+def test_the_report_of_another_warehouse_is_never_written_over(warehouse, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from arena_pipeline.resources import ReportSettings
+
+    monkeypatch.delenv("ARENA_REPORT")
+    out = tmp_path / "report" / "index.html"
+    assert main(["report", str(out), "--warehouse", str(warehouse)]) == EXIT_OK
+    assert f'<meta name="arena-warehouse" content="{warehouse.resolve()}">' in out.read_text(encoding="utf-8")
+    assert main(["report", str(out), "--warehouse", str(warehouse)]) == EXIT_OK  # its own: replaced
+    other = tmp_path / "dat" / "warehouse.duckdb"
+    other.parent.mkdir()
+    shutil.copy(warehouse, other)
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert main(["report", str(out), "--warehouse", str(other)]) == EXIT_NO_DATA
+    assert capsys.readouterr().err.splitlines() == [
+        f"arena-pipeline: error: {out} is the report of another warehouse ({warehouse.resolve()}): not replaced; "
+        "give this warehouse's report another path (ARENA_REPORT, or the report command's OUT), or remove that page"]
+    assert out.read_bytes() == before
+    # a warehouse copied with its page beside it: the page in its own place is its own
+    moved = tmp_path / "moved" / "warehouse.duckdb"
+    (moved.parent / "report").mkdir(parents=True)
+    shutil.copy(warehouse, moved)
+    shutil.copy(out, moved.parent / "report" / "index.html")
+    assert main(["report", "--warehouse", str(moved)]) == EXIT_OK
+    assert f'content="{moved.resolve()}"' in (moved.parent / "report" / "index.html").read_text(encoding="utf-8")
+    assert ReportSettings().path(str(other)) == tmp_path / "dat" / "report" / "index.html"
+    assert ReportSettings().path("data/warehouse.duckdb") == Path("data/report/index.html")  # the default's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -860,6 +898,51 @@ def test_method_is_named_once_in_the_title(warehouse, capsys, method, label, gol
         golden.check("cli", "leaderboard spectral: the cross-check note", notes[0])
 
 
+def test_changes_of_a_rerank_that_moved_nothing_list_no_row_of_zeros(warehouse, monkeypatch, capsys, golden):
+    """Issue 47: a re-rank that changed only the threshold printed every kept model, alphabetically, as
+    "+0.0 [+0.0, +0.0]"; the models that did not move are counted, those that moved listed, largest first."""
+    import polars as pl
+
+    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.store import records
+
+    monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})
+
+    def board(rows):
+        return pl.DataFrame(rows, schema=["model", "rating", "ci_lower", "ci_upper", "rank"], orient="row").with_columns(
+            category=pl.lit("overall"), method=pl.lit("bt"), ci_method=pl.lit("sandwich"), rank_ub=pl.col("rank"),
+            n_battles=pl.lit(500), provisional=pl.lit(False))
+
+    rows = [(m, 1000.0 + 10 * i, 990.0 + 10 * i, 1010.0 + 10 * i, 9 - i) for i, m in enumerate("abcdefgh")]
+    before = board(rows)
+    same = before
+    monkeypatch.setattr(changes, "changes_between",
+                        lambda *args: changes.compare_boards(before, same, relation=changes.SAME_VOTES))
+    assert main(["changes", "--warehouse", str(warehouse), "--since", "1"]) == EXIT_OK
+    out = capsys.readouterr().out
+    golden.check("changes", "a re-rank that moved nothing", out)
+    assert "+0.0" not in out and "Model" not in out
+    moved = board([(m, r + (5.0 if m == "b" else 0.0), lo, hi, k if m not in "gh" else {"g": 1, "h": 3}[m])
+                   for m, r, lo, hi, k in rows])
+    monkeypatch.setattr(changes, "changes_between",
+                        lambda *args: changes.compare_boards(before, moved, relation=changes.SAME_VOTES))
+    assert main(["changes", "--warehouse", str(warehouse), "--since", "1"]) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("5 models kept did not move") for line in out)
+    listed = [line.split()[0] for line in out if " kept " in line and "->" in line]
+    assert listed == ["b", "g", "h"]  # the rating's move first, then the rank's
+
+
 def test_an_aligned_boards_changes_say_how_far_the_shift_moved(golden):
     """``changes`` prints, under an aligned board, the shift's own move, which Change leaves out."""
     golden.check("changes", "an aligned board's shift", format_shift({"before": 250.0, "after": 262.5, "change": 12.5}))
+
+
+def test_the_timeout_is_not_said_to_wait_for_a_pipeline_run(capsys):
+    """Runs never hold the readers' file (the snapshot): --timeout waits for another process that opened it
+    read-write, which --help says (issue 47; it spoke of "a pipeline run [that] holds the warehouse lock")."""
+    for command in ("leaderboard", "export", "report", "changes"):
+        assert main([command, "--help"]) == EXIT_OK
+        text = " ".join(capsys.readouterr().out.split())
+        assert "pipeline run holds" not in text
+        assert "holds the warehouse file open read-write" in text and "pipeline runs never do" in text

@@ -16,8 +16,9 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<ticks>```+)(?P<lang>[^\s`]*)\s*$")
 NOT_RUN = re.compile(r"^<!-- not run: (?P<why>.+\S) -->$")
-#: the languages a fenced block may carry: shell commands, SQL (run by the cookbook's tests), anything else
-LANGUAGES = {"sh", "sql", "text"}
+#: the languages a fenced block may carry: shell commands, SQL (run by the cookbook's tests), Python recipes (run by
+#: test_docs_text.py), anything else
+LANGUAGES = {"sh", "sql", "python", "text"}
 #: how a command starts: a block of another language beginning like this hides a command from the test
 COMMAND_START = re.compile(r"^(\.venv/|python3? |DAGSTER_HOME=|ARENA_[A-Z_]+=|dagster |arena-pipeline |pip |mv |cd )")
 
@@ -80,7 +81,7 @@ def test_every_block_says_what_it_is_and_every_shell_block_is_run_or_says_why_no
     assert not untagged, f"fenced blocks need a language of {sorted(LANGUAGES)}: {untagged}"
     hidden = [str(b) for b in found if b.lang != "sh" and any(COMMAND_START.match(line) for line in b.text.splitlines())]
     assert not hidden, f"commands in a block that is not 'sh' would never be run: {hidden}"
-    markers = [str(b) for b in found if b.lang != "sh" and b.not_run]
+    markers = [str(b) for b in found if b.lang not in ("sh", "python") and b.not_run]
     assert not markers, f"a 'not run' marker on a block that is no shell block: {markers}"
     # the marker is the only way out, and its reason is said
     assert all(len(b.not_run) > 10 for b in found if b.not_run)

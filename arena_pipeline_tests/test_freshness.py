@@ -297,6 +297,7 @@ def test_a_requested_run_says_why_in_a_tag(setup, tmp_path, golden):
             "dump_source": source, "warehouse": Warehouse(database=str(setup.warehouse))}, live).run_requests
         golden.check("triggers", "reason: a new revision", request.tags[REASON_TAG],
                      {revision: "<revision>", live: "<live revision>"})
+        assert "rankings" not in request.run_config["ops"]  # another source: its settings are not carried (issue 47)
 
 
 def test_the_reason_tag_of_every_kind_of_request(golden):

@@ -207,3 +207,23 @@ def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
     with dg.instance_for_test() as instance:
         (request,) = tick(new_dump_sensor, instance, {"dump_source": source, "warehouse": other}).run_requests
         assert "rankings" not in request.run_config["ops"] and SETTINGS_TAG not in request.tags
+
+
+def test_the_sensor_does_not_carry_a_publications_settings_to_a_dump_from_another_source(sample_run, tmp_path):
+    """Issue 47: the sample's settings (its min_battles 3, bootstrap_rounds 5) went with the sensor's refresh
+    of another dump; a refresh of the live publication's source still ranks with them, another source's
+    with the defaults, and the run's reason says so."""
+    from arena_pipeline.refresh import Decision, configured_source, for_source, run_request
+    from arena_pipeline_tests.support.bad_inputs import REAL_CSV, read_real_csv, write_csv
+
+    live = read_live(Warehouse(database=str(sample_run.warehouse)))
+    assert live.source == configured_source(DumpSource(source=str(REAL_CSV))) == str(REAL_CSV.resolve())
+    same = run_request(Decision("r1", None, live=for_source(live, DumpSource(source=str(REAL_CSV)))))
+    assert same.run_config["ops"]["rankings"]["config"]["min_battles"] == 3 and same.tags[SETTINGS_TAG]
+    header, records = read_real_csv()
+    other = write_csv(tmp_path / "own_dump.csv", header, records[:60])
+    moved = run_request(Decision("r2", None, live=for_source(live, DumpSource(source=str(other)))))
+    assert "rankings" not in moved.run_config["ops"] and SETTINGS_TAG not in moved.tags
+    assert moved.tags["arena/requested_because"].endswith(
+        f"ranked with the defaults, not publication 1's settings: its dump came from another source "
+        f"({str(REAL_CSV.resolve())!r}; now {str(other.resolve())!r})")

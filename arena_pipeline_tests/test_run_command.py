@@ -156,9 +156,11 @@ def test_verbose_shows_dagsters_log_and_the_stack(home, monkeypatch, capsys):
 
 
 @pytest.mark.slow
-def test_refresh_then_rerank_publish_with_a_line_per_step_and_the_result_last(home, capsys):
+def test_refresh_then_rerank_publish_with_a_line_per_step_and_the_result_last(home, monkeypatch, capsys):
+    monkeypatch.setenv("ARENA_REPORTT", "x")  # a typo of a variable that is set: the run goes on, and says so
     assert main(["refresh", *SAMPLE_FLAGS]) == EXIT_OK
     out = capsys.readouterr().out.strip().splitlines()
+    assert "  raw_dump: warning: ARENA_REPORTT is ignored (did you mean ARENA_REPORT? it is set too)" in out
     steps = [line for line in out if re.match(r"^ +done \S+ \(\d", line)]
     assert {line.split()[1] for line in steps} >= {"raw_dump", "flat_tables", "rankings", "publication_gate"}
     report = home / "report" / "index.html"
@@ -180,3 +182,131 @@ def test_refresh_then_rerank_publish_with_a_line_per_step_and_the_result_last(ho
         runs = instance.get_runs()
         assert [(r.job_name, r.status.value) for r in reversed(runs)] == [
             ("refresh_job", "SUCCESS"), ("rerank_job", "SUCCESS"), ("rerank_job", "FAILURE")]
+
+
+# ---------------------------------------------------------------------------------------------
+# settings never travel silently; typos speak (issue 47 items 2 and 4)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_refresh_from_another_source_starts_from_the_defaults_and_names_what_it_would_carry(sample_run, tmp_path):
+    """The sample's settings (min_battles=3, bootstrap_rounds=5) go with a refresh of the sample, not with one
+    of another dump: that one starts from the defaults, says so and names the flag that carries them."""
+    from arena_pipeline.resources import DumpSource, Warehouse
+    from arena_pipeline.run_command import starting_settings
+
+    warehouse = Warehouse(database=str(sample_run.warehouse))
+    same, said = starting_settings(warehouse, DumpSource(source=str(REAL_CSV)))
+    assert same["min_battles"] == 3 and same["bootstrap_rounds"] == 5
+    assert said == "ranking settings: publication 1's (as the sensor ranks)"
+    header, records = read_real_csv()
+    other = write_csv(tmp_path / "own_dump.csv", header, records[:60])
+    base, said = starting_settings(warehouse, DumpSource(source=str(other)))
+    assert base is None
+    assert said == (f"ranking settings: the defaults, not publication 1's: its dump came from another source "
+                    f"({str(REAL_CSV.resolve())!r}; this run loads {str(other.resolve())!r}); --keep-settings ranks "
+                    "with its bootstrap_rounds=5, min_battles=3")
+    kept, _ = starting_settings(warehouse, DumpSource(source=str(other)), keep_settings=True)
+    assert kept == same
+    assert starting_settings(warehouse, None)[0] == same  # a re-rank: the live dump itself
+    assert starting_settings(warehouse, DumpSource(source=str(other)), from_defaults=True) == (None, None)
+
+
+def test_the_settings_used_are_printed_whenever_they_differ_from_the_defaults():
+    from arena_pipeline.run_command import settings_line
+
+    assert settings_line({}) is None
+    assert settings_line({"ops": {"rankings": {"config": {"ties": "half", "seed": 42}}}}) is None  # the defaults
+    assert settings_line({"ops": {"rankings": {"config": {"display_min_battles": 0, "ties": "half"}}}}) == (
+        "ranking settings used: display_min_battles=0 (default 301)")
+
+
+def test_every_gate_policy_the_refusal_names_has_a_flag():
+    """The flags come from where the policies are declared; each policy is a key of the gate's run config,
+    and every setting the refusal message names has its flag."""
+    from arena_pipeline.assets.publication_gate import PublishConfig
+    from arena_pipeline.cli import refresh, rerank
+    from arena_pipeline.core.publication.gate import RELAX_HINT
+    from arena_pipeline.core.publication.policy import policy_fields
+
+    assert list(PublishConfig.model_fields) == list(policy_fields())
+    named = set(re.findall(r"\b(allow_degenerate|max_\w+_drop)\b", RELAX_HINT))
+    assert named == set(policy_fields()) == {"allow_degenerate", "max_model_drop", "max_category_drop"}
+    for command in (refresh, rerank):
+        flags = {opt for p in command.params for opt in p.opts}
+        assert {"--" + n.replace("_", "-") for n in named} <= flags
+
+
+def test_max_category_drop_reaches_the_gate(home, monkeypatch):
+    import arena_pipeline.run_command as run_command
+
+    seen = {}
+    monkeypatch.setattr(run_command, "run_job", lambda job, config, **_: seen.setdefault(job, config) and "ran")
+    assert main(["rerank", "--max-category-drop", "1", "--from-defaults"]) == EXIT_OK
+    assert seen["rerank_job"]["ops"]["publication_gate"]["config"] == {"max_category_drop": 1.0}
+
+
+def test_a_misspelt_variable_is_named_with_did_you_mean_and_nothing_runs(home, monkeypatch, capsys):
+    import arena_pipeline.run_command as run_command
+
+    monkeypatch.setattr(run_command, "run_job", lambda *a, **k: pytest.fail("a run started"))
+    monkeypatch.delenv("ARENA_SOURCE")
+    monkeypatch.setenv("ARENA_SOUCE", str(REAL_CSV))
+    assert main(["refresh"]) == EXIT_USAGE
+    _, line = _one_error_line(capsys)
+    assert line == ("arena-pipeline: error: ARENA_SOUCE is set, but arena_pipeline reads no such variable: did you "
+                    "mean ARENA_SOURCE? (ARENA_SOURCE is unset, so its default would be used); nothing was run")
+
+
+def test_the_known_variables_are_the_resources_fields(monkeypatch):
+    from arena_pipeline.environment import known_variables, typo_lines
+
+    known = known_variables()
+    assert known["ARENA_SOURCE"] == "DumpSource.source" and known["ARENA_WAREHOUSE"] == "Warehouse.database"
+    assert {"ARENA_REPORT", "ARENA_DATASETS", "ARENA_MODEL_ALIASES", "HF_TOKEN"} <= set(known)
+    refusals, notes = typo_lines({"ARENA_WAREHOUS": "x", "ARENA_WAREHOUSE": "y", "ARENA_ZZZ": "1",
+                                  "ARENA_SOURCE": "s"}, known)
+    assert refusals == []
+    assert notes == ["note: ARENA_WAREHOUS is ignored (did you mean ARENA_WAREHOUSE? it is set too)",
+                     "note: ARENA_ZZZ is ignored: arena_pipeline reads no such variable "
+                     "(docs/reference/configuration.md lists them)"]
+
+
+def test_a_dagster_home_that_does_not_exist_is_one_line(home, monkeypatch, capsys):
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "no_such_home"))
+    assert main(["refresh", *SAMPLE_FLAGS]) == EXIT_USAGE
+    _, line = _one_error_line(capsys)
+    assert line.startswith(f"arena-pipeline: error: DAGSTER_HOME={home / 'no_such_home'} is not a folder: create it")
+
+
+def test_a_misspelt_warehouse_path_is_refused_when_the_default_one_exists(home, monkeypatch, capsys):
+    """ARENA_WAREHOUSE=dat/warehouse.duckdb beside a real data/warehouse.duckdb: refused, naming both and --new;
+    with --new (or no default warehouse) the run says it starts a new warehouse there."""
+    import arena_pipeline.run_command as run_command
+
+    monkeypatch.setattr(run_command, "run_job", lambda *a, **k: "ran")
+    monkeypatch.chdir(home)
+    monkeypatch.setenv("ARENA_WAREHOUSE", "dat/warehouse.duckdb")
+    typo = (home / "dat" / "warehouse.duckdb").absolute()
+    assert main(["refresh"]) == EXIT_OK  # no default warehouse here: a new one, said so
+    assert f"no warehouse at {typo}: starting a new warehouse there" in capsys.readouterr().out
+    (home / "data" / "warehouse.pipeline").mkdir(parents=True)  # another warehouse's store
+    assert main(["refresh"]) == EXIT_USAGE
+    _, line = _one_error_line(capsys)
+    assert line == (f"arena-pipeline: error: no warehouse at {typo} (ARENA_WAREHOUSE), but there is one at "
+                    f"{(home / 'data' / 'warehouse.duckdb').absolute()}: fix ARENA_WAREHOUSE, or pass --new to "
+                    f"start a new warehouse at {typo}")
+    assert main(["refresh", "--new"]) == EXIT_OK
+    assert f"no warehouse at {typo}: starting a new warehouse there" in capsys.readouterr().out
+
+
+def test_the_dotenv_of_the_project_folder_is_read_as_dagster_dev_reads_it(home, monkeypatch, capsys):
+    monkeypatch.chdir(home)
+    monkeypatch.delenv("ARENA_WAREHOUSE")
+    (home / ".env").write_text("ARENA_WAREHOUSE=from_dotenv/warehouse.duckdb\n", encoding="utf-8")
+    assert main(["leaderboard"]) == 1
+    assert "no warehouse at from_dotenv/warehouse.duckdb" in capsys.readouterr().err
+    monkeypatch.delenv("ARENA_WAREHOUSE")  # main() set it; the environment wins over the file
+    monkeypatch.setenv("ARENA_WAREHOUSE", "from_env.duckdb")
+    assert main(["leaderboard"]) == 1
+    assert "no warehouse at from_env.duckdb" in capsys.readouterr().err

@@ -36,6 +36,7 @@ from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.versions import finish_build, start_build, version_name
 from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
 from arena_pipeline.core.validation.quality import import_in_background
+from arena_pipeline.environment import environment_warnings
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
@@ -137,6 +138,8 @@ def raw_dump(
         check_ranking_run_config(_run_config(context))
     except ValueError as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
+    for line in environment_warnings():  # a misspelt ARENA_* variable: in `dagster dev`'s runs too
+        context.log.warning(line)
     try:
         manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry

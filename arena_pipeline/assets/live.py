@@ -21,7 +21,7 @@ def live_text(live: dict | None, warehouse: Warehouse, report_settings: ReportSe
         return f"nothing is published yet in {where}"
     text = f"live is publication {live['publication_id']} (revision {live['revision']}) in {where}"
     if report_settings is not None:
-        report = report_settings.path().resolve()
+        report = report_settings.path(warehouse.database_path()).resolve()
         text += f", report {report}" if report.is_file() else f", no report at {report}"
     return text
 

@@ -260,16 +260,18 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
             pub = read_published(con, SCHEMA)
     except WarehouseLockedError as exc:
         raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc
-    return dg.MaterializeResult(asset_key=REPORT, metadata=_write_report(context, pub, report_settings))
+    return dg.MaterializeResult(asset_key=REPORT, metadata=_write_report(context, pub, report_settings,
+                                                                      warehouse.database_path()))
 
 
-def _write_report(context: dg.AssetExecutionContext, pub: PublicationView, report_settings: ReportSettings) -> dict:
+def _write_report(context: dg.AssetExecutionContext, pub: PublicationView, report_settings: ReportSettings,
+                  warehouse: str) -> dict:
     """Write the report of ``pub`` (the live publication, its benchmark panel included) atomically and
     return its metadata; with an empty leaderboard (published on purpose) no report is written and a
     previous one is removed. The one writer of the report."""
-    out = report_settings.path()
+    out = report_settings.path(warehouse)
     existed = out.is_file()
-    path = write_live_report(pub, out)
+    path = write_live_report(pub, out, warehouse=warehouse)
     if path is None:  # an empty leaderboard, published on purpose (allow_degenerate): no stale board stays
         context.log.warning("the published leaderboard is empty: no report written"
                             + (f"; the previous report {out} was removed (its board is no longer live)" if existed else ""))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import html
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import polars as pl
 from markupsafe import Markup
 
 from arena_pipeline.constants import DEFAULT_REPORT_PATH as _DEFAULT
-from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA, report_beside
 from arena_pipeline.core.dataset.categories import RULES_BY_NAME
 from arena_pipeline.core.store.atomic import write_text_atomic
 from arena_pipeline.core.store.records import live_publication
@@ -39,6 +40,8 @@ REPORT_MARKER = b'<meta name="generator" content="arena_pipeline'
 MARKER_WITHIN = 64 * 1024
 #: The tag that carries the id of the publication a page shows (in the head of ``templates/report.html.j2``).
 PUBLICATION_TAG = re.compile(rb'<meta name="arena-publication" content="(\d+)">')
+#: The tag that carries the warehouse file a page was rendered from (its absolute path, HTML-escaped).
+WAREHOUSE_TAG = re.compile(rb'<meta name="arena-warehouse" content="([^"]*)">')
 
 
 class NotAReportError(FileExistsError):
@@ -50,11 +53,28 @@ class NotAReportError(FileExistsError):
                          "(ARENA_REPORT, or the report command's OUT)", str(path))
 
 
-def refuse_foreign_file(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`NotAReportError` when ``path`` is an existing file other than a report of this project.
+class OtherWarehouseReport(NotAReportError):
+    """The report's path holds the report of another warehouse (its ``arena-warehouse`` tag): not replaced."""
+
+    def __init__(self, path: Path, other: str) -> None:
+        FileExistsError.__init__(self, errno.EEXIST, f"{path} is the report of another warehouse ({other}): not "
+                                 "replaced; give this warehouse's report another path (ARENA_REPORT, or the report "
+                                 "command's OUT), or remove that page", str(path))
+
+
+def page_warehouse(head: bytes) -> str | None:
+    """The warehouse a page's head names (its ``arena-warehouse`` tag), or None (a page from before the tag)."""
+    found = WAREHOUSE_TAG.search(head)
+    return html.unescape(found.group(1).decode("utf-8", "replace")) if found else None
+
+
+def refuse_foreign_file(path: str | os.PathLike[str], warehouse: str | os.PathLike[str] | None = None) -> None:
+    """Raise :class:`NotAReportError` when ``path`` is an existing file other than a report of this project,
+    and :class:`OtherWarehouseReport` when it is the report of another warehouse than ``warehouse`` (one
+    that still exists, the page not in ``warehouse``'s own place: :func:`_another`).
 
     A missing path, or a report written before (its :data:`REPORT_MARKER` in its first
-    :data:`MARKER_WITHIN` bytes), may be replaced.
+    :data:`MARKER_WITHIN` bytes) of the same warehouse, of none named or of one gone, may be replaced.
     """
     path = Path(path)
     if not path.is_file():
@@ -63,6 +83,18 @@ def refuse_foreign_file(path: str | os.PathLike[str]) -> None:
         head = fh.read(MARKER_WITHIN)
     if REPORT_MARKER not in head:
         raise NotAReportError(path)
+    if warehouse is not None and (other := page_warehouse(head)) is not None and _another(path, other, warehouse):
+        raise OtherWarehouseReport(path, other)
+
+
+def _another(page: Path, named: str, warehouse: str | os.PathLike[str]) -> bool:
+    """Whether a page naming the warehouse ``named`` belongs to another warehouse than ``warehouse``: that
+    one still exists and is another file, and the page is not in ``warehouse``'s own place (``report/``
+    beside it, which a copied or moved warehouse brings along with its page)."""
+    ours = Path(warehouse).resolve()
+    if named == str(ours) or page.resolve() == report_beside(ours).resolve() or not Path(named).is_file():
+        return False
+    return not (ours.is_file() and Path(named).samefile(ours))
 
 
 def _head(path: Path) -> bytes | None:
@@ -139,7 +171,7 @@ def write_live_report(pub: PublicationView, out_path: str | os.PathLike[str], **
         The page cannot be written (a read-only folder, a full disk).
     """
     if pub.leaderboard.is_empty():
-        refuse_foreign_file(out_path)  # never delete what is not a report (say, the warehouse itself)
+        refuse_foreign_file(out_path, options.get("warehouse"))  # never delete what is not a report (say, the warehouse itself)
         Path(out_path).unlink(missing_ok=True)
         return None
     return render_report(pub, out_path, **options)
@@ -155,7 +187,7 @@ def why_not_written(exc: BaseException) -> str:
 
 
 def catch_up_report(con: duckdb.DuckDBPyConnection, out_path: str | os.PathLike[str],
-                    schema: str = SCHEMA) -> str | None:
+                    schema: str = SCHEMA, warehouse: str | os.PathLike[str] | None = None) -> str | None:
     """Re-render the report page at ``out_path`` when it is behind the live publication of ``con`` (read
     once, in one snapshot); return what was done in one line, or None when the page was up to date.
 
@@ -170,7 +202,7 @@ def catch_up_report(con: duckdb.DuckDBPyConnection, out_path: str | os.PathLike[
     lag = report_lag(out_path, live_publication(con, schema))
     if lag is None:
         return None
-    written = write_live_report(read_published(con, schema), out_path)
+    written = write_live_report(read_published(con, schema), out_path, warehouse=warehouse)
     done = f"re-rendered {written}" if written is not None else f"removed {out_path}"
     return f"report {done} ({lag})"
 
@@ -201,7 +233,7 @@ def _static(name: str) -> Markup:
 
 
 def build_report_html(pub: PublicationView, *, title: str = "LMArena leaderboards", heatmap_models: int = 20,
-                      generated_at: dt.datetime | None = None) -> str:
+                      generated_at: dt.datetime | None = None, warehouse: str | os.PathLike[str] | None = None) -> str:
     """The report page as a string; see :func:`render_report`."""
     if pub.leaderboard.height == 0:
         raise ValueError("the leaderboard is empty: nothing to report")
@@ -213,6 +245,7 @@ def build_report_html(pub: PublicationView, *, title: str = "LMArena leaderboard
         model_ids=model_ids,
         generated=(generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         css=_static("report.css"), js=_static("report.js"),
+        warehouse=None if warehouse is None else str(Path(warehouse).resolve()),
     )
 
 
@@ -228,7 +261,8 @@ def render_report(pub: PublicationView, out_path: str | os.PathLike[str] = DEFAU
     field), the benchmark comparison when it describes the live publication (per category: the
     agreement with each benchmark and a scatter of rating against score; ``pub.benchmarks``), the
     data-quality summary and the dump. ``options``: ``title``, ``heatmap_models``,
-    ``generated_at`` of :func:`build_report_html`. Written atomically (temporary file, then rename),
+    ``generated_at``, ``warehouse`` (the file ``pub`` was read from, named in the page so that a report of
+    another warehouse is never written over) of :func:`build_report_html`. Written atomically (temporary file, then rename),
     and only over a missing file or a report this project wrote (:func:`refuse_foreign_file`).
     With ``arena.model_fit`` published, a section after the models without a rating shows each board's
     held-out goodness of fit: a table and a calibration chart per board.
@@ -241,7 +275,7 @@ def render_report(pub: PublicationView, out_path: str | os.PathLike[str] = DEFAU
         ``out_path`` is an existing file that is not a report of this project (a warehouse given as
         the report's path, say): nothing is written.
     """
-    refuse_foreign_file(out_path)
-    html = build_report_html(pub, **options)
-    refuse_foreign_file(out_path)  # again: the page took a while, the file may have appeared meanwhile
-    return write_text_atomic(out_path, html)
+    refuse_foreign_file(out_path, options.get("warehouse"))
+    page = build_report_html(pub, **options)
+    refuse_foreign_file(out_path, options.get("warehouse"))  # again: the page took a while, a file may have come
+    return write_text_atomic(out_path, page)

@@ -649,6 +649,9 @@ def test_provisional_note_says_how_many_the_threshold_keeps_out_and_never_points
         note = next(n for n in _notes(section) if "keeps" in n)  # the first board's (bt)
         assert f"keeps {kept_out} of this board's {bt.height} models" in note
         golden.check("report", f"the provisional models' note ({'some' if shown else 'none'} shown)", note)
+        assert "arena-pipeline rerank --display-min-battles 0" in section and "docs/refresh.md" in section
+        assert ("Not ranked among the models above" in section) is shown
+        assert ("Ranked among themselves" in section) is not shown
 
 
 def test_rank_changes_keep_provisional_models_apart(outputs, golden):

@@ -4,32 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 import duckdb
 import polars as pl
 
+from arena_pipeline.core.publication.policy import GatePolicy
 from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.versions import Build, PublicationError
 
 #: the method whose boards the gate compares (every method is fitted on the same battles)
 GATE_METHOD = "bt"
-
-
-@dataclass(frozen=True)
-class GatePolicy:
-    """How much a new leaderboard may shrink against the live one before the gate refuses it (publication
-    rules 12, 13 and 15)."""
-
-    allow_degenerate: bool = False
-    max_model_drop: float = 0.5
-    max_category_drop: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name in ("max_model_drop", "max_category_drop"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a share between 0 and 1, got {value!r}")
 
 
 def _rated(board: pl.DataFrame) -> pl.DataFrame:
