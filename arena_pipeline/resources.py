@@ -44,7 +44,7 @@ from arena_pipeline.core.ingest.sources import (
     verify_file,
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.store import snapshot, warehouse
+from arena_pipeline.core.store import guard, snapshot, warehouse
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map, read_published_board
 
@@ -299,6 +299,11 @@ class Warehouse(DuckDBResource):
         description="How many dump revisions beyond the live one keep their vote tables' Parquet files (a "
         "reader holding an older snapshot open keeps reading them).",
     )
+    keep_publications: int = Field(
+        default=3, ge=0, le=1000,
+        description="How many publications before the live one keep their vote tables' Parquet files, whatever "
+        "their revision (a connection opened on one of them keeps reading it; after that it must reconnect).",
+    )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
     memory_limit: str | None = Field(
         default=DEFAULT_MEMORY_LIMIT,
@@ -344,7 +349,8 @@ class Warehouse(DuckDBResource):
         (``file_tables``, from the table catalogue; None: the tables earlier publications stored as
         files, enough to write the snapshot of the live publication again)."""
         return snapshot.SnapshotTarget(Path(self.database_path()), self.store_path() / snapshot.FILES_FOLDER,
-                                       None if file_tables is None else frozenset(file_tables), self.keep_revisions)
+                                       None if file_tables is None else frozenset(file_tables), self.keep_revisions,
+                                       self.keep_publications)
 
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
@@ -391,6 +397,8 @@ class Warehouse(DuckDBResource):
         try:
             if not read_only:
                 warehouse.check_is_warehouse(con, path)
+                # the readers' file is this store's to replace, or the run stops here (core/store/guard.py)
+                guard.check_replaceable(self.database_path(), path, guard.store_publications(con, SCHEMA), SCHEMA)
             yield con
         finally:
             con.close()
