@@ -87,7 +87,7 @@ def store_publications(con: duckdb.DuckDBPyConnection, schema: str) -> dict[int,
     return {pid: (run, at) for pid, run, at in rows}
 
 
-def _holder(exc: Exception) -> str:
+def lock_holder(exc: BaseException) -> str:
     """Who holds a DuckDB lock, from its message (``Conflicting lock is held in <program> (PID n)``)."""
     found = re.search(r"held in (.+?) \(PID (\d+)\)", str(exc))
     return f"process {found.group(2)} ({found.group(1)})" if found else "another process"
@@ -96,7 +96,7 @@ def _holder(exc: Exception) -> str:
 def read_write_holder_error(path: str | os.PathLike[str], exc: Exception) -> ForeignFileError:
     """The error for a snapshot some process holds read-write (the pipeline never does)."""
     return ForeignFileError(
-        f"{path} is open read-write by {_holder(exc)}: the pipeline never opens it so, and readers must open it "
+        f"{path} is open read-write by {lock_holder(exc)}: the pipeline never opens it so, and readers must open it "
         "read-only (duckdb.connect(path, read_only=True), or arena_pipeline.reader.connect); what they write "
         "there would be lost. Close that connection and run again")
 
