@@ -391,6 +391,7 @@ class Warehouse(DuckDBResource):
                                      memory_limit=self.memory_limit, config=self.duckdb_settings())
                    if Path(path).is_file() else duckdb.connect(":memory:"))
         else:
+            guard.check_name(self.database_path(), self.work_path())  # before any file is made
             path = self.prepare_store()
             con = warehouse.connect(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
                                     config=self.duckdb_settings())

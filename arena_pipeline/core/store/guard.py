@@ -54,10 +54,18 @@ def published_path(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.realpath(path))
 
 
-def check_name(path: str | os.PathLike[str]) -> None:
+def check_name(path: str | os.PathLike[str], work: str | os.PathLike[str] | None = None) -> None:
     """Refuse a warehouse file that DuckDB would open as a catalog named like a warehouse schema
     (``arena.duckdb``, ``arena_versions.db``: the catalog is the name up to its first dot): every
-    ``arena.leaderboard`` of a plain ``duckdb.connect(path)`` would then be ambiguous."""
+    ``arena.leaderboard`` of a plain ``duckdb.connect(path)`` would then be ambiguous. Refuse a ``?`` in
+    the warehouse's or the work file's (``work``) path too: DuckDB reads what follows it as options and
+    opens the path before it (``st?ar/w.duckdb`` is the file ``st``)."""
+    for role, where in (("ARENA_WAREHOUSE", path), ("the work file", work)):
+        if where is not None and "?" in os.fspath(where):
+            raise WarehouseNameError(
+                f"{role} {where}: DuckDB reads what follows '?' in a database path as options and would open "
+                f"{os.fspath(where).partition('?')[0]!r} instead; nothing was written. Choose a path without '?'"
+                + ("" if role == "ARENA_WAREHOUSE" else " (ARENA_STORE_DIR)"))
     for candidate in dict.fromkeys((Path(path), published_path(path))):
         catalog = candidate.name.split(".")[0]
         if catalog.lower() in WAREHOUSE_SCHEMAS:
@@ -109,13 +117,13 @@ def check_replaceable(path: str | os.PathLike[str], work: str | os.PathLike[str]
     Raises
     ------
     WarehouseNameError
-        :func:`check_name`.
+        :func:`check_name` (also called alone before a store is opened).
     ForeignFileError
         The file is not a snapshot of this store, or a process holds it read-write; one line naming it.
     """
     from arena_pipeline.core.store.snapshot import SNAPSHOT_MARKER  # snapshot.py calls this module
 
-    check_name(path)
+    check_name(path, work)
     real = published_path(path)
     if not real.exists() or (real.is_file() and real.stat().st_size == 0):
         return
