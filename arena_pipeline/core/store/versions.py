@@ -6,11 +6,12 @@ import functools
 import hashlib
 import json
 import os
+import platform
 import re
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 
 import duckdb
@@ -229,10 +230,29 @@ def code_fingerprint() -> str:
 
 
 
+#: The libraries that shape the tables' rows (parsing, Arrow and DuckDB types and arithmetic, the fits,
+#: name confusables): a new version of any of them makes every table again instead of reusing it.
+TABLE_LIBRARIES = ("polars", "duckdb", "pyarrow", "numpy", "scipy", "confusables")
+
+
+@functools.cache
+def library_versions() -> dict[str, str]:
+    """The installed versions of :data:`TABLE_LIBRARIES` and Python's (its Unicode tables): part of every
+    reuse key (:func:`inputs_key`)."""
+    versions = {"python": platform.python_version()}
+    for name in TABLE_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
 def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, settings: Mapping | None,
                inputs: Iterable[str] = ()) -> str | None:
     """What a version of ``table`` is made from: the dump revision, the settings (but
-    ``package_version``), the package's code (:func:`code_fingerprint`) and the keys of the versions
+    ``package_version``), the package's code (:func:`code_fingerprint`), the versions of the libraries that
+    shape the rows (:func:`library_versions`) and the keys of the versions
     of its input tables ``inputs`` (the step's, from the asset graph: the version store's context)
     that ``build`` reads. Two versions with one key hold the same rows. None (never reused) when an
     input has no version ``build`` would read."""
@@ -245,6 +265,7 @@ def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, setting
         row = con.execute(f"SELECT inputs_key FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
         keys[upstream] = (row[0] if row else None) or version
     payload = {"table": table, "revision": build.revision, "code": code_fingerprint(), "inputs": keys,
+               "libraries": library_versions(),
                "settings": {k: v for k, v in dict(settings or {}).items() if k not in _UNKEYED_SETTINGS}}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
