@@ -404,6 +404,21 @@ class Warehouse(DuckDBResource):
         finally:
             con.close()
 
+    def check_readers_file(self) -> None:
+        """Refuse, before a run does any work, a readers' file this store may not replace (core/store/guard.py):
+        through a writing connection when the store exists, else by what the file holds.
+
+        Raises
+        ------
+        NotAWarehouseError
+            One line naming the file and what to do (ForeignFileError, WarehouseNameError, ...).
+        """
+        guard.check_name(self.database_path(), self.work_path())
+        if Path(self.work_path()).exists():
+            with self.get_connection():
+                return
+        snapshot.kind_of(guard.published_path(self.database_path()))  # a foreign file; a first run's adoption
+
     def export_ahead(self, version: str) -> None:
         """Start writing the Parquet file of a new version of a vote table (its spec's ``file_view``) now,
         in a worker thread, so that the publication finds it written (core/store/snapshot.py)."""
