@@ -44,7 +44,7 @@ from arena_pipeline.core.ingest.sources import (
     verify_file,
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.store import guard, snapshot, warehouse
+from arena_pipeline.core.store import errors, guard, snapshot, warehouse
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map, read_published_board
 
@@ -393,14 +393,28 @@ class Warehouse(DuckDBResource):
         else:
             guard.check_name(self.database_path(), self.work_path())  # before any file is made
             path = self.prepare_store()
-            con = warehouse.connect(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
-                                    config=self.duckdb_settings())
+            try:
+                con = warehouse.connect(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
+                                        config=self.duckdb_settings())
+            except warehouse.WarehouseCorruptError as exc:
+                if type(exc) is not warehouse.WarehouseCorruptError:
+                    raise
+                raise errors.damaged_work_file(path, self.database_path(), exc) from exc
         try:
             if not read_only:
                 warehouse.check_is_warehouse(con, path)
                 # the readers' file is this store's to replace, or the run stops here (core/store/guard.py)
                 guard.check_replaceable(self.database_path(), path, guard.store_publications(con, SCHEMA), SCHEMA)
             yield con
+        except (duckdb.Error, OSError) as exc:  # its cause in one line: out of memory, a full disk, damage
+            damaged = None if read_only else warehouse.corruption_error(path, exc)
+            if damaged is not None:
+                raise errors.damaged_work_file(path, self.database_path(), exc) from exc
+            limit = errors.explain(exc, memory_limit=self.memory_limit, temp_directory=self.temp_directory,
+                                   store=self.store_path())
+            if limit is None:
+                raise
+            raise limit from exc
         finally:
             con.close()
 

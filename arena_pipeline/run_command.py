@@ -46,7 +46,7 @@ DAGSTER_NOISE = (dg.BetaWarning, dg.PreviewWarning, dg.SupersessionWarning)
 USER_ERRORS = frozenset({
     "SourceError", "FileChangedError", "UnknownFormatError", "AliasTableError", "HubError", "HubUnavailable",
     "HubNotFound", "ShardVerificationError", "NoShardsFound", "WarehouseLockedError", "WarehouseCorruptError",
-    "NotAWarehouseError", "StoreMissingError", "ForeignFileError", "WarehouseNameError", "PublicationError", "NothingBuiltError", "BoardFormatError",
+    "NotAWarehouseError", "StoreMissingError", "ForeignFileError", "WarehouseNameError", "ResourceLimitError", "PublicationError", "NothingBuiltError", "BoardFormatError",
     "BenchmarkFormatError", "SuiteError", "Failure", "ValueError", "FileNotFoundError", "PermissionError",
     "IsADirectoryError", "NotADirectoryError",
 })

@@ -196,8 +196,9 @@ def _write_parquet(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    finally:
-        con.execute(f"SET preserve_insertion_order = {bool(ordered)}")
+    finally:  # in a transaction the failure aborted, this fails too: the failure's own error is the one raised
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"SET preserve_insertion_order = {bool(ordered)}")
     return out
 
 
