@@ -19,6 +19,7 @@ import polars as pl
 
 from arena_pipeline.constants import SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, manifest_from_json, manifest_to_json
+from arena_pipeline.core.store.processes import process_gone, process_start
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, record_dump, utc_now
 from arena_pipeline.core.store.warehouse import quoted, read_frame, write_table, write_table_with, write_tables_with
 
@@ -83,8 +84,8 @@ def close_abandoned_builds(con: duckdb.DuckDBPyConnection, failure_of: FailureOf
     record it, such as one that waited past the lock timeout for the work file) ends 'failed' with that
     reason; any other ends 'abandoned': its process was killed before it finished.
     """
-    running = con.execute(f"SELECT build_id, host, pid FROM {BUILDS} WHERE status = 'running'").fetchall()
-    gone = [(build_id, host, pid) for build_id, host, pid in running if process_gone(host, pid)]
+    running = con.execute(f"SELECT build_id, host, pid, pid_started FROM {BUILDS} WHERE status = 'running'").fetchall()
+    gone = [(build_id, host, pid) for build_id, host, pid, started in running if process_gone(host, pid, started)]
     for build_id, host, pid in gone:
         reason = failure_of(build_id) if failure_of is not None else None
         if reason:
@@ -110,7 +111,8 @@ def start_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str,
             f"run {build_id} already works on revision {existing['revision']}; it cannot switch to "
             f"{manifest.revision}")
     _insert_build(con, build_id, manifest.revision, manifest_to_json(manifest),
-                  on_conflict="DO UPDATE SET manifest = excluded.manifest, pid = excluded.pid")
+                  on_conflict="DO UPDATE SET manifest = excluded.manifest, pid = excluded.pid, "
+                              "pid_started = excluded.pid_started")
     return Build(build_id, manifest.revision, manifest)
 
 
@@ -119,9 +121,10 @@ def _insert_build(con: duckdb.DuckDBPyConnection, build_id: str, revision: str, 
                   on_conflict: str) -> None:
     """Register a running build of this process (host and pid tell retention when it is gone)."""
     con.execute(
-        f"""INSERT INTO {BUILDS} (build_id, build_key, revision, manifest, started_at, status, host, pid)
-            VALUES (?, ?, ?, ?, ?, 'running', ?, ?) ON CONFLICT (build_id) {on_conflict}""",
-        [build_id, build_key(build_id), revision, manifest, utc_now(), socket.gethostname(), os.getpid()],
+        f"""INSERT INTO {BUILDS} (build_id, build_key, revision, manifest, started_at, status, host, pid, pid_started)
+            VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (build_id) {on_conflict}""",
+        [build_id, build_key(build_id), revision, manifest, utc_now(), socket.gethostname(), os.getpid(),
+         process_start(os.getpid())],
     )
 
 
@@ -415,17 +418,3 @@ def _base_tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
     return {name for (name,) in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
         [schema]).fetchall()}
-
-
-
-def process_gone(host: str | None, pid: int | None) -> bool:
-    """Whether the process that ran a build is known to be gone (it ran on this host and has exited)."""
-    if host != socket.gethostname() or not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
