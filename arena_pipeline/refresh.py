@@ -229,7 +229,10 @@ def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | 
            warehouse: Warehouse | None = None) -> Decision:
     """Look up the current revision (one cheap call) and decide; never raises for an unreachable Hub.
     With ``warehouse``, what is live counts (:func:`already_handled_reason`) and the run is given
-    the live ranking settings (:func:`run_request`)."""
+    the live ranking settings (:func:`run_request`). A readers' snapshot behind the work file (a run killed
+    between its COMMIT and its rename) is brought level first: the revision it published is then live."""
+    if warehouse is not None:
+        warehouse.bring_readers_level()
     if dump_source.is_multi():
         return decide_many(instance, dump_source, cursor, warehouse)
     try:

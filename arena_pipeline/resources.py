@@ -44,7 +44,8 @@ from arena_pipeline.core.ingest.sources import (
     verify_file,
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.store import errors, guard, snapshot, warehouse
+from arena_pipeline.core.store import errors, guard, reader, snapshot, warehouse
+from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map, read_published_board
 
@@ -453,6 +454,43 @@ class Warehouse(DuckDBResource):
                 raise
             return f"the readers' snapshot was not brought up to date ({type(exc).__name__}: {exc})"
         return None
+
+    def bring_readers_level(self) -> int | None:
+        """Write the readers' snapshot again when the work file's live publication is not the snapshot's: a
+        run killed between its COMMIT and its rename (nothing else would, until a run of a new revision).
+        Returns the publication brought level, or None: level already, nothing published, a process holds
+        the work file (a live run: its gate step does it) or the snapshot cannot be written (its error is
+        the next run's). Never waits, never raises: the sensor and the schedule call it at every tick."""
+        work = Path(self.work_path())
+        if not work.is_file():
+            return None
+        try:
+            con = warehouse.connect(str(work), timeout_s=0, memory_limit=self.memory_limit,
+                                    config=self.duckdb_settings())
+        except (duckdb.Error, RuntimeError):
+            return None
+        try:
+            live = live_publication(con, SCHEMA)
+            if live is None or live["publication_id"] == self._readers_publication():
+                return None
+            self.sync_readers(con)
+            return live["publication_id"]
+        except (duckdb.Error, OSError, RuntimeError):
+            return None
+        finally:
+            con.close()
+
+    def _readers_publication(self) -> int | None:
+        """The live publication id of the readers' snapshot as it is now (None: none, or unreadable)."""
+        path = guard.published_path(self.database_path())
+        if not path.is_file():
+            return None
+        try:
+            with reader.open_newest(str(path)) as con:
+                found = live_publication(con, SCHEMA)
+        except (duckdb.Error, RuntimeError):
+            return None
+        return found["publication_id"] if found else None
 
     def prepare_store(self) -> str:
         """The work file's path, its folder created; a warehouse from before the snapshot at
