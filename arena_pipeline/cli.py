@@ -505,11 +505,11 @@ def _run(job: str, flags: dict[str, Any]) -> int:
         from_defaults = flags.pop("from_defaults")
         gate = {k: flags.pop(k) for k in ("allow_degenerate", "max_model_drop") if flags.get(k) is not None}
         rankings = {k: v for k, v in flags.items() if v is not None}
-        base, said = (None, None) if from_defaults else run_command.live_rankings(run_command.Warehouse())
+        base, said, tags = (None, None, {}) if from_defaults else run_command.live_rankings(run_command.Warehouse())
         if said:
             print(said + (f", with {', '.join(f'{k}={v}' for k, v in rankings.items())}" if rankings else ""))
         config = run_command.run_config(config_json, rankings, gate, base)
-        print(run_command.run_job(job, config, verbose=verbose))
+        print(run_command.run_job(job, config, verbose=verbose, tags=tags))
     except run_command.RunError as exc:
         raise CliError(str(exc), exc.code) from None
     return EXIT_OK

@@ -12,13 +12,14 @@ import dagster as dg
 import duckdb
 
 from arena_pipeline.assets.run_config import run_config_of
-from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
+from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.dataset.manifest import combined_revision
 from arena_pipeline.core.ingest.hub import HubError
 from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.core.publication.changes import ranking_settings
 from arena_pipeline.core.publication.freshness import one_line, short_revision
 from arena_pipeline.core.publication.retry import MAX_ATTEMPTS, FailedRun, RetryPlan, plan_retry
+from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.store import warehouse as core_warehouse
 from arena_pipeline.core.store.records import live_publication
@@ -26,8 +27,6 @@ from arena_pipeline.resources import DumpSource, Warehouse
 
 #: How long a tick waits for the warehouse while a run writes it, before ranking with the defaults.
 SETTINGS_WAIT_S = 5.0
-#: The tag naming the publication whose ranking settings a refresh run was given.
-SETTINGS_TAG = "arena/ranking_settings_of"
 #: The tag saying, in one line, why the sensor or the schedule requested a refresh run.
 REASON_TAG = "arena/requested_because"
 #: The longest reason a tag or a skip shows (a Hub error can be long).
@@ -258,7 +257,7 @@ def run_request(decision: Decision) -> dg.RunRequest:
     tags = {REVISION_TAG: revision, REASON_TAG: decision.because()}
     if live.ranking is not None:
         run_config["ops"]["rankings"] = {"config": run_config_of(live.ranking)}
-        tags[SETTINGS_TAG] = f"publication {live.publication_id}"
+        tags[SETTINGS_TAG] = SOURCE_FORMAT.format(live.publication_id)
     run_key = f"{revision} after publication {live.publication_id}" if decision.again else revision
     if decision.retry is not None:
         run_key += f" attempt {decision.retry.attempt}"

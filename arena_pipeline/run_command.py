@@ -28,8 +28,9 @@ import dagster as dg
 import duckdb
 
 from arena_pipeline.assets.run_config import RANKINGS_OP, check_ranking_run_config, run_config_of
-from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.publication.freshness import one_line
+from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.warehouse import connect, quoted
 from arena_pipeline.refresh import read_live
@@ -140,13 +141,16 @@ def check_run_config(job: dg.JobDefinition, config: Mapping[str, Any]) -> None:
             raise RunError(str(exc), EXIT_CONFIG) from None
 
 
-def live_rankings(warehouse: Warehouse) -> tuple[dict[str, Any] | None, str | None]:
-    """The live publication's ranking settings as run configuration (what the sensor gives a refresh), and
-    the line that says so; (None, None) when nothing is published or its settings are not recorded."""
+def live_rankings(warehouse: Warehouse) -> tuple[dict[str, Any] | None, str | None, dict[str, str]]:
+    """The live publication's ranking settings as run configuration (what the sensor gives a refresh), the
+    line that says so and the run's tag naming that publication (its gate refuses to publish over another
+    publication with other ranking settings); (None, None, {}) when nothing is published or its settings
+    are not recorded."""
     live = read_live(warehouse)
     if live.ranking is None:
-        return None, None
-    return run_config_of(live.ranking), f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)"
+        return None, None, {}
+    return (run_config_of(live.ranking), f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)",
+            {SETTINGS_TAG: SOURCE_FORMAT.format(live.publication_id)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,7 +209,7 @@ class Progress:
 
 
 def run_job(job_name: str, config: Mapping[str, Any], *, verbose: bool = False,
-            echo: Callable[[str], None] = print) -> str:
+            echo: Callable[[str], None] = print, tags: Mapping[str, str] | None = None) -> str:
     """Run ``job_name`` of the code location in the instance of ``DAGSTER_HOME``, a line per step, and
     return the last line (what was published). Raises :class:`RunError` (one line) when the
     configuration is refused or the run fails."""
@@ -226,7 +230,7 @@ def run_job(job_name: str, config: Mapping[str, Any], *, verbose: bool = False,
             echo(f"run {run_id} of {job_name} in {_where(instance)}")
             started = time.monotonic()
             result = job.execute_in_process(run_config=config, instance=instance, run_id=run_id,
-                                            raise_on_error=False)
+                                            raise_on_error=False, tags=dict(tags or {}))
             took = time.monotonic() - started
             if not result.success:
                 raise RunError(failure_line(result, verbose))
