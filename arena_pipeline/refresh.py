@@ -21,7 +21,7 @@ from arena_pipeline.core.publication.freshness import one_line, short_revision
 from arena_pipeline.core.publication.retry import MAX_ATTEMPTS, FailedRun, RetryPlan, plan_retry
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.ranking import RankingConfig
-from arena_pipeline.core.store import warehouse as core_warehouse
+from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.resources import DumpSource, Warehouse
 
@@ -64,8 +64,7 @@ def read_live(warehouse: Warehouse | None) -> Live:
     if not Path(path).is_file():
         return Live(known=True)
     try:
-        con = core_warehouse.connect(path, read_only=True, timeout_s=SETTINGS_WAIT_S,
-                                     memory_limit=warehouse.memory_limit)
+        con = open_newest(path, timeout_s=SETTINGS_WAIT_S, memory_limit=warehouse.memory_limit)
         try:
             live = live_publication(con, SCHEMA)
         finally:

@@ -388,8 +388,8 @@ class Warehouse(DuckDBResource):
         nothing is published: every relation is missing, as in a new warehouse)."""
         if read_only:
             path = self.database_path()
-            con = (warehouse.connect(path, read_only=True, timeout_s=self.lock_timeout_s,
-                                     memory_limit=self.memory_limit, config=self.duckdb_settings())
+            con = (reader.open_newest(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
+                                      config=self.duckdb_settings())
                    if Path(path).is_file() else duckdb.connect(":memory:"))
         else:
             guard.check_name(self.database_path(), self.work_path())  # before any file is made

@@ -31,8 +31,9 @@ from arena_pipeline.assets.run_config import RANKINGS_OP, check_ranking_run_conf
 from arena_pipeline.constants import LEADERBOARD_TABLE, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
+from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
-from arena_pipeline.core.store.warehouse import connect, quoted
+from arena_pipeline.core.store.warehouse import quoted
 from arena_pipeline.refresh import read_live
 from arena_pipeline.resources import ReportSettings, Warehouse
 
@@ -309,7 +310,7 @@ def _live(path: Path) -> tuple[int, str, int] | None:
     if not path.is_file():
         return None
     try:
-        con = connect(str(path), read_only=True, timeout_s=10)
+        con = open_newest(str(path), timeout_s=10)
         try:
             live = live_publication(con, SCHEMA)
             if live is None:
