@@ -41,10 +41,11 @@ from arena_pipeline.core.labels import (
     rank_set_label,
 )
 from arena_pipeline.core.publication.policy import policy_fields
+from arena_pipeline.core.store.guard import lock_holder
+from arena_pipeline.core.store.reader import files_gone_message, open_newest
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
-    connect,
     corruption_error,
     quoted,
     relation_exists,
@@ -61,7 +62,7 @@ PROG = "arena-pipeline"
 EXIT_OK = 0
 EXIT_NO_DATA = 1  # no warehouse, no published leaderboard, no board for a known category, an unreadable file
 EXIT_USAGE = 2  # bad usage, including an unknown category or method (the valid ones are listed)
-EXIT_LOCKED = 3  # the warehouse stayed locked by a running pipeline for --timeout seconds
+EXIT_LOCKED = 3  # the warehouse stayed locked (a process opened it read-write) for --timeout seconds
 
 MATERIALIZE_HINT = ("publish one first: `arena-pipeline refresh` (with DAGSTER_HOME=$PWD/dagster_home; "
                     "docs/getting-started.md)")
@@ -77,16 +78,20 @@ class CliError(Exception):
 
 @contextlib.contextmanager
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short read-only connection to a warehouse with a published leaderboard. Every failure is a
-    one-line CliError: no file, locked (exit 3), damaged (also when found while reading: the advice
-    to rebuild), unreadable, or no leaderboard published yet."""
+    """A short read-only connection to the newest publication of a warehouse with a published leaderboard
+    (:func:`core.store.reader.open_newest`). Every failure is a one-line CliError: no file, locked (exit 3:
+    a process opened the snapshot read-write), damaged (also when found while reading: the advice to
+    rebuild), unreadable, its publication's files deleted meanwhile, or no leaderboard published yet."""
     if not path.is_file():
         raise CliError(f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}")
     try:
-        con = connect(str(path), read_only=True, timeout_s=timeout_s)
+        con = open_newest(str(path), timeout_s=timeout_s)
     except WarehouseLockedError as exc:
-        raise CliError(f"the warehouse {path} is locked by a running pipeline (waited {timeout_s:g} s); "
-                       "try again when the run has finished, or pass a longer --timeout", EXIT_LOCKED) from exc
+        # the pipeline never opens the readers' snapshot read-write: a reader did (DuckDB's default)
+        raise CliError(f"the warehouse {path} is open read-write by {lock_holder(exc.__cause__ or exc)} (waited "
+                       f"{timeout_s:g} s): the pipeline never holds it so, and readers must open it read-only "
+                       "(duckdb.connect(path, read_only=True), or arena_pipeline.reader.connect); close that "
+                       "connection and try again, or pass a longer --timeout", EXIT_LOCKED) from exc
     except WarehouseCorruptError as exc:
         raise CliError(str(exc)) from exc
     except duckdb.Error as exc:
@@ -99,7 +104,7 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
         yield con
     except duckdb.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CliError(str(corruption_error(str(path), exc) or
+        raise CliError(str(corruption_error(str(path), exc) or files_gone_message(con, exc, str(path)) or
                            f"cannot read the published tables of {path}: {reason}")) from exc
     finally:
         con.close()
@@ -540,8 +545,9 @@ def _run(job: str, flags: dict[str, Any]) -> int:
         choices = {k: flags.pop(k, False) for k in ("from_defaults", "keep_settings", "new")}
         gate = {k: flags.pop(k) for k in policy_fields() if flags.get(k) is not None}
         rankings = {k: v for k, v in flags.items() if v is not None}
-        config = run_command.prepare_run(job, config_json=config_json, rankings=rankings, gate=gate, **choices)
-        print(run_command.run_job(job, config, verbose=verbose))
+        config, tags = run_command.prepare_run(job, config_json=config_json, rankings=rankings, gate=gate,
+                                               **choices)
+        print(run_command.run_job(job, config, verbose=verbose, tags=tags))
     except run_command.RunError as exc:
         raise CliError(str(exc), exc.code) from None
     return EXIT_OK

@@ -69,3 +69,6 @@ NIGHTLY_CRON = "0 3 * * *"  # 03:00 UTC
 SENSOR_INTERVAL_SECONDS = 600
 REVISION_TAG = "arena/revision"
 PUBLISHED_TAG = "arena/published_revision"
+#: The tag naming the publication whose ranking settings a run was given (the sensor's, the CLI's): its gate
+#: refuses to publish over a publication with other ranking settings (core/publication/settings_source.py).
+SETTINGS_TAG = "arena/ranking_settings_of"

@@ -12,22 +12,22 @@ import dagster as dg
 import duckdb
 
 from arena_pipeline.assets.run_config import run_config_of
-from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
+from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.dataset.manifest import combined_revision
 from arena_pipeline.core.ingest.hub import HubError
 from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.core.publication.changes import ranking_settings
 from arena_pipeline.core.publication.freshness import one_line, short_revision
 from arena_pipeline.core.publication.retry import MAX_ATTEMPTS, FailedRun, RetryPlan, plan_retry
+from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.store import warehouse as core_warehouse
+from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.resources import DumpSource, Warehouse
 
 #: How long a tick waits for the warehouse while a run writes it, before ranking with the defaults.
 SETTINGS_WAIT_S = 5.0
-#: The tag naming the publication whose ranking settings a refresh run was given.
-SETTINGS_TAG = "arena/ranking_settings_of"
 #: The tag saying, in one line, why the sensor or the schedule requested a refresh run.
 REASON_TAG = "arena/requested_because"
 #: The longest reason a tag or a skip shows (a Hub error can be long).
@@ -69,8 +69,7 @@ def read_live(warehouse: Warehouse | None) -> Live:
     if not Path(path).is_file():
         return Live(known=True)
     try:
-        con = core_warehouse.connect(path, read_only=True, timeout_s=SETTINGS_WAIT_S,
-                                     memory_limit=warehouse.memory_limit)
+        con = open_newest(path, timeout_s=SETTINGS_WAIT_S, memory_limit=warehouse.memory_limit)
         try:
             live = live_publication(con, SCHEMA)
             source = _dump_source(con, live["revision"]) if live else None
@@ -273,7 +272,10 @@ def decide(instance: dg.DagsterInstance, dump_source: DumpSource, cursor: str | 
            warehouse: Warehouse | None = None) -> Decision:
     """Look up the current revision (one cheap call) and decide; never raises for an unreachable Hub.
     With ``warehouse``, what is live counts (:func:`already_handled_reason`) and the run is given
-    the live ranking settings (:func:`run_request`)."""
+    the live ranking settings (:func:`run_request`). A readers' snapshot behind the work file (a run killed
+    between its COMMIT and its rename) is brought level first: the revision it published is then live."""
+    if warehouse is not None:
+        warehouse.bring_readers_level()
     if dump_source.is_multi():
         return decide_many(instance, dump_source, cursor, warehouse)
     try:
@@ -299,7 +301,7 @@ def run_request(decision: Decision) -> dg.RunRequest:
     tags = {REVISION_TAG: revision, REASON_TAG: decision.because()}
     if live.ranking is not None:
         run_config["ops"]["rankings"] = {"config": run_config_of(live.ranking)}
-        tags[SETTINGS_TAG] = f"publication {live.publication_id}"
+        tags[SETTINGS_TAG] = SOURCE_FORMAT.format(live.publication_id)
     run_key = f"{revision} after publication {live.publication_id}" if decision.again else revision
     if decision.retry is not None:
         run_key += f" attempt {decision.retry.attempt}"

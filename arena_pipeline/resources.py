@@ -45,7 +45,8 @@ from arena_pipeline.core.ingest.sources import (
     verify_file,
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.store import snapshot, warehouse
+from arena_pipeline.core.store import errors, guard, reader, snapshot, warehouse
+from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map
 from arena_pipeline.core.validation.leaderboard_dataset import read_board
@@ -301,6 +302,11 @@ class Warehouse(DuckDBResource):
         description="How many dump revisions beyond the live one keep their vote tables' Parquet files (a "
         "reader holding an older snapshot open keeps reading them).",
     )
+    keep_publications: int = Field(
+        default=3, ge=0, le=1000,
+        description="How many publications before the live one keep their vote tables' Parquet files, whatever "
+        "their revision (a connection opened on one of them keeps reading it; after that it must reconnect).",
+    )
     lock_timeout_s: float = Field(default=120.0, description="How long to wait for another process's lock.")
     memory_limit: str | None = Field(
         default=DEFAULT_MEMORY_LIMIT,
@@ -346,7 +352,8 @@ class Warehouse(DuckDBResource):
         (``file_tables``, from the table catalogue; None: the tables earlier publications stored as
         files, enough to write the snapshot of the live publication again)."""
         return snapshot.SnapshotTarget(Path(self.database_path()), self.store_path() / snapshot.FILES_FOLDER,
-                                       None if file_tables is None else frozenset(file_tables), self.keep_revisions)
+                                       None if file_tables is None else frozenset(file_tables), self.keep_revisions,
+                                       self.keep_publications)
 
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
@@ -383,19 +390,51 @@ class Warehouse(DuckDBResource):
         nothing is published: every relation is missing, as in a new warehouse)."""
         if read_only:
             path = self.database_path()
-            con = (warehouse.connect(path, read_only=True, timeout_s=self.lock_timeout_s,
-                                     memory_limit=self.memory_limit, config=self.duckdb_settings())
+            con = (reader.open_newest(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
+                                      config=self.duckdb_settings())
                    if Path(path).is_file() else duckdb.connect(":memory:"))
         else:
+            guard.check_name(self.database_path(), self.work_path())  # before any file is made
             path = self.prepare_store()
-            con = warehouse.connect(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
-                                    config=self.duckdb_settings())
+            try:
+                con = warehouse.connect(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
+                                        config=self.duckdb_settings())
+            except warehouse.WarehouseCorruptError as exc:
+                if type(exc) is not warehouse.WarehouseCorruptError:
+                    raise
+                raise errors.damaged_work_file(path, self.database_path(), exc) from exc
         try:
             if not read_only:
                 warehouse.check_is_warehouse(con, path)
+                # the readers' file is this store's to replace, or the run stops here (core/store/guard.py)
+                guard.check_replaceable(self.database_path(), path, guard.store_publications(con, SCHEMA), SCHEMA)
             yield con
+        except (duckdb.Error, OSError) as exc:  # its cause in one line: out of memory, a full disk, damage
+            damaged = None if read_only else warehouse.corruption_error(path, exc)
+            if damaged is not None:
+                raise errors.damaged_work_file(path, self.database_path(), exc) from exc
+            limit = errors.explain(exc, memory_limit=self.memory_limit, temp_directory=self.temp_directory,
+                                   store=self.store_path())
+            if limit is None:
+                raise
+            raise limit from exc
         finally:
             con.close()
+
+    def check_readers_file(self) -> None:
+        """Refuse, before a run does any work, a readers' file this store may not replace (core/store/guard.py):
+        through a writing connection when the store exists, else by what the file holds.
+
+        Raises
+        ------
+        NotAWarehouseError
+            One line naming the file and what to do (ForeignFileError, WarehouseNameError, ...).
+        """
+        guard.check_name(self.database_path(), self.work_path())
+        if Path(self.work_path()).exists():
+            with self.get_connection():
+                return
+        snapshot.kind_of(guard.published_path(self.database_path()))  # a foreign file; a first run's adoption
 
     def export_ahead(self, version: str) -> None:
         """Start writing the Parquet file of a new version of a vote table (its spec's ``file_view``) now,
@@ -417,6 +456,43 @@ class Warehouse(DuckDBResource):
                 raise
             return f"the readers' snapshot was not brought up to date ({type(exc).__name__}: {exc})"
         return None
+
+    def bring_readers_level(self) -> int | None:
+        """Write the readers' snapshot again when the work file's live publication is not the snapshot's: a
+        run killed between its COMMIT and its rename (nothing else would, until a run of a new revision).
+        Returns the publication brought level, or None: level already, nothing published, a process holds
+        the work file (a live run: its gate step does it) or the snapshot cannot be written (its error is
+        the next run's). Never waits, never raises: the sensor and the schedule call it at every tick."""
+        work = Path(self.work_path())
+        if not work.is_file():
+            return None
+        try:
+            con = warehouse.connect(str(work), timeout_s=0, memory_limit=self.memory_limit,
+                                    config=self.duckdb_settings())
+        except (duckdb.Error, RuntimeError):
+            return None
+        try:
+            live = live_publication(con, SCHEMA)
+            if live is None or live["publication_id"] == self._readers_publication():
+                return None
+            self.sync_readers(con)
+            return live["publication_id"]
+        except (duckdb.Error, OSError, RuntimeError):
+            return None
+        finally:
+            con.close()
+
+    def _readers_publication(self) -> int | None:
+        """The live publication id of the readers' snapshot as it is now (None: none, or unreadable)."""
+        path = guard.published_path(self.database_path())
+        if not path.is_file():
+            return None
+        try:
+            with reader.open_newest(str(path)) as con:
+                found = live_publication(con, SCHEMA)
+        except (duckdb.Error, RuntimeError):
+            return None
+        return found["publication_id"] if found else None
 
     def prepare_store(self) -> str:
         """The work file's path, its folder created; a warehouse from before the snapshot at

@@ -28,11 +28,13 @@ import dagster as dg
 import duckdb
 
 from arena_pipeline.assets.run_config import RANKINGS_OP, RankingRunConfig, check_ranking_run_config, run_config_of
-from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA
+from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.publication.freshness import one_line
+from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.store import snapshot
+from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
-from arena_pipeline.core.store.warehouse import connect, quoted
+from arena_pipeline.core.store.warehouse import quoted
 from arena_pipeline.refresh import configured_source, for_source, read_live
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 
@@ -47,7 +49,7 @@ DAGSTER_NOISE = (dg.BetaWarning, dg.PreviewWarning, dg.SupersessionWarning)
 USER_ERRORS = frozenset({
     "SourceError", "FileChangedError", "UnknownFormatError", "AliasTableError", "HubError", "HubUnavailable",
     "HubNotFound", "ShardVerificationError", "NoShardsFound", "WarehouseLockedError", "WarehouseCorruptError",
-    "NotAWarehouseError", "StoreMissingError", "PublicationError", "NothingBuiltError", "BoardFormatError",
+    "NotAWarehouseError", "StoreMissingError", "ForeignFileError", "WarehouseNameError", "ResourceLimitError", "PublicationError", "NothingBuiltError", "BoardFormatError",
     "BenchmarkFormatError", "SuiteError", "Failure", "ValueError", "FileNotFoundError", "PermissionError",
     "IsADirectoryError", "NotADirectoryError",
 })
@@ -147,25 +149,34 @@ def _listed(settings: Mapping[str, Any]) -> str:
 
 def starting_settings(warehouse: Warehouse, source: DumpSource | None, *, from_defaults: bool = False,
                       keep_settings: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+    """The ranking settings a run starts from and the line that says so (:func:`_starting`)."""
+    base, said, _ = _starting(warehouse, source, from_defaults=from_defaults, keep_settings=keep_settings)
+    return base, said
+
+
+def _starting(warehouse: Warehouse, source: DumpSource | None, *, from_defaults: bool = False,
+              keep_settings: bool = False) -> tuple[dict[str, Any] | None, str | None, dict[str, str]]:
     """The ranking settings a run starts from, and the line that says so: the live publication's (as the
     sensor ranks), unless ``from_defaults``, or unless ``source`` (a refresh's) differs from the source of
     the live publication's dump (:func:`refresh.for_source`, as the sensor decides): a sample's
     ``display_min_battles=0`` must not travel silently to another dump, so such a refresh starts from the
-    defaults and names what ``--keep-settings`` would carry."""
+    defaults and names what ``--keep-settings`` would carry. The third item is the run's tag naming the
+    publication whose settings it carries (its gate refuses to publish over another publication with other
+    ranking settings, rule 28)."""
     if from_defaults:
-        return None, None
+        return None, None, {}
     live = read_live(warehouse)
     if live.ranking is None:
-        return None, None
+        return None, None, {}
     base = run_config_of(live.ranking)
     said = f"ranking settings: publication {live.publication_id}'s (as the sensor ranks)"
     moved = for_source(live, None if keep_settings else source)
     if moved.ranking is not None:
-        return base, said
+        return base, said, {SETTINGS_TAG: SOURCE_FORMAT.format(live.publication_id)}
     carried = changed_settings(base)
     return None, (f"ranking settings: the defaults, not publication {live.publication_id}'s: its dump came from "
                   f"another source ({live.source!r}; this run loads {configured_source(source)!r})"
-                  + (f"; --keep-settings ranks with its {_listed(carried)}" if carried else ""))
+                  + (f"; --keep-settings ranks with its {_listed(carried)}" if carried else "")), {}
 
 
 def changed_settings(rankings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -227,23 +238,24 @@ def check_new_warehouse(warehouse: Warehouse, *, new: bool, echo: Callable[[str]
 def prepare_run(job_name: str, *, config_json: Mapping[str, Any], rankings: Mapping[str, Any],
                 gate: Mapping[str, Any], from_defaults: bool = False, keep_settings: bool = False,
                 new: bool = False, environ: Mapping[str, str] | None = None,
-                echo: Callable[[str], None] = print) -> dict[str, Any]:
+                echo: Callable[[str], None] = print) -> tuple[dict[str, Any], dict[str, str]]:
     """What ``refresh`` / ``rerank`` check and say before the run, and the run configuration: the
     environment (:func:`check_environment`), a new warehouse (refresh), the ranking settings started from
-    (:func:`starting_settings`) and, whenever they differ from the defaults, the settings used."""
+    (:func:`starting_settings`) and, whenever they differ from the defaults, the settings used; with the
+    run's tags (the publication whose settings it carries)."""
     check_environment(os.environ if environ is None else environ)
     warehouse = Warehouse()
     refresh = job_name == "refresh_job"
     if refresh:
         check_new_warehouse(warehouse, new=new, echo=echo)
-    base, said = starting_settings(warehouse, DumpSource() if refresh else None, from_defaults=from_defaults,
-                                   keep_settings=keep_settings)
+    base, said, tags = _starting(warehouse, DumpSource() if refresh else None, from_defaults=from_defaults,
+                                 keep_settings=keep_settings)
     if said:  # the flags laid over carried settings are named here; over the defaults, by the line below
         echo(said + (f", with {_listed(rankings)}" if rankings and base else ""))
     config = run_config(config_json, rankings, gate, base)
     if line := settings_line(config):
         echo(line)
-    return config
+    return config, tags
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,7 +314,7 @@ class Progress:
 
 
 def run_job(job_name: str, config: Mapping[str, Any], *, verbose: bool = False,
-            echo: Callable[[str], None] = print) -> str:
+            echo: Callable[[str], None] = print, tags: Mapping[str, str] | None = None) -> str:
     """Run ``job_name`` of the code location in the instance of ``DAGSTER_HOME``, a line per step, and
     return the last line (what was published). Raises :class:`RunError` (one line) when the
     configuration is refused or the run fails."""
@@ -323,7 +335,7 @@ def run_job(job_name: str, config: Mapping[str, Any], *, verbose: bool = False,
             echo(f"run {run_id} of {job_name} in {_where(instance)}")
             started = time.monotonic()
             result = job.execute_in_process(run_config=config, instance=instance, run_id=run_id,
-                                            raise_on_error=False)
+                                            raise_on_error=False, tags=dict(tags or {}))
             took = time.monotonic() - started
             if not result.success:
                 raise RunError(failure_line(result, verbose))
@@ -402,7 +414,7 @@ def _live(path: Path) -> tuple[int, str, int] | None:
     if not path.is_file():
         return None
     try:
-        con = connect(str(path), read_only=True, timeout_s=10)
+        con = open_newest(str(path), timeout_s=10)
         try:
             live = live_publication(con, SCHEMA)
             if live is None:

@@ -132,7 +132,8 @@ def raw_dump(
     downstream uses it. This step starts the run's build: every table the run writes is a version
     of its own, published only by publication_gate. Hub errors are retried inside the Hub client
     only; the step itself is not retried. The run's ranking settings are checked first (a size
-    setting out of range fails here, with the memory it would need, not after the load).
+    setting out of range fails here, with the memory it would need, not after the load), then the readers'
+    file: one this store may not replace (a user's database, another store's snapshot) fails the run here.
     """
     try:
         check_ranking_run_config(_run_config(context))
@@ -140,6 +141,10 @@ def raw_dump(
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
     for line in environment_warnings():  # a misspelt ARENA_* variable: in `dagster dev`'s runs too
         context.log.warning(line)
+    try:  # a readers' file the store may not replace: refused before the download
+        warehouse.check_readers_file()
+    except (WarehouseLockedError, WarehouseCorruptError) as exc:
+        raise dg.Failure(description=str(exc), allow_retries=False) from exc
     try:
         manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry

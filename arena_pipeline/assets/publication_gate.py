@@ -14,6 +14,7 @@ from arena_pipeline.constants import (
     PUBLICATION_CHANGES_TABLE,
     PUBLISHED_TAG,
     SCHEMA,
+    SETTINGS_TAG,
 )
 from arena_pipeline.core.publication.changes import changes_against_live, stale_changes
 from arena_pipeline.core.publication.freshness import one_line
@@ -26,6 +27,7 @@ from arena_pipeline.core.publication.gate import (
     refusal_message,
 )
 from arena_pipeline.core.publication.publish import publish
+from arena_pipeline.core.publication.settings_source import source_publication, stale_settings
 from arena_pipeline.core.store.catalog import TableCatalog
 from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
@@ -119,6 +121,12 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
     try:
         with warehouse.connection() as con:
             build = run_build(context, con)
+            # ranked with the settings of a publication no longer live, which another one changed: refused
+            stale = stale_settings(con, SCHEMA, source_publication(context.run.tags.get(SETTINGS_TAG)))
+            if stale:
+                refuse_build(con, SCHEMA, build, stale)
+                warehouse.sync_readers(con, after_failure=True)
+                raise _Refused(_still_live(stale, con, warehouse, report_settings))
             try:
                 # publication_changes: always this publication's against the live one (_changes), not a table rule
                 chosen, rebuilt = plan_tables(con, SCHEMA, build,

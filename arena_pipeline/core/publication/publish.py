@@ -141,10 +141,10 @@ def _drop_unused(con: duckdb.DuckDBPyConnection, kept: pl.DataFrame, history_tab
     needed = set(live.values())
     for tables in kept.get_column("tables").to_list():
         needed |= {v for t, v in json.loads(tables).items() if t in history_tables}
-    builds = read_frame(con, f"SELECT build_id, build_key, started_at, status, host, pid FROM {BUILDS}")
+    builds = read_frame(con, f"SELECT build_id, build_key, started_at, status, host, pid, pid_started FROM {BUILDS}")
     finished = {r["build_key"]: r["build_id"] for r in builds.iter_rows(named=True)
                 if r["build_id"] == own_build or r["status"] in FINISHED
-                or process_gone(r["host"], r["pid"]) or is_finished(r["build_id"], r["started_at"])}
+                or process_gone(r["host"], r["pid"], r["pid_started"]) or is_finished(r["build_id"], r["started_at"])}
     # a version that reuses another (a view of it) keeps it: the kept ones and an unfinished build's
     same_as = dict(con.execute(f"SELECT version, same_as FROM {VERSIONS} WHERE same_as IS NOT NULL").fetchall())
     needed |= {base for version, base in same_as.items()

@@ -95,6 +95,8 @@ def ensure_catalog(con: duckdb.DuckDBPyConnection, schema: str) -> None:
     # a warehouse made before versions could be reused gains the columns (null: never reused)
     for column in ("inputs_key", "same_as"):
         con.execute(f"ALTER TABLE {VERSIONS} ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+    # when the build's process started (core/store/processes.py: a reused pid is another process)
+    con.execute(f"ALTER TABLE {BUILDS} ADD COLUMN IF NOT EXISTS pid_started BIGINT")
 
 
 def ensure_quality_results(con: duckdb.DuckDBPyConnection, schema: str) -> str:

@@ -20,8 +20,9 @@ What a snapshot holds:
   the small tables.
 
 Parquet files outlive the snapshots that name them: a reader holding an old snapshot open keeps its
-vote tables while their revision is among the ``keep_revisions`` newest published ones beyond the
-live one (:func:`prune_files`).
+vote tables while its publication is among the ``keep_publications`` before the live one, whatever its
+revision, or is the newest of a revision among the ``keep_revisions`` newest beyond the live one
+(:func:`prune_files`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 import duckdb
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, QUALITY_RESULTS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.core.store import guard
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, live_publication
 from arena_pipeline.core.store.warehouse import (
     NotAWarehouseError,
@@ -83,6 +85,9 @@ class SnapshotTarget:
     file_tables: frozenset[str] | None = None
     #: dump revisions beyond the live one whose Parquet files stay for readers of older snapshots
     keep_revisions: int = 2
+    #: publications beyond the live one whose Parquet files stay, whatever their revision (a reader holds
+    #: its publication's tables this long, after a same-revision republish too)
+    keep_publications: int = 3
 
 
 @dataclass
@@ -95,9 +100,14 @@ class StagedSnapshot:
     publication_id: int | None
     #: version -> the name of the Parquet file its view reads (in ``SnapshotTarget.files``)
     files: dict[str, str] = field(default_factory=dict)
+    #: refuses, right before the rename, a readers' file that is not this store's (:mod:`core.store.guard`)
+    check: Callable[[], None] | None = None
 
     def swap(self) -> None:
-        """Rename the staged file over the readers' file and make the rename durable."""
+        """Rename the staged file over the readers' file (its mode and group kept) and make the rename durable."""
+        if self.check is not None:
+            self.check()
+        guard.prepare_rename(self.temporary, self.target)
         os.replace(self.temporary, self.target)
         _fsync_folder(self.target.parent)
 
@@ -186,8 +196,9 @@ def _write_parquet(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    finally:
-        con.execute(f"SET preserve_insertion_order = {bool(ordered)}")
+    finally:  # in a transaction the failure aborted, this fails too: the failure's own error is the one raised
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"SET preserve_insertion_order = {bool(ordered)}")
     return out
 
 
@@ -219,15 +230,18 @@ def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: Snapshot
     changes until :meth:`StagedSnapshot.swap`.
     """
     live = live_publication(con, schema)
-    target.path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(target.path.parent, f".{target.path.name}.")
+    path = guard.published_path(target.path)  # a symbolic link's file: the link stays
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path.parent, f".{path.name}.")
     _remove_stale_temporaries(target.files, ".")
     views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal "
                         "ORDER BY view_name", [schema]).fetchall()
     versions = sorted({name for _, sql in views for name in _VERSION_IN_SQL.findall(sql)})
     file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
-    tmp = target.path.with_name(f".{target.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    staged = StagedSnapshot(tmp, target.path, live["publication_id"] if live else None)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    publications = guard.store_publications(con, schema)
+    staged = StagedSnapshot(tmp, path, live["publication_id"] if live else None, check=lambda: guard.check_replaceable(
+        target.path, target.files.parent / WORK_FILE, publications, schema))
     try:
         snap = duckdb.connect(str(tmp))
         try:
@@ -235,10 +249,10 @@ def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: Snapshot
             snap.execute(f'CREATE SCHEMA "{VERSIONS_SCHEMA}"')
             for version in versions:
                 if version.partition("__")[0] in file_tables:
-                    path = export_version(con, _base(con, version), target.files).resolve()
-                    staged.files[version] = path.name
+                    parquet = export_version(con, _base(con, version), target.files).resolve()
+                    staged.files[version] = parquet.name
                     snap.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
-                                 f"SELECT * FROM read_parquet({sql_string(str(path))})")
+                                 f"SELECT * FROM read_parquet({sql_string(guard.literal_path(str(parquet)))})")
                 else:
                     _copy(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", snap, VERSIONS_SCHEMA, version)
             for table in (PUBLICATIONS_TABLE, DUMPS_TABLE, QUALITY_RESULTS_TABLE):
@@ -283,17 +297,21 @@ def record_files(con: duckdb.DuckDBPyConnection, staged: StagedSnapshot) -> None
 
 
 def prune_files(con: duckdb.DuckDBPyConnection, schema: str, target: SnapshotTarget) -> list[str]:
-    """Delete the Parquet files that neither the live publication nor the newest publication of each
-    of the ``keep_revisions`` newest other revisions names; return their names."""
+    """Delete the Parquet files that neither the live publication, the ``keep_publications`` publications
+    before it, nor the newest publication of each of the ``keep_revisions`` newest other revisions names;
+    return their names."""
     if not target.files.is_dir() or not relation_exists(con, schema, PUBLICATIONS_TABLE):
         return []
     con.execute(SNAPSHOT_FILES_DDL)
     keep = {name for (name,) in con.execute(
         f"""WITH newest AS (SELECT revision, max(publication_id) AS publication_id
                             FROM {quoted(schema, PUBLICATIONS_TABLE)} GROUP BY revision),
-                 kept AS (SELECT publication_id FROM newest ORDER BY publication_id DESC LIMIT ?)
-            SELECT file FROM {SNAPSHOT_FILES} WHERE publication_id IN (SELECT publication_id FROM kept)""",
-        [int(target.keep_revisions) + 1]).fetchall()}
+                 kept AS (SELECT publication_id FROM newest ORDER BY publication_id DESC LIMIT ?),
+                 held AS (SELECT publication_id FROM {quoted(schema, PUBLICATIONS_TABLE)}
+                          ORDER BY publication_id DESC LIMIT ?)
+            SELECT file FROM {SNAPSHOT_FILES}
+            WHERE publication_id IN (SELECT publication_id FROM kept UNION SELECT publication_id FROM held)""",
+        [int(target.keep_revisions) + 1, int(target.keep_publications) + 1]).fetchall()}
     if not keep:  # nothing recorded yet (a store from before the snapshot): delete nothing
         return []
     removed = []

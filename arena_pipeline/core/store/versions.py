@@ -6,11 +6,12 @@ import functools
 import hashlib
 import json
 import os
+import platform
 import re
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 
 import duckdb
@@ -18,6 +19,7 @@ import polars as pl
 
 from arena_pipeline.constants import SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, manifest_from_json, manifest_to_json
+from arena_pipeline.core.store.processes import process_gone, process_start
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, record_dump, utc_now
 from arena_pipeline.core.store.warehouse import quoted, read_frame, write_table, write_table_with, write_tables_with
 
@@ -82,8 +84,8 @@ def close_abandoned_builds(con: duckdb.DuckDBPyConnection, failure_of: FailureOf
     record it, such as one that waited past the lock timeout for the work file) ends 'failed' with that
     reason; any other ends 'abandoned': its process was killed before it finished.
     """
-    running = con.execute(f"SELECT build_id, host, pid FROM {BUILDS} WHERE status = 'running'").fetchall()
-    gone = [(build_id, host, pid) for build_id, host, pid in running if process_gone(host, pid)]
+    running = con.execute(f"SELECT build_id, host, pid, pid_started FROM {BUILDS} WHERE status = 'running'").fetchall()
+    gone = [(build_id, host, pid) for build_id, host, pid, started in running if process_gone(host, pid, started)]
     for build_id, host, pid in gone:
         reason = failure_of(build_id) if failure_of is not None else None
         if reason:
@@ -109,7 +111,8 @@ def start_build(con: duckdb.DuckDBPyConnection, schema: str, build_id: str,
             f"run {build_id} already works on revision {existing['revision']}; it cannot switch to "
             f"{manifest.revision}")
     _insert_build(con, build_id, manifest.revision, manifest_to_json(manifest),
-                  on_conflict="DO UPDATE SET manifest = excluded.manifest, pid = excluded.pid")
+                  on_conflict="DO UPDATE SET manifest = excluded.manifest, pid = excluded.pid, "
+                              "pid_started = excluded.pid_started")
     return Build(build_id, manifest.revision, manifest)
 
 
@@ -118,9 +121,10 @@ def _insert_build(con: duckdb.DuckDBPyConnection, build_id: str, revision: str, 
                   on_conflict: str) -> None:
     """Register a running build of this process (host and pid tell retention when it is gone)."""
     con.execute(
-        f"""INSERT INTO {BUILDS} (build_id, build_key, revision, manifest, started_at, status, host, pid)
-            VALUES (?, ?, ?, ?, ?, 'running', ?, ?) ON CONFLICT (build_id) {on_conflict}""",
-        [build_id, build_key(build_id), revision, manifest, utc_now(), socket.gethostname(), os.getpid()],
+        f"""INSERT INTO {BUILDS} (build_id, build_key, revision, manifest, started_at, status, host, pid, pid_started)
+            VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (build_id) {on_conflict}""",
+        [build_id, build_key(build_id), revision, manifest, utc_now(), socket.gethostname(), os.getpid(),
+         process_start(os.getpid())],
     )
 
 
@@ -229,10 +233,29 @@ def code_fingerprint() -> str:
 
 
 
+#: The libraries that shape the tables' rows (parsing, Arrow and DuckDB types and arithmetic, the fits,
+#: name confusables): a new version of any of them makes every table again instead of reusing it.
+TABLE_LIBRARIES = ("polars", "duckdb", "pyarrow", "numpy", "scipy", "confusables")
+
+
+@functools.cache
+def library_versions() -> dict[str, str]:
+    """The installed versions of :data:`TABLE_LIBRARIES` and Python's (its Unicode tables): part of every
+    reuse key (:func:`inputs_key`)."""
+    versions = {"python": platform.python_version()}
+    for name in TABLE_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
 def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, settings: Mapping | None,
                inputs: Iterable[str] = ()) -> str | None:
     """What a version of ``table`` is made from: the dump revision, the settings (but
-    ``package_version``), the package's code (:func:`code_fingerprint`) and the keys of the versions
+    ``package_version``), the package's code (:func:`code_fingerprint`), the versions of the libraries that
+    shape the rows (:func:`library_versions`) and the keys of the versions
     of its input tables ``inputs`` (the step's, from the asset graph: the version store's context)
     that ``build`` reads. Two versions with one key hold the same rows. None (never reused) when an
     input has no version ``build`` would read."""
@@ -245,6 +268,7 @@ def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, setting
         row = con.execute(f"SELECT inputs_key FROM {VERSIONS} WHERE version = ?", [version]).fetchone()
         keys[upstream] = (row[0] if row else None) or version
     payload = {"table": table, "revision": build.revision, "code": code_fingerprint(), "inputs": keys,
+               "libraries": library_versions(),
                "settings": {k: v for k, v in dict(settings or {}).items() if k not in _UNKEYED_SETTINGS}}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -394,17 +418,3 @@ def _base_tables(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
     return {name for (name,) in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
         [schema]).fetchall()}
-
-
-
-def process_gone(host: str | None, pid: int | None) -> bool:
-    """Whether the process that ran a build is known to be gone (it ran on this host and has exited)."""
-    if host != socket.gethostname() or not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False

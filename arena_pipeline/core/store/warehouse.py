@@ -100,8 +100,12 @@ def corruption_error(path: str, exc: Exception) -> WarehouseCorruptError | None:
 
 
 def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
-            memory_limit: str | None = None, config: dict | None = None) -> duckdb.DuckDBPyConnection:
+            memory_limit: str | None = None, config: dict | None = None,
+            opener: Callable[[dict], duckdb.DuckDBPyConnection] | None = None) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, retrying while another process holds its lock, for at most ``timeout_s``.
+
+    ``opener(settings)``: how the file is opened (default ``duckdb.connect(path, read_only, settings)``;
+    the readers' entry attaches it to an in-memory database instead, :mod:`core.store.reader`).
 
     ``memory_limit`` caps DuckDB's buffer pool (e.g. ``"4GB"``; DuckDB's default is 80% of RAM,
     which a long pipeline process would otherwise keep filled). Waits grow from 20 ms to at most 250 ms (with jitter), so a busy reader cannot hold a writer
@@ -124,6 +128,8 @@ def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
             settings = {"custom_user_agent": "arena_pipeline", **(config or {})}
             if memory_limit:
                 settings["memory_limit"] = memory_limit
+            if opener is not None:
+                return opener(settings)
             return duckdb.connect(path, read_only=read_only, config=settings)
         except duckdb.Error as exc:
             damaged = corruption_error(path, exc)
