@@ -1,9 +1,10 @@
 """The built-in rating methods (Bradley-Terry, style-controlled Bradley-Terry, Rank Centrality), registered in board order.
 
 A further method is a ``rating_method.RatingMethod`` subclass decorated with ``@register`` in a module of its
-own, imported here (registration order is board order), with its test; listing it in ``core.labels.METHODS``
-and ``METHOD_LABELS`` makes it a default board and names it in the CLI, which reads labels without loading
-the ranking step (``arena_pipeline_tests/core/ranking/test_methods.py`` registers a toy one from a test).
+own, imported here (registration order is board order), with its test; its class carries its name, label,
+note, role and settings. ``python -m arena_pipeline.core.ranking.catalogue`` then writes the built-in ones'
+names, labels and roles to ``core.method_catalogue``, which the CLI reads without loading the ranking step
+(``arena_pipeline_tests/core/ranking/test_methods.py`` registers a toy one from a test).
 """
 
 from __future__ import annotations
@@ -14,16 +15,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from arena_pipeline.core.ranking.board import (
-    Board,
-    CategoryBoard,
-    fit_spectral_board,
-    fit_style_board,
-    select_models,
-)
+from arena_pipeline.core.ranking.board import Board, CategoryBoard, select_models
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt
 from arena_pipeline.core.ranking.rating_method import BoardResult, RatingMethod, register
 from arena_pipeline.core.ranking.sessions import session_clusters
+from arena_pipeline.core.ranking.spectral import fit_spectral_board
+from arena_pipeline.core.ranking.style_board import fit_style_board
 from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
     has_style_counts,
@@ -48,6 +45,8 @@ class BradleyTerry(RatingMethod):
     """
 
     name = "bt"
+    label = "Bradley-Terry"
+    role = "primary"
     settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", *_FIT_SETTINGS)
 
     def fit(self, board: CategoryBoard) -> BoardResult:
@@ -59,7 +58,7 @@ class BradleyTerry(RatingMethod):
 class StyleControlled(RatingMethod):
     """``bt_style``: Bradley-Terry with four style covariates fitted jointly per battle.
 
-    See ``RankingConfig.style_method`` and :func:`board.fit_style_board`; bootstrap
+    See ``RankingConfig.style_method`` and :func:`style_board.fit_style_board`; bootstrap
     (``style_bootstrap_rounds``, default 0) by resampling battles. On a board whose votes carry
     sessions, the session-clustered (CR3) sandwich as ``bt``'s, primary with ``cluster_primary``
     (its ratings, its pairwise rows and its coefficients); the coefficient rows also give the
@@ -73,6 +72,8 @@ class StyleControlled(RatingMethod):
     """
 
     name = "bt_style"
+    label = "Bradley-Terry, style-controlled"
+    role = "style"
     settings = ("style_bootstrap_rounds", "style_method", "style_reg", "style_min_pair_count", "style_l2",
                 "primary_interval", "cluster_column", "cluster_primary", *_FIT_SETTINGS)
     summary = "style_left_out"
@@ -105,12 +106,20 @@ class Spectral(RatingMethod):
     """``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions, normalised by
     the maximum degree), expressed in rating points but not Bradley-Terry's estimate: a pair met once
     weighs like a pair met often, so it is a differently targeted, less efficient cross-check
-    (``core.labels.METHOD_NOTES``), with a bootstrap interval from the same resamples as ``bt``; no
+    (its ``note``), with a bootstrap interval from the same resamples as ``bt``; no
     sandwich interval. The Kendall tau between its ratings and ``bt``'s is in
-    ``metadata["kendall_tau"]`` (:func:`board.fit_spectral_board`).
+    ``metadata["kendall_tau"]`` (:func:`spectral.fit_spectral_board`).
     """
 
     name = "spectral"
+    label = "Rank Centrality cross-check (spectral)"
+    note = (
+        "A cross-check, not Bradley-Terry's scale: Rank Centrality is the stationary distribution of a walk "
+        "on per-pair win fractions, where a pair met once weighs as much as a pair met a thousand times. It "
+        "targets Bradley-Terry's strengths only when Bradley-Terry holds exactly, uses the votes less "
+        "efficiently (wider intervals), and its ratings can differ from Bradley-Terry's by tens of points "
+        "(up to 39 on a shown model of LMArena's boards); compare its order with Bradley-Terry's, not its "
+        "ratings.")
     settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", "seed")
     summary = "kendall_tau"
 

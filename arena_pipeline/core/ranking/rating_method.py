@@ -5,7 +5,9 @@ needs, the :class:`~arena_pipeline.core.ranking.types.RankingConfig` settings it
 ``fit(board) -> BoardResult`` on one category's board. ``@register`` puts an instance in
 :data:`RATING_METHODS`; ``compute_rankings`` runs the configured ones in registration order (the
 built-in ones are registered in ``core.ranking.methods``, in board order). The registry's dict is
-``core.ranking.registry``'s, which the settings validate ``methods`` against.
+``core.method_registry``'s, which the settings validate ``methods`` against and ``core.labels`` reads
+labels from; the built-in methods' names, roles and labels are also written out, for readers that load
+no ranking code, in the generated ``core.method_catalogue`` (``core.ranking.catalogue``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from arena_pipeline.core.labels import method_label, method_note
-from arena_pipeline.core.ranking import registry
+from arena_pipeline.core import method_registry
+from arena_pipeline.core.method_registry import configured_methods
 from arena_pipeline.core.ranking.board import CategoryBoard
-from arena_pipeline.core.ranking.registry import configured_methods
 
 if TYPE_CHECKING:
     import polars as pl
@@ -60,6 +61,14 @@ class RatingMethod(ABC):
     ----------------
     name
         Registry key and the leaderboard's ``method`` value.
+    label
+        People-facing name (the CLI, the report); the name itself unless set.
+    note
+        What a reader must know before reading its ratings, or None.
+    role
+        What the rest of the pipeline uses it for, if anything: ``"primary"`` (the board the gate
+        compares, the default and headline board; one method), ``"style"`` (a fit that reads the
+        battles' style counts, compared with the primary board in the report), or None.
     settings
         The ``RankingConfig`` fields the method reads (beyond the board's shared ones: ties,
         ``min_battles``, anchoring, ``display_min_battles``, ``scale``/``base``, ``confidence``).
@@ -71,19 +80,12 @@ class RatingMethod(ABC):
     """
 
     name: ClassVar[str]
+    label: ClassVar[str]
+    note: ClassVar[str | None] = None
+    role: ClassVar[str | None] = None
     settings: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str | None] = None
     needs: ClassVar[str] = "more battle columns"
-
-    @property
-    def label(self) -> str:
-        """People-facing name (``core.labels.method_label``; a method may set its own)."""
-        return method_label(self.name)
-
-    @property
-    def note(self) -> str | None:
-        """What a reader must know before reading its ratings (``core.labels.method_note``), or None."""
-        return method_note(self.name)
 
     def battle_columns(self) -> list[str]:
         """Columns of the battles table the method needs besides ``id``, the models and ``winner``."""
@@ -99,7 +101,7 @@ class RatingMethod(ABC):
 
 
 #: The registered methods by name, in registration order (the order of the boards): ``registry.RATING_METHODS``.
-RATING_METHODS: dict[str, RatingMethod] = registry.RATING_METHODS
+RATING_METHODS: dict[str, RatingMethod] = method_registry.RATING_METHODS
 
 M = TypeVar("M", bound=type[RatingMethod])
 
@@ -108,5 +110,9 @@ def register(cls: M) -> M:
     """Class decorator: register an instance of ``cls`` under ``cls.name`` (a name once only)."""
     if cls.name in RATING_METHODS:
         raise ValueError(f"a rating method named {cls.name!r} is already registered")
+    if cls.role == "primary" and any(m.role == "primary" for m in RATING_METHODS.values()):
+        raise ValueError(f"{cls.name!r}: a primary rating method is already registered")
+    if not hasattr(cls, "label"):
+        cls.label = cls.name
     RATING_METHODS[cls.name] = cls()
     return cls

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.ranking.board import Board, fit_bt_board, fit_style_board
+from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.bradley_terry import (
     aggregate_pairs,
     battle_cells,
@@ -16,6 +16,7 @@ from arena_pipeline.core.ranking.bradley_terry import (
     fit_bt,
 )
 from arena_pipeline.core.ranking.scale import anchor_matrix, to_ratings
+from arena_pipeline.core.ranking.style_board import fit_style_board
 from arena_pipeline.core.ranking.style_control import (
     StyleDesign,
     bt_style_cluster_sandwich_covariance,

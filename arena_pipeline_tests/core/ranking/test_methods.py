@@ -14,9 +14,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import arena_pipeline
 from arena_pipeline.core.dataset.categories import tag_categories
-from arena_pipeline.core.labels import METHOD_LABELS, METHODS
-from arena_pipeline.core.ranking import RankingConfig, compute_rankings, leaderboard
+from arena_pipeline.core.labels import METHOD_LABELS, METHODS, PRIMARY_METHOD, STYLE_METHODS
+from arena_pipeline.core.ranking import RankingConfig, catalogue, compute_rankings, leaderboard
 from arena_pipeline.core.ranking.board import CategoryBoard
 from arena_pipeline.core.ranking.rating_method import RATING_METHODS, BoardResult, RatingMethod, register
 
@@ -191,3 +192,30 @@ def test_a_dump_lacking_a_methods_columns_gets_no_board_of_it_and_missing_column
             compute_rankings(frame, tags, config)
     finally:
         del RATING_METHODS[ScoredWinRate.name]
+
+
+def test_no_method_name_outside_the_ranking_step_but_through_the_registry():
+    """Outside ``core/ranking/`` a method is reached by its role (``core.labels.PRIMARY_METHOD``,
+    ``STYLE_METHODS``) or the registry, never by a string equal to a built-in method's name; the
+    generated ``core.method_catalogue`` is the registry's image. The report's templates too."""
+    package = Path(arena_pipeline.__file__).parent
+    names = set(METHODS)
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("core/ranking/") or relative == "core/method_catalogue.py":
+            continue
+        found += [f"{relative}:{n.lineno} {n.value!r}" for n in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(n, ast.Constant) and n.value in names]
+    for path in sorted((package / "presentation" / "templates").glob("*.j2")):
+        text = path.read_text()
+        found += [f"{path.name}: {name!r}" for name in names for quote in "\"'" if f"{quote}{name}{quote}" in text]
+    assert not found
+
+
+def test_the_catalogue_is_generated_from_the_method_classes():
+    """``core.method_catalogue`` (read by the CLI without the ranking step) is what the classes say:
+    ``python -m arena_pipeline.core.ranking.catalogue`` regenerates it."""
+    assert catalogue.CATALOGUE_PATH.read_text() == catalogue.catalogue_text()
+    roles = {m.role: m.name for m in RATING_METHODS.values() if m.role}
+    assert (PRIMARY_METHOD, STYLE_METHODS) == (roles["primary"], (roles["style"],))
