@@ -12,7 +12,7 @@ from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from arena_pipeline.core.labels import METHOD_LABELS, METHODS, method_label  # noqa: F401 - re-exported
-from arena_pipeline.core.method_registry import configured_methods
+from arena_pipeline.core.method_registry import RATING_METHODS, configured_methods
 
 #: Reference models, in order of preference: on every board, the first of them that is on
 #: the board is pinned at ``anchor_rating`` (a board with none of them is centred instead).
@@ -252,8 +252,8 @@ class RankingConfig:
                          "chance of an outright win) = 1 / (1 + base ** ((R_b - R_a) / scale)).")
     base: float = Field(default=10.0, description="See scale.")
     methods: Annotated[tuple[str, ...], AfterValidator(_known_methods)] = Field(
-        default=METHODS, description="Boards to produce: names of registered rating methods "
-        f"(core.method_registry.RATING_METHODS; built in: {METHODS}).")
+        default_factory=lambda: tuple(RATING_METHODS), description="Boards to produce: names of registered "
+        f"rating methods (core.method_registry.RATING_METHODS; default: every registered one, built in: {METHODS}).")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="Level of every interval.")
     tol: float = Field(default=1e-8, description="Newton stops when the Euclidean norm of the gradient of the "
                        "summed negative log-likelihood is below tol.")

@@ -219,3 +219,29 @@ def test_the_catalogue_is_generated_from_the_method_classes():
     assert catalogue.CATALOGUE_PATH.read_text() == catalogue.catalogue_text()
     roles = {m.role: m.name for m in RATING_METHODS.values() if m.role}
     assert (PRIMARY_METHOD, STYLE_METHODS) == (roles["primary"], (roles["style"],))
+
+
+@pytest.mark.slow
+def test_a_registered_method_is_fitted_recorded_labelled_and_published(win_rate, tmp_path, capsys):
+    """The toy method, registered and nothing else: the pipeline fits and publishes its boards (every
+    registered method is a board by default), the run's settings record names it, the CLI prints its
+    board under the class's label, and its label reaches ``core.labels`` (the CLI's path) from the class."""
+    from arena_pipeline.cli import EXIT_OK, main
+    from arena_pipeline.core.labels import method_label, ordered_methods
+    from arena_pipeline.core.store.reader import open_newest
+    from arena_pipeline.core.store.records import live_publication
+    from arena_pipeline_tests.support.materialize import run_sample
+
+    assert RankingConfig().methods == (*METHODS, "win_rate")
+    assert (method_label("win_rate"), ordered_methods(["win_rate", "spectral", "bt"])) == (
+        "Win rate (toy)", ["bt", "spectral", "win_rate"])
+    assert run_sample(tmp_path).success
+    warehouse = tmp_path / "warehouse.duckdb"
+    with open_newest(str(warehouse)) as con:
+        published = con.execute("SELECT method, count(*) FROM arena.leaderboard GROUP BY method").fetchall()
+        ranking = live_publication(con, "arena")["settings"]["tables"]["leaderboard"]["ranking"]
+    assert dict(published)["win_rate"] == dict(published)["bt"] > 0
+    assert ranking["methods"] == [*METHODS, "win_rate"]
+    capsys.readouterr()
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--method", "win_rate", "--top", "3"]) == EXIT_OK
+    assert "Win rate (toy)" in capsys.readouterr().out
