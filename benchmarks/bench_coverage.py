@@ -99,10 +99,10 @@ from arena_pipeline.core.ranking.bradley_terry import (
     cluster_bootstrap_counts,
     fit_bt,
 )
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.scale import anchor_matrix, points_per_logit, to_ratings, z_value
 from arena_pipeline.core.ranking.sessions import session_clusters
 from arena_pipeline.core.ranking.style_board import fit_style_board
-from arena_pipeline.core.ranking.types import RankingConfig
 
 #: Battle-count bands of the table: [low, high).
 BANDS: tuple[tuple[int, float], ...] = ((0, 1000), (1000, 5000), (5000, math.inf))

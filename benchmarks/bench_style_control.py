@@ -44,10 +44,10 @@ import time
 import numpy as np
 
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.scale import to_ratings
 from arena_pipeline.core.ranking.style_board import fit_style_board
 from arena_pipeline.core.ranking.style_control import standardize
-from arena_pipeline.core.ranking.types import RankingConfig
 
 #: Ties (tie + both_bad) between equals, as in bench_coverage.py.
 TIE_SHARE = 0.35

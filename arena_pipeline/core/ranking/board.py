@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from time import perf_counter
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -38,10 +38,10 @@ from arena_pipeline.core.ranking.scale import (
     z_value,
 )
 from arena_pipeline.core.ranking.simultaneous import DRAWS, SimultaneousTests, covariance_draws, step_down
-from arena_pipeline.core.ranking.types import (
-    LEADERBOARD_SCHEMA,
-    RankingConfig,
-)
+from arena_pipeline.core.ranking.types import LEADERBOARD_SCHEMA
+
+if TYPE_CHECKING:
+    from arena_pipeline.core.ranking.config import RankingConfig
 
 Interval = tuple[np.ndarray, np.ndarray]
 

@@ -10,10 +10,11 @@ names, labels and roles to ``core.method_catalogue``, which the CLI reads withou
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import polars as pl
+from pydantic import Field
 
 from arena_pipeline.core.ranking.board import Board, CategoryBoard, select_models
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt
@@ -27,8 +28,9 @@ from arena_pipeline.core.ranking.style_control import (
     style_columns,
     style_feature_exprs,
 )
+from arena_pipeline.core.ranking.types import MAX_STYLE_BOOTSTRAP_ROUNDS, STYLE_BOOTSTRAP_LIMIT, Setting
 
-#: Settings every bootstrap of a Bradley-Terry fit reads.
+#: Shared settings every bootstrap of a Bradley-Terry fit reads.
 _FIT_SETTINGS = ("tol", "max_iter", "seed")
 
 
@@ -47,7 +49,7 @@ class BradleyTerry(RatingMethod):
     name = "bt"
     label = "Bradley-Terry"
     role = "primary"
-    settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", *_FIT_SETTINGS)
+    reads = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", *_FIT_SETTINGS)
 
     def fit(self, board: CategoryBoard) -> BoardResult:
         bt = board.bt
@@ -74,8 +76,39 @@ class StyleControlled(RatingMethod):
     name = "bt_style"
     label = "Bradley-Terry, style-controlled"
     role = "style"
-    settings = ("style_bootstrap_rounds", "style_method", "style_reg", "style_min_pair_count", "style_l2",
-                "primary_interval", "cluster_column", "cluster_primary", *_FIT_SETTINGS)
+    settings = {
+        "style_bootstrap_rounds": Setting(
+            Annotated[int, STYLE_BOOTSTRAP_LIMIT], Field(
+                default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only, as "
+                "LMArena publishes for style control). Each round refits the per-battle style model (about "
+                f"0.05-0.5 s per board on the full dump); at most {MAX_STYLE_BOOTSTRAP_ROUNDS:,}."), run=True),
+        "style_method": Setting(
+            Literal["lmarena", "unweighted"], Field(
+                default="lmarena", description="'lmarena': LMArena's current style control, as arena-rank's "
+                "ContextualBradleyTerry on a reweighted ContextualPairDataset: four z-scored features, battles "
+                "weighted 1 / max(n_pair, style_min_pair_count) (mean 1) and style_reg / 2 * |beta|^2 added to the "
+                "mean weighted negative log-likelihood; 'unweighted': the earlier variant, no weights and style_l2 "
+                "on the summed loss."), run=True),
+        "style_reg": Setting(
+            float, Field(
+                default=1.0, ge=0, allow_inf_nan=False, description="bt_style's penalty for style_method 'lmarena': "
+                "style_reg / 2 * |beta|^2 on the mean weighted negative log-likelihood (arena-rank's reg; 1.0 is "
+                "the value of LMArena's style-control notebook, the default). It is not negligible: arena.style_coefficients "
+                "gives each coefficient beside the unpenalised one (coefficient_unpenalised, share_kept), and "
+                "benchmarks/bench_style_control.py how much of a known style effect each value removes; 0 fits the "
+                "style coefficients without penalty."), run=True),
+        "style_min_pair_count": Setting(
+            int, Field(
+                default=50, ge=1, description="arena-rank's min_pair_count, for style_method 'lmarena'.")),
+        "style_l2": Setting(
+            float, Field(
+                default=1.0, ge=0, allow_inf_nan=False, description="For style_method 'unweighted': ridge penalty "
+                "style_l2 / 2 * |beta|^2 on the four style coefficients (natural log-odds per standard deviation of "
+                "the feature), added to the summed (not averaged) negative log-likelihood. 1.0 is a N(0, 1) prior: "
+                "negligible against boards of thousands of battles, a mild stabiliser on small ones. arena-rank's "
+                "reg=r equals style_l2 = r * n_battles."), run=True),
+    }
+    reads = ("primary_interval", "cluster_column", "cluster_primary", *_FIT_SETTINGS)
     summary = "style_left_out"
     needs = "the conversation style columns"
 
@@ -120,7 +153,7 @@ class Spectral(RatingMethod):
         "efficiently (wider intervals), and its ratings can differ from Bradley-Terry's by tens of points "
         "(up to 39 on a shown model of LMArena's boards); compare its order with Bradley-Terry's, not its "
         "ratings.")
-    settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", "seed")
+    reads = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", "seed")
     summary = "kendall_tau"
 
     def fit(self, board: CategoryBoard) -> BoardResult:

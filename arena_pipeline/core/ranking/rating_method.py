@@ -1,7 +1,7 @@
 """The `RatingMethod` interface every ranking method implements, and the registry of methods by name.
 
 A method is one class: its ``name`` (the ``method`` column of the leaderboard), the battle columns it
-needs, the :class:`~arena_pipeline.core.ranking.types.RankingConfig` settings it reads, and
+needs, its own settings (``settings``, fields of ``config.RankingConfig``) and the shared ones it reads, and
 ``fit(board) -> BoardResult`` on one category's board. ``@register`` puts an instance in
 :data:`RATING_METHODS`; ``compute_rankings`` runs the configured ones in registration order (the
 built-in ones are registered in ``core.ranking.methods``, in board order). The registry's dict is
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from arena_pipeline.core import method_registry
 from arena_pipeline.core.method_registry import configured_methods
 from arena_pipeline.core.ranking.board import CategoryBoard
+from arena_pipeline.core.ranking.types import Setting
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,7 +71,12 @@ class RatingMethod(ABC):
         compares, the default and headline board; one method), ``"style"`` (a fit that reads the
         battles' style counts, compared with the primary board in the report), or None.
     settings
-        The ``RankingConfig`` fields the method reads (beyond the board's shared ones: ties,
+        The method's own settings, declared here once (``types.Setting``: type, ``pydantic.Field``,
+        whether a run chooses it): ``config.RankingConfig`` has them as fields, the run's settings
+        record (``dataclasses.asdict`` of it) carries them, and those with ``run`` are run settings
+        (``config.RUN_SETTINGS``, the launchpad). ``board.config`` holds their values.
+    reads
+        The shared settings (``types.RankingSettings``) the method reads beyond every board's (ties,
         ``min_battles``, anchoring, ``display_min_battles``, ``scale``/``base``, ``confidence``).
     summary
         Key of ``RankingOutput.metadata`` where the run keeps each category's
@@ -83,9 +89,18 @@ class RatingMethod(ABC):
     label: ClassVar[str]
     note: ClassVar[str | None] = None
     role: ClassVar[str | None] = None
-    settings: ClassVar[tuple[str, ...]] = ()
+    settings: ClassVar[dict[str, Setting]] = {}
+    reads: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str | None] = None
     needs: ClassVar[str] = "more battle columns"
+
+    def setting(self, board: CategoryBoard, name: str) -> Any:
+        """The value of the method's own setting ``name`` on ``board``: its config's, or the declared default
+        when the config's class was made without the method (``config.config_class``; a method registered
+        after the ranking step was imported, as a test's)."""
+        field = self.settings[name].field
+        default = field.default_factory() if field.default_factory is not None else field.default
+        return getattr(board.board.config, name, default)
 
     def battle_columns(self) -> list[str]:
         """Columns of the battles table the method needs besides ``id``, the models and ``winner``."""

@@ -15,6 +15,7 @@ from arena_pipeline.core.ranking.bradley_terry import (
     bt_sandwich_covariance,
     fit_bt,
 )
+from arena_pipeline.core.ranking.config import RankingConfig as Config
 from arena_pipeline.core.ranking.scale import anchor_matrix, to_ratings
 from arena_pipeline.core.ranking.style_board import fit_style_board
 from arena_pipeline.core.ranking.style_control import (
@@ -23,7 +24,6 @@ from arena_pipeline.core.ranking.style_control import (
     bt_style_sandwich_covariance,
     fit_bt_style,
 )
-from arena_pipeline.core.ranking.types import RankingConfig as Config
 
 MODELS = 16
 REPLICATES = 200

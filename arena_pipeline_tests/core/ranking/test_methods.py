@@ -13,13 +13,16 @@ import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from pydantic import Field, ValidationError
 
 import arena_pipeline
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.labels import METHOD_LABELS, METHODS, PRIMARY_METHOD, STYLE_METHODS
 from arena_pipeline.core.ranking import RankingConfig, catalogue, compute_rankings, leaderboard
 from arena_pipeline.core.ranking.board import CategoryBoard
+from arena_pipeline.core.ranking.config import RUN_SETTINGS, config_class, run_settings
 from arena_pipeline.core.ranking.rating_method import RATING_METHODS, BoardResult, RatingMethod, register
+from arena_pipeline.core.ranking.types import Setting
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 
@@ -30,12 +33,14 @@ class WinRate(RatingMethod):
     name = "win_rate"
     label = "Win rate (toy)"
     summary = "mean_win_rate"
+    settings = {"win_rate_prior": Setting(float, Field(default=0.0, ge=0, description="Draws added to every "
+                                                       "model's games (half a win each)."), run=True)}
 
     def fit(self, board: CategoryBoard) -> BoardResult:
-        b = board.board
+        b, prior = board.board, self.setting(board, "win_rate_prior")
         score_a = np.where(b.o == 0, 1.0, np.where(b.o == 1, 0.0, 0.5))
-        score = np.bincount(b.a, score_a, b.m) + np.bincount(b.b, 1.0 - score_a, b.m)
-        games = np.bincount(b.a, minlength=b.m) + np.bincount(b.b, minlength=b.m)
+        score = np.bincount(b.a, score_a, b.m) + np.bincount(b.b, 1.0 - score_a, b.m) + prior / 2
+        games = np.bincount(b.a, minlength=b.m) + np.bincount(b.b, minlength=b.m) + prior
         rate = score / games
         frame, significance = b.frame(self.name, b.rate(np.log(rate / (1.0 - rate))), {})
         return BoardResult(frame, significance, {"models": b.m}, summary=float(rate.mean()))
@@ -89,6 +94,25 @@ def test_a_method_registered_in_one_module_runs_and_is_on_the_leaderboard(win_ra
     assert win_rate.label == "Win rate (toy)"
 
 
+def test_a_method_declares_its_own_settings_once_in_its_class(win_rate, battles):
+    """The toy's ``win_rate_prior``, declared in its class only: a field of the settings class of the
+    registered methods, bounded as declared, a run setting, read by its fit and recorded with the run."""
+    config_type = config_class(RATING_METHODS.values())
+    assert "win_rate_prior" not in RUN_SETTINGS and run_settings(RATING_METHODS.values())[-1] == "win_rate_prior"
+    with pytest.raises(ValidationError, match="win_rate_prior"):
+        config_type(win_rate_prior=-1.0)
+    plain, prior = (compute_rankings(*battles, config_type(methods=("win_rate",), win_rate_prior=p, **CONFIG))
+                    for p in (0.0, 1_000.0))
+    assert (plain.metadata["config"]["win_rate_prior"], prior.metadata["config"]["win_rate_prior"]) == (0.0, 1_000.0)
+    spread = [out.leaderboard.get_column("rating").std() for out in (plain, prior)]
+    assert spread[1] < spread[0] / 2  # a strong prior pulls every rate to one half
+    # a settings class made before the method was registered: its fit reads the declared default
+    before = compute_rankings(*battles, RankingConfig(methods=("win_rate",), **CONFIG))
+    assert_frame_equal(before.leaderboard, plain.leaderboard)
+    with pytest.raises(ValueError, match="already declared"):
+        config_class([*RATING_METHODS.values(), win_rate])
+
+
 def test_an_unregistered_method_is_refused_and_a_name_is_registered_once(win_rate):
     with pytest.raises(ValueError, match="non-empty subset of"):
         RankingConfig(methods=("bt", "elo"))
@@ -102,7 +126,7 @@ def test_the_built_in_methods_are_registered_in_board_order_with_their_labels_an
     fields = {f.name for f in dataclasses.fields(RankingConfig)}
     for name, method in RATING_METHODS.items():
         assert method.label == METHOD_LABELS[name]
-        assert set(method.settings) <= fields, name
+        assert set(method.reads) <= fields and set(method.settings) <= fields, name
 
 
 def test_compute_rankings_has_no_method_name_branch():
