@@ -32,6 +32,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.labels import (
     METHODS,
+    PRIMARY_METHOD,
     PROVISIONAL_RANK,
     RANK_SETS,
     category_label,
@@ -202,7 +203,7 @@ def cli() -> None:
 @cli.command(short_help="print one leaderboard as a table")
 @click.option("--category", default="overall", show_default=True, callback=_name,
               help="category name, or its label as printed ('Math', 'Instruction following'); any case")
-@click.option("--method", default="bt", show_default=True, callback=_name,
+@click.option("--method", default=PRIMARY_METHOD, show_default=True, callback=_name,
               help=f"ranking method: {', '.join(METHODS)}; any case")
 @click.option("--top", type=str, callback=_count, default=20, show_default=True, metavar="N",
               help="rows shown, 0 for all")
@@ -409,7 +410,7 @@ def _source_change(con: duckdb.DuckDBPyConnection, before: str | None, after: st
     "default: the previous one, as published in arena.publication_changes"))
 @click.option("--category", callback=lambda ctx, param, text: None if text is None else _name(ctx, param, text),
               help="one category (name or label, any case); default: every category")
-@click.option("--method", default="bt", show_default=True, callback=_name,
+@click.option("--method", default=PRIMARY_METHOD, show_default=True, callback=_name,
               help=f"ranking method: {', '.join(METHODS)}; any case")
 @click.option("--top", type=str, callback=_count, default=20, show_default=True, metavar="N",
               help="kept models shown per board, largest moves first, 0 for all (new and gone: all)")

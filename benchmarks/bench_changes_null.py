@@ -61,9 +61,9 @@ from bench_coverage import BANDS, add_tournament_arguments, draw_outcomes, skewe
 from arena_pipeline.core.dataset.models import load_aliases
 from arena_pipeline.core.publication.changes import VOTES_ADDED, compare_boards
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.scale import to_ratings
 from arena_pipeline.core.ranking.sessions import session_clusters
-from arena_pipeline.core.ranking.types import RankingConfig
 from arena_pipeline.core.validation.external import (
     alignment_record,
     alignment_shifts,

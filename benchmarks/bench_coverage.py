@@ -57,7 +57,7 @@ the number of (model, replicate) indicators, and the Monte-Carlo standard error:
 replicate are correlated (all ratings share the reference's error), so the s.e. treats the
 replicate as the unit (the ratio estimator's s.e. over replicates). Also the mean width in points.
 
-``bt_style`` (unless ``--no-style``): every board is also fitted by ``core.ranking.board.fit_style_board``
+``bt_style`` (unless ``--no-style``): every board is also fitted by ``core.ranking.style_board.fit_style_board``
 under the default settings, with four style differences per vote drawn uniform on [-1, 1] and unrelated
 to the outcome, so its ratings estimate the same strengths: its vote-level ``sandwich``, its
 session-clustered ``cluster_sandwich`` and its primary interval, scored like ``bt``'s.
@@ -89,7 +89,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena_pipeline.core.ranking.board import Board, fit_bt_board, fit_style_board, primary_order
+from arena_pipeline.core.ranking.board import Board, fit_bt_board, primary_order
 from arena_pipeline.core.ranking.bradley_terry import (
     BOOTSTRAP_RIDGE,
     aggregate_pairs,
@@ -99,9 +99,10 @@ from arena_pipeline.core.ranking.bradley_terry import (
     cluster_bootstrap_counts,
     fit_bt,
 )
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.scale import anchor_matrix, points_per_logit, to_ratings, z_value
 from arena_pipeline.core.ranking.sessions import session_clusters
-from arena_pipeline.core.ranking.types import RankingConfig
+from arena_pipeline.core.ranking.style_board import fit_style_board
 
 #: Battle-count bands of the table: [low, high).
 BANDS: tuple[tuple[int, float], ...] = ((0, 1000), (1000, 5000), (5000, math.inf))

@@ -31,7 +31,7 @@ replicates with its Monte Carlo standard error (replicates independent).
 
 Each ``--regs`` value is ``RankingConfig.style_reg`` with ``style_method="lmarena"`` (LMArena's
 weights and its penalty on the mean loss; 1.0 is its value and the default), fitted by the project's
-``core.ranking.board.fit_style_board``.
+``core.ranking.style_board.fit_style_board``.
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ import time
 
 import numpy as np
 
-from arena_pipeline.core.ranking.board import Board, fit_bt_board, fit_style_board
+from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.scale import to_ratings
+from arena_pipeline.core.ranking.style_board import fit_style_board
 from arena_pipeline.core.ranking.style_control import standardize
-from arena_pipeline.core.ranking.types import RankingConfig
 
 #: Ties (tie + both_bad) between equals, as in bench_coverage.py.
 TIE_SHARE = 0.35

@@ -14,6 +14,7 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.ingest.hub import HubError
+from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.validation.benchmarks import (
     BENCHMARK_AGREEMENT_SCHEMA,
@@ -113,7 +114,7 @@ def benchmark_comparison(context: dg.AssetExecutionContext, model_catalog: Model
             **common, "matched_models": matched.get_column("canonical").n_unique(),
             "reasons": dg.MetadataValue.json({r: n for r, n in scores.group_by("reason").len().sort("reason").iter_rows()})})
     if BENCHMARK_AGREEMENT in selected:
-        headline = agreement.filter(pl.col("method") == "bt").select(
+        headline = agreement.filter(pl.col("method") == PRIMARY_METHOD).select(
             "category", "benchmark", "n_matched", "spearman", "kendall", "note")
         yield dg.Output(Versioned(agreement, settings), output_name=BENCHMARK_AGREEMENT_TABLE,
                         metadata={**common, "bt_vs_benchmarks": dg.MetadataValue.md(frame_markdown(headline))})

@@ -17,6 +17,7 @@ from arena_pipeline.constants import (
     SCHEMA,
 )
 from arena_pipeline.core.dataset.models import MODELS_SCHEMA, merged_names, models_table
+from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.validation.external import (
     EXTERNAL_COMPARISON_MODELS_SCHEMA,
@@ -157,7 +158,7 @@ def external_comparison(context: dg.AssetExecutionContext, model_catalog: ModelC
     common = {"published_board": dg.MetadataValue.json(recorded)}
     selected = context.selected_asset_keys
     if EXTERNAL_COMPARISON in selected:
-        headline = summary.filter(pl.col("method") == "bt").select(
+        headline = summary.filter(pl.col("method") == PRIMARY_METHOD).select(
             "category", "n_matched", "spearman", "kendall", "mean_abs_diff", "max_abs_diff", "slope",
             "rms_residual", "median_shift")
         yield dg.Output(Versioned(summary, settings), output_name=EXTERNAL_COMPARISON_TABLE,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from arena_pipeline.constants import CATEGORIES
+from arena_pipeline.core import method_catalogue
+from arena_pipeline.core.method_registry import RATING_METHODS
 
 #: Every category name, in board order: the seed categories of ``constants.CATEGORIES``, then LMArena's
 #: further boards. ``core.dataset.categories`` holds one rule per name, in this order (it checks so on import);
@@ -15,25 +17,17 @@ CATEGORY_NAMES: tuple[str, ...] = (
     "hard_prompt_english", "no_short", "no_tie", "no_refusal",
 )
 
-#: The ranking methods, in board order.
-METHODS: tuple[str, ...] = ("bt", "bt_style", "spectral")
-#: People-facing names of the ranking methods (:func:`method_label`).
-METHOD_LABELS: dict[str, str] = {
-    "bt": "Bradley-Terry",
-    "bt_style": "Bradley-Terry, style-controlled",
-    "spectral": "Rank Centrality cross-check (spectral)",
-}
-#: What a reader must know about a method before reading its ratings (:func:`method_note`): spectral
-#: is a differently targeted, less efficient cross-check, not Bradley-Terry on another scale.
-METHOD_NOTES: dict[str, str] = {
-    "spectral": (
-        "A cross-check, not Bradley-Terry's scale: Rank Centrality is the stationary distribution of a walk "
-        "on per-pair win fractions, where a pair met once weighs as much as a pair met a thousand times. It "
-        "targets Bradley-Terry's strengths only when Bradley-Terry holds exactly, uses the votes less "
-        "efficiently (wider intervals), and its ratings can differ from Bradley-Terry's by tens of points "
-        "(up to 39 on a shown model of LMArena's boards); compare its order with Bradley-Terry's, not its "
-        "ratings."),
-}
+#: The built-in ranking methods, in board order (``core.method_catalogue``, generated from their classes).
+METHODS: tuple[str, ...] = method_catalogue.METHODS
+#: People-facing names of the built-in ranking methods (:func:`method_label`).
+METHOD_LABELS: dict[str, str] = method_catalogue.LABELS
+#: What a reader must know about a method before reading its ratings (:func:`method_note`).
+METHOD_NOTES: dict[str, str] = method_catalogue.NOTES
+#: The primary method (``RatingMethod.role`` "primary"): the boards the gate compares, the default and
+#: headline board of the CLI, the report and the previews.
+PRIMARY_METHOD: str = method_catalogue.ROLES["primary"][0]
+#: The methods whose fit reads the battles' style counts (role "style"), compared with the primary one.
+STYLE_METHODS: tuple[str, ...] = method_catalogue.ROLES.get("style", ())
 
 
 def ordered_categories(names: Iterable[str]) -> list[str]:
@@ -44,9 +38,11 @@ def ordered_categories(names: Iterable[str]) -> list[str]:
 
 
 def ordered_methods(names: Iterable[str]) -> list[str]:
-    """Distinct ``names`` in :data:`METHODS` order, unknown names after (alphabetically)."""
+    """Distinct ``names`` in board order (:data:`METHODS`, then further registered methods in registration
+    order), unknown names after (alphabetically)."""
     present = set(names)
-    return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
+    order = [*METHODS, *(m for m in RATING_METHODS if m not in METHODS)]
+    return [m for m in order if m in present] + sorted(present - set(order))
 
 
 def category_label(name: str) -> str:
@@ -92,10 +88,13 @@ def rank_set_label(best: int | None, worst: int | None) -> str:
 
 
 def method_label(method: str) -> str:
-    """People-facing name of a ranking method (an unknown one as it is)."""
-    return METHOD_LABELS.get(method, method)
+    """People-facing name of a ranking method: its class's ``label`` when it is registered in this process,
+    else the built-in one's (:data:`METHOD_LABELS`), an unknown one as it is."""
+    registered = RATING_METHODS.get(method)
+    return registered.label if registered is not None else METHOD_LABELS.get(method, method)
 
 
 def method_note(method: str) -> str | None:
-    """What to know before reading a method's ratings (:data:`METHOD_NOTES`), or None."""
-    return METHOD_NOTES.get(method)
+    """What to know before reading a method's ratings (its class's ``note``, :data:`METHOD_NOTES`), or None."""
+    registered = RATING_METHODS.get(method)
+    return registered.note if registered is not None else METHOD_NOTES.get(method)

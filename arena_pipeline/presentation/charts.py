@@ -15,14 +15,14 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.core.dataset.categories import category_label
-from arena_pipeline.core.ranking import method_label
+from arena_pipeline.core.labels import METHODS, PRIMARY_METHOD, method_label
 from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.templating import ci_title, environment, is_finite, is_num, slug
 
-#: Marker colour and shape of each method (colour-blind safe; the template draws the shapes).
-METHOD_STYLE: dict[str, tuple[str, str]] = {
-    "bt": ("#1f5fa8", "circle"), "bt_style": ("#b5500b", "diamond"), "spectral": ("#4d7a2a", "square"),
-}
+#: Marker colours and shapes of the methods, in board order (colour-blind safe; the template draws the shapes).
+_PALETTE: tuple[tuple[str, str], ...] = (("#1f5fa8", "circle"), ("#b5500b", "diamond"), ("#4d7a2a", "square"))
+#: Marker colour and shape of each built-in method, by its place in board order (``core.labels.METHODS``).
+METHOD_STYLE: dict[str, tuple[str, str]] = dict(zip(METHODS, _PALETTE, strict=False))
 _CI = ("rating", "ci_lower", "ci_upper")
 
 
@@ -118,13 +118,13 @@ def _ci_methods(board: pl.DataFrame) -> list[str | None]:
 PROVISIONAL_LABEL = "(prov.)"
 
 
-def rating_chart_svg(pub: PublicationView, category: str = "overall", methods: Sequence[str] = ("bt",),
+def rating_chart_svg(pub: PublicationView, category: str = "overall", methods: Sequence[str] = (PRIMARY_METHOD,),
                      max_models: int | None = None, width: int = 860, chart_id: str | None = None) -> str:
     """One category's ratings with 95% intervals: models in the first method's board order, at most
     ``max_models``; methods absent from the category skipped (ValueError: unknown category, or none present)."""
     present = [m for m in methods if m in pub.methods(category)]
     if not present:
-        pub.check_board(category, methods[0] if methods else "bt")
+        pub.check_board(category, methods[0] if methods else PRIMARY_METHOD)
     boards, names = {m: pub.board(category, m) for m in present}, {m: method_label(m) for m in present}
     board = boards[present[0]]
     # a provisional model (below the display threshold, after the ranked ones) is labelled so, as on the tables
@@ -146,7 +146,7 @@ def rating_chart_svg(pub: PublicationView, category: str = "overall", methods: S
 def profile_chart_svg(ratings: pl.DataFrame, model: str, chart_id: str, width: int = 640) -> str:
     """A model's rating in every category with a board for it (``PublicationView.profile()['ratings']``)."""
     labels = [category_label(c) for c in ratings.get_column("category")]
-    return _forest({"bt": (ratings, labels, labels)}, labels, chart_id, f"{model}: rating per category",
+    return _forest({PRIMARY_METHOD: (ratings, labels, labels)}, labels, chart_id, f"{model}: rating per category",
                    "Rating with its 95% interval in each category (anchored ratings are comparable across "
                    "categories).", width, "rating-chart profile-chart")
 
@@ -195,12 +195,12 @@ def benchmark_scatter_svg(points: pl.DataFrame, benchmark: str, category: str, c
     y, y_ticks = _axis([v for r in rows for v in r[2:5] if is_finite(v)], 5, plot[1] + plot[3], -plot[3])
     drawn = [(r[0], r[1], r[2], ci_title(r[3], r[4]), *r[5:], x(r[1]), y(r[2]), y(r[3]), y(r[4])) for r in rows]
     return str(_macros().scatter(chart_id, benchmark, category_label(category), figures, width, height, plot,
-                                 x_ticks, y_ticks, drawn, METHOD_STYLE["bt"][0]))
+                                 x_ticks, y_ticks, drawn, METHOD_STYLE[PRIMARY_METHOD][0]))
 
 
 #: Marker colour and shape of the calibration chart's predictors (``arena.model_fit_calibration.predictor``).
 PREDICTOR_STYLE: dict[str, tuple[str, str, str]] = {
-    "bt": (METHOD_STYLE["bt"][0], "circle", "Bradley-Terry"), "win_rate": ("#6b6b6b", "square", "Win rates"),
+    PRIMARY_METHOD: (METHOD_STYLE[PRIMARY_METHOD][0], "circle", method_label(PRIMARY_METHOD)), "win_rate": ("#6b6b6b", "square", "Win rates"),
 }
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import polars as pl
 
 from arena_pipeline.core.dataset.categories import category_label
-from arena_pipeline.core.labels import PROVISIONAL_RANK
+from arena_pipeline.core.labels import PRIMARY_METHOD, PROVISIONAL_RANK, STYLE_METHODS
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.charts import rating_chart_svg, svg_data_uri
 from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.tables import frame_table, markdown_escape
 
 
-def top_n_markdown(pub: PublicationView, category: str = "overall", method: str = "bt", n: int = 10) -> str:
+def top_n_markdown(pub: PublicationView, category: str = "overall", method: str = PRIMARY_METHOD, n: int = 10) -> str:
     """The first ``n`` rows of one board (shown models, then provisional ones) as a Markdown table.
 
     Columns ``Rank`` (a provisional model's marked ``prov. N``: its place among every model of the
@@ -47,16 +47,17 @@ def top_n_markdown(pub: PublicationView, category: str = "overall", method: str 
 
 
 def overall_chart_markdown(pub: PublicationView, max_models: int = 25) -> str | None:
-    """The overall board's ratings (bt and bt_style) as an inline image, or None without one."""
+    """The overall board's ratings (the primary method and the style-controlled ones) as an inline image, or None without one."""
     if "overall" not in pub.categories():
         return None
-    chart = rating_chart_svg(pub, "overall", ("bt", "bt_style"), max_models=max_models)
+    chart = rating_chart_svg(pub, "overall", (PRIMARY_METHOD, *STYLE_METHODS), max_models=max_models)
     return f"![overall ratings with 95% CI]({svg_data_uri(chart)})"
 
 
 def board_previews(pub: PublicationView, n: int = 10) -> dict[str, str]:
-    """``top10_<category>`` per category with a bt board, and ``overall_ratings_chart``."""
-    out = {f"top{n}_{c}": top_n_markdown(pub, c, "bt", n) for c in pub.categories() if "bt" in pub.methods(c)}
+    """``top10_<category>`` per category with a board of the primary method, and ``overall_ratings_chart``."""
+    out = {f"top{n}_{c}": top_n_markdown(pub, c, PRIMARY_METHOD, n) for c in pub.categories()
+           if PRIMARY_METHOD in pub.methods(c)}
     chart = overall_chart_markdown(pub)
     return out | ({"overall_ratings_chart": chart} if chart else {})
 

@@ -33,7 +33,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
-from arena_pipeline.core.labels import ordered_categories, ordered_methods
+from arena_pipeline.core.labels import PRIMARY_METHOD, ordered_categories, ordered_methods
 from arena_pipeline.core.publication.changes import CHANGES_SCHEMA
 from arena_pipeline.core.publication.derived import (
     FAILED,
@@ -148,7 +148,7 @@ class PublicationView:
 
     def primary_method(self, category: str) -> str:
         methods = self.methods(category)
-        return "bt" if "bt" in methods else methods[0]
+        return PRIMARY_METHOD if PRIMARY_METHOD in methods else methods[0]
 
     def no_board(self) -> pl.DataFrame:
         """``board_status`` rows of the categories without a shown board (why), in board order."""
@@ -168,7 +168,7 @@ class PublicationView:
 
     def models(self) -> list[str]:
         """Every model on a board, by best overall (then any) rank, then name."""
-        lb = self.leaderboard.filter(pl.col("method") == "bt") if "bt" in self.leaderboard.get_column(
+        lb = self.leaderboard.filter(pl.col("method") == PRIMARY_METHOD) if PRIMARY_METHOD in self.leaderboard.get_column(
             "method") else self.leaderboard
         return (lb.with_columns(_o=pl.col("category") != "overall").sort("_o", "rank", "model")
                 .get_column("model").unique(maintain_order=True).to_list())
@@ -248,8 +248,8 @@ class PublicationView:
         return self.model_fit.sort(category_order(), "category", "method")
 
     def calibration(self, category: str) -> pl.DataFrame:
-        """One board's ``arena.model_fit_calibration`` rows (``bt``), by predictor and decile."""
-        rows = of_category(self.model_fit_calibration, category).filter(pl.col("method") == "bt")
+        """One board's ``arena.model_fit_calibration`` rows (the primary method), by predictor and decile."""
+        rows = of_category(self.model_fit_calibration, category).filter(pl.col("method") == PRIMARY_METHOD)
         return rows.sort("predictor", "decile")
 
     def changes_of(self, category: str, method: str) -> pl.DataFrame:

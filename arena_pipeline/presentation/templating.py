@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
 from arena_pipeline.core.dataset.categories import category_label
-from arena_pipeline.core.labels import method_note, rank_label, rank_set_label
+from arena_pipeline.core.labels import PRIMARY_METHOD, STYLE_METHODS, method_note, rank_label, rank_set_label
 from arena_pipeline.core.publication.changes import board_shift
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.read import when
@@ -121,7 +121,8 @@ def interval(lower: Any, upper: Any) -> str:
 
 @functools.cache
 def environment() -> Environment:
-    """The templates' environment (autoescaped), with the filters they format numbers and names with."""
+    """The templates' environment (autoescaped), with the filters they format numbers and names with and the
+    methods by role (``primary_method``, ``style_methods``)."""
     env = Environment(loader=PackageLoader("arena_pipeline.presentation", "templates"), autoescape=True)
     env.filters.update(
         num=lambda v, digits=1: f"{v:,.{digits}f}" if is_num(v) else "–",
@@ -131,4 +132,6 @@ def environment() -> Environment:
         method_label=method_label, method_note=method_note, rank_label=rank_label,
         board_shift=board_shift,
     )
+    # the methods by role (``core.labels``): the templates name no method
+    env.globals.update(primary_method=PRIMARY_METHOD, style_methods=STYLE_METHODS)
     return env

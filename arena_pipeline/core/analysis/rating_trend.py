@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from arena_pipeline.core.dataset.categories import category_order
+from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 
 #: Columns and types of :func:`rating_trend`.
@@ -27,7 +28,7 @@ RATING_TREND_SCHEMA: dict[str, pl.DataType] = {
 
 
 TREND_CONFIG = RankingConfig(
-    methods=("bt",), bootstrap_rounds=0, min_battles=50, display_min_battles=0, anchor_models=()
+    methods=(PRIMARY_METHOD,), bootstrap_rounds=0, min_battles=50, display_min_battles=0, anchor_models=()
 )
 
 _KEY_SEPARATOR = "\x1f"  # joins category and month into one board name for compute_rankings
@@ -57,8 +58,8 @@ def rating_trend(
         ``battle_id``, ``category``.
     config
         Ranking settings; default :data:`TREND_CONFIG` (``min_battles=50``, no bootstrap:
-        sandwich 95% intervals). ``methods`` is always replaced by ``("bt",)``; use
-        ``bootstrap_rounds > 0`` for bootstrap intervals (slower). Set ``anchor_model`` to a
+        sandwich 95% intervals). ``methods`` is always replaced by the primary method alone
+        (``core.labels.PRIMARY_METHOD``); use ``bootstrap_rounds > 0`` for bootstrap intervals (slower). Set ``anchor_model`` to a
         model present in every month for an absolute reference (no chaining then).
     categories
         Categories to compute; None for every category in ``battle_categories``.
@@ -90,17 +91,8 @@ def rating_trend(
     shift moves the interval bounds too (the offset's own uncertainty is not added). A month
     sharing no model with the previous one restarts the chain (centred, ``linked_models`` 0).
     """
-    config = dataclasses.replace(config or TREND_CONFIG, methods=("bt",))
-    tags = battle_categories.select("battle_id", "category")
-    if categories is not None:
-        tags = tags.filter(pl.col("category").is_in(list(categories)))
-    months = battles.select(
-        "id", month=pl.col("timestamp").dt.truncate("1mo").cast(pl.Date)
-    ).filter(pl.col("month").is_not_null())
-    keyed = tags.join(months, left_on="battle_id", right_on="id", how="inner").select(
-        "battle_id",
-        category=pl.col("category") + _KEY_SEPARATOR + pl.col("month").cast(pl.String),
-    )
+    config = dataclasses.replace(config or TREND_CONFIG, methods=(PRIMARY_METHOD,))
+    keyed = _month_boards(battles, battle_categories, categories)
     if keyed.height == 0:
         return pl.DataFrame(schema=RATING_TREND_SCHEMA)
     fitted = compute_rankings(
@@ -118,6 +110,22 @@ def rating_trend(
     return (
         fitted.sort(category_order(), "category", "month", "rank", "model")
         .select([pl.col(c).cast(t) for c, t in RATING_TREND_SCHEMA.items()])
+    )
+
+
+def _month_boards(battles: pl.DataFrame, battle_categories: pl.DataFrame,
+                  categories: Sequence[str] | None) -> pl.DataFrame:
+    """``battle_id`` and the board of its (category, month) as ``category`` (``<category>|<month>``), for
+    the battles with a timestamp in ``categories`` (None: all)."""
+    tags = battle_categories.select("battle_id", "category")
+    if categories is not None:
+        tags = tags.filter(pl.col("category").is_in(list(categories)))
+    months = battles.select(
+        "id", month=pl.col("timestamp").dt.truncate("1mo").cast(pl.Date)
+    ).filter(pl.col("month").is_not_null())
+    return tags.join(months, left_on="battle_id", right_on="id", how="inner").select(
+        "battle_id",
+        category=pl.col("category") + _KEY_SEPARATOR + pl.col("month").cast(pl.String),
     )
 
 

@@ -265,6 +265,40 @@ def _resolve_chains(mapping: dict[str, str], label: str) -> dict[str, str]:
     return resolved
 
 
+def _given_providers(tables: list[pl.DataFrame], resolved: dict[str, str],
+                     user: pl.DataFrame | None) -> pl.DataFrame:
+    """Every row of ``tables`` that gives a provider, with its ``priority`` (its table's place) and the
+    canonical name it resolves to (``target``).
+
+    Raises
+    ------
+    AliasTableError
+        Two providers given for one canonical name within a file (naming the user file that maps its
+        names onto a packaged name, when that is how it happened).
+    """
+    given = (
+        pl.concat([t.with_columns(priority=pl.lit(i)) for i, t in enumerate(tables)])
+        .with_columns(pl.col("alias").replace(resolved).alias("target"))
+        .filter(pl.col("provider").is_not_null())
+    )
+    conflicts = (
+        given.group_by("target", "source")
+        .agg(pl.col("provider").unique().sort(), pl.col("line").sort())
+        .filter(pl.col("provider").list.len() > 1)
+    )
+    if conflicts.height:
+        row = conflicts.sort("source", "target").row(0, named=True)
+        through = (f"; {user.get_column('source')[0]} maps their names to {row['target']!r}: names of models "
+                   "from two providers cannot become one model"
+                   if user is not None and row["source"] == PACKAGE_SOURCE
+                   and row["target"] in set(user.get_column("canonical")) else "")
+        raise AliasTableError(
+            f"{row['source']}: canonical {row['target']!r} is given providers "
+            f"{row['provider']} (lines {row['line']}){through}"
+        )
+    return given
+
+
 def load_aliases(extra_path: str | Path | None = None) -> pl.DataFrame:
     """The alias table: the packaged CSV, with an optional user CSV merged over it.
 
@@ -314,27 +348,7 @@ def load_aliases(extra_path: str | Path | None = None) -> pl.DataFrame:
         pl.col("alias").replace_strict(resolved, return_dtype=pl.String).alias("canonical")
     )
     # providers per canonical name, as given on any row resolving to it (all rows of all files)
-    given = (
-        pl.concat([t.with_columns(priority=pl.lit(i)) for i, t in enumerate(tables)])
-        .with_columns(pl.col("alias").replace(resolved).alias("target"))
-        .filter(pl.col("provider").is_not_null())
-    )
-    conflicts = (
-        given.group_by("target", "source")
-        .agg(pl.col("provider").unique().sort(), pl.col("line").sort())
-        .filter(pl.col("provider").list.len() > 1)
-    )
-    if conflicts.height:
-        row = conflicts.sort("source", "target").row(0, named=True)
-        user = tables[0] if extra_path is not None else None
-        through = (f"; {user.get_column('source')[0]} maps their names to {row['target']!r}: names of models "
-                   "from two providers cannot become one model"
-                   if user is not None and row["source"] == PACKAGE_SOURCE
-                   and row["target"] in set(user.get_column("canonical")) else "")
-        raise AliasTableError(
-            f"{row['source']}: canonical {row['target']!r} is given providers "
-            f"{row['provider']} (lines {row['line']}){through}"
-        )
+    given = _given_providers(tables, resolved, user=tables[0] if extra_path is not None else None)
     providers = (
         given.sort("priority", "line")
         .unique("target", keep="first")

@@ -278,6 +278,36 @@ def _check_columns(battles: pl.DataFrame) -> None:
         raise ValueError(f"battles frame lacks columns {missing}")
 
 
+def _flag_duplicates(frame: pl.DataFrame, broken_other: pl.Expr) -> pl.DataFrame:
+    """``frame`` with the ``duplicate_id`` flag and where each id's kept copy lives (for the detail).
+
+    Rows are ranked by (source_file, source_row, input row); per id, the first rank among rows that
+    break no other rule (``broken_other``) is kept, every other row of the id is a duplicate.
+    """
+    order = f"{_PREFIX}order"
+    kept = f"{_PREFIX}kept_order"
+    return (
+        frame.sort(["source_file", "source_row", f"{_PREFIX}input_row"], nulls_last=True)
+        .with_columns(pl.int_range(pl.len()).alias(order))
+        .with_columns(pl.when(~broken_other).then(pl.col(order)).min().over("id").alias(kept))
+        .with_columns(
+            (
+                pl.col("id").is_not_null()
+                & (pl.len().over("id") > 1)
+                & (pl.col(kept).is_null() | (pl.col(order) != pl.col(kept)))
+            ).alias(f"{_PREFIX}duplicate_id"),
+            # where the kept copy lives, for the duplicate's detail
+            pl.col("source_file").filter(pl.col(order) == pl.col(kept)).first().over("id")
+            .alias(_KEPT_FILE),
+            pl.when(pl.col(kept).is_not_null())
+            .then(pl.col("source_row").cast(pl.String).fill_null("null"))
+            .filter(pl.col(order) == pl.col(kept)).first().over("id")
+            .alias(_KEPT_ROW),
+        )
+        .sort(f"{_PREFIX}input_row")
+    )
+
+
 def split_quarantine(battles: pl.DataFrame, optional: Collection[str] = ()
                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split battles into clean rows and quarantine rows.
@@ -311,30 +341,7 @@ def split_quarantine(battles: pl.DataFrame, optional: Collection[str] = ()
     )
     broken_other = pl.any_horizontal(flags)
 
-    # duplicate_id: rank rows by (source_file, source_row, input row); per id, keep the first
-    # rank among rows that break no other rule.
-    order = f"{_PREFIX}order"
-    kept = f"{_PREFIX}kept_order"
-    frame = (
-        frame.sort(["source_file", "source_row", f"{_PREFIX}input_row"], nulls_last=True)
-        .with_columns(pl.int_range(pl.len()).alias(order))
-        .with_columns(pl.when(~broken_other).then(pl.col(order)).min().over("id").alias(kept))
-        .with_columns(
-            (
-                pl.col("id").is_not_null()
-                & (pl.len().over("id") > 1)
-                & (pl.col(kept).is_null() | (pl.col(order) != pl.col(kept)))
-            ).alias(f"{_PREFIX}duplicate_id"),
-            # where the kept copy lives, for the duplicate's detail
-            pl.col("source_file").filter(pl.col(order) == pl.col(kept)).first().over("id")
-            .alias(_KEPT_FILE),
-            pl.when(pl.col(kept).is_not_null())
-            .then(pl.col("source_row").cast(pl.String).fill_null("null"))
-            .filter(pl.col(order) == pl.col(kept)).first().over("id")
-            .alias(_KEPT_ROW),
-        )
-        .sort(f"{_PREFIX}input_row")
-    )
+    frame = _flag_duplicates(frame, broken_other)
     flags.append(f"{_PREFIX}duplicate_id")
     rejected = pl.any_horizontal(flags)
     fired = list(zip((*rules, DUPLICATE_RULE), flags, strict=True))

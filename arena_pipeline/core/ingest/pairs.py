@@ -73,6 +73,39 @@ def _categories(battles: pl.DataFrame) -> pl.DataFrame:
             .group_by("battle_id", maintain_order=True).agg(pl.col("category").alias("categories")))
 
 
+def _sides(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per vote (``id``): each side's messages rendered as text, where its first user message is (and
+    whether it has one), and whether either side has an image."""
+    user_a, first_a = _first_user("conversation_a")
+    user_b, first_b = _first_user("conversation_b")
+    return frame.select(
+        pl.col("id"),
+        rendered_a=_rendered("conversation_a"),
+        rendered_b=_rendered("conversation_b"),
+        images=_has_image("conversation_a").fill_null(False) | _has_image("conversation_b").fill_null(False),
+        user_a=user_a, first_a=first_a, user_b=user_b, first_b=first_b,
+    )
+
+
+def _pick(if_a: pl.Expr, if_b: pl.Expr) -> pl.Expr:
+    """``if_a`` where side a won the vote, else ``if_b``."""
+    return pl.when(pl.col("winner") == "model_a").then(if_a).otherwise(if_b)
+
+
+def _texts() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """The prompt, chosen and rejected messages (lists of rendered messages) over :func:`_sides`' columns:
+    the winning side's messages up to its first user message, then each side's later messages."""
+    own, other = (pl.col("rendered_a"), pl.col("first_a")), (pl.col("rendered_b"), pl.col("first_b"))
+
+    def after_prompt(side: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
+        return side[0].list.slice(side[1] + 1)
+
+    chosen = _pick(after_prompt(own), after_prompt(other))
+    rejected = _pick(after_prompt(other), after_prompt(own))
+    prompt = _pick(own[0].list.head(own[1] + 1), other[0].list.head(other[1] + 1))
+    return prompt, chosen, rejected
+
+
 def pair_rows(frame: pl.DataFrame, battles: pl.DataFrame, dump_revision: str) -> pl.DataFrame:
     """The chosen/rejected pairs for reward-model training of one batch of votes, one row per decisive vote.
 
@@ -121,29 +154,9 @@ def pair_rows(frame: pl.DataFrame, battles: pl.DataFrame, dump_revision: str) ->
     if decided.is_empty():
         return pl.DataFrame(schema=PAIR_ROWS_SCHEMA)
     frame = frame.join(decided.select("id"), on="id", how="semi")  # render the decided votes only
-    user_a, first_a = _first_user("conversation_a")
-    user_b, first_b = _first_user("conversation_b")
-    sides = frame.select(
-        pl.col("id"),
-        rendered_a=_rendered("conversation_a"),
-        rendered_b=_rendered("conversation_b"),
-        images=_has_image("conversation_a").fill_null(False) | _has_image("conversation_b").fill_null(False),
-        user_a=user_a, first_a=first_a, user_b=user_b, first_b=first_b,
-    )
-    a_wins = pl.col("winner") == "model_a"
-    own, other = (pl.col("rendered_a"), pl.col("first_a")), (pl.col("rendered_b"), pl.col("first_b"))
-
-    def pick(if_a: pl.Expr, if_b: pl.Expr) -> pl.Expr:
-        return pl.when(a_wins).then(if_a).otherwise(if_b)
-
-    def after_prompt(side: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
-        return side[0].list.slice(side[1] + 1)
-
-    chosen = pick(after_prompt(own), after_prompt(other))
-    rejected = pick(after_prompt(other), after_prompt(own))
-    prompt = pick(own[0].list.head(own[1] + 1), other[0].list.head(other[1] + 1))
+    prompt, chosen, rejected = _texts()
     pairs = (
-        decided.join(sides, on="id", how="inner", maintain_order="left")
+        decided.join(_sides(frame), on="id", how="inner", maintain_order="left")
         .filter(pl.col("user_a") & pl.col("user_b") & (chosen.list.len() > 0) & (rejected.list.len() > 0))
         .join(_categories(decided), left_on="id", right_on="battle_id", how="left", maintain_order="left")
     )
@@ -152,9 +165,9 @@ def pair_rows(frame: pl.DataFrame, battles: pl.DataFrame, dump_revision: str) ->
         prompt.list.join(MESSAGE_SEPARATOR).alias("prompt"),
         chosen.list.join(MESSAGE_SEPARATOR).alias("chosen"),
         rejected.list.join(MESSAGE_SEPARATOR).alias("rejected"),
-        pick(pl.col("model_a_canonical"), pl.col("model_b_canonical")).alias("chosen_model"),
-        pick(pl.col("model_b_canonical"), pl.col("model_a_canonical")).alias("rejected_model"),
-        pick(pl.lit("a"), pl.lit("b")).alias("chosen_side"),
+        _pick(pl.col("model_a_canonical"), pl.col("model_b_canonical")).alias("chosen_model"),
+        _pick(pl.col("model_b_canonical"), pl.col("model_a_canonical")).alias("rejected_model"),
+        _pick(pl.lit("a"), pl.lit("b")).alias("chosen_side"),
         pl.col("turns").cast(pl.Int32),
         pl.col("language"),
         pl.col("timestamp").cast(pl.Datetime("us")),

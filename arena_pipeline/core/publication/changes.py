@@ -73,6 +73,7 @@ from arena_pipeline.constants import (
     VERSIONS_SCHEMA,
 )
 from arena_pipeline.core.dataset.categories import category_order
+from arena_pipeline.core.labels import STYLE_METHODS
 from arena_pipeline.core.publication.gate import publication_settings
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.ranking.style_control import style_columns
@@ -92,8 +93,6 @@ VOTES_CHANGED = "votes changed"
 UNKNOWN = "unknown"
 #: The battle columns that make two votes the same vote (the canonical names: aliases change them).
 VOTE_COLUMNS = ("id", "model_a_canonical", "model_b_canonical", "winner")
-#: The methods whose fit reads the battles' style counts: their boards' votes include them.
-STYLE_METHODS = ("bt_style",)
 #: :func:`board_relations`: per category, how the votes of its boards relate (``style_relation``: with
 #: their style counts, for :data:`STYLE_METHODS`).
 RELATIONS_SCHEMA: dict[str, pl.DataType] = {

@@ -18,6 +18,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
+from arena_pipeline.core.labels import PRIMARY_METHOD, STYLE_METHODS
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
 from arena_pipeline.core.validation.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, BENCHMARK_SCORES_SCHEMA
@@ -113,7 +114,7 @@ def quality_summary(quality_results: pl.DataFrame | None) -> pl.DataFrame:
 
 
 def rank_changes(leaderboard: pl.DataFrame, category: str | None = None) -> pl.DataFrame:
-    """``bt`` against ``bt_style`` rank per (category, model) on both boards (positive: moves up once
+    """The primary method's (``bt``) against the style-controlled one's (``bt_style``) rank per (category, model) on both boards (positive: moves up once
     style is controlled for); :data:`RANK_CHANGES_SCHEMA`, in board order, the shown models first.
 
     A model provisional on either board is ``provisional``: its ranks are among every model of the
@@ -124,7 +125,7 @@ def rank_changes(leaderboard: pl.DataFrame, category: str | None = None) -> pl.D
     bt, style = (lb.filter(pl.col("method") == m).select("category", "model", pl.col("rank").alias(f"rank_{m}"),
                                                          pl.col("rating").alias(f"rating_{m}"),
                                                          pl.col("provisional").fill_null(False).alias(f"provisional_{m}"))
-                 for m in ("bt", "bt_style"))
+                 for m in (PRIMARY_METHOD, STYLE_METHODS[0]))
     out = bt.join(style, on=["category", "model"]).with_columns(
         rank_change=pl.col("rank_bt") - pl.col("rank_bt_style"),
         provisional=pl.col("provisional_bt") | pl.col("provisional_bt_style"))

@@ -8,12 +8,13 @@ from collections.abc import Iterable, Mapping
 import duckdb
 import polars as pl
 
+from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.publication.policy import GatePolicy
 from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.versions import Build, PublicationError
 
-#: the method whose boards the gate compares (every method is fitted on the same battles)
-GATE_METHOD = "bt"
+#: the method whose boards the gate compares, the primary one (every method is fitted on the same battles)
+GATE_METHOD = PRIMARY_METHOD
 
 
 def _rated(board: pl.DataFrame) -> pl.DataFrame:

@@ -1,6 +1,7 @@
 """Leaderboards from pairwise votes: Bradley-Terry, style control, Rank Centrality (a `RatingMethod` each)."""
 
 from arena_pipeline.core.ranking.board import PAIRWISE_SIGNIFICANCE_SCHEMA, CategoryBoard
+from arena_pipeline.core.ranking.config import RUN_SETTINGS, RankingConfig
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA
 from arena_pipeline.core.ranking.per_dump import per_dump_leaderboards
@@ -11,9 +12,7 @@ from arena_pipeline.core.ranking.types import (
     METHOD_LABELS,
     METHODS,
     REFERENCE_MODELS,
-    RUN_SETTINGS,
     STYLE_COEFFICIENTS_SCHEMA,
-    RankingConfig,
     RankingOutput,
     method_label,
 )

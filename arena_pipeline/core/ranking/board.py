@@ -1,4 +1,4 @@
-"""One category's boards: model selection, then each method's ratings and intervals as frames.
+"""What every method's board shares: model selection, the base Bradley-Terry fit, ratings and intervals as frames.
 
 scipy is imported inside the functions that compute with it, not at the top: ``core.ranking``'s
 labels, schemas and settings are read by the CLI and the report, which must start without loading
@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from time import perf_counter
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -38,28 +38,13 @@ from arena_pipeline.core.ranking.scale import (
     z_value,
 )
 from arena_pipeline.core.ranking.simultaneous import DRAWS, SimultaneousTests, covariance_draws, step_down
-from arena_pipeline.core.ranking.spectral import BOOTSTRAP_SMOOTHING, rank_centrality
-from arena_pipeline.core.ranking.style_control import (
-    STYLE_FEATURES,
-    StyleDesign,
-    bootstrap_bt_style,
-    bt_style_cluster_sandwich_covariance,
-    bt_style_sandwich_covariance,
-    fit_bt_style,
-    pair_weights,
-    standardize,
-)
-from arena_pipeline.core.ranking.types import (
-    LEADERBOARD_SCHEMA,
-    STYLE_COEFFICIENTS_SCHEMA,
-    RankingConfig,
-)
+from arena_pipeline.core.ranking.types import LEADERBOARD_SCHEMA
+
+if TYPE_CHECKING:
+    from arena_pipeline.core.ranking.config import RankingConfig
 
 Interval = tuple[np.ndarray, np.ndarray]
 
-#: The penalty of the unpenalised style fit, per battle (on the summed loss): vanishing against the data,
-#: it only keeps a constant feature's coefficient at 0.
-UNPENALISED = 1e-9
 
 #: The interval columns of a board, in the order ``Board.frame`` falls back through them.
 INTERVALS: tuple[str, ...] = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
@@ -665,151 +650,6 @@ class CategoryBoard:
         self.info["bt"] = result.info
         self.info["timings_s"]["bt"] = perf_counter() - t0
         return result
-
-
-def fit_style_board(
-    board: Board, theta_bt: np.ndarray, without_style: int = 0
-) -> tuple[pl.DataFrame, pl.DataFrame, dict, pl.DataFrame]:
-    """Style-controlled fit: the ``bt_style`` board, the coefficient rows, metadata and the
-    pairwise significance rows.
-
-    ``board`` holds only battles with style counts (``style_control.has_style_counts``);
-    ``without_style`` is how many of the category's battles were left out for lacking them
-    (recorded in the coefficient rows, ``battles_without_style``).
-
-    Features are z-scored over the board's battles; the fit starts from the ``bt``
-    log-strengths. ``style_method="lmarena"`` (default) weighs battles by
-    :func:`style_control.pair_weights` and penalises ``style_reg/2 |beta|^2`` on the mean
-    weighted loss (arena-rank's text-leaderboard fit); ``"unweighted"`` is the earlier
-    variant (no weights, ``style_l2`` on the summed loss). Bootstrap
-    (``style_bootstrap_rounds``): battles resampled with replacement, refitted from the
-    point estimate with ``BOOTSTRAP_RIDGE`` on the ratings.
-
-    With sessions (``board.cluster``), also the session-clustered (CR3) sandwich
-    (:func:`style_control.bt_style_cluster_sandwich_covariance`), as ``bt``'s: with
-    ``cluster_primary`` it is the primary interval, of the ratings, the pairwise rows and the
-    coefficients. The same fit without the penalty gives ``coefficient_unpenalised`` and
-    ``share_kept`` (coefficient / unpenalised coefficient): how much of each style coefficient the
-    penalty leaves.
-    """
-    c = board.config
-    m, k = board.m, len(STYLE_FEATURES)
-    feats, mean, std = standardize(board.raw_style)
-    y = np.where(board.o == 0, 1.0, np.where(board.o == 1, 0.0, 0.5))
-    design = StyleDesign.build(board.a, board.b, y, feats, m)
-    if c.style_method == "lmarena":
-        weights = pair_weights(design.pair, c.style_min_pair_count)
-        l2 = c.style_reg * len(y)  # reg on the mean loss == reg * n on the summed loss
-    else:
-        weights, l2 = np.ones(len(y)), c.style_l2
-    x0 = np.concatenate([theta_bt, np.zeros(k)])
-    fit = fit_bt_style(design, l2, weights, x0=x0, tol=c.tol, max_iter=c.max_iter)
-    x_hat = fit.x[0]
-    # the same fit without the penalty (a vanishing one: a constant feature stays identified at 0), from
-    # which the coefficient rows say how far the penalty shrinks each coefficient
-    free = fit_bt_style(design, UNPENALISED * len(y), weights, x0=x_hat, tol=c.tol, max_iter=c.max_iter)
-    beta_free = free.x[0][m:]
-    cov = bt_style_sandwich_covariance(design, x_hat, l2, weights)
-    rating = board.rate(x_hat[:m])
-    bounds: dict[str, Bounds | None] = {"sandwich": board.normal_bounds(x_hat[:m], cov[:m, :m])}
-    beta = x_hat[m:]
-    beta_var = {"sandwich": np.diag(cov)[m:]}
-    if board.cluster is not None:
-        robust = bt_style_cluster_sandwich_covariance(design, x_hat, l2, board.cluster, weights)
-        bounds["cluster_sandwich"] = board.normal_bounds(x_hat[:m], robust.cov[:m, :m], robust.unbounded)
-        beta_var["cluster_sandwich"] = np.diag(robust.cov)[m:]
-    beta_method = next(k for k in (*primary_order(c), "sandwich") if k in beta_var)
-    beta_half = z_value(c.confidence) * np.sqrt(np.clip(beta_var[beta_method], 0.0, None))
-    vote_half = z_value(c.confidence) * np.sqrt(np.clip(beta_var["sandwich"], 0.0, None))
-    info: dict[str, Any] = {
-        "iterations": fit.iterations,
-        "grad_norm": float(fit.grad_norm[0]),
-        "feature_mean": dict(zip(STYLE_FEATURES, mean.tolist(), strict=True)),
-        "feature_std": dict(zip(STYLE_FEATURES, std.tolist(), strict=True)),
-        "style_method": c.style_method,
-        "l2_on_summed_loss": l2,
-        "battles_fitted": len(y),
-        "battles_without_style": without_style,
-        "unpenalised_iterations": free.iterations,
-        "unpenalised_grad_norm": float(free.grad_norm[0]),
-    }
-    if board.cluster is not None:
-        info["clusters"] = int(board.cluster.max()) + 1 if len(board.cluster) else 0
-        info["cluster_unbounded_models"] = [board.models[i] for i in np.flatnonzero(robust.unbounded)]
-    beta_boot = None
-    if c.style_bootstrap_rounds > 0:
-        reps, steps, worst = bootstrap_bt_style(
-            design,
-            l2,
-            x_hat,
-            c.style_bootstrap_rounds,
-            board.rng("bt_style"),
-            BOOTSTRAP_RIDGE,
-            c.tol,
-            c.max_iter,
-            weights,
-        )
-        bounds["bootstrap"] = board.percentile_bounds(x_hat[:m], reps[:, :m])
-        beta_boot = percentile_interval(reps[:, m:], c.confidence)
-        info.update(bootstrap_iterations=steps, bootstrap_max_grad_norm=worst)
-    frame, significance = board.frame("bt_style", rating, bounds)
-    use_boot = beta_boot is not None and c.primary_interval == "bootstrap"
-    lower, upper = beta_boot if use_boot else (beta - beta_half, beta + beta_half)
-    nulls = np.full(k, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kept = np.where(np.abs(beta_free) > 0, beta / beta_free, np.nan)
-    coefficients = pl.DataFrame(
-        {
-            "category": [board.category] * k,
-            "feature": list(STYLE_FEATURES),
-            "coefficient": beta,
-            "ci_lower": lower,
-            "ci_upper": upper,
-            "ci_method": ["bootstrap" if use_boot else beta_method] * k,
-            "sandwich_lower": beta - vote_half,
-            "sandwich_upper": beta + vote_half,
-            "bootstrap_lower": beta_boot[0] if beta_boot is not None else nulls,
-            "bootstrap_upper": beta_boot[1] if beta_boot is not None else nulls,
-            "battles_fitted": [len(y)] * k,
-            "battles_without_style": [without_style] * k,
-            "coefficient_unpenalised": beta_free,
-            "share_kept": kept,
-        },
-        schema=STYLE_COEFFICIENTS_SCHEMA,
-        nan_to_null=True,
-    )
-    return frame, coefficients, info, significance
-
-
-def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
-    """Rank Centrality ratings with a bootstrap interval from ``bt``'s replicates (and a cluster
-    bootstrap from its whole-session replicates, on a board whose votes carry sessions).
-
-    Also reports the Kendall tau (tau-b) between the spectral and ``bt`` ratings; returns the
-    board, that metadata and the pairwise significance rows.
-    """
-    from scipy.stats import kendalltau  # only the fits load scipy (see the module's docstring)
-
-    pairs = bt.pairs
-    log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, board.m)
-    rating = board.rate(log_pi)
-    bounds: dict[str, Bounds | None] = {}
-    for name, resampled in (("bootstrap", bt.resampled), ("cluster_bootstrap", bt.cluster_resampled)):
-        if resampled is None:
-            continue
-        draws = 0.5 * resampled[:, :, 2]
-        log_pi_boot = rank_centrality(
-            pairs.lo,
-            pairs.hi,
-            resampled[:, :, 0] + draws,
-            resampled[:, :, 1] + draws,
-            board.m,
-            smoothing=BOOTSTRAP_SMOOTHING,
-        )
-        bounds[name] = board.percentile_bounds(log_pi, log_pi_boot)
-    tau = float(kendalltau(bt.rating, rating).statistic)
-    frame, significance = board.frame("spectral", rating, bounds)
-    return frame, {"kendall_tau_vs_bt": tau}, significance
 
 
 def degenerate_rounds(pairs: PairCounts, resampled: np.ndarray) -> int:

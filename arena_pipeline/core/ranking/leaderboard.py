@@ -18,6 +18,7 @@ from arena_pipeline.core.ranking.board import (
     select_models,
 )
 from arena_pipeline.core.ranking.bradley_terry import OUTCOME_CODES
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.pairwise import PAIRWISE_SCHEMA, pairwise_table
 from arena_pipeline.core.ranking.rating_method import (
     RATING_METHODS,
@@ -42,7 +43,6 @@ from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
     METHODS,
     STYLE_COEFFICIENTS_SCHEMA,
-    RankingConfig,
     RankingOutput,
 )
 

@@ -1,37 +1,36 @@
 """The built-in rating methods (Bradley-Terry, style-controlled Bradley-Terry, Rank Centrality), registered in board order.
 
 A further method is a ``rating_method.RatingMethod`` subclass decorated with ``@register`` in a module of its
-own, imported here (registration order is board order), with its test; listing it in ``core.labels.METHODS``
-and ``METHOD_LABELS`` makes it a default board and names it in the CLI, which reads labels without loading
-the ranking step (``arena_pipeline_tests/core/ranking/test_methods.py`` registers a toy one from a test).
+own, imported here (registration order is board order), with its test; its class carries its name, label,
+note, role and settings. ``python -m arena_pipeline.core.ranking.catalogue`` then writes the built-in ones'
+names, labels and roles to ``core.method_catalogue``, which the CLI reads without loading the ranking step
+(``arena_pipeline_tests/core/ranking/test_methods.py`` registers a toy one from a test).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import polars as pl
+from pydantic import Field
 
-from arena_pipeline.core.ranking.board import (
-    Board,
-    CategoryBoard,
-    fit_spectral_board,
-    fit_style_board,
-    select_models,
-)
+from arena_pipeline.core.ranking.board import Board, CategoryBoard, select_models
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt
 from arena_pipeline.core.ranking.rating_method import BoardResult, RatingMethod, register
 from arena_pipeline.core.ranking.sessions import session_clusters
+from arena_pipeline.core.ranking.spectral import fit_spectral_board
+from arena_pipeline.core.ranking.style_board import fit_style_board
 from arena_pipeline.core.ranking.style_control import (
     STYLE_FEATURES,
     has_style_counts,
     style_columns,
     style_feature_exprs,
 )
+from arena_pipeline.core.ranking.types import MAX_STYLE_BOOTSTRAP_ROUNDS, STYLE_BOOTSTRAP_LIMIT, Setting
 
-#: Settings every bootstrap of a Bradley-Terry fit reads.
+#: Shared settings every bootstrap of a Bradley-Terry fit reads.
 _FIT_SETTINGS = ("tol", "max_iter", "seed")
 
 
@@ -48,7 +47,9 @@ class BradleyTerry(RatingMethod):
     """
 
     name = "bt"
-    settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", *_FIT_SETTINGS)
+    label = "Bradley-Terry"
+    role = "primary"
+    reads = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", *_FIT_SETTINGS)
 
     def fit(self, board: CategoryBoard) -> BoardResult:
         bt = board.bt
@@ -59,7 +60,7 @@ class BradleyTerry(RatingMethod):
 class StyleControlled(RatingMethod):
     """``bt_style``: Bradley-Terry with four style covariates fitted jointly per battle.
 
-    See ``RankingConfig.style_method`` and :func:`board.fit_style_board`; bootstrap
+    See ``RankingConfig.style_method`` and :func:`style_board.fit_style_board`; bootstrap
     (``style_bootstrap_rounds``, default 0) by resampling battles. On a board whose votes carry
     sessions, the session-clustered (CR3) sandwich as ``bt``'s, primary with ``cluster_primary``
     (its ratings, its pairwise rows and its coefficients); the coefficient rows also give the
@@ -73,8 +74,41 @@ class StyleControlled(RatingMethod):
     """
 
     name = "bt_style"
-    settings = ("style_bootstrap_rounds", "style_method", "style_reg", "style_min_pair_count", "style_l2",
-                "primary_interval", "cluster_column", "cluster_primary", *_FIT_SETTINGS)
+    label = "Bradley-Terry, style-controlled"
+    role = "style"
+    settings = {
+        "style_bootstrap_rounds": Setting(
+            Annotated[int, STYLE_BOOTSTRAP_LIMIT], Field(
+                default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only, as "
+                "LMArena publishes for style control). Each round refits the per-battle style model (about "
+                f"0.05-0.5 s per board on the full dump); at most {MAX_STYLE_BOOTSTRAP_ROUNDS:,}."), run=True),
+        "style_method": Setting(
+            Literal["lmarena", "unweighted"], Field(
+                default="lmarena", description="'lmarena': LMArena's current style control, as arena-rank's "
+                "ContextualBradleyTerry on a reweighted ContextualPairDataset: four z-scored features, battles "
+                "weighted 1 / max(n_pair, style_min_pair_count) (mean 1) and style_reg / 2 * |beta|^2 added to the "
+                "mean weighted negative log-likelihood; 'unweighted': the earlier variant, no weights and style_l2 "
+                "on the summed loss."), run=True),
+        "style_reg": Setting(
+            float, Field(
+                default=1.0, ge=0, allow_inf_nan=False, description="bt_style's penalty for style_method 'lmarena': "
+                "style_reg / 2 * |beta|^2 on the mean weighted negative log-likelihood (arena-rank's reg; 1.0 is "
+                "the value of LMArena's style-control notebook, the default). It is not negligible: arena.style_coefficients "
+                "gives each coefficient beside the unpenalised one (coefficient_unpenalised, share_kept), and "
+                "benchmarks/bench_style_control.py how much of a known style effect each value removes; 0 fits the "
+                "style coefficients without penalty."), run=True),
+        "style_min_pair_count": Setting(
+            int, Field(
+                default=50, ge=1, description="arena-rank's min_pair_count, for style_method 'lmarena'.")),
+        "style_l2": Setting(
+            float, Field(
+                default=1.0, ge=0, allow_inf_nan=False, description="For style_method 'unweighted': ridge penalty "
+                "style_l2 / 2 * |beta|^2 on the four style coefficients (natural log-odds per standard deviation of "
+                "the feature), added to the summed (not averaged) negative log-likelihood. 1.0 is a N(0, 1) prior: "
+                "negligible against boards of thousands of battles, a mild stabiliser on small ones. arena-rank's "
+                "reg=r equals style_l2 = r * n_battles."), run=True),
+    }
+    reads = ("primary_interval", "cluster_column", "cluster_primary", *_FIT_SETTINGS)
     summary = "style_left_out"
     needs = "the conversation style columns"
 
@@ -105,13 +139,21 @@ class Spectral(RatingMethod):
     """``spectral``: Rank Centrality (Negahban et al.: a walk on per-pair win fractions, normalised by
     the maximum degree), expressed in rating points but not Bradley-Terry's estimate: a pair met once
     weighs like a pair met often, so it is a differently targeted, less efficient cross-check
-    (``core.labels.METHOD_NOTES``), with a bootstrap interval from the same resamples as ``bt``; no
+    (its ``note``), with a bootstrap interval from the same resamples as ``bt``; no
     sandwich interval. The Kendall tau between its ratings and ``bt``'s is in
-    ``metadata["kendall_tau"]`` (:func:`board.fit_spectral_board`).
+    ``metadata["kendall_tau"]`` (:func:`spectral.fit_spectral_board`).
     """
 
     name = "spectral"
-    settings = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", "seed")
+    label = "Rank Centrality cross-check (spectral)"
+    note = (
+        "A cross-check, not Bradley-Terry's scale: Rank Centrality is the stationary distribution of a walk "
+        "on per-pair win fractions, where a pair met once weighs as much as a pair met a thousand times. It "
+        "targets Bradley-Terry's strengths only when Bradley-Terry holds exactly, uses the votes less "
+        "efficiently (wider intervals), and its ratings can differ from Bradley-Terry's by tens of points "
+        "(up to 39 on a shown model of LMArena's boards); compare its order with Bradley-Terry's, not its "
+        "ratings.")
+    reads = ("bootstrap_rounds", "cluster_column", "primary_interval", "cluster_primary", "seed")
     summary = "kendall_tau"
 
     def fit(self, board: CategoryBoard) -> BoardResult:

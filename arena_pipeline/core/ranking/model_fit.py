@@ -54,8 +54,8 @@ from arena_pipeline.core.ranking.bradley_terry import (
     mle_support,
     pair_index,
 )
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.logistic import sigmoid, softplus
-from arena_pipeline.core.ranking.types import RankingConfig
 
 #: Folds of the cross-validation (by session).
 FOLDS = 5

@@ -13,9 +13,9 @@ import polars as pl
 
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.dataset.dumps import board_dumps, dump_battles, unavailable_columns
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.rating_method import configured_methods
-from arena_pipeline.core.ranking.types import RankingConfig
 
 
 def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: RankingConfig,

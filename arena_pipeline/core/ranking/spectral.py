@@ -1,8 +1,15 @@
-"""Rank Centrality (Negahban, Oh and Shah 2017): a random walk on per-pair win fractions."""
+"""Rank Centrality (Negahban, Oh and Shah 2017): a random walk on per-pair win fractions, and the spectral board."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from arena_pipeline.core.ranking.board import Board, Bounds, BTResult
 
 #: Added to every off-diagonal transition fraction in bootstrap replicates only, so that a
 #: replicate whose walk is reducible (a model with no resampled wins) still has a unique
@@ -76,3 +83,34 @@ def rank_centrality(
     pi = np.linalg.solve(system, rhs)[..., 0]
     log_pi = np.log(np.clip(pi, np.finfo(float).tiny, None))
     return log_pi if np.ndim(score_lo) == 2 else log_pi[0]
+
+
+def fit_spectral_board(board: Board, bt: BTResult) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+    """Rank Centrality ratings with a bootstrap interval from ``bt``'s replicates (and a cluster
+    bootstrap from its whole-session replicates, on a board whose votes carry sessions).
+
+    Also reports the Kendall tau (tau-b) between the spectral and ``bt`` ratings; returns the
+    board, that metadata and the pairwise significance rows.
+    """
+    from scipy.stats import kendalltau  # only the fits load scipy (see the module's docstring)
+
+    pairs = bt.pairs
+    log_pi = rank_centrality(pairs.lo, pairs.hi, pairs.score_lo, pairs.score_hi, board.m)
+    rating = board.rate(log_pi)
+    bounds: dict[str, Bounds | None] = {}
+    for name, resampled in (("bootstrap", bt.resampled), ("cluster_bootstrap", bt.cluster_resampled)):
+        if resampled is None:
+            continue
+        draws = 0.5 * resampled[:, :, 2]
+        log_pi_boot = rank_centrality(
+            pairs.lo,
+            pairs.hi,
+            resampled[:, :, 0] + draws,
+            resampled[:, :, 1] + draws,
+            board.m,
+            smoothing=BOOTSTRAP_SMOOTHING,
+        )
+        bounds[name] = board.percentile_bounds(log_pi, log_pi_boot)
+    tau = float(kendalltau(bt.rating, rating).statistic)
+    frame, significance = board.frame("spectral", rating, bounds)
+    return frame, {"kendall_tau_vs_bt": tau}, significance

@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple, Self
 
 import polars as pl
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from arena_pipeline.core.labels import METHOD_LABELS, METHODS, method_label  # noqa: F401 - re-exported
-from arena_pipeline.core.ranking.registry import configured_methods
+from arena_pipeline.core.method_registry import RATING_METHODS, configured_methods
 
 #: Reference models, in order of preference: on every board, the first of them that is on
 #: the board is pinned at ``anchor_rating`` (a board with none of them is centred instead).
@@ -138,7 +138,7 @@ def _at_most(most: int, cost: Callable[[int], str], why: str) -> AfterValidator:
 
 _BOOTSTRAP_LIMIT = _at_most(MAX_BOOTSTRAP_ROUNDS, bootstrap_cost, "every round of a board is held at once, about "
                             f"{_size(BOOTSTRAP_BYTES_PER_ROUND)} each, more with more models")
-_STYLE_BOOTSTRAP_LIMIT = _at_most(MAX_STYLE_BOOTSTRAP_ROUNDS, style_bootstrap_cost,
+STYLE_BOOTSTRAP_LIMIT = _at_most(MAX_STYLE_BOOTSTRAP_ROUNDS, style_bootstrap_cost,
                                   "each round refits the per-battle style model of every board")
 
 
@@ -147,12 +147,23 @@ def _known_methods(methods: tuple[str, ...]) -> tuple[str, ...]:
     return methods
 
 
+class Setting(NamedTuple):
+    """One setting of a rating method, declared in its class (``RatingMethod.settings``): its type
+    (validators in ``Annotated``), its ``pydantic.Field`` (default, bounds, description) and whether
+    a pipeline run chooses it (``run``: in ``config.RUN_SETTINGS``, the launchpad's run config)."""
+
+    annotation: Any
+    field: Any
+    run: bool = False
+
+
 @pydantic_dataclass(frozen=True, config=ConfigDict(defer_build=True))
-class RankingConfig:
-    """Settings of :func:`compute_rankings`: each one declared here once, with its type, default,
-    bounds and meaning (its ``description``, which the Dagster launchpad shows for the settings a
-    run chooses, :data:`RUN_SETTINGS`). A value out of bounds raises ``pydantic.ValidationError``
-    (a ``ValueError``) naming the field; :meth:`from_settings` reads recorded settings back.
+class RankingSettings:
+    """The settings every board shares; ``config.RankingConfig`` adds each registered method's own
+    (``RatingMethod.settings``). Each one is declared once, with its type, default, bounds and
+    meaning (its ``description``, which the Dagster launchpad shows for the settings a run chooses,
+    ``config.RUN_SETTINGS``). A value out of bounds raises ``pydantic.ValidationError`` (a
+    ``ValueError``) naming the field; :meth:`from_settings` reads recorded settings back.
 
     Anchoring makes ratings comparable across boards and dumps: on every board the first of
     ``anchor_models`` that is on the board has rating ``anchor_rating``, so a rating ``R`` means
@@ -180,10 +191,6 @@ class RankingConfig:
         default=42, ge=0, description="Bootstrap seed: each (category, stream) gets its own generator derived "
         "from it, so a board does not depend on which other boards are computed; the same seed gives "
         "identical output.")
-    style_bootstrap_rounds: Annotated[int, _STYLE_BOOTSTRAP_LIMIT] = Field(
-        default=0, ge=0, description="Bootstrap rounds of bt_style's second interval (0: sandwich only, as "
-        "LMArena publishes for style control). Each round refits the per-battle style model (about "
-        f"0.05-0.5 s per board on the full dump); at most {MAX_STYLE_BOOTSTRAP_ROUNDS:,}.")
     min_battles: int = Field(
         default=1, ge=1, description="Pre-fit cut: models with fewer battles in a category (after ties "
         "handling, counting only battles against models kept on the board) are left out of its fit (1: fit "
@@ -227,46 +234,25 @@ class RankingConfig:
     anchor_rating: float = Field(
         default=1000.0, ge=-1e5, le=1e5, allow_inf_nan=False,
         description="The reference model's rating (or the mean rating of a board without one).")
-    style_method: Literal["lmarena", "unweighted"] = Field(
-        default="lmarena", description="'lmarena': LMArena's current style control, as arena-rank's "
-        "ContextualBradleyTerry on a reweighted ContextualPairDataset: four z-scored features, battles "
-        "weighted 1 / max(n_pair, style_min_pair_count) (mean 1) and style_reg / 2 * |beta|^2 added to the "
-        "mean weighted negative log-likelihood; 'unweighted': the earlier variant, no weights and style_l2 "
-        "on the summed loss.")
-    style_reg: float = Field(
-        default=1.0, ge=0, allow_inf_nan=False, description="bt_style's penalty for style_method 'lmarena': "
-        "style_reg / 2 * |beta|^2 on the mean weighted negative log-likelihood (arena-rank's reg; 1.0 is "
-        "the value of LMArena's style-control notebook, the default). It is not negligible: arena.style_coefficients "
-        "gives each coefficient beside the unpenalised one (coefficient_unpenalised, share_kept), and "
-        "benchmarks/bench_style_control.py how much of a known style effect each value removes; 0 fits the "
-        "style coefficients without penalty.")
-    style_min_pair_count: int = Field(
-        default=50, ge=1, description="arena-rank's min_pair_count, for style_method 'lmarena'.")
-    style_l2: float = Field(
-        default=1.0, ge=0, allow_inf_nan=False, description="For style_method 'unweighted': ridge penalty "
-        "style_l2 / 2 * |beta|^2 on the four style coefficients (natural log-odds per standard deviation of "
-        "the feature), added to the summed (not averaged) negative log-likelihood. 1.0 is a N(0, 1) prior: "
-        "negligible against boards of thousands of battles, a mild stabiliser on small ones. arena-rank's "
-        "reg=r equals style_l2 = r * n_battles.")
     scale: float = Field(default=400.0, description="a's expected score against b (a tie counting 1/2, not the "
                          "chance of an outright win) = 1 / (1 + base ** ((R_b - R_a) / scale)).")
     base: float = Field(default=10.0, description="See scale.")
     methods: Annotated[tuple[str, ...], AfterValidator(_known_methods)] = Field(
-        default=METHODS, description="Boards to produce: names of registered rating methods "
-        f"(core.ranking.registry.RATING_METHODS; built in: {METHODS}).")
+        default_factory=lambda: tuple(RATING_METHODS), description="Boards to produce: names of registered "
+        f"rating methods (core.method_registry.RATING_METHODS; default: every registered one, built in: {METHODS}).")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="Level of every interval.")
     tol: float = Field(default=1e-8, description="Newton stops when the Euclidean norm of the gradient of the "
                        "summed negative log-likelihood is below tol.")
     max_iter: int = Field(default=100, description="Most Newton steps.")
 
     @model_validator(mode="after")
-    def _bootstrap_interval_has_rounds(self) -> RankingConfig:
+    def _bootstrap_interval_has_rounds(self) -> RankingSettings:
         if self.primary_interval.endswith("bootstrap") and self.bootstrap_rounds == 0:
             raise ValueError(f"primary_interval={self.primary_interval!r} needs bootstrap_rounds > 0")
         return self
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> RankingConfig:
+    def from_settings(cls, settings: Mapping[str, Any]) -> Self:
         """The settings of a dict: a run configuration, or settings recorded as ``dataclasses.asdict``
         (a publication's ``settings.tables.leaderboard.ranking``). Keys this version does not know
         are ignored and missing ones take their default, so earlier records read back.
@@ -280,11 +266,12 @@ class RankingConfig:
         return cls(**{k: v for k, v in settings.items() if k in known})
 
 
-#: The settings a pipeline run chooses (the ``rankings`` op's run configuration, which a refresh
-#: carries over from the live publication); the others keep their defaults.
-RUN_SETTINGS: tuple[str, ...] = (
-    "ties", "bootstrap_rounds", "style_bootstrap_rounds", "primary_interval", "cluster_primary", "seed", "min_battles",
-    "display_min_battles", "anchor_models", "anchor_model", "anchor_rating", "style_method", "style_reg", "style_l2",
+#: The shared settings a pipeline run chooses (the ``rankings`` op's run configuration, which a refresh
+#: carries over from the live publication; ``config.RUN_SETTINGS`` adds the methods' own with ``run``); the
+#: others keep their defaults.
+SHARED_RUN_SETTINGS: tuple[str, ...] = (
+    "ties", "bootstrap_rounds", "primary_interval", "cluster_primary", "seed", "min_battles",
+    "display_min_battles", "anchor_models", "anchor_model", "anchor_rating",
 )
 
 

@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 
 from arena_pipeline.constants import CATEGORIES
 from arena_pipeline.core.dataset.models import canonical_name_expr, load_aliases, normalize_name_expr
+from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.validation.plausible import MAX_ABS_VALUE, implausible_expr, range_text
 
 #: The Open LLM Leaderboard's model column (the Hub repo id, e.g. ``meta-llama/Llama-3.3-70B-Instruct``).
@@ -688,7 +689,7 @@ class BenchmarkPanel:
 
 
 def benchmark_panel(leaderboard: pl.DataFrame, scores: pl.DataFrame,
-                    agreement: pl.DataFrame | None = None, method: str | None = "bt") -> BenchmarkPanel:
+                    agreement: pl.DataFrame | None = None, method: str | None = PRIMARY_METHOD) -> BenchmarkPanel:
     """The data of the report's benchmark panel, as Polars frames (no HTML here).
 
     Parameters

@@ -36,13 +36,14 @@ from typing import Any
 
 import polars as pl
 
+from arena_pipeline.core.labels import PRIMARY_METHOD, STYLE_METHODS
 from arena_pipeline.core.validation.benchmarks import hub_location
 from arena_pipeline.core.validation.external import BoardFormatError, board_frame, board_sha256, read_published_board
 
 #: The dataset on the Hub.
 REPO_ID = "lmarena-ai/leaderboard-dataset"
 #: The subsets read, and the method of ours each one is compared with.
-SUBSETS: dict[str, str] = {"text": "bt", "text_style_control": "bt_style"}
+SUBSETS: dict[str, str] = {"text": PRIMARY_METHOD, "text_style_control": STYLE_METHODS[0]}
 #: The split read from the Hub: every publication (``latest`` holds only the last one).
 SPLIT = "full"
 #: Columns a file must have, and the type each is read as.

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
-from arena_pipeline.core.ranking.board import Board, fit_bt_board, fit_style_board
+from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.bradley_terry import (
     aggregate_pairs,
     battle_cells,
@@ -15,14 +15,15 @@ from arena_pipeline.core.ranking.bradley_terry import (
     bt_sandwich_covariance,
     fit_bt,
 )
+from arena_pipeline.core.ranking.config import RankingConfig as Config
 from arena_pipeline.core.ranking.scale import anchor_matrix, to_ratings
+from arena_pipeline.core.ranking.style_board import fit_style_board
 from arena_pipeline.core.ranking.style_control import (
     StyleDesign,
     bt_style_cluster_sandwich_covariance,
     bt_style_sandwich_covariance,
     fit_bt_style,
 )
-from arena_pipeline.core.ranking.types import RankingConfig as Config
 
 MODELS = 16
 REPLICATES = 200

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.scale import ranks, to_ratings
-from arena_pipeline.core.ranking.types import RankingConfig
 
 pytestmark = pytest.mark.slow  # 1,000 simulated tournaments: seconds, in the full suite only
 

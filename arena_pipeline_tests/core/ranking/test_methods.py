@@ -13,12 +13,16 @@ import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from pydantic import Field, ValidationError
 
+import arena_pipeline
 from arena_pipeline.core.dataset.categories import tag_categories
-from arena_pipeline.core.labels import METHOD_LABELS, METHODS
-from arena_pipeline.core.ranking import RankingConfig, compute_rankings, leaderboard
+from arena_pipeline.core.labels import METHOD_LABELS, METHODS, PRIMARY_METHOD, STYLE_METHODS
+from arena_pipeline.core.ranking import RankingConfig, catalogue, compute_rankings, leaderboard
 from arena_pipeline.core.ranking.board import CategoryBoard
+from arena_pipeline.core.ranking.config import RUN_SETTINGS, config_class, run_settings
 from arena_pipeline.core.ranking.rating_method import RATING_METHODS, BoardResult, RatingMethod, register
+from arena_pipeline.core.ranking.types import Setting
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 
@@ -29,12 +33,14 @@ class WinRate(RatingMethod):
     name = "win_rate"
     label = "Win rate (toy)"
     summary = "mean_win_rate"
+    settings = {"win_rate_prior": Setting(float, Field(default=0.0, ge=0, description="Draws added to every "
+                                                       "model's games (half a win each)."), run=True)}
 
     def fit(self, board: CategoryBoard) -> BoardResult:
-        b = board.board
+        b, prior = board.board, self.setting(board, "win_rate_prior")
         score_a = np.where(b.o == 0, 1.0, np.where(b.o == 1, 0.0, 0.5))
-        score = np.bincount(b.a, score_a, b.m) + np.bincount(b.b, 1.0 - score_a, b.m)
-        games = np.bincount(b.a, minlength=b.m) + np.bincount(b.b, minlength=b.m)
+        score = np.bincount(b.a, score_a, b.m) + np.bincount(b.b, 1.0 - score_a, b.m) + prior / 2
+        games = np.bincount(b.a, minlength=b.m) + np.bincount(b.b, minlength=b.m) + prior
         rate = score / games
         frame, significance = b.frame(self.name, b.rate(np.log(rate / (1.0 - rate))), {})
         return BoardResult(frame, significance, {"models": b.m}, summary=float(rate.mean()))
@@ -88,6 +94,25 @@ def test_a_method_registered_in_one_module_runs_and_is_on_the_leaderboard(win_ra
     assert win_rate.label == "Win rate (toy)"
 
 
+def test_a_method_declares_its_own_settings_once_in_its_class(win_rate, battles):
+    """The toy's ``win_rate_prior``, declared in its class only: a field of the settings class of the
+    registered methods, bounded as declared, a run setting, read by its fit and recorded with the run."""
+    config_type = config_class(RATING_METHODS.values())
+    assert "win_rate_prior" not in RUN_SETTINGS and run_settings(RATING_METHODS.values())[-1] == "win_rate_prior"
+    with pytest.raises(ValidationError, match="win_rate_prior"):
+        config_type(win_rate_prior=-1.0)
+    plain, prior = (compute_rankings(*battles, config_type(methods=("win_rate",), win_rate_prior=p, **CONFIG))
+                    for p in (0.0, 1_000.0))
+    assert (plain.metadata["config"]["win_rate_prior"], prior.metadata["config"]["win_rate_prior"]) == (0.0, 1_000.0)
+    spread = [out.leaderboard.get_column("rating").std() for out in (plain, prior)]
+    assert spread[1] < spread[0] / 2  # a strong prior pulls every rate to one half
+    # a settings class made before the method was registered: its fit reads the declared default
+    before = compute_rankings(*battles, RankingConfig(methods=("win_rate",), **CONFIG))
+    assert_frame_equal(before.leaderboard, plain.leaderboard)
+    with pytest.raises(ValueError, match="already declared"):
+        config_class([*RATING_METHODS.values(), win_rate])
+
+
 def test_an_unregistered_method_is_refused_and_a_name_is_registered_once(win_rate):
     with pytest.raises(ValueError, match="non-empty subset of"):
         RankingConfig(methods=("bt", "elo"))
@@ -101,7 +126,7 @@ def test_the_built_in_methods_are_registered_in_board_order_with_their_labels_an
     fields = {f.name for f in dataclasses.fields(RankingConfig)}
     for name, method in RATING_METHODS.items():
         assert method.label == METHOD_LABELS[name]
-        assert set(method.settings) <= fields, name
+        assert set(method.reads) <= fields and set(method.settings) <= fields, name
 
 
 def test_compute_rankings_has_no_method_name_branch():
@@ -191,3 +216,56 @@ def test_a_dump_lacking_a_methods_columns_gets_no_board_of_it_and_missing_column
             compute_rankings(frame, tags, config)
     finally:
         del RATING_METHODS[ScoredWinRate.name]
+
+
+def test_no_method_name_outside_the_ranking_step_but_through_the_registry():
+    """Outside ``core/ranking/`` a method is reached by its role (``core.labels.PRIMARY_METHOD``,
+    ``STYLE_METHODS``) or the registry, never by a string equal to a built-in method's name; the
+    generated ``core.method_catalogue`` is the registry's image. The report's templates too."""
+    package = Path(arena_pipeline.__file__).parent
+    names = set(METHODS)
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("core/ranking/") or relative == "core/method_catalogue.py":
+            continue
+        found += [f"{relative}:{n.lineno} {n.value!r}" for n in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(n, ast.Constant) and n.value in names]
+    for path in sorted((package / "presentation" / "templates").glob("*.j2")):
+        text = path.read_text()
+        found += [f"{path.name}: {name!r}" for name in names for quote in "\"'" if f"{quote}{name}{quote}" in text]
+    assert not found
+
+
+def test_the_catalogue_is_generated_from_the_method_classes():
+    """``core.method_catalogue`` (read by the CLI without the ranking step) is what the classes say:
+    ``python -m arena_pipeline.core.ranking.catalogue`` regenerates it."""
+    assert catalogue.CATALOGUE_PATH.read_text() == catalogue.catalogue_text()
+    roles = {m.role: m.name for m in RATING_METHODS.values() if m.role}
+    assert (PRIMARY_METHOD, STYLE_METHODS) == (roles["primary"], (roles["style"],))
+
+
+@pytest.mark.slow
+def test_a_registered_method_is_fitted_recorded_labelled_and_published(win_rate, tmp_path, capsys):
+    """The toy method, registered and nothing else: the pipeline fits and publishes its boards (every
+    registered method is a board by default), the run's settings record names it, the CLI prints its
+    board under the class's label, and its label reaches ``core.labels`` (the CLI's path) from the class."""
+    from arena_pipeline.cli import EXIT_OK, main
+    from arena_pipeline.core.labels import method_label, ordered_methods
+    from arena_pipeline.core.store.reader import open_newest
+    from arena_pipeline.core.store.records import live_publication
+    from arena_pipeline_tests.support.materialize import run_sample
+
+    assert RankingConfig().methods == (*METHODS, "win_rate")
+    assert (method_label("win_rate"), ordered_methods(["win_rate", "spectral", "bt"])) == (
+        "Win rate (toy)", ["bt", "spectral", "win_rate"])
+    assert run_sample(tmp_path).success
+    warehouse = tmp_path / "warehouse.duckdb"
+    with open_newest(str(warehouse)) as con:
+        published = con.execute("SELECT method, count(*) FROM arena.leaderboard GROUP BY method").fetchall()
+        ranking = live_publication(con, "arena")["settings"]["tables"]["leaderboard"]["ranking"]
+    assert dict(published)["win_rate"] == dict(published)["bt"] > 0
+    assert ranking["methods"] == [*METHODS, "win_rate"]
+    capsys.readouterr()
+    assert main(["leaderboard", "--warehouse", str(warehouse), "--method", "win_rate", "--top", "3"]) == EXIT_OK
+    assert "Win rate (toy)" in capsys.readouterr().out

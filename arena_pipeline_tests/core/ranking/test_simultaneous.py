@@ -9,8 +9,8 @@ from scipy.integrate import quad
 from scipy.stats import norm, studentized_range
 
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
+from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.simultaneous import DRAWS, covariance_draws, max_quantile, step_down
-from arena_pipeline.core.ranking.types import RankingConfig
 
 I3, J3 = np.array([0, 0, 1]), np.array([1, 2, 2])
 

@@ -1,9 +1,9 @@
-"""The rating methods by name: ``rating_method.register`` fills it, the settings check names against it.
+"""The rating methods by name, filled by ``core.ranking.rating_method.register``; imports nothing, so the CLI reads it.
 
-It sits below every module of the ranking step (it imports none): ``types.RankingConfig`` validates
-``methods`` against it, while the methods themselves (``rating_method.RatingMethod``) need the board
-types that the settings are below. So its entries are typed loosely here;
-``rating_method.RATING_METHODS`` is the same dict, typed.
+The settings validate ``methods`` against it, ``core.labels`` names a registered method by its class's
+label, and everything outside ``core/ranking/`` that needs a particular method reaches it by its role
+(``core.labels.PRIMARY_METHOD``, ``STYLE_METHODS``), never by its name. Entries are typed loosely here
+(this module sits below the ranking step); ``rating_method.RATING_METHODS`` is the same dict, typed.
 """
 
 from __future__ import annotations
