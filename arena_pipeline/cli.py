@@ -310,7 +310,8 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 
 @cli.command(short_help="render the static HTML report", help=(
     f"Render the published leaderboards as one self-contained HTML file, OUT (default: $ARENA_REPORT, else "
-    f"report/index.html beside the warehouse: {DEFAULT_REPORT_PATH} for the default one). The report of another "
+    f"beside the warehouse: report/index.html for warehouse.duckdb, {DEFAULT_REPORT_PATH} for the default one, "
+    "report/<name>.html for <name>.duckdb). The report of another "
     "warehouse is never written over."))
 @click.argument("out", metavar="[OUT]", required=False, envvar="ARENA_REPORT", type=click.Path(path_type=Path))
 @click.option("--title", default="LMArena leaderboards", show_default=True, help="page title")

@@ -595,8 +595,18 @@ def test_report_default_path_follows_the_warehouse(warehouse, tmp_path, monkeypa
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
     monkeypatch.delenv("ARENA_REPORT")
     assert main(["report"]) == EXIT_OK
-    assert (warehouse.parent / "report" / "index.html").is_file()
+    page = warehouse.parent / "report" / "index.html"
+    assert page.is_file()
     assert not (tmp_path / "data").exists()
+    # a second warehouse in the same folder (the README's data/own.duckdb): a page of its own, the other kept
+    import shutil
+
+    own = shutil.copy(warehouse, warehouse.parent / "own.duckdb")
+    before = page.read_bytes()
+    monkeypatch.setenv("ARENA_WAREHOUSE", str(own))
+    assert main(["report"]) == EXIT_OK
+    assert f'content="{own.resolve()}"' in (warehouse.parent / "report" / "own.html").read_text(encoding="utf-8")
+    assert page.read_bytes() == before
     monkeypatch.setenv("ARENA_REPORT", str(tmp_path / "set" / "index.html"))
     assert main(["report"]) == EXIT_OK
     assert (tmp_path / "set" / "index.html").is_file()
@@ -631,6 +641,7 @@ def test_the_report_of_another_warehouse_is_never_written_over(warehouse, tmp_pa
     assert f'content="{moved.resolve()}"' in (moved.parent / "report" / "index.html").read_text(encoding="utf-8")
     assert ReportSettings().path(str(other)) == tmp_path / "dat" / "report" / "index.html"
     assert ReportSettings().path("data/warehouse.duckdb") == Path("data/report/index.html")  # the default's
+    assert ReportSettings().path("data/own.duckdb") == Path("data/report/own.html")
 
 
 # ---------------------------------------------------------------------------------------------
