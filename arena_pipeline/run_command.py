@@ -224,9 +224,15 @@ def check_environment(environ: Mapping[str, str]) -> None:
 def check_new_warehouse(warehouse: Warehouse, *, new: bool, echo: Callable[[str], None]) -> None:
     """Before a refresh into a warehouse path that does not exist: when the default warehouse (or its store)
     exists and is another file, a :class:`RunError` asking for ``--new`` (a misspelt ``ARENA_WAREHOUSE`` must
-    not silently start a new history); else the line that a new warehouse starts at that path."""
+    not silently start a new history); else the line that a new warehouse starts at that path, or, when that
+    path's own store exists (the snapshot moved aside, as refresh.md's recipe for a damaged file does), that
+    the store's history goes on into a new snapshot there."""
     path = Path(warehouse.database_path()).absolute()
     if path.exists():
+        return
+    store = warehouse.store_path().absolute()
+    if store.is_dir():
+        echo(f"no warehouse at {path}: writing it anew from the pipeline's store {store} (its publications go on)")
         return
     default = Path(DEFAULT_WAREHOUSE).absolute()
     other = next((p for p in (default, snapshot.store_folder(str(default))) if p.exists()), None)

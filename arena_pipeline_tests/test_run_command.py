@@ -319,6 +319,11 @@ def test_a_misspelt_warehouse_path_is_refused_when_the_default_one_exists(home, 
                     f"start a new warehouse at {typo}")
     assert main(["refresh", "--new"]) == EXIT_OK
     assert f"no warehouse at {typo}: starting a new warehouse there" in capsys.readouterr().out
+    # the snapshot moved aside, its store kept (refresh.md's damaged file): not a new history, and said so
+    (home / "dat" / "warehouse.pipeline").mkdir(parents=True)
+    assert main(["refresh"]) == EXIT_OK
+    assert (f"no warehouse at {typo}: writing it anew from the pipeline's store {typo.with_suffix('.pipeline')} "
+            "(its publications go on)") in capsys.readouterr().out
 
 
 def test_the_dotenv_of_the_project_folder_is_read_as_dagster_dev_reads_it(home, monkeypatch, capsys):
