@@ -588,6 +588,23 @@ def test_changes_name_each_boards_data_relation_when_they_differ(warehouse, monk
         assert [line[line.rindex(";"):] for line in boards] == expected, boards
 
 
+def test_a_misspelt_warehouse_variable_is_named_by_the_reader_commands(tmp_path, monkeypatch, capsys):
+    """ARENA_WAREHOUS=data/own.duckdb: the reader commands read the default warehouse, and say why first."""
+    from arena_pipeline.cli import misspelt_warehouse_variable
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ARENA_WAREHOUS", "data/own.duckdb")
+    assert main(["leaderboard"]) == EXIT_NO_DATA
+    note, error = capsys.readouterr().err.splitlines()
+    assert note == ("note: ARENA_WAREHOUS is set, but arena_pipeline reads no such variable: did you mean "
+                    "ARENA_WAREHOUSE? (unset, so this reads the default data/warehouse.duckdb)")
+    assert error.startswith("arena-pipeline: error: no warehouse at data/warehouse.duckdb")
+    assert misspelt_warehouse_variable(Path("data/own.duckdb"), {"ARENA_WAREHOUS": "x"}) is None  # --warehouse
+    assert misspelt_warehouse_variable(Path("data/warehouse.duckdb"),
+                                       {"ARENA_WAREHOUS": "x", "ARENA_WAREHOUSE": "y"}) is None
+    assert misspelt_warehouse_variable(Path("data/warehouse.duckdb"), {"ARENA_SOURCE": "x"}) is None
+
+
 def test_report_default_path_follows_the_warehouse(warehouse, tmp_path, monkeypatch):
     """The report lies beside its warehouse (issue 47: a misspelt ARENA_WAREHOUSE wrote its report over the
     default warehouse's, data/report/index.html); ARENA_REPORT, then OUT, set it elsewhere."""
