@@ -30,7 +30,7 @@ import duckdb
 from arena_pipeline.assets.run_config import RANKINGS_OP, RankingRunConfig, check_ranking_run_config, run_config_of
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.publication.freshness import one_line
-from arena_pipeline.core.publication.gate import RELAX_HINT, SOURCE_CHANGE
+from arena_pipeline.core.publication.gate import LOWER_MIN_BATTLES, RELAX_HINT, SOURCE_CHANGE
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.reader import open_newest
@@ -375,10 +375,11 @@ DAGSTER_LINES = re.compile(r"did not yield or return expected outputs|^Dependenc
 
 
 def cli_refusal(message: str) -> str:
-    """The gate's refusal as the CLI says it: its flags instead of the run config's keys, and, for a dump of
-    another source, a warehouse of its own as the other way out."""
+    """The gate's refusal as the CLI says it: its flags instead of the run config's keys (the gate's and
+    ``min_battles``), and, for a dump of another source, a warehouse of its own as the other way out."""
     hint = CLI_RELAX_HINT + (NEW_WAREHOUSE_HINT if SOURCE_CHANGE in message else "")
-    return message.replace(RELAX_HINT, hint).replace(". Nothing was published: ", "; still ")
+    return (message.replace(RELAX_HINT, hint).replace(LOWER_MIN_BATTLES, "lower --min-battles")
+            .replace(". Nothing was published: ", "; still "))
 
 
 def failure_line(result: dg.ExecuteInProcessResult, verbose: bool = False) -> str:

@@ -238,6 +238,9 @@ def test_the_clis_refusal_names_its_flags_and_for_another_source_a_warehouse_of_
     assert other.endswith(f"if it is meant ({CLI_RELAX_HINT}; or give this dump a warehouse of its own: "
                           "ARENA_WAREHOUSE=data/own.duckdb arena-pipeline refresh --new)")
     assert "run config" not in same + other
+    empty = cli_refusal(refusal_message(["the new overall leaderboard is empty (no model has a rating; lower the "
+                                         "rankings config min_battles if the dump is small)"]))
+    assert "(no model has a rating; lower --min-battles if the dump is small)" in empty
     flags = set(re.findall(r"--[a-z-]+", CLI_RELAX_HINT))
     assert flags == {"--" + name.replace("_", "-") for name in policy_fields()}
 

@@ -102,8 +102,8 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     rated = _rated(candidate)
     rated_overall = _overall(rated)
     if not rated_overall:
-        problems.append("the new overall leaderboard is empty (no model has a rating; lower the rankings "
-                        "config min_battles if the dump is small)")
+        problems.append(f"the new overall leaderboard is empty (no model has a rating; {LOWER_MIN_BATTLES} if the "
+                        "dump is small)")
     if live is None or live.is_empty():
         return [p for p in problems if p]
     new, old = _shown(candidate), _shown(live)
@@ -120,6 +120,8 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     return [p for p in problems if p]
 
 
+#: The advice for an empty board (run config words; the CLI says its flag instead).
+LOWER_MIN_BATTLES = "lower the rankings config min_battles"
 #: What the refusal says of a run whose dump is of another source than the live boards'.
 SOURCE_CHANGE = "another dump, not a new revision of the live one"
 RELAX_HINT = ("to publish it anyway, set the publication_gate run config allow_degenerate=true, or raise "
