@@ -77,12 +77,30 @@ class CliError(Exception):
         self.code = code
 
 
+def misspelt_warehouse_variable(path: Path, environ: Mapping[str, str] | None = None) -> str | None:
+    """When the default warehouse is read while ARENA_WAREHOUSE is unset and a variable close to it is set
+    (``ARENA_WAREHOUS``), the note that says so (the reader commands import no Dagster, so not
+    ``environment.typo_lines``); else None."""
+    import difflib
+
+    environ = os.environ if environ is None else environ
+    if path != Path(DEFAULT_WAREHOUSE) or environ.get("ARENA_WAREHOUSE"):
+        return None
+    close = difflib.get_close_matches("ARENA_WAREHOUSE", [n for n in environ if n.startswith("ARENA_")], n=1,
+                                      cutoff=0.8)
+    return (f"note: {close[0]} is set, but arena_pipeline reads no such variable: did you mean ARENA_WAREHOUSE? "
+            f"(unset, so this reads the default {DEFAULT_WAREHOUSE})") if close else None
+
+
 @contextlib.contextmanager
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short read-only connection to the newest publication of a warehouse with a published leaderboard
     (:func:`core.store.reader.open_newest`). Every failure is a one-line CliError: no file, locked (exit 3:
     a process opened the snapshot read-write), damaged (also when found while reading: the advice to
-    rebuild), unreadable, its publication's files deleted meanwhile, or no leaderboard published yet."""
+    rebuild), unreadable, its publication's files deleted meanwhile, or no leaderboard published yet. A
+    misspelt ARENA_WAREHOUSE is named first (:func:`misspelt_warehouse_variable`)."""
+    if note := misspelt_warehouse_variable(path):
+        click.echo(note, err=True)
     if not path.is_file():
         raise CliError(f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}")
     try:
@@ -311,7 +329,8 @@ def export(fmt: str, out_dir: Path, warehouse: Path, timeout: float) -> int:
 
 @cli.command(short_help="render the static HTML report", help=(
     f"Render the published leaderboards as one self-contained HTML file, OUT (default: $ARENA_REPORT, else "
-    f"report/index.html beside the warehouse: {DEFAULT_REPORT_PATH} for the default one). The report of another "
+    f"beside the warehouse: report/index.html for warehouse.duckdb, {DEFAULT_REPORT_PATH} for the default one, "
+    "report/<name>.html for <name>.duckdb). The report of another "
     "warehouse is never written over."))
 @click.argument("out", metavar="[OUT]", required=False, envvar="ARENA_REPORT", type=click.Path(path_type=Path))
 @click.option("--title", default="LMArena leaderboards", show_default=True, help="page title")

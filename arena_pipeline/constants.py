@@ -47,9 +47,12 @@ DEFAULT_REPORT_PATH = "data/report/index.html"
 
 
 def report_beside(warehouse: str | os.PathLike[str]) -> Path:
-    """The report's default file: ``report/index.html`` in the warehouse's folder (``DEFAULT_REPORT_PATH``
-    for the default warehouse), so a report follows its warehouse (ARENA_REPORT set aside)."""
-    return Path(warehouse).parent / "report" / "index.html"
+    """The report's default file, in the warehouse's folder so that a report follows its warehouse (ARENA_REPORT
+    set aside): ``report/index.html`` for a warehouse named ``warehouse.duckdb`` (``DEFAULT_REPORT_PATH`` for
+    the default one), ``report/<name>.html`` for another name, so two warehouses of one folder
+    (``data/own.duckdb`` beside ``data/warehouse.duckdb``) never share a page."""
+    path = Path(warehouse)
+    return path.parent / "report" / ("index.html" if path.stem == "warehouse" else f"{path.stem}.html")
 
 
 VERSIONS_SCHEMA = "arena_versions"

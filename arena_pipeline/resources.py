@@ -629,12 +629,13 @@ class ReportSettings(dg.ConfigurableResource):
     """Where the static HTML report is written."""
 
     report_path: str | None = Field(
-        default=None, description="ARENA_REPORT: the report's HTML file (default: report/index.html beside the "
-        f"warehouse, {DEFAULT_REPORT_PATH} beside the default one)."
+        default=None, description="ARENA_REPORT: the report's HTML file (default: beside the warehouse, "
+        f"report/index.html for warehouse.duckdb ({DEFAULT_REPORT_PATH} for the default one), report/<name>.html "
+        "for <name>.duckdb)."
     )
 
     def path(self, warehouse: str | None = None) -> Path:
-        """The report file: ARENA_REPORT, else ``report/index.html`` beside the warehouse (``warehouse``, the
+        """The report file: ARENA_REPORT, else :func:`report_beside` the warehouse (``warehouse``, the
         Warehouse resource's file; else ARENA_WAREHOUSE or its default), so two warehouses never share one."""
         configured = _setting(self.report_path, "ARENA_REPORT", None)
         return Path(configured) if configured else report_beside(

@@ -30,6 +30,7 @@ import duckdb
 from arena_pipeline.assets.run_config import RANKINGS_OP, RankingRunConfig, check_ranking_run_config, run_config_of
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.publication.freshness import one_line
+from arena_pipeline.core.publication.gate import LOWER_MIN_BATTLES, RELAX_HINT, SOURCE_CHANGE
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.reader import open_newest
@@ -223,9 +224,15 @@ def check_environment(environ: Mapping[str, str]) -> None:
 def check_new_warehouse(warehouse: Warehouse, *, new: bool, echo: Callable[[str], None]) -> None:
     """Before a refresh into a warehouse path that does not exist: when the default warehouse (or its store)
     exists and is another file, a :class:`RunError` asking for ``--new`` (a misspelt ``ARENA_WAREHOUSE`` must
-    not silently start a new history); else the line that a new warehouse starts at that path."""
+    not silently start a new history); else the line that a new warehouse starts at that path, or, when that
+    path's own store exists (the snapshot moved aside, as refresh.md's recipe for a damaged file does), that
+    the store's history goes on into a new snapshot there."""
     path = Path(warehouse.database_path()).absolute()
     if path.exists():
+        return
+    store = warehouse.store_path().absolute()
+    if store.is_dir():
+        echo(f"no warehouse at {path}: writing it anew from the pipeline's store {store} (its publications go on)")
         return
     default = Path(DEFAULT_WAREHOUSE).absolute()
     other = next((p for p in (default, snapshot.store_folder(str(default))) if p.exists()), None)
@@ -358,8 +365,21 @@ def _error_chain(error: Any) -> list[Any]:
 #: The events whose error says why a run failed, in the order they are looked for.
 FAILURE_EVENTS = ("STEP_FAILURE", "RESOURCE_INIT_FAILURE", "PIPELINE_FAILURE")
 
+#: The gate's refusal names its run config (what Dagster's own command takes); the CLI's line names its flags.
+CLI_RELAX_HINT = "to publish it anyway, pass --allow-degenerate, or raise --max-model-drop / --max-category-drop (up to 1)"
+#: The other way out of a source change: keep the new dump apart.
+NEW_WAREHOUSE_HINT = "; or give this dump a warehouse of its own: ARENA_WAREHOUSE=data/own.duckdb arena-pipeline refresh --new"
+
 #: Dagster's own lines about steps not run after a failure (the failure's line says it all).
 DAGSTER_LINES = re.compile(r"did not yield or return expected outputs|^Dependencies for step ")
+
+
+def cli_refusal(message: str) -> str:
+    """The gate's refusal as the CLI says it: its flags instead of the run config's keys (the gate's and
+    ``min_battles``), and, for a dump of another source, a warehouse of its own as the other way out."""
+    hint = CLI_RELAX_HINT + (NEW_WAREHOUSE_HINT if SOURCE_CHANGE in message else "")
+    return (message.replace(RELAX_HINT, hint).replace(LOWER_MIN_BATTLES, "lower --min-battles")
+            .replace(". Nothing was published: ", "; still "))
 
 
 def failure_line(result: dg.ExecuteInProcessResult, verbose: bool = False) -> str:
@@ -381,7 +401,7 @@ def failure_line(result: dg.ExecuteInProcessResult, verbose: bool = False) -> st
     message = re.sub(r"^[\w.]+: ", "", error.message.strip(), count=1)
     message = one_line(message, 2000)
     if event.step_key == "publication_gate":
-        return "nothing published: " + message.replace(". Nothing was published: ", "; still ")
+        return "nothing published: " + cli_refusal(message)
     if error.cls_name not in USER_ERRORS:
         message += f" ({error.cls_name}: a fault of the pipeline; --verbose shows the traceback)"
     where = f"step {event.step_key}" if event.step_key else "the run"

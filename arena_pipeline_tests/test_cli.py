@@ -588,6 +588,23 @@ def test_changes_name_each_boards_data_relation_when_they_differ(warehouse, monk
         assert [line[line.rindex(";"):] for line in boards] == expected, boards
 
 
+def test_a_misspelt_warehouse_variable_is_named_by_the_reader_commands(tmp_path, monkeypatch, capsys):
+    """ARENA_WAREHOUS=data/own.duckdb: the reader commands read the default warehouse, and say why first."""
+    from arena_pipeline.cli import misspelt_warehouse_variable
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ARENA_WAREHOUS", "data/own.duckdb")
+    assert main(["leaderboard"]) == EXIT_NO_DATA
+    note, error = capsys.readouterr().err.splitlines()
+    assert note == ("note: ARENA_WAREHOUS is set, but arena_pipeline reads no such variable: did you mean "
+                    "ARENA_WAREHOUSE? (unset, so this reads the default data/warehouse.duckdb)")
+    assert error.startswith("arena-pipeline: error: no warehouse at data/warehouse.duckdb")
+    assert misspelt_warehouse_variable(Path("data/own.duckdb"), {"ARENA_WAREHOUS": "x"}) is None  # --warehouse
+    assert misspelt_warehouse_variable(Path("data/warehouse.duckdb"),
+                                       {"ARENA_WAREHOUS": "x", "ARENA_WAREHOUSE": "y"}) is None
+    assert misspelt_warehouse_variable(Path("data/warehouse.duckdb"), {"ARENA_SOURCE": "x"}) is None
+
+
 def test_report_default_path_follows_the_warehouse(warehouse, tmp_path, monkeypatch):
     """The report lies beside its warehouse (issue 47: a misspelt ARENA_WAREHOUSE wrote its report over the
     default warehouse's, data/report/index.html); ARENA_REPORT, then OUT, set it elsewhere."""
@@ -595,8 +612,18 @@ def test_report_default_path_follows_the_warehouse(warehouse, tmp_path, monkeypa
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
     monkeypatch.delenv("ARENA_REPORT")
     assert main(["report"]) == EXIT_OK
-    assert (warehouse.parent / "report" / "index.html").is_file()
+    page = warehouse.parent / "report" / "index.html"
+    assert page.is_file()
     assert not (tmp_path / "data").exists()
+    # a second warehouse in the same folder (the README's data/own.duckdb): a page of its own, the other kept
+    import shutil
+
+    own = shutil.copy(warehouse, warehouse.parent / "own.duckdb")
+    before = page.read_bytes()
+    monkeypatch.setenv("ARENA_WAREHOUSE", str(own))
+    assert main(["report"]) == EXIT_OK
+    assert f'content="{own.resolve()}"' in (warehouse.parent / "report" / "own.html").read_text(encoding="utf-8")
+    assert page.read_bytes() == before
     monkeypatch.setenv("ARENA_REPORT", str(tmp_path / "set" / "index.html"))
     assert main(["report"]) == EXIT_OK
     assert (tmp_path / "set" / "index.html").is_file()
@@ -631,6 +658,7 @@ def test_the_report_of_another_warehouse_is_never_written_over(warehouse, tmp_pa
     assert f'content="{moved.resolve()}"' in (moved.parent / "report" / "index.html").read_text(encoding="utf-8")
     assert ReportSettings().path(str(other)) == tmp_path / "dat" / "report" / "index.html"
     assert ReportSettings().path("data/warehouse.duckdb") == Path("data/report/index.html")  # the default's
+    assert ReportSettings().path("data/own.duckdb") == Path("data/report/own.html")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -178,6 +178,8 @@ def test_refresh_then_rerank_publish_with_a_line_per_step_and_the_result_last(ho
     out, line = _one_error_line(capsys)
     assert line.startswith("arena-pipeline: error: nothing published: publication refused, nothing changed: ")
     assert "still live is publication 2" in line
+    assert "pass --allow-degenerate, or raise --max-model-drop / --max-category-drop" in line
+    assert "run config" not in line and "--new" not in line  # the CLI's flags; the same source: no new warehouse
     with dg.DagsterInstance.get() as instance:
         runs = instance.get_runs()
         assert [(r.job_name, r.status.value) for r in reversed(runs)] == [
@@ -219,6 +221,28 @@ def test_the_settings_used_are_printed_whenever_they_differ_from_the_defaults():
     assert settings_line({"ops": {"rankings": {"config": {"ties": "half", "seed": 42}}}}) is None  # the defaults
     assert settings_line({"ops": {"rankings": {"config": {"display_min_battles": 0, "ties": "half"}}}}) == (
         "ranking settings used: display_min_battles=0 (default 301)")
+
+
+def test_the_clis_refusal_names_its_flags_and_for_another_source_a_warehouse_of_its_own():
+    """The gate's refusal names its run config keys (Dagster's command takes them); the CLI's line names the
+    flags that set them, and, when the run's dump is of another source, the new warehouse the README offers."""
+    from arena_pipeline.core.publication.gate import refusal_message
+    from arena_pipeline.core.publication.policy import policy_fields
+    from arena_pipeline.run_command import CLI_RELAX_HINT, cli_refusal
+
+    problems = ["29 of the 42 models shown on the live overall board would no longer be shown"]
+    same = cli_refusal(refusal_message(problems) + ". Nothing was published: live is publication 1")
+    assert same == (f"publication refused, nothing changed: {problems[0]} ({CLI_RELAX_HINT}); still live is "
+                    "publication 1")
+    other = cli_refusal(refusal_message(problems, ("/x/sample.csv", "/x/own")))
+    assert other.endswith(f"if it is meant ({CLI_RELAX_HINT}; or give this dump a warehouse of its own: "
+                          "ARENA_WAREHOUSE=data/own.duckdb arena-pipeline refresh --new)")
+    assert "run config" not in same + other
+    empty = cli_refusal(refusal_message(["the new overall leaderboard is empty (no model has a rating; lower the "
+                                         "rankings config min_battles if the dump is small)"]))
+    assert "(no model has a rating; lower --min-battles if the dump is small)" in empty
+    flags = set(re.findall(r"--[a-z-]+", CLI_RELAX_HINT))
+    assert flags == {"--" + name.replace("_", "-") for name in policy_fields()}
 
 
 def test_every_gate_policy_the_refusal_names_has_a_flag():
@@ -298,6 +322,11 @@ def test_a_misspelt_warehouse_path_is_refused_when_the_default_one_exists(home, 
                     f"start a new warehouse at {typo}")
     assert main(["refresh", "--new"]) == EXIT_OK
     assert f"no warehouse at {typo}: starting a new warehouse there" in capsys.readouterr().out
+    # the snapshot moved aside, its store kept (refresh.md's damaged file): not a new history, and said so
+    (home / "dat" / "warehouse.pipeline").mkdir(parents=True)
+    assert main(["refresh"]) == EXIT_OK
+    assert (f"no warehouse at {typo}: writing it anew from the pipeline's store {typo.with_suffix('.pipeline')} "
+            "(its publications go on)") in capsys.readouterr().out
 
 
 def test_the_dotenv_of_the_project_folder_is_read_as_dagster_dev_reads_it(home, monkeypatch, capsys):

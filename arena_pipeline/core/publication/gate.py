@@ -103,8 +103,8 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     rated = _rated(candidate)
     rated_overall = _overall(rated)
     if not rated_overall:
-        problems.append("the new overall leaderboard is empty (no model has a rating; lower the rankings "
-                        "config min_battles if the dump is small)")
+        problems.append(f"the new overall leaderboard is empty (no model has a rating; {LOWER_MIN_BATTLES} if the "
+                        "dump is small)")
     if live is None or live.is_empty():
         return [p for p in problems if p]
     new, old = _shown(candidate), _shown(live)
@@ -121,6 +121,10 @@ def board_problems(candidate: pl.DataFrame, live: pl.DataFrame | None, policy: G
     return [p for p in problems if p]
 
 
+#: The advice for an empty board (run config words; the CLI says its flag instead).
+LOWER_MIN_BATTLES = "lower the rankings config min_battles"
+#: What the refusal says of a run whose dump is of another source than the live boards'.
+SOURCE_CHANGE = "another dump, not a new revision of the live one"
 RELAX_HINT = ("to publish it anyway, set the publication_gate run config allow_degenerate=true, or raise "
               "max_model_drop / max_category_drop")
 
@@ -134,8 +138,8 @@ def refusal_message(problems: list[str], sources: tuple[str | None, str | None] 
     """
     text = "publication refused, nothing changed: " + "; ".join(problems)
     if sources is not None and sources[0] != sources[1]:
-        text += (f". The live boards are of source {sources[0]!r} and this run's of {sources[1]!r}: another dump, "
-                 "not a new revision of the live one. Replacing the live boards by another dump's is a deliberate "
+        text += (f". The live boards are of source {sources[0]!r} and this run's of {sources[1]!r}: {SOURCE_CHANGE}. "
+                 "Replacing the live boards by another dump's is a deliberate "
                  "act; if it is meant")
     if all(p.startswith(NON_FINITE) for p in problems):  # no setting relaxes it
         return text
