@@ -165,7 +165,7 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
     assert out.splitlines()[0].endswith(f"; dump {fx.DUMP_33K}")
     # a provisional model's rank is printed "prov. N" (one model per row either way)
     rows = [line.replace("prov. ", "", 1).split() for line in out.splitlines()]
-    printed = {r[2]: float(r[3]) for r in rows if len(r) > 3 and r[0].isdigit()}
+    printed = {r[3]: float(r[4]) for r in rows if len(r) > 4 and r[0].isdigit()}  # rank, spread, all at once
     assert len(own) >= 3 and printed == pytest.approx(own, abs=0.05)
 
 

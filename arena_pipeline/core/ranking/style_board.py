@@ -57,7 +57,7 @@ def _style_fit(board: Board, theta_bt: np.ndarray, without_style: int) -> _Style
     x_hat = fit.x[0]
     # the same fit without the penalty (a vanishing one: a constant feature stays identified at 0), from
     # which the coefficient rows say how far the penalty shrinks each coefficient
-    free = fit_bt_style(design, UNPENALISED * len(y), weights, x0=x_hat, tol=c.tol, max_iter=c.max_iter)
+    beta_free, free_iterations, free_grad = _unpenalised(design, UNPENALISED * len(y), weights, x_hat, c, m)
     info: dict[str, Any] = {
         "iterations": fit.iterations,
         "grad_norm": float(fit.grad_norm[0]),
@@ -67,10 +67,27 @@ def _style_fit(board: Board, theta_bt: np.ndarray, without_style: int) -> _Style
         "l2_on_summed_loss": l2,
         "battles_fitted": len(y),
         "battles_without_style": without_style,
-        "unpenalised_iterations": free.iterations,
-        "unpenalised_grad_norm": float(free.grad_norm[0]),
+        "unpenalised_iterations": free_iterations,
+        "unpenalised_grad_norm": free_grad,
     }
-    return _StyleFit(design, weights, l2, x_hat, free.x[0][m:], info)
+    return _StyleFit(design, weights, l2, x_hat, beta_free, info)
+
+
+def _unpenalised(design: StyleDesign, l2: float, weights: np.ndarray, x_hat: np.ndarray, c,
+                 m: int) -> tuple[np.ndarray, int, float]:
+    """The style coefficients without the penalty, its Newton steps and final gradient norm; NaN
+    coefficients (null in the table) where that fit has no finite optimum on this board (a feature that
+    separates the votes, a singular Hessian: a small board), which the penalised fit still has."""
+    k = design.features.shape[1]
+    try:
+        free = fit_bt_style(design, l2, weights, x0=x_hat, tol=c.tol, max_iter=c.max_iter)
+    except np.linalg.LinAlgError:
+        return np.full(k, np.nan), 0, float("nan")
+    grad = float(free.grad_norm[0])
+    beta = free.x[0][m:]
+    if not (np.isfinite(grad) and grad < c.tol and np.all(np.isfinite(beta))):
+        beta = np.full(k, np.nan)
+    return beta, free.iterations, grad
 
 
 def fit_style_board(

@@ -273,3 +273,39 @@ def test_coefficient_rows_say_how_far_the_penalty_shrinks():
     # the penalty shrinks the coefficient vector; a small coefficient of correlated features may grow
     assert unweighted.filter(pl.col("feature") == "tokens")["share_kept"].item() < 1.0
     assert (np.abs(unweighted["coefficient"]) ** 2).sum() < (np.abs(unweighted["coefficient_unpenalised"]) ** 2).sum()
+
+
+
+def test_an_unpenalised_fit_without_a_finite_optimum_is_null_not_a_failed_board(monkeypatch):
+    """Where the unpenalised fit has no usable optimum (a singular Hessian, as a 10-vote dump of
+    test_bad_inputs gave, or no convergence) its coefficients are NaN (null in the table) and the board
+    is still fitted; where it converges they are the fit's."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from arena_pipeline.core.ranking import style_board
+    from arena_pipeline.core.ranking.style_board import UNPENALISED, _unpenalised
+    from arena_pipeline.core.ranking.style_control import StyleDesign, fit_bt_style
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 3, 60)
+    b = (a + rng.integers(1, 3, 60)) % 3
+    feats = rng.normal(size=(60, 4))
+    y = (rng.random(60) < 0.5).astype(float)
+    design = StyleDesign.build(a, b, y, feats, 3)
+    weights = np.ones(len(y))
+    penalised = fit_bt_style(design, 1.0 * len(y), weights).x[0]
+    settings = SimpleNamespace(tol=1e-8, max_iter=50)
+    beta, _, grad = _unpenalised(design, UNPENALISED * len(y), weights, penalised, settings, 3)
+    assert np.isfinite(beta).all() and grad < 1e-8  # converged: the fit's own coefficients
+    unfinished, _, _ = _unpenalised(design, UNPENALISED * len(y), weights, penalised,
+                                    SimpleNamespace(tol=1e-30, max_iter=1), 3)
+    assert np.isnan(unfinished).all()  # not converged: no coefficient claimed
+
+    def singular(*args, **kwargs):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    monkeypatch.setattr(style_board, "fit_bt_style", singular)
+    failed, _, _ = _unpenalised(design, UNPENALISED * len(y), weights, penalised, settings, 3)
+    assert np.isnan(failed).all()
