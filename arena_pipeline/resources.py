@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,7 @@ from arena_pipeline.core.ingest.sources import (
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.store import snapshot, warehouse
+from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map, read_published_board
 
@@ -345,6 +346,15 @@ class Warehouse(DuckDBResource):
         files, enough to write the snapshot of the live publication again)."""
         return snapshot.SnapshotTarget(Path(self.database_path()), self.store_path() / snapshot.FILES_FOLDER,
                                        None if file_tables is None else frozenset(file_tables), self.keep_revisions)
+
+    def targets(self, file_tables: Iterable[str] | None = None) -> list[PublicationTarget]:
+        """Where publications go (``core/store/targets.py``): the readers' snapshot file."""
+        return [self.snapshot_target(file_tables)]
+
+    def files_of(self, con: duckdb.DuckDBPyConnection, file_tables: Iterable[str] | None = None
+                 ) -> Callable[[str], tuple[str, ...] | None]:
+        """The Parquet files of each version a publication shows (None: a small table, copied)."""
+        return snapshot.files_of(con, self.snapshot_target(file_tables))
 
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
