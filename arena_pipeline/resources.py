@@ -405,10 +405,9 @@ class Warehouse(DuckDBResource):
         finally:
             con.close()
 
-    def export_ahead(self, version: str) -> None:
-        """Start writing the Parquet file of a new version of a vote table (its spec's ``file_view``) now,
-        in a worker thread, so that the publication finds it written (core/store/snapshot.py)."""
-        snapshot.export_ahead(self.connection, version, self.snapshot_target().files)
+    def files_path(self) -> Path:
+        """The store's folder of Parquet files: the vote tables' versions (core/store/versions.py)."""
+        return self.store_path() / snapshot.FILES_FOLDER
 
     def sync_readers(self, con: duckdb.DuckDBPyConnection, *, after_failure: bool = False) -> str | None:
         """Give readers a snapshot of the work file (``con``) as it is now: the same live publication with

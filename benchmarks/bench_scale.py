@@ -214,13 +214,15 @@ def boards_checksum(db: Path) -> dict:
     """Row counts of every ``arena.*`` view and table, and a hash of ``arena.leaderboard``."""
     import duckdb
 
+    from arena_pipeline.core.store.warehouse import connect as connect_warehouse
+
     figures: dict = {"counts": {}, "errors": {}, "leaderboard_rows": None, "leaderboard_sha256": None,
                      "leaderboard_missing_columns": []}
     if not db.exists():
         figures["errors"]["warehouse"] = "no warehouse file"
         return figures
     try:
-        con = duckdb.connect(str(db), read_only=True)
+        con = connect_warehouse(str(db), read_only=True)
     except duckdb.Error as exc:
         figures["errors"]["warehouse"] = str(exc).splitlines()[0]
         return figures

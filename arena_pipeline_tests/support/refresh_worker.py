@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from arena_pipeline.constants import BATTLES_TABLE, DUMPS_TABLE, SCHEMA, VERSIONS_SCHEMA
+from arena_pipeline.core.store.warehouse import search_path
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -171,7 +172,7 @@ def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | N
     while not stop_file.exists() and time.monotonic() < deadline:
         attempts += 1
         try:
-            con = duckdb.connect(str(warehouse), read_only=True)
+            con = duckdb.connect(str(warehouse), read_only=True, config=search_path(str(warehouse)))
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 errors[f"connect: {type(exc).__name__}: {str(exc)[:200]}"] += 1

@@ -13,15 +13,17 @@ What a snapshot holds:
   names in ``arena_versions`` (the live ones, and the older boards the history views keep);
 - the versions of the small tables (the boards, the comparisons, ``publication_changes``) and the
   records (``publications``, ``dumps``, ``quality_results``, ``arena_versions.builds``), copied (a few MB);
-- the versions of the vote tables (``file_tables``: battles, messages, ...) as views over Parquet
-  files in the store folder: each is written once, in a worker thread as soon as its version is
-  made (:func:`export_ahead`: the steps before the gate run meanwhile) or else by the publication that
-  first shows it (:func:`export_version`), and never copied again: a re-rank publication writes only
-  the small tables.
+- the versions of the vote tables (``file_tables``: battles, messages, ...) as views over their
+  Parquet files in the store folder, named relative to the snapshot's folder (a snapshot moved or copied
+  with its store folder reads them; ``warehouse.search_path`` resolves them whatever the working
+  directory). The load writes them once (``core.store.versions.write_file_versions``) and nothing copies
+  them: a re-rank publication writes only the small tables. A vote table's version stored as a DuckDB
+  table (a store from before) is exported once, by the publication that first shows it
+  (:func:`export_version`).
 
 Parquet files outlive the snapshots that name them: a reader holding an old snapshot open keeps its
 vote tables while their revision is among the ``keep_revisions`` newest published ones beyond the
-live one (:func:`prune_files`).
+live one, and a version the work file still holds keeps its files (:func:`prune_files`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import threading
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,12 +42,14 @@ import duckdb
 from arena_pipeline.constants import PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
+from arena_pipeline.core.store.versions import PART_GLOB, version_files
 from arena_pipeline.core.store.warehouse import (
     NotAWarehouseError,
     check_is_warehouse,
     corruption_error,
     quoted,
     relation_exists,
+    search_path,
     sql_string,
 )
 
@@ -170,44 +173,10 @@ def _base(con: duckdb.DuckDBPyConnection, version: str) -> str:
     return row[0] if row else version
 
 
-#: Exports started ahead of a publication in this process ((folder, version) -> its future).
-_AHEAD: dict[tuple[Path, str], Future] = {}
-_AHEAD_LOCK = threading.Lock()
-#: One worker: an export ahead runs on the core the steps after the load leave idle.
-_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-export")
-
-
-def export_ahead(connect: Callable[[], contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]],
-                 version: str, folder: Path) -> None:
-    """Start writing ``version``'s Parquet file in a worker thread of this process, on a connection of
-    its own (``connect()``); the publication that shows the version then finds it written. The steps
-    between the load and the gate (the checks, the fits) run meanwhile, mostly on one core. A version
-    never published leaves a file the next publication's pruning deletes."""
-    key = (folder.resolve(), version)
-    with _AHEAD_LOCK:
-        if key not in _AHEAD:
-            _AHEAD[key] = _WORKER.submit(_export_on, connect, version, folder)
-
-
-def _export_on(connect, version: str, folder: Path) -> Path:
-    with connect() as con:
-        return _write_parquet(con, version, folder)
-
-
-def _wait_ahead(version: str, folder: Path) -> None:
-    """Wait for an export of ``version`` started ahead, if any (a failed one is written again after)."""
-    with _AHEAD_LOCK:
-        future = _AHEAD.pop((folder.resolve(), version), None)
-    if future is not None:
-        with contextlib.suppress(Exception):
-            future.result()
-
-
 def export_version(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -> Path:
-    """The Parquet file of ``version`` (a table of the versions schema), written once: an existing
-    file is the same rows (a version is never rewritten under its name once published). An export
-    of it started ahead (:func:`export_ahead`) is waited for."""
-    _wait_ahead(version, folder)
+    """The Parquet file of ``version`` (a table of the versions schema: a store from before the vote
+    tables were written as files), written once: an existing file is the same rows (a version is never
+    rewritten under its name once published)."""
     return _write_parquet(con, version, folder)
 
 
@@ -247,12 +216,16 @@ def _copy(con: duckdb.DuckDBPyConnection, sql: str, snap: duckdb.DuckDBPyConnect
 
 
 def files_of(con: duckdb.DuckDBPyConnection, target: SnapshotTarget) -> Callable[[str], tuple[str, ...] | None]:
-    """What a plan (``targets.plan_publication``) shows of each version for ``target``: a version of a
-    vote table (``target.file_tables``) as its Parquet file, written where it is not yet
-    (:func:`export_version`), relative to the store folder; any other version None (copied)."""
+    """What a plan (``targets.plan_publication``) shows of each version: a version stored as Parquet
+    files (``versions.version_files``) as its files, relative to the store folder; a version of a vote
+    table (``target.file_tables``) stored as a DuckDB table (a store from before) as its Parquet file,
+    exported where it is not yet (:func:`export_version`); any other version None (copied)."""
     file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
 
     def files(version: str) -> tuple[str, ...] | None:
+        folder = version_files(con, version)
+        if folder is not None:
+            return (f"{folder}/{PART_GLOB}",)
         if version.partition("__")[0] not in file_tables:
             return None
         path = export_version(con, _base(con, version), target.files)
@@ -276,15 +249,17 @@ def _write_snapshot(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, targe
     tmp = target.path.with_name(f".{target.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     staged = StagedSnapshot(tmp, target.path, plan.publication_id)
     store = target.files.parent
+    # the files are named relative to the snapshot's folder: the snapshot moves with its store folder
+    here = target.path.parent.resolve()
     try:
-        snap = duckdb.connect(str(tmp))
+        snap = duckdb.connect(str(tmp), config=search_path(str(target.path)))
         try:
             snap.execute(f'CREATE SCHEMA "{plan.schema}"')
             snap.execute(f'CREATE SCHEMA "{VERSIONS_SCHEMA}"')
             for version, files in plan.files.items():
-                paths = [(store / name).resolve() for name in files]
-                staged.files[version] = paths[0].name
-                listed = ", ".join(sql_string(str(path)) for path in paths)
+                paths = [Path(os.path.relpath(store.resolve() / name, here)).as_posix() for name in files]
+                staged.files[version] = Path(files[0]).parts[1]  # its entry in the store's Parquet folder
+                listed = ", ".join(sql_string(path) for path in paths)
                 snap.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
                              f"SELECT * FROM read_parquet([{listed}])")
             for version in plan.copied:
@@ -339,11 +314,20 @@ def prune_files(con: duckdb.DuckDBPyConnection, schema: str, target: SnapshotTar
         [int(target.keep_revisions) + 1]).fetchall()}
     if not keep:  # nothing recorded yet (a store from before the snapshot): delete nothing
         return []
+    # a version the work file still holds keeps its files (one being made, one not yet published)
+    keep |= {Path(files).name for (files,) in con.execute(
+        f"SELECT files FROM {VERSIONS} WHERE files IS NOT NULL").fetchall()}
     removed = []
-    for path in sorted(target.files.glob("*.parquet")):
-        if path.name not in keep:
+    for path in sorted(target.files.iterdir()):
+        if path.name in keep or path.name.startswith("."):  # a hidden one: being written (or stale, below)
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.suffix == ".parquet":
             path.unlink(missing_ok=True)
-            removed.append(path.name)
+        else:
+            continue
+        removed.append(path.name)
     con.execute(f"DELETE FROM {SNAPSHOT_FILES} WHERE file NOT IN (SELECT unnest(?))", [sorted(keep)])
     return removed
 
@@ -365,7 +349,10 @@ def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
         except PermissionError:
             pass
 
