@@ -18,14 +18,14 @@ LIMIT_MB = 32
 
 
 def _long_answer(rng: random.Random, model: str, prompt: str) -> str:
-    """An answer of ~24 KB of text that does not compress away (hex of random bytes)."""
-    return f"Answer from {model}: " + rng.randbytes(12_000).hex()
+    """An answer of ~32 KB of text that does not compress away (hex of random bytes)."""
+    return f"Answer from {model}: " + rng.randbytes(16_000).hex()
 
 
 @pytest.mark.slow
 def test_a_refresh_publishes_under_a_memory_limit_far_below_the_dumps_text(tmp_path, monkeypatch):
     monkeypatch.setattr(fixtures, "_answer", _long_answer)
-    write_dump(tmp_path / "dump", n_rows=1_500, n_shards=3, seed=7)
+    write_dump(tmp_path / "dump", n_rows=2_000, n_shards=3, seed=7)
     warehouse = tmp_path / "warehouse.duckdb"
     result = materialize({
         "dump_source": DumpSource(source=str(tmp_path / "dump")),
@@ -38,5 +38,5 @@ def test_a_refresh_publishes_under_a_memory_limit_far_below_the_dumps_text(tmp_p
     with connect(str(warehouse), read_only=True) as con:
         battles, text_mb = con.execute(
             "SELECT (SELECT count(*) FROM arena.battles), sum(strlen(text)) / 2^20 FROM arena.messages").fetchone()
-    assert battles == 1_500
+    assert battles == 2_000
     assert text_mb > 4 * LIMIT_MB  # the texts alone are several times the budget

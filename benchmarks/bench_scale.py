@@ -154,6 +154,7 @@ def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
     sampler.start()
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         rss_before = sampler.process.memory_info().rss
+        written_before = bytes_written()
         started = time.perf_counter()
         result = job.execute_in_process(
             instance=instance,
@@ -169,7 +170,7 @@ def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
     return {
         "success": result.success, "failures": failures, "seconds": seconds,
         "steps": step_figures(stats, samples),
-        "rss_before_job_mb": rss_before / MB,
+        "rss_before_job_mb": rss_before / MB, "written_mb": (bytes_written() - written_before) / MB,
         "sampled_peak_rss_mb": max(s[1] for s in samples) / MB,
         "samples": len(samples), "largest_sample_gap_s": max(gaps, default=0.0),
     }
@@ -206,8 +207,23 @@ def run_child(args: list[str], log: Path) -> tuple[dict | None, dict]:
 
 
 def file_bytes(path: Path) -> int:
-    """A DuckDB file's size with its write-ahead log."""
-    return sum(p.stat().st_size for p in (path, Path(str(path) + ".wal")) if p.exists())
+    """The warehouse's size on disk: the readers' snapshot with its write-ahead log, and the pipeline's
+    store folder beside it (the work file and the vote tables' Parquet files)."""
+    from arena_pipeline.core.store.snapshot import store_folder
+
+    files = [p for p in (path, Path(str(path) + ".wal")) if p.exists()]
+    store = store_folder(path)
+    files += [p for p in store.rglob("*") if p.is_file()] if store.is_dir() else []
+    return sum(p.stat().st_size for p in files)
+
+
+def bytes_written() -> int:
+    """Bytes this process has caused to be written to storage so far (Linux ``/proc/self/io``; 0 elsewhere)."""
+    try:
+        fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    except OSError:
+        return 0
+    return int(fields.get("write_bytes", 0))
 
 
 def boards_checksum(db: Path) -> dict:
@@ -344,6 +360,7 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
 
     def report(name: str, r: dict) -> None:
         extra = f"  warehouse {r['warehouse_mb']:,.0f} MiB" if "warehouse_mb" in r else ""
+        extra += f"  written {r['written_mb']:,.0f} MiB" if "written_mb" in r else ""
         print(f"  run {name:<8} {r['seconds']:8.1f} s wall {r['cpu_seconds']:8.1f} s CPU  "
               f"peak RSS {r['peak_rss_mb']:7,.0f} MiB{extra}  (load avg {os.getloadavg()[0]:.2f})")
 

@@ -40,7 +40,7 @@ from pathlib import Path
 import duckdb
 
 from arena_pipeline.constants import PUBLICATIONS_TABLE, VERSIONS_SCHEMA
-from arena_pipeline.core.store.records import VERSIONS, live_publication
+from arena_pipeline.core.store.records import VERSIONS, ensure_catalog, live_publication
 from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
 from arena_pipeline.core.store.versions import PART_GLOB, version_files
 from arena_pipeline.core.store.warehouse import (
@@ -442,6 +442,7 @@ def sync_snapshot(con: duckdb.DuckDBPyConnection, schema: str, snapshot: Snapsho
     Used after a run that published nothing (the records changed, the publication did not) and to
     bring a snapshot level after a crash between a publication's COMMIT and its rename.
     """
+    ensure_catalog(con, schema)  # a store from before gains the registry's columns (files)
     staged = stage_snapshot(con, schema, snapshot)
     snapshot.commit(staged)
     snapshot.prune(con, schema)
