@@ -381,12 +381,58 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
         if args.rerun:
             run_job(entry, "rerun", child, scratch, warehouse, report)
 
+    if args.revisions and entry["refresh"]:
+        entry["revisions"] = run_revisions(args.revisions, dump, scratch, warehouse, entry, report, child)
+
     if args.keep:
         print(f"  kept    {scratch}")
     else:
         shutil.rmtree(scratch, ignore_errors=True)
     print_size(entry)
     return entry
+
+
+def revision_dump(dump: Path, folder: Path, k: int) -> Path:
+    """A new revision of ``dump`` in ``folder``: its shards (symbolic links) and one small shard of 100
+    votes of its own (the first 100 of the first shard under new ids), so that each ``k`` is a revision."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    data = folder / "data"
+    data.mkdir(parents=True)
+    shards = sorted((dump / "data").glob("train-*.parquet"))
+    for shard in shards:
+        (data / shard.name).symlink_to(shard.resolve())
+    extra = pq.ParquetFile(shards[0]).read_row_group(0).slice(0, 100)
+    ids = pc.binary_join_element_wise(extra.column("id"), pa.scalar(f"-rev{k}"), "")
+    pq.write_table(extra.set_column(extra.schema.get_field_index("id"), "id", ids), data / f"extra-rev{k}.parquet")
+    return folder
+
+
+def run_revisions(count: int, dump: Path, scratch: Path, warehouse: Path, entry: dict, report,
+                  child: list[str]) -> list[dict]:
+    """``count`` successive new revisions of the dump refreshed into the last refresh's warehouse, with
+    the default retention: the store's size after each (what a store keeps per revision)."""
+    sizes = []
+    for k in range(1, count + 1):
+        folder = revision_dump(dump, scratch / f"rev{k}", k)
+        args = [*child]
+        args[args.index("--dump") + 1] = str(folder)
+        result, usage = run_child(args, scratch / f"rev{k}.log")
+        if result is None:
+            sizes.append({"revision": k, "error": f"exit code {usage['exit_code']}"})
+            break
+        run = {**result, **usage, "warehouse_mb": file_bytes(warehouse) / MB}
+        report(f"rev {k}", run)
+        sizes.append({"revision": k, "success": run["success"], "seconds": run["seconds"],
+                      "peak_rss_mb": run["peak_rss_mb"], "written_mb": run.get("written_mb"),
+                      "store_mb": run["warehouse_mb"]})
+    parquet_mb = entry["parquet_bytes"] / MB
+    print("  store after each new revision (default retention): "
+          + ", ".join(f"{r['store_mb']:,.0f} MiB" for r in sizes if "store_mb" in r)
+          + f"; the dump's parquet {parquet_mb:,.0f} MiB")
+    return sizes
 
 
 def run_job(entry: dict, name: str, child: list[str], scratch: Path, warehouse: Path, report) -> bool:
@@ -583,6 +629,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rerun", action="store_true",
                         help="after each refresh, run the job again on the unchanged dump and warehouse")
     parser.add_argument("--keep", action="store_true", help="keep each size's warehouse and logs")
+    parser.add_argument("--revisions", type=int, default=0,
+                        help="after the refreshes, refresh this many successive new revisions of the dump into the "
+                        "same warehouse and print the store's size after each (default 0)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write all figures to this JSON file")
     parser.add_argument("--child", choices=["dump", "refresh"], help=argparse.SUPPRESS)
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)

@@ -122,8 +122,10 @@ class SnapshotTarget:
 
     @contextlib.contextmanager
     def open_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-only connection to the snapshot file (an empty in-memory database while there is none)."""
-        con = duckdb.connect(str(self.path), read_only=True) if self.path.is_file() else duckdb.connect(":memory:")
+        """A read-only connection to the snapshot file, its vote tables' files resolved against its folder
+        (an empty in-memory database while there is none)."""
+        con = (duckdb.connect(str(self.path), read_only=True, config=search_path(str(self.path)))
+               if self.path.is_file() else duckdb.connect(":memory:"))
         try:
             yield con
         finally:

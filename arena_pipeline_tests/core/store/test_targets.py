@@ -79,6 +79,8 @@ def test_every_target_gets_one_plan_of_what_the_publication_shows(work, tmp_path
     assert [v.partition("__")[0] for v in plan.copied] == ["leaderboard"]
     assert ("arena", "publications") in plan.records and ("arena_versions", "versions") in plan.records
     assert _look(snap.path) == "1 run-1"
+    with snap.open_reader() as reader:  # the one reader entry: the vote tables' files resolved, from any directory
+        assert reader.execute("SELECT count(*) FROM arena.battles").fetchone() == (3,)
 
 
 def test_a_target_failing_to_stage_discards_the_others_and_rolls_the_work_file_back(work, tmp_path: Path):
