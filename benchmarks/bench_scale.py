@@ -406,7 +406,7 @@ def revision_dump(dump: Path, folder: Path, k: int) -> Path:
         (data / shard.name).symlink_to(shard.resolve())
     extra = pq.ParquetFile(shards[0]).read_row_group(0).slice(0, 100)
     ids = pc.binary_join_element_wise(extra.column("id"), pa.scalar(f"-rev{k}"), "")
-    pq.write_table(extra.set_column(extra.schema.get_field_index("id"), "id", ids), data / f"extra-rev{k}.parquet")
+    pq.write_table(extra.set_column(extra.schema.get_field_index("id"), "id", ids), data / f"train-rev{k}.parquet")  # a shard name the local dump reads
     return folder
 
 

@@ -508,9 +508,9 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
     tables = load_tables()
-    parts = _Parts({name: Path(folders[name]) for name in tables})
+    parts = _Parts({name: Path(folders[name]) for name in tables}, tables)
     _fill_parts(manifest, parts, aliases, report, when_read)
-    parts.finish(tables)
+    parts.finish()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -566,24 +566,28 @@ class _Parts:
     to the caller (the version store deletes them: nothing of a failed load is ever read).
     """
 
-    def __init__(self, folders: Mapping[str, Path]) -> None:
+    def __init__(self, folders: Mapping[str, Path], schemas: Mapping[str, Mapping]) -> None:
         self.folders = dict(folders)
+        self.schemas = {table: dict(schemas[table]) for table in self.folders}
         self.written = dict.fromkeys(self.folders, 0)
         for folder in self.folders.values():
             folder.mkdir(parents=True, exist_ok=True)
 
     def append(self, table: str, frame: pl.DataFrame) -> int:
-        """Write ``frame`` as the next part file of ``table``; return the rows written."""
+        """Write ``frame`` as the next part file of ``table``, in the table's columns and types (every part
+        file of a table has one schema: a batch's column that is wider, say Int64 for Int32, is cast);
+        return the rows written."""
         if frame.height == 0:
             return 0
         self.written[table] += 1
-        return write_part(self.folders[table], frame, self.written[table] - 1)
+        typed = frame.select(pl.col(name).cast(kind) for name, kind in self.schemas[table].items())
+        return write_part(self.folders[table], typed, self.written[table] - 1)
 
-    def finish(self, schemas: Mapping[str, Mapping]) -> None:
+    def finish(self) -> None:
         """Give a table without rows one empty part file of its columns (a scan needs one file)."""
         for table, count in self.written.items():
             if count == 0:
-                write_part(self.folders[table], pl.DataFrame(schema=dict(schemas[table])))
+                write_part(self.folders[table], pl.DataFrame(schema=self.schemas[table]))
 
     def delete_battles(self, table: str, battles: pl.DataFrame) -> int:
         """Rewrite ``table``'s part files without the rows of ``battles``' ``battle_id`` values (votes a
