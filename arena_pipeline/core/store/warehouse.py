@@ -103,7 +103,8 @@ def corruption_error(path: str, exc: Exception) -> WarehouseCorruptError | None:
 def search_path(path: str) -> dict[str, str]:
     """The setting that resolves the relative file paths of a database's views (the vote tables' Parquet
     files, named relative to the database file: core/store/snapshot.py) against the file's folder,
-    whatever the process's working directory: ``{"file_search_path": <folder>}`` ({} in memory)."""
+    whatever the process's working directory: ``{"file_search_path": <folder>}`` ({} in memory). A symbolic
+    link's folder is that of the file it leads to (where a publication writes the snapshot: ``guard.published_path``)."""
     if not path or path == ":memory:" or path.startswith(("md:", "motherduck:")):
         return {}
     return {"file_search_path": os.path.dirname(os.path.realpath(path))}
