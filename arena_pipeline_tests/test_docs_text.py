@@ -104,7 +104,7 @@ def test_the_row_group_size_the_docs_give_is_the_codes():
     from arena_pipeline.core.store.versions import ROW_GROUP_ROWS  # the part files the load writes
 
     text = (REPO_ROOT / "docs" / "snapshot.md").read_text(encoding="utf-8")
-    stated = [int(found.replace(",", "")) for found in re.findall(r"row groups of at most ([\d,]+) rows", text)]
+    stated = [int(found.replace(",", "")) for found in re.findall(r"row groups of at most\s+([\d,]+)\s+rows", text)]
     assert stated == [ROW_GROUP_ROWS], (stated, ROW_GROUP_ROWS)
 
 
