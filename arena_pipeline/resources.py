@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +47,7 @@ from arena_pipeline.core.ingest.sources import (
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.store import errors, guard, reader, snapshot, warehouse
 from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map
 from arena_pipeline.core.validation.leaderboard_dataset import read_board
@@ -355,6 +356,15 @@ class Warehouse(DuckDBResource):
                                        None if file_tables is None else frozenset(file_tables), self.keep_revisions,
                                        self.keep_publications)
 
+    def targets(self, file_tables: Iterable[str] | None = None) -> list[PublicationTarget]:
+        """Where publications go (``core/store/targets.py``): the readers' snapshot file."""
+        return [self.snapshot_target(file_tables)]
+
+    def files_of(self, con: duckdb.DuckDBPyConnection, file_tables: Iterable[str] | None = None
+                 ) -> Callable[[str], tuple[str, ...] | None]:
+        """The Parquet files of each version a publication shows (None: a small table, copied)."""
+        return snapshot.files_of(con, self.snapshot_target(file_tables))
+
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
 
@@ -436,10 +446,9 @@ class Warehouse(DuckDBResource):
                 return
         snapshot.kind_of(guard.published_path(self.database_path()))  # a foreign file; a first run's adoption
 
-    def export_ahead(self, version: str) -> None:
-        """Start writing the Parquet file of a new version of a vote table (its spec's ``file_view``) now,
-        in a worker thread, so that the publication finds it written (core/store/snapshot.py)."""
-        snapshot.export_ahead(self.connection, version, self.snapshot_target().files)
+    def files_path(self) -> Path:
+        """The store's folder of Parquet files: the vote tables' versions (core/store/versions.py)."""
+        return self.store_path() / snapshot.FILES_FOLDER
 
     def sync_readers(self, con: duckdb.DuckDBPyConnection, *, after_failure: bool = False) -> str | None:
         """Give readers a snapshot of the work file (``con``) as it is now: the same live publication with

@@ -29,6 +29,7 @@ from arena_pipeline.core.ingest import load as ingest
 from arena_pipeline.core.ingest.load import load_dump
 from arena_pipeline.core.ingest.local_dump import local_manifest
 from arena_pipeline.core.ingest.sources import parse_source
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_dev.fixtures import make_rows, make_table, write_dump
 from arena_pipeline_tests.support import bad_inputs as bi
@@ -48,7 +49,7 @@ def run(source: Path, warehouse: Path, instance: dg.DagsterInstance | None = Non
 
 
 def query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         return con.execute(sql, params or []).fetchall()
 
 
@@ -72,7 +73,7 @@ def battles_metadata(result: dg.ExecuteInProcessResult) -> dict:
 def publication_state(warehouse: Path) -> dict:
     """What readers see: every arena view's SQL and row count, a digest of the battles, the
     dump history, and the versioned tables (staging tables of a failed load aside)."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         def scalar(sql: str, params: list | None = None):
             return con.execute(sql, params or []).fetchone()[0]
 

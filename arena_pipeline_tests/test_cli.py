@@ -18,6 +18,7 @@ import pytest
 from arena_pipeline.cli import EXIT_LOCKED, EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, format_board, format_shift, main
 from arena_pipeline.core.labels import rank_label, rank_set_label
 from arena_pipeline.core.store.records import DUMPS_DDL
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.core.validation.external import EXTERNAL_COMPARISON_MODELS_SCHEMA, EXTERNAL_COMPARISON_SCHEMA
 from arena_pipeline.presentation.read import read_dump_boards, read_published
 from arena_pipeline.presentation.read_board import read_board
@@ -193,7 +194,7 @@ def test_the_rows_of_a_board_are_the_read_apis_frames(warehouse, tmp_path):
     with duckdb.connect(str(path)) as con:  # one dump's own boards: overall and math, 'o''dump' needs quoting
         con.execute("CREATE TABLE arena.dump_leaderboard AS SELECT 'o''dump' AS dump, * FROM arena.leaderboard "
                     "WHERE category IN ('overall', 'math')")
-    with duckdb.connect(str(path), read_only=True) as con:
+    with connect_warehouse(str(path), read_only=True) as con:
         for dump, pub in ((None, read_published(con, style=False)), ("o'dump", read_dump_boards(con, "o'dump"))):
             boards = [(c, m) for c in pub.categories() for m in pub.methods(c)]
             assert len(boards) > 3 and any(pub.board(c, m).get_column("provisional").any() for c, m in boards)

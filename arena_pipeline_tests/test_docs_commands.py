@@ -128,11 +128,13 @@ def test_every_sql_block_runs_on_a_published_warehouse(sample_run):
     session's published sample: a renamed column or table fails here."""
     import duckdb
 
+    from arena_pipeline.core.store.warehouse import connect as connect_warehouse
+
     statements = [(str(block), s.strip()) for block in all_blocks() if block.lang == "sql"
                   for s in block.text.split(";")
                   if any(line.strip() and not line.strip().startswith("--") for line in s.splitlines())]
     assert len(statements) >= 15
-    with duckdb.connect(str(sample_run.warehouse), read_only=True) as con:
+    with connect_warehouse(str(sample_run.warehouse), read_only=True) as con:
         for where, statement in statements:
             try:
                 con.execute(statement).fetchall()

@@ -101,12 +101,11 @@ def test_the_graph_on_the_home_pages_fits_the_page():
 
 
 def test_the_row_group_size_the_docs_give_is_the_codes():
-    from arena_pipeline.core.store.snapshot import PARQUET_OPTIONS
+    from arena_pipeline.core.store.versions import ROW_GROUP_ROWS  # the part files the load writes
 
-    size = re.search(r"ROW_GROUP_SIZE_BYTES '(\d+\s*[KMG]B)'", PARQUET_OPTIONS).group(1)
     text = (REPO_ROOT / "docs" / "snapshot.md").read_text(encoding="utf-8")
-    stated = [found.replace(" ", "") for found in re.findall(r"row groups of at most (\d+\s*[KMG]B)", text)]
-    assert stated == [size.replace(" ", "")], (stated, size)
+    stated = [int(found.replace(",", "")) for found in re.findall(r"row groups of at most\s+([\d,]+)\s+rows", text)]
+    assert stated == [ROW_GROUP_ROWS], (stated, ROW_GROUP_ROWS)
 
 
 def test_the_cookbooks_top_10_intervals_are_on_the_scale_its_comment_gives(sample_run):

@@ -13,6 +13,7 @@ from arena_pipeline.cli import main
 from arena_pipeline.constants import REVISION_TAG
 from arena_pipeline.core.dataset.manifest import combined_revision
 from arena_pipeline.core.ingest import hub as hub_client
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_dev import dump_fixtures as fx
@@ -96,7 +97,7 @@ def test_sensor_picks_up_a_new_dataset_and_does_nothing_costly_otherwise(hub, sh
 
 
 def _table_counts(warehouse) -> dict[str, dict[str, int]]:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         return {table: dict(con.execute(f"SELECT dump, count(*) FROM arena.{table} GROUP BY dump").fetchall())
                 for table in ("battles", "messages", "context_messages", "quarantine", "dump_leaderboard")}
 
@@ -129,7 +130,7 @@ def test_combined_refresh_publishes_combined_and_per_dump_boards(hub, shas, tmp_
                                     **({fx.DUMP_55K: by_content} if by_content else {})}
     assert set(counts["messages"]) == set(counts["battles"])
     assert set(counts["dump_leaderboard"]) == set(counts["battles"])
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         rules = dict(con.execute("SELECT rule, count(*) FROM arena.quarantine GROUP BY rule").fetchall())
         assert rules == {"duplicate_across_dumps": fx.SHARED_ID_ROWS + by_content,
                          "not_anonymous": sum(anon.values())}
@@ -232,7 +233,7 @@ def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
     # the report's dump section counts them with the other quarantine rules (by rule list, as they are stored)
     assert ("duplicate_across_dumps 10, conflicting_duplicate 3, unknown_winner,conflicting_duplicate 1"
             in (tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         boards = con.execute("SELECT dump, model, rating, n_battles FROM arena.dump_leaderboard WHERE method = 'bt' "
                              "AND category = 'overall' ORDER BY model").pl()
     assert set(boards["dump"]) == {"a", "b", "c"}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import duckdb
 import pytest
 
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline_dev.fixtures import write_dump
 from arena_pipeline_tests.support.materialize import copy_warehouse
 from arena_pipeline_tests.support.publication_support import (
@@ -28,7 +28,7 @@ def published(tmp_path_factory) -> Setup:
 
 
 def test_model_fit_is_published_with_the_boards_and_shown_in_the_report(published):
-    with duckdb.connect(str(published.warehouse), read_only=True) as con:
+    with connect_warehouse(str(published.warehouse), read_only=True) as con:
         boards = dict(con.execute("SELECT category, sum(n_battles) // 2 FROM arena.leaderboard "
                                   "WHERE method = 'bt' GROUP BY 1").fetchall())
         fit = {r[0]: r[1:] for r in con.execute(

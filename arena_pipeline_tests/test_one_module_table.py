@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import polars as pl
 import pytest
 
 import arena_pipeline
 from arena_pipeline.cli import EXIT_OK, main
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.definitions import pipeline_assets
 from arena_pipeline.export import export_tables, exported_by_publication
 from arena_pipeline_tests import toy_table
@@ -30,7 +30,7 @@ def toy():
 
 
 def _versions(warehouse: Path) -> dict[str, tuple]:
-    with duckdb.connect(str(work_file(warehouse)), read_only=True) as con:
+    with connect_warehouse(str(work_file(warehouse)), read_only=True) as con:
         rows = con.execute("SELECT version, build_id, inputs_key, same_as FROM arena_versions.versions "
                            "WHERE table_name = ?", [TOY]).fetchall()
     return {version: rest for version, *rest in rows}
@@ -62,7 +62,7 @@ def test_a_table_in_one_module_is_versioned_published_exported_and_in_the_lineag
     (own, (_, key, _)), = versions.items()
     assert key is not None
     # published: a view of the readers' snapshot, in the publication's tables
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         published = pl.from_arrow(con.execute(f"SELECT * FROM arena.{TOY} ORDER BY category").arrow())
         tables = json.loads(con.execute("SELECT tables FROM arena.publications ORDER BY publication_id DESC "
                                         "LIMIT 1").fetchone()[0])
@@ -74,12 +74,12 @@ def test_a_table_in_one_module_is_versioned_published_exported_and_in_the_lineag
     assert published.select("category", "battles").rows() == categories
     assert published.get_column("dump_revision").unique().to_list() == [tables_revision(warehouse)]
     # exported: the catalogue's export writes it with the rest
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         written, _, _ = export_tables(con, tmp_path / "export", "parquet", str(warehouse), catalog.exported)
     assert written[TOY]["rows"] == len(categories)
     assert pl.read_parquet(tmp_path / "export" / f"{TOY}.parquet").equals(published)
     # the publication records what is exported: the CLI exports the toy table without the pipeline knowing it
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         assert exported_by_publication(con) == catalog.exported
     assert main(["export", "--warehouse", str(warehouse), str(tmp_path / "cli")]) == EXIT_OK
     assert pl.read_parquet(tmp_path / "cli" / f"{TOY}.parquet").equals(published)
@@ -96,5 +96,5 @@ def test_a_table_in_one_module_is_versioned_published_exported_and_in_the_lineag
 
 
 def tables_revision(warehouse: Path) -> str:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         return con.execute("SELECT revision FROM arena.publications ORDER BY publication_id DESC LIMIT 1").fetchone()[0]

@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,6 +18,7 @@ import pytest
 from arena_pipeline.cli import EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
 from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA
 from arena_pipeline.core.publication.changes import SAME_VOTES, VOTES_ADDED, Z95
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline_dev.fixtures import make_rows
 from arena_pipeline_tests.support.publication_support import RERANK_SELECTION, Setup, assert_live_is_one_publication
 from arena_pipeline_tests.test_cli import PIPELINE_ONLY_MODULES
@@ -38,7 +38,7 @@ def _write(root: Path, rows: list[dict]) -> Path:
 
 
 def _frame(warehouse: Path, sql: str, params: list | None = None) -> pl.DataFrame:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         return con.execute(sql, params or []).pl()
 
 

@@ -15,11 +15,11 @@ import sys
 import uuid
 
 import dagster as dg
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.assets import rankings as ranking_assets
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_dev.fixtures import write_dump
@@ -260,7 +260,7 @@ def test_docs_sql_cookbook_runs_as_written(sample_run):
     statements = [s.strip() for s in block.split(";") if s.strip() and not all(
         line.strip().startswith("--") or not line.strip() for line in s.strip().splitlines())]
     assert len(statements) >= 8
-    with duckdb.connect(str(sample_run.warehouse), read_only=True) as con:
+    with connect_warehouse(str(sample_run.warehouse), read_only=True) as con:
         for statement in statements:
             con.execute(statement).fetchall()
 
@@ -270,7 +270,7 @@ def test_unrated_models_and_board_status_are_published_with_the_boards(sample_ru
     rendered by the publication lists them and has a panel per model (the session's sample run)."""
     from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
 
-    with duckdb.connect(str(sample_run.warehouse), read_only=True) as con:
+    with connect_warehouse(str(sample_run.warehouse), read_only=True) as con:
         status = con.execute("SELECT category, status, rated_models, shown_models, provisional_models, "
                              "unrated_models, reason FROM arena.board_status").fetchall()
         boards = dict(con.execute("SELECT category, count(*) FROM arena.leaderboard WHERE method = 'bt' "
@@ -357,7 +357,7 @@ def test_changes_computed_against_a_publication_no_longer_live_are_recomputed_by
     before_gate = [*RANKING_SELECTION, *VALIDATION_SELECTION, "arena/publication_changes"]
     lines = _run_part(setup, run_id, before_gate, {"ties": "drop"})
     assert not any("recomputed by the gate" in line for line in lines)
-    with duckdb.connect(str(work_file(setup.warehouse)), read_only=True) as con:
+    with connect_warehouse(str(work_file(setup.warehouse)), read_only=True) as con:
         (settings,), = con.execute("SELECT settings FROM arena_versions.versions WHERE build_id = ? "
                                    "AND table_name = 'publication_changes'", [run_id]).fetchall()
     assert json.loads(settings)["since_publication"] == first

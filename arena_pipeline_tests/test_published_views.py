@@ -13,6 +13,7 @@ import pytest
 
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.store.records import RECORD_TABLES
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.definitions import CATALOG
 from arena_pipeline.jobs import rerank_job
 from arena_pipeline.resources import ModelCatalog
@@ -31,17 +32,17 @@ VALIDATION = ("external_comparison", "external_comparison_models", "benchmark_sc
 
 
 def _base_tables(warehouse: Path) -> list[str]:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         return sorted(r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
             [SCHEMA]).fetchall())
 
 
 def _live(warehouse: Path) -> dict:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         pid, tables = con.execute("SELECT publication_id, tables FROM arena.publications "
                                   "ORDER BY publication_id DESC LIMIT 1").fetchone()
-    with duckdb.connect(str(work_file(warehouse)), read_only=True) as con:
+    with connect_warehouse(str(work_file(warehouse)), read_only=True) as con:
         versions = dict(con.execute("SELECT version, build_id FROM arena_versions.versions").fetchall())
     return {"publication_id": pid, "tables": json.loads(tables), "builds": versions}
 
@@ -89,7 +90,7 @@ def test_a_rerank_publishes_its_own_comparisons_and_upgrades_a_warehouse_from_be
     assert {live["builds"][live["tables"][t]] for t in (*VALIDATION, "leaderboard")} == {result.run_id}
     assert_live_is_one_publication(warehouse)
     # what the views show is computed from the board they are published with
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         models = {m for (m,) in con.execute("SELECT DISTINCT model FROM arena.leaderboard").fetchall()}
         matched = {m for (m,) in con.execute(
             "SELECT DISTINCT canonical FROM arena.benchmark_scores WHERE matched").fetchall()}
@@ -117,7 +118,7 @@ def test_a_new_benchmark_file_alone_is_published_with_the_live_boards(sample_run
     assert live["publication_id"] == before["publication_id"] + 1
     assert {t for t, v in live["tables"].items() if v != before["tables"].get(t)} == {
         "benchmark_scores", "benchmark_agreement", "publication_changes"}
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         (matched,), = con.execute("SELECT count(*) FROM arena.benchmark_scores WHERE matched").fetchall()
     assert matched > 0
     page = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
@@ -131,6 +132,14 @@ def test_a_warehouse_from_before_the_snapshot_is_upgraded_in_place_by_the_next_r
     leaves a snapshot at the path readers use, with the earlier publications' records."""
     legacy = tmp_path / "warehouse.duckdb"
     shutil.copy(work_file(sample_run.warehouse), legacy)  # the work file is the old layout's whole warehouse
+    # where the vote tables' versions were DuckDB tables of that file (now views over the store's Parquet files)
+    with duckdb.connect(str(legacy), config={"file_search_path": str(work_file(sample_run.warehouse).parent)}) as con:
+        for (version,) in con.execute("SELECT version FROM arena_versions.versions "
+                                      "WHERE files IS NOT NULL AND same_as IS NULL").fetchall():
+            con.execute(f'CREATE TABLE arena_versions."_t" AS SELECT * FROM arena_versions."{version}"')
+            con.execute(f'DROP VIEW arena_versions."{version}"')
+            con.execute(f'ALTER TABLE arena_versions."_t" RENAME TO "{version}"')
+        con.execute("ALTER TABLE arena_versions.versions DROP COLUMN files")
     before = _live(sample_run.warehouse)
     inode = legacy.stat().st_ino
     result = materialize(sample_resources(tmp_path), selection=rerank_job.selection, run_config=SAMPLE_RUN_CONFIG)
@@ -140,6 +149,6 @@ def test_a_warehouse_from_before_the_snapshot_is_upgraded_in_place_by_the_next_r
     live = _live(legacy)
     assert live["publication_id"] == before["publication_id"] + 1
     assert live["tables"]["battles"] == before["tables"]["battles"]  # the flat tables reused, not rebuilt
-    with duckdb.connect(str(legacy), read_only=True) as con:
+    with connect_warehouse(str(legacy), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM arena.publications").fetchone()[0] == live["publication_id"]
         assert con.execute("SELECT count(*) FROM arena.battles").fetchone()[0] == 100

@@ -4,10 +4,10 @@ brings the readers' snapshot level with the work file (the publication the run m
 from __future__ import annotations
 
 import dagster as dg
-import duckdb
 import pytest
 
 from arena_pipeline.core.store.snapshot import StagedSnapshot
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline.schedules import nightly_refresh
 from arena_pipeline.sensors import new_dump_sensor
@@ -34,7 +34,7 @@ def _killed_before_the_rename(path, monkeypatch) -> None:
 def test_a_tick_brings_the_snapshot_of_a_run_killed_before_its_rename_level(tmp_path, monkeypatch, definition):
     path = tmp_path / "warehouse.duckdb"
     _killed_before_the_rename(path, monkeypatch)
-    with duckdb.connect(str(path), read_only=True) as con:
+    with connect_warehouse(str(path), read_only=True) as con:
         assert look(con) == "1 run-1"
     write_dump(tmp_path / "dump", 6, 1)
     source = DumpSource(source=str(tmp_path / "dump"))
@@ -42,9 +42,9 @@ def test_a_tick_brings_the_snapshot_of_a_run_killed_before_its_rename_level(tmp_
     with dg.instance_for_test() as instance:
         with held_by_another_process(path.parent / "warehouse.pipeline" / "work.duckdb"):
             tick(definition, instance, resources, source.latest_revision())  # a live run holds it: left alone
-        with duckdb.connect(str(path), read_only=True) as con:
+        with connect_warehouse(str(path), read_only=True) as con:
             assert look(con) == "1 run-1"
         tick(definition, instance, resources, source.latest_revision())
-    with duckdb.connect(str(path), read_only=True) as con:
+    with connect_warehouse(str(path), read_only=True) as con:
         assert look(con) == "2 run-2"  # what the killed run published is live for readers
     assert Warehouse(database=str(path)).bring_readers_level() is None  # level: nothing to do

@@ -25,6 +25,7 @@ import pytest
 from arena_pipeline.constants import SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.ingest import hub as hub_core
 from arena_pipeline.core.store import warehouse as core_warehouse
+from arena_pipeline.core.store.snapshot import store_folder
 from arena_pipeline.core.store.versions import revision_key
 from arena_pipeline.core.store.warehouse import WarehouseLockedError
 from arena_pipeline.definitions import CATALOG, defs
@@ -256,6 +257,8 @@ def test_kill_9_mid_refresh_keeps_published_dump_then_rerun_publishes(tmp_path, 
     assert {t.rpartition("__")[0] for t in done["versions"] if f"__{old_key}__" in t} <= {
         f"{h}__{old_key}" for h in CATALOG.history}
     assert not [t for t in done["versions"] if t.startswith("_stage_")]
+    # nor any folder of the killed load's part files (hidden until registered; its process is gone)
+    assert not [p.name for p in (store_folder(database) / "tables").iterdir() if p.name.startswith(".")]
 
 
 # -------------------------------------------------------------------------------------- reader

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
-import duckdb
 import pytest
 
 from arena_pipeline.core.store.versions import reused_versions
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import ModelCatalog, Warehouse
 from arena_pipeline_dev.fixtures import write_dump
 from arena_pipeline_tests.support.materialize import work_file
@@ -34,8 +34,11 @@ def _live_tables(setup: Setup) -> dict[str, str]:
 
 
 def _base_tables(setup: Setup) -> set[str]:
+    """The versions holding rows: DuckDB tables of the work file, and versions stored as Parquet files."""
     return {name for (name,) in query(work_file(setup.warehouse), "SELECT table_name FROM duckdb_tables() "
-                                                       "WHERE schema_name = 'arena_versions'")}
+                                                       "WHERE schema_name = 'arena_versions' UNION ALL "
+                                                       "SELECT version FROM arena_versions.versions "
+                                                       "WHERE files IS NOT NULL AND same_as IS NULL")}
 
 
 def _same_as(setup: Setup) -> dict[str, str | None]:
@@ -72,7 +75,7 @@ def test_unchanged_rerun_reuses_the_heavy_versions_and_retention_keeps_what_they
             if e.asset_key.to_user_string() == "arena/battles"]
     assert flat[0].materialization.metadata["reused"].value == first["battles"]  # the version it is a view of
     # the gate's line names them reused (nothing read or written), as flat_tables' does, not rebuilt (issue 37)
-    with duckdb.connect(str(work_file(setup.warehouse)), read_only=True) as con:
+    with connect_warehouse(str(work_file(setup.warehouse)), read_only=True) as con:
         reused = {t for t, v in second.items() if v in reused_versions(con, second.values())}
     assert reused >= set(HEAVY) and "leaderboard" not in reused
     assert_live_is_one_publication(setup.warehouse)

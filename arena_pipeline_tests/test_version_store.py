@@ -215,11 +215,12 @@ def test_a_build_whose_step_failed_is_closed_with_the_reason_not_as_abandoned(tm
 
 
 def _pair_fill(calls: list, fail: bool = False) -> FillTogether:
-    """Two tables made in one pass inside DuckDB (as the load makes the flat tables); ``calls`` counts the passes."""
-    def make(con, targets):
-        calls.append(dict(targets))
-        con.execute(f"CREATE TABLE {targets['left_t']} AS SELECT range AS x FROM range(3)")
-        con.execute(f"CREATE TABLE {targets['right_t']} AS SELECT range AS y FROM range(2)")
+    """Two tables made in one pass as Parquet part files (as the load writes the vote tables); ``calls``
+    counts the passes."""
+    def make(con, folders):
+        calls.append(dict(folders))
+        pl.DataFrame({"x": range(3)}).write_parquet(folders["left_t"] / "part-000000.parquet")
+        pl.DataFrame({"y": range(2)}).write_parquet(folders["right_t"] / "part-000000.parquet")
         if fail:
             raise RuntimeError("disk gone")
         return {"left_t": (3, {"seconds": 0.5}), "right_t": 2}
@@ -245,8 +246,9 @@ def test_tables_filled_together_are_made_in_one_pass_swapped_in_together_and_reu
     calls: list = []
     together = _pair_fill(calls)
     first = [_stored(store, t, Versioned(together, {"k": 1}, reuse=True)) for t in ("left_t", "right_t")]
-    assert len(calls) == 1  # one pass for both outputs, into the staging tables the store named
-    assert set(calls[0]) == {"left_t", "right_t"} and all("_stage_" in name for name in calls[0].values())
+    assert len(calls) == 1  # one pass for both outputs, into new folders the store named
+    files = store.warehouse.files_path()
+    assert set(calls[0]) == {"left_t", "right_t"} and all(f.parent == files for f in calls[0].values())
     versions = {t: version_name(t, _build()) for t in ("left_t", "right_t")}
     with store.warehouse.connection() as con:
         registered = dict(con.execute("SELECT table_name, rows FROM arena_versions.versions").fetchall())
@@ -254,6 +256,8 @@ def test_tables_filled_together_are_made_in_one_pass_swapped_in_together_and_reu
     assert registered == {"left_t": 3, "right_t": 2}
     assert [m.get("seconds") for m in first] == [0.5, None]
     assert not any(name.startswith("_stage_") for name in _relations(store))
+    # the versions are their files (no copy in the work file), in folders of their own
+    assert sorted(p.name.rpartition(".")[0] for p in files.iterdir()) == sorted(versions.values())
 
     # another build with the same settings and code: both versions are views of the first's, nothing is made
     again = VersionStore(store.warehouse, "run-store-2")
@@ -275,3 +279,4 @@ def test_a_failed_fill_together_leaves_no_staging_table_and_registers_nothing(st
     assert not any("left_t" in name or "right_t" in name for name in _relations(store))
     with store.warehouse.connection() as con:
         assert con.execute("SELECT count(*) FROM arena_versions.versions").fetchone() == (0,)
+    assert list(store.warehouse.files_path().iterdir()) == []  # nothing of the failed attempt stays

@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.definitions import defs  # noqa: E402
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse  # noqa: E402
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         for label, job_name, rank in runs:
             steps, total, ok = _run(instance, job_name, resources, rank)
             size = database.stat().st_size
-            with duckdb.connect(str(database), read_only=True) as con:
+            with connect_warehouse(str(database), read_only=True) as con:
                 pid, rebuilt, tables = con.execute(
                     "SELECT publication_id, rebuilt, tables FROM arena.publications ORDER BY 1 DESC LIMIT 1"
                 ).fetchone()

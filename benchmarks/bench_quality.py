@@ -47,6 +47,7 @@ from real_votes import REAL_COLUMNS, REAL_VOTES, load_real_votes  # noqa: E402  
 
 from arena_pipeline.constants import DATASET_ID
 from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, MESSAGES_SCHEMA
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 
 SEED = 20250529
 
@@ -150,7 +151,6 @@ def write_db(path: Path, votes: Path, scale: int) -> None:
 
 def check_db(path: Path, method: str, batch_rows: int | None) -> None:
     """Validate both tables of ``path`` as the asset checks do, with ``method``; print time and RSS."""
-    import duckdb
 
     from arena_pipeline.core.dataset.dumps import unavailable_columns
     from arena_pipeline.core.validation import quality
@@ -159,7 +159,7 @@ def check_db(path: Path, method: str, batch_rows: int | None) -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from arena_pipeline_dev.quality_reference import validate_dumps
     quality._context()
-    con = duckdb.connect(str(path), read_only=True)
+    con = connect_warehouse(str(path), read_only=True)
     print(f"{method}: RSS {_current_rss_mb():.0f} MB after imports + GX context")
     for name in ("battles", "messages"):
         relation = f'"bench"."{name}"'

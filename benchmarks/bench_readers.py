@@ -51,6 +51,7 @@ STEPS = ("first", "polled", "held", "plain")
 
 POLLER = r"""
 import duckdb, json, sys, time
+from arena_pipeline.core.store.warehouse import connect  # the snapshot's files resolved against its folder
 path, stop, out = sys.argv[1], sys.argv[2], sys.argv[3]
 attempted = failed = mixed = 0
 errors, seen, last_good, longest, started = {}, {}, None, 0.0, time.monotonic()
@@ -59,7 +60,7 @@ while not os.path.exists(stop):
     attempted += 1
     now = time.monotonic()
     try:
-        con = duckdb.connect(path, read_only=True)
+        con = connect(path, read_only=True)
         try:
             con.execute("BEGIN TRANSACTION")
             pid, rows = con.execute("SELECT publication_id, rows FROM arena.publications "
@@ -89,9 +90,10 @@ json.dump({"attempted": attempted, "failed": failed, "mixed": mixed, "longest_ga
 
 HOLDER = r"""
 import duckdb, json, os, sys, time
+from arena_pipeline.core.store.warehouse import connect  # the snapshot's files resolved against its folder
 path, stop, out = sys.argv[1], sys.argv[2], sys.argv[3]
 queries = failed = 0
-con = duckdb.connect(path, read_only=True)
+con = connect(path, read_only=True)
 pid = con.execute("SELECT max(publication_id) FROM arena.publications").fetchone()[0]
 print("held", flush=True)
 while not os.path.exists(stop):

@@ -30,6 +30,7 @@ from real_votes import load_real_votes  # noqa: E402
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.dataset.models import load_aliases
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.core.validation.benchmarks import benchmark_agreement, match_scores, read_benchmarks
 from arena_pipeline.presentation.read import read_published
 from arena_pipeline.presentation.report import render_report
@@ -89,7 +90,7 @@ def main() -> None:
     reads, renders = [], []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        with duckdb.connect(str(warehouse), read_only=True) as con:
+        with connect_warehouse(str(warehouse), read_only=True) as con:
             pub = read_published(con)
         t1 = time.perf_counter()
         page = render_report(pub, workdir / "index.html")

@@ -154,6 +154,7 @@ def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
     sampler.start()
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         rss_before = sampler.process.memory_info().rss
+        written_before = bytes_written()
         started = time.perf_counter()
         result = job.execute_in_process(
             instance=instance,
@@ -169,7 +170,7 @@ def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
     return {
         "success": result.success, "failures": failures, "seconds": seconds,
         "steps": step_figures(stats, samples),
-        "rss_before_job_mb": rss_before / MB,
+        "rss_before_job_mb": rss_before / MB, "written_mb": (bytes_written() - written_before) / MB,
         "sampled_peak_rss_mb": max(s[1] for s in samples) / MB,
         "samples": len(samples), "largest_sample_gap_s": max(gaps, default=0.0),
     }
@@ -206,13 +207,30 @@ def run_child(args: list[str], log: Path) -> tuple[dict | None, dict]:
 
 
 def file_bytes(path: Path) -> int:
-    """A DuckDB file's size with its write-ahead log."""
-    return sum(p.stat().st_size for p in (path, Path(str(path) + ".wal")) if p.exists())
+    """The warehouse's size on disk: the readers' snapshot with its write-ahead log, and the pipeline's
+    store folder beside it (the work file and the vote tables' Parquet files)."""
+    from arena_pipeline.core.store.snapshot import store_folder
+
+    files = [p for p in (path, Path(str(path) + ".wal")) if p.exists()]
+    store = store_folder(path)
+    files += [p for p in store.rglob("*") if p.is_file()] if store.is_dir() else []
+    return sum(p.stat().st_size for p in files)
+
+
+def bytes_written() -> int:
+    """Bytes this process has caused to be written to storage so far (Linux ``/proc/self/io``; 0 elsewhere)."""
+    try:
+        fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    except OSError:
+        return 0
+    return int(fields.get("write_bytes", 0))
 
 
 def boards_checksum(db: Path) -> dict:
     """Row counts of every ``arena.*`` view and table, and a hash of ``arena.leaderboard``."""
     import duckdb
+
+    from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 
     figures: dict = {"counts": {}, "errors": {}, "leaderboard_rows": None, "leaderboard_sha256": None,
                      "leaderboard_missing_columns": []}
@@ -220,7 +238,7 @@ def boards_checksum(db: Path) -> dict:
         figures["errors"]["warehouse"] = "no warehouse file"
         return figures
     try:
-        con = duckdb.connect(str(db), read_only=True)
+        con = connect_warehouse(str(db), read_only=True)
     except duckdb.Error as exc:
         figures["errors"]["warehouse"] = str(exc).splitlines()[0]
         return figures
@@ -342,6 +360,7 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
 
     def report(name: str, r: dict) -> None:
         extra = f"  warehouse {r['warehouse_mb']:,.0f} MiB" if "warehouse_mb" in r else ""
+        extra += f"  written {r['written_mb']:,.0f} MiB" if "written_mb" in r else ""
         print(f"  run {name:<8} {r['seconds']:8.1f} s wall {r['cpu_seconds']:8.1f} s CPU  "
               f"peak RSS {r['peak_rss_mb']:7,.0f} MiB{extra}  (load avg {os.getloadavg()[0]:.2f})")
 
@@ -362,12 +381,58 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
         if args.rerun:
             run_job(entry, "rerun", child, scratch, warehouse, report)
 
+    if args.revisions and entry["refresh"]:
+        entry["revisions"] = run_revisions(args.revisions, dump, scratch, warehouse, entry, report, child)
+
     if args.keep:
         print(f"  kept    {scratch}")
     else:
         shutil.rmtree(scratch, ignore_errors=True)
     print_size(entry)
     return entry
+
+
+def revision_dump(dump: Path, folder: Path, k: int) -> Path:
+    """A new revision of ``dump`` in ``folder``: its shards (symbolic links) and one small shard of 100
+    votes of its own (the first 100 of the first shard under new ids), so that each ``k`` is a revision."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    data = folder / "data"
+    data.mkdir(parents=True)
+    shards = sorted((dump / "data").glob("train-*.parquet"))
+    for shard in shards:
+        (data / shard.name).symlink_to(shard.resolve())
+    extra = pq.ParquetFile(shards[0]).read_row_group(0).slice(0, 100)
+    ids = pc.binary_join_element_wise(extra.column("id"), pa.scalar(f"-rev{k}"), "")
+    pq.write_table(extra.set_column(extra.schema.get_field_index("id"), "id", ids), data / f"train-rev{k}.parquet")  # a shard name the local dump reads
+    return folder
+
+
+def run_revisions(count: int, dump: Path, scratch: Path, warehouse: Path, entry: dict, report,
+                  child: list[str]) -> list[dict]:
+    """``count`` successive new revisions of the dump refreshed into the last refresh's warehouse, with
+    the default retention: the store's size after each (what a store keeps per revision)."""
+    sizes = []
+    for k in range(1, count + 1):
+        folder = revision_dump(dump, scratch / f"rev{k}", k)
+        args = [*child]
+        args[args.index("--dump") + 1] = str(folder)
+        result, usage = run_child(args, scratch / f"rev{k}.log")
+        if result is None:
+            sizes.append({"revision": k, "error": f"exit code {usage['exit_code']}"})
+            break
+        run = {**result, **usage, "warehouse_mb": file_bytes(warehouse) / MB}
+        report(f"rev {k}", run)
+        sizes.append({"revision": k, "success": run["success"], "seconds": run["seconds"],
+                      "peak_rss_mb": run["peak_rss_mb"], "written_mb": run.get("written_mb"),
+                      "store_mb": run["warehouse_mb"]})
+    parquet_mb = entry["parquet_bytes"] / MB
+    print("  store after each new revision (default retention): "
+          + ", ".join(f"{r['store_mb']:,.0f} MiB" for r in sizes if "store_mb" in r)
+          + f"; the dump's parquet {parquet_mb:,.0f} MiB")
+    return sizes
 
 
 def run_job(entry: dict, name: str, child: list[str], scratch: Path, warehouse: Path, report) -> bool:
@@ -564,6 +629,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rerun", action="store_true",
                         help="after each refresh, run the job again on the unchanged dump and warehouse")
     parser.add_argument("--keep", action="store_true", help="keep each size's warehouse and logs")
+    parser.add_argument("--revisions", type=int, default=0,
+                        help="after the refreshes, refresh this many successive new revisions of the dump into the "
+                        "same warehouse and print the store's size after each (default 0)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write all figures to this JSON file")
     parser.add_argument("--child", choices=["dump", "refresh"], help=argparse.SUPPRESS)
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)

@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.definitions import defs  # noqa: E402
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse  # noqa: E402
 
@@ -39,7 +39,7 @@ VOLATILE = re.compile(r"(run_id|_at$|^at$|time|seconds|duration|elapsed|path|fil
 
 def relation_hashes(db: Path) -> dict:
     """``{relation: {"rows", "hash", "left_out"}}`` for every relation of the ``arena`` schema."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = connect_warehouse(str(db), read_only=True)
     try:
         names = [r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'arena' ORDER BY 1").fetchall()]

@@ -227,18 +227,18 @@ def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_c
     """Flatten the dump's nested structs with Polars into this run's versions of the flat tables and the
     preference pairs (made from each batch's conversations while the batch is in memory).
 
-    The five tables are made in one pass (:func:`~arena_pipeline.core.ingest.load.fill_dump`) into the
-    staging tables the version store names (a :class:`FillTogether`): the store swaps them in together
-    and registers them, or reuses an earlier build's five when it loaded this revision with the same
-    settings and code (nothing is read or written then).
+    The five tables are written in one pass (:func:`~arena_pipeline.core.ingest.load.fill_dump`) as
+    Parquet part files into the folders the version store names (a :class:`FillTogether`): the files
+    are the versions, registered together and never copied, or the store reuses an earlier build's five
+    when it loaded this revision with the same settings and code (nothing is read or written then).
     """
     aliases = model_catalog.aliases()
     with warehouse.connection() as con:
         build = run_build(context, con)
     settings = flat_settings(aliases, build.manifest)
 
-    def load(con, targets: Mapping[str, str]) -> dict[str, tuple[int, dict]]:
-        report = _load(con, build, aliases, targets, warehouse)
+    def load(con, folders: Mapping[str, Path]) -> dict[str, tuple[int, dict]]:
+        report = _load(con, build, aliases, folders, warehouse)
         context.log.info(
             f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
             f"{report.quarantined} quarantined, {report.pairs} preference pairs in {report.seconds:.1f} s"
@@ -268,15 +268,15 @@ def flat_settings(aliases, manifest: DumpManifest | None) -> dict:
             "normalization": normalization_versions(), "package_version": package_version()}
 
 
-def _load(con, build, aliases, targets: Mapping[str, str], warehouse: Warehouse) -> LoadReport:
-    """Flatten the build's dump into the staging tables ``targets`` the version store named (a failure
-    is recorded on the dump and the build, and raised: the store then drops the staging tables)."""
+def _load(con, build, aliases, folders: Mapping[str, Path], warehouse: Warehouse) -> LoadReport:
+    """Flatten the build's dump into Parquet part files in the ``folders`` the version store named (a
+    failure is recorded on the dump and the build, and raised: the store then deletes the folders)."""
     manifest = build.manifest
     if manifest is None or any(not Path(f.path).exists() for f in manifest.files):
         raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
                          "include raw_dump in the selection", allow_retries=False)
     try:
-        return fill_dump(manifest, con, targets, aliases=aliases, when_read=import_in_background)
+        return fill_dump(manifest, folders, aliases=aliases, when_read=import_in_background)
     except Exception as exc:
         if isinstance(exc, FileChangedError):  # not a bad dump: its files changed after the fetch
             record_dump(con, SCHEMA, revision=manifest.revision, status="fetched", detail=f"not loaded: {exc}"[:2000])

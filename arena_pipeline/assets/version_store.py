@@ -8,20 +8,22 @@ An asset built on it declares its inputs and returns its table; it never names a
   annotated :class:`TableRef` is a reference to that version, queried inside DuckDB. A heavy table
   (``TableSpec.heavy`` on its asset) loads only as a reference: its rows never enter Python.
 - the output is a ``pl.DataFrame``, a :class:`Fill` (SQL work the store runs inside DuckDB, into the
-  version's staging table), a :class:`FillTogether` (one pass that fills several tables of a step: the
-  load's flat tables) or a :class:`Versioned` around one of them. ``Versioned`` carries the settings
+  version's staging table), a :class:`FillTogether` (one pass that writes several tables of a step as
+  Parquet files, which are their versions: the load's vote tables) or a :class:`Versioned` around one of them. ``Versioned`` carries the settings
   recorded with the version (what the gate compares and ``inputs_key`` hashes; ``package_version``
   is always added) and ``reuse``: when an earlier version has the same inputs, settings and code
   (``core.store.versions.reusable_version``) the new version is a view of it and nothing is written.
   A bare frame or Fill is ``Versioned(it)``: the package version only, no reuse.
+- a table whose spec says ``file_view`` (the vote tables) is stored as Parquet files, which are its
+  version (``core.store.versions.write_file_versions``): written once, read through DuckDB scans, shown
+  to readers as they are; any other table is a DuckDB table of the work file.
 - a frame whose declared columns (the asset's ``dagster/column_schema``) include ``dump_revision`` and
   that lacks it gets the build's revision there: the revision is the version's, so an asset invoked
   directly on frames returns its table without it.
 
 The table is the asset key's last part; the build is the run's (``core.store.versions.current_build``);
 the version's inputs (what its reuse key hashes) are the tables the asset graph computes it from, as the
-step's asset definition states them (no list of lineage elsewhere). A new version of a table whose
-spec says ``file_view`` starts its Parquet file for the readers' snapshot at once.
+step's asset definition states them (no list of lineage elsewhere).
 Each stored output gets ``revision`` and ``dagster/row_count`` metadata, and after the step's last
 output the store logs the "this run publishes nothing" line (``assets.live.note_if_unpublished``):
 a multi-asset yields its outputs in the order of its specs.
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -54,9 +57,10 @@ from arena_pipeline.core.store.versions import (
     reuse_version,
     version_name,
     versioned,
+    write_file_versions,
+    write_part,
     write_version,
     write_version_with,
-    write_versions_with,
 )
 from arena_pipeline.resources import Warehouse
 
@@ -98,19 +102,21 @@ class Fill:
 
 @dataclass(frozen=True, eq=False)
 class FillTogether:
-    """SQL work that makes several tables of one step in one pass (the load's five flat tables):
-    ``make(con, targets)`` gets ``{table: quoted staging table}`` (none exists yet), creates and fills
-    every one and returns per table its rows, or (rows, metadata for its output).
+    """Work that makes several tables of one step in one pass, as Parquet files (the load's five vote
+    tables): ``make(con, folders)`` gets ``{table: a new, empty folder}`` and the work file's connection,
+    writes each table's part files (``part-*.parquet``) into its folder and returns per table its rows,
+    or (rows, metadata for its output).
 
     Each of the step's outputs returns the same object (in a :class:`Versioned`, with the same settings);
-    the store runs ``make`` at the first of them and swaps every version in together
-    (``core.store.versions.write_versions_with``), or, with ``reuse``, makes every table a view of one
-    earlier build's versions when that build made them all with the same inputs, settings and code
-    (``core.store.versions.reuse_together``): all or none.
+    the store runs ``make`` at the first of them; the files are the versions (written once, never
+    copied; ``core.store.versions.write_file_versions``: folders unique to the attempt, registered
+    together), or, with ``reuse``, every table is a view of one earlier build's versions when that build
+    made them all with the same inputs, settings and code (``core.store.versions.reuse_together``): all
+    or none.
     """
 
     tables: tuple[str, ...]
-    make: Callable[[duckdb.DuckDBPyConnection, Mapping[str, str]], Mapping[str, int | tuple[int, Mapping]]]
+    make: Callable[[duckdb.DuckDBPyConnection, Mapping[str, Path]], Mapping[str, int | tuple[int, Mapping]]]
     #: per table, (rows, output metadata) once stored
     stored: dict = field(default_factory=dict, repr=False)
 
@@ -173,15 +179,17 @@ class VersionStore(dg.IOManager):
                 frame = stored.table
                 if REVISION_COLUMN in _declared_columns(context) and REVISION_COLUMN not in frame.columns:
                     frame = frame.with_columns(pl.lit(build.revision).alias(REVISION_COLUMN))
-                rows = write_version(con, table, build, frame, settings, inputs)
-        spec = spec_of(context.definition_metadata)
-        if "reused" not in extra and spec is not None and spec.file_view:  # its Parquet file, written ahead
-            self.warehouse.export_ahead(version_name(table, build))
+                spec = spec_of(context.definition_metadata)
+                if spec is not None and spec.file_view:  # a vote table (battle_categories): its Parquet file
+                    rows = write_file_versions(con, (table,), build, self.warehouse.files_path(),
+                                               lambda folders: {table: write_part(folders[table], frame)},
+                                               settings, inputs)[table]
+                else:
+                    rows = write_version(con, table, build, frame, settings, inputs)
         context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
         self._note_after_last_output(context)
 
-    @staticmethod
-    def _store_together(context: dg.OutputContext, con: duckdb.DuckDBPyConnection, build, stored: Versioned,
+    def _store_together(self, context: dg.OutputContext, con: duckdb.DuckDBPyConnection, build, stored: Versioned,
                         settings: Mapping, inputs: tuple[str, ...]) -> None:
         """Store every table of a :class:`FillTogether` (at its step's first output): reused together, or
         made by one ``make`` and swapped in together."""
@@ -196,13 +204,13 @@ class VersionStore(dg.IOManager):
             return
         metadata: dict[str, Mapping] = {}
 
-        def fill(targets: dict[str, str]) -> dict[str, int]:
+        def fill(folders: dict[str, Path]) -> dict[str, int]:
             rows = {}
-            for t, made in together.make(con, targets).items():
+            for t, made in together.make(con, folders).items():
                 rows[t], metadata[t] = made if isinstance(made, tuple) else (made, {})
             return rows
 
-        rows = write_versions_with(con, together.tables, build, fill, settings, inputs)
+        rows = write_file_versions(con, together.tables, build, self.warehouse.files_path(), fill, settings, inputs)
         together.stored.update({t: (rows[t], metadata.get(t, {})) for t in together.tables})
 
     def load_input(self, context: dg.InputContext):

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import polars as pl
 import pytest
 
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.core.validation.external import to_lmarena_json
 from arena_pipeline.resources import DumpSource, ModelCatalog, ReportSettings, Warehouse
 from arena_pipeline_tests.support.materialize import REAL_CSV, materialize
@@ -29,7 +29,7 @@ def _materialize(tmp_path: Path, catalog: ModelCatalog, selection=None) -> dg.Ex
 
 
 def _frame(tmp_path: Path, sql: str) -> pl.DataFrame:
-    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+    with connect_warehouse(str(tmp_path / "w.duckdb"), read_only=True) as con:
         return con.execute(sql).pl()
 
 

@@ -9,12 +9,12 @@ from html import escape
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import polars as pl
 import pytest
 from scipy import stats
 
 from arena_pipeline.assets.benchmarks import benchmark_comparison
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.core.validation.benchmarks import benchmark_panel
 from arena_pipeline.resources import DumpSource, ModelCatalog
 from arena_pipeline_tests.support.materialize import REAL_CSV, materialized, run_sample, work_file
@@ -26,7 +26,7 @@ FEW = ["gemma-3-27b-it", "o3-mini", "claude-3-5-sonnet-20241022"]  # the three m
 def _frame(tmp_path: Path, sql: str, work: bool = False) -> pl.DataFrame:
     """``sql`` on the readers' snapshot, or with ``work`` on the pipeline's work file."""
     path = tmp_path / "warehouse.duckdb"
-    with duckdb.connect(str(work_file(path) if work else path), read_only=True) as con:
+    with connect_warehouse(str(work_file(path) if work else path), read_only=True) as con:
         return con.execute(sql).pl()
 
 

@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from arena_pipeline.core.ingest.sources import SourceError
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import DumpSource, Warehouse
 from arena_pipeline_dev.fixtures import make_rows, write_dump
 from arena_pipeline_dev.hub_server import fake_hub_server
@@ -25,7 +26,7 @@ def _run(tmp_path: Path, source: DumpSource, raise_on_error: bool = True):
 
 
 def _query(tmp_path: Path, sql: str):
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+    with connect_warehouse(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         return con.execute(sql).fetchall()
 
 
@@ -102,7 +103,7 @@ def test_a_shard_changed_after_the_fetch_is_not_recorded_as_a_bad_dump(tmp_path,
     (revision, status, detail), = _query(tmp_path, "SELECT revision, status, status_detail FROM arena.dumps")
     assert status == "fetched"
     golden.check("load", "a shard changed after the fetch: the dump's status", re.sub(r"\(.*?\)", "(...)", detail))
-    with duckdb.connect(str(work_file(tmp_path / "warehouse.duckdb")), read_only=True) as con:
+    with connect_warehouse(str(work_file(tmp_path / "warehouse.duckdb")), read_only=True) as con:
         (build_status, build_detail), = con.execute("SELECT status, status_detail FROM arena_versions.builds").fetchall()
         stages = con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '\\_stage\\_%' "
                              "ESCAPE '\\'").fetchall()

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import polars as pl
 import pytest
 
 from arena_pipeline.assets.models import external_comparison
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 from arena_pipeline_tests.support.materialize import REAL_CSV, SAMPLE_RUN_CONFIG, materialize, materialized, run_sample
 
@@ -18,7 +18,7 @@ BOARD = Path(__file__).parents[1] / "data" / "benchmarks" / "board.csv"  # 8 mod
 
 
 def _rows(tmp_path: Path, sql: str):
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+    with connect_warehouse(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         return con.execute(sql).fetchall()
 
 

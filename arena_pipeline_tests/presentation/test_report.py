@@ -19,6 +19,7 @@ from arena_pipeline.core.publication.derived import (
     latest_quality_results,
 )
 from arena_pipeline.core.ranking import RankingOutput
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,
     heatmap_svg,
@@ -418,7 +419,7 @@ def test_a_page_behind_the_live_publication_is_brought_up_to_it(outputs, tmp_pat
                     [REVISION, f'{{"leaderboard": {lb.height}}}', REVISION, f'{{"leaderboard": {lb.height}}}'])
     page = tmp_path / "report" / "index.html"
     render_report(pub_of(outputs.leaderboard, outputs, publication_id=1), page)
-    with duckdb.connect(str(path), read_only=True) as con:
+    with connect_warehouse(str(path), read_only=True) as con:
         done = catch_up_report(con, page)
         golden.check("report", "caught up: re-rendered", done)
         assert page_publication(page) == 2 and REVISION in page.read_text(encoding="utf-8")
@@ -427,7 +428,7 @@ def test_a_page_behind_the_live_publication_is_brought_up_to_it(outputs, tmp_pat
     with duckdb.connect(str(path)) as con:  # publication 3: an empty board
         con.execute("DELETE FROM arena.leaderboard")
         con.execute("""INSERT INTO arena.publications VALUES (3, 'r3', '{}', '{}', '{"leaderboard": 0}')""")
-    with duckdb.connect(str(path), read_only=True) as con:
+    with connect_warehouse(str(path), read_only=True) as con:
         golden.check("report", "caught up: removed", catch_up_report(con, page))
         assert not page.exists() and catch_up_report(con, page) is None
 
@@ -516,7 +517,7 @@ def test_read_published_reads_one_snapshot(outputs, tmp_path):
     con.execute("CREATE TABLE arena.leaderboard AS SELECT * FROM lb")
     con.execute("CREATE TABLE arena.quality_results AS SELECT * FROM quality")
     con.close()
-    con = duckdb.connect(str(path), read_only=True)
+    con = connect_warehouse(str(path), read_only=True)
     try:
         pub = read_published(con)
     finally:

@@ -10,8 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 from arena_pipeline_tests.support.materialize import materialize
 
@@ -30,7 +29,7 @@ RERANK_SELECTION = [*RANKING_SELECTION, *VALIDATION_SELECTION, "publication_gate
 
 def fingerprint(warehouse: Path) -> dict:
     """What readers see: every arena view's SQL, row count and a digest of its rows."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() "
                                  "WHERE schema_name = 'arena' AND NOT internal ORDER BY 1").fetchall())
         out = {}
@@ -42,7 +41,7 @@ def fingerprint(warehouse: Path) -> dict:
 
 
 def query(warehouse: Path, sql: str, params: list | None = None) -> list[tuple]:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         return con.execute(sql, params or []).fetchall()
 
 
@@ -72,7 +71,7 @@ def publications(warehouse: Path) -> list[tuple]:
 
 def assert_live_is_one_publication(warehouse: Path) -> dict:
     """Every arena view reads exactly the versions of the newest publication, with its row counts."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with connect_warehouse(str(warehouse), read_only=True) as con:
         pid, tables, rows = con.execute("SELECT publication_id, tables, rows FROM arena.publications "
                                         "ORDER BY publication_id DESC LIMIT 1").fetchone()
         tables, rows = json.loads(tables), json.loads(rows)

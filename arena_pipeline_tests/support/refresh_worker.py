@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from arena_pipeline.constants import BATTLES_TABLE, DUMPS_TABLE, SCHEMA, VERSIONS_SCHEMA
+from arena_pipeline.core.store.warehouse import search_path
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -66,10 +67,11 @@ PAUSE_AFTER = {"fill": 3, "publish": 2}
 
 def install_pause(point: str, paused_file: Path, seconds: float = 120.0) -> None:
     """Wrap a core function so the run stops at ``point`` (see the module docstring)."""
+    from arena_pipeline.core.ingest import load
     from arena_pipeline.core.publication import publish
-    from arena_pipeline.core.store import warehouse
 
-    module, name = (warehouse, "append") if point == "fill" else (publish, "versioned")
+    # fill: the load's part files (the third one written); publish: inside publish()'s transaction
+    module, name = (load, "write_part") if point == "fill" else (publish, "versioned")
     original = getattr(module, name)
     calls = 0
 
@@ -171,7 +173,7 @@ def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | N
     while not stop_file.exists() and time.monotonic() < deadline:
         attempts += 1
         try:
-            con = duckdb.connect(str(warehouse), read_only=True)
+            con = duckdb.connect(str(warehouse), read_only=True, config=search_path(str(warehouse)))
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 errors[f"connect: {type(exc).__name__}: {str(exc)[:200]}"] += 1

@@ -12,7 +12,7 @@ from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.publication.gate import plan_tables
 from arena_pipeline.core.publication.publish import PublishReport, publish
 from arena_pipeline.core.store.records import record_dump
-from arena_pipeline.core.store.snapshot import FILES_FOLDER, WORK_FILE, SnapshotTarget, store_folder
+from arena_pipeline.core.store.snapshot import FILES_FOLDER, WORK_FILE, SnapshotTarget, files_of, store_folder
 from arena_pipeline.core.store.versions import Build, record_checks, start_build, version_name, write_version
 
 TABLES = ["battles", "leaderboard"]
@@ -58,7 +58,7 @@ class SmallStore:
         build = self.build(revision, n)
         chosen, rebuilt = plan_tables(self.con, "arena", build, TABLES, **RULES)
         return publish(self.con, "arena", build, chosen, rebuilt=rebuilt, history_tables=("leaderboard",),
-                       snapshot=self.target)
+                       targets=[self.target], files_of=files_of(self.con, self.target))
 
     def close(self) -> None:
         self.con.close()

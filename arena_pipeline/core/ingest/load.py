@@ -1,8 +1,9 @@
-"""Loading a fetched dump into the warehouse: shard by shard into staging, then one atomic publish."""
+"""Loading a fetched dump: flattened batch by batch, each vote table written once as Parquet part files."""
 
 from __future__ import annotations
 
-import contextlib
+import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ from arena_pipeline.core.ingest.sources import (
     verify_shard,
 )
 from arena_pipeline.core.store import warehouse
+from arena_pipeline.core.store.versions import PARQUET_COMPRESSION, PART_GLOB, ROW_GROUP_ROWS, write_part
 
 #: Rows of a parquet shard flattened at a time: with DuckDB's memory_limit, this sets the load's peak
 #: memory (4,096 votes of the real dump are ~90 MB of Arrow data, about 4x that while flattened).
@@ -434,10 +436,11 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
               suffix: str = "", aliases: pl.DataFrame | None = None,
               when_read: Callable[[], None] | None = None) -> LoadReport:
-    """Flatten every file of ``manifest`` into the tables ``schema.<name><suffix>`` (battles, messages,
-    context_messages, quarantine and preference_pairs): :func:`fill_dump` into staging tables, swapped in
-    together (``warehouse.write_tables_with``). The pipeline does not call this: its version store
-    names the staging tables of this run's versions and swaps them in (``assets/ingest.py``).
+    """Flatten every file of ``manifest`` into DuckDB tables ``schema.<name><suffix>`` (battles, messages,
+    context_messages, quarantine and preference_pairs): :func:`fill_dump` into part files in a temporary
+    folder, then each table created from its files, all swapped in together
+    (``warehouse.write_tables_with``). The pipeline does not call this (its vote tables *are* the part
+    files, ``assets/ingest.py``); tests and benchmarks do, to query a load in one database.
 
     Raises
     ------
@@ -445,9 +448,16 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         A file that is not usable as a whole (named in the message); nothing is swapped in then.
     """
     names = {name + suffix: name for name in load_tables()}
-    return warehouse.write_tables_with(
-        con, schema, list(names),
-        lambda stages: fill_dump(manifest, con, {names[t]: stage for t, stage in stages.items()}, aliases, when_read))
+    with tempfile.TemporaryDirectory(prefix="arena-load-") as scratch:
+        folders = {name: Path(scratch) / name for name in load_tables()}
+        report = fill_dump(manifest, folders, aliases, when_read)
+
+        def fill(stages: Mapping[str, str]) -> LoadReport:
+            for table, stage in stages.items():
+                con.execute(f"CREATE TABLE {stage} AS SELECT * FROM {parts_scan(folders[names[table]])}")
+            return report
+
+        return warehouse.write_tables_with(con, schema, list(names), fill)
 
 
 def load_tables() -> dict[str, dict]:
@@ -461,23 +471,26 @@ def load_tables() -> dict[str, dict]:
     }
 
 
-def fill_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, targets: Mapping[str, str],
-              aliases: pl.DataFrame | None = None, when_read: Callable[[], None] | None = None) -> LoadReport:
-    """Flatten every file of ``manifest`` into new tables: ``targets`` maps each table of
-    :func:`load_tables` to the quoted name of the table to create (a staging table the caller swaps in;
-    none exists yet).
+def parts_scan(folder: Path | str) -> str:
+    """The DuckDB scan of a table's part files in ``folder`` (in the order they were written)."""
+    return f"read_parquet({warehouse.sql_string(str(Path(folder) / PART_GLOB))})"
+
+
+def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.DataFrame | None = None,
+              when_read: Callable[[], None] | None = None) -> LoadReport:
+    """Flatten every file of ``manifest`` into Parquet part files: ``folders`` maps each table of
+    :func:`load_tables` to the folder its part files are written into (created; the caller makes it the
+    table's version, or deletes it after a failure). Each table's rows are written once, here, as the
+    batches are flattened; nothing copies them afterwards.
 
     Rows breaking a row-level rule (core/dataset/quarantine.py) or whose nested fields do not parse go
     to quarantine, with their messages left out; every input row ends in exactly one of battles and
     quarantine.
 
-    Messages are streamed into DuckDB batch by batch (``BATCH_ROWS`` votes), so memory stays
-    bounded by one batch of the dump, DuckDB's memory limit (the connection's ``memory_limit``) and
-    the battles table (about 450 bytes a vote, no texts). The tables are created, then each
-    is filled in a transaction of its own (:class:`_Stages`): DuckDB then writes whole row groups
-    once instead of committing every batch's insert on its own, and does not interleave the
-    tables' row groups in one transaction (which took 1.7x the insert and commit time on the 1x
-    dump of benchmarks/bench_ingest.py); a failure rolls the rows back (the caller drops the tables).
+    Messages are written batch by batch (``BATCH_ROWS`` votes, a part file per batch and table,
+    :class:`_Parts`), so memory stays bounded by one batch of the dump and the battles table (about
+    450 bytes a vote, no texts), which is written last, once every vote is screened. A worker thread
+    reads and flattens the next batch while this one's part files are written (``prefetch.py``).
 
     ``aliases`` is the model alias table for the canonical name columns (None: the packaged one).
 
@@ -485,7 +498,7 @@ def fill_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, targets: M
     (``core.ingest.pairs.pair_rows``, the one definition of arena.preference_pairs; ``dump_revision``
     is the manifest's revision): the texts are assembled while the batch holds them, so the pairs
     cost no second pass over the messages and no more memory than a batch. ``when_read`` is called
-    once every batch is read, while DuckDB commits (one core is idle then).
+    once every batch is read, while the last files are written (one core is idle then).
 
     Raises
     ------
@@ -495,26 +508,9 @@ def fill_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, targets: M
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
     tables = load_tables()
-    targets = {name: targets[name] for name in tables}
-    # rows keep the order they are appended in (each table's rows are in the dump's order, one
-    # battle's messages together); one DuckDB thread: the
-    # inserts take a third less CPU than with two, and the other core reads and flattens
-    saved = con.execute("SELECT current_setting('preserve_insertion_order'), current_setting('threads')").fetchone()
-    for name, target in targets.items():
-        warehouse.create_empty(con, target, tables[name])
-    con.execute("SET preserve_insertion_order = true")
-    con.execute("SET threads = 1")
-    stages = _Stages(con, targets)
-    try:
-        _fill_stages(manifest, stages, aliases, report, when_read)
-    except BaseException:
-        stages.rollback()
-        raise
-    else:
-        stages.commit()
-    finally:
-        con.execute(f"SET preserve_insertion_order = {bool(saved[0])}")
-        con.execute(f"SET threads = {int(saved[1])}")
+    parts = _Parts({name: Path(folders[name]) for name in tables}, tables)
+    _fill_parts(manifest, parts, aliases, report, when_read)
+    parts.finish()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -562,54 +558,51 @@ def _content_key(battles: pl.DataFrame, frame: pl.DataFrame) -> pl.Series:
     ).to_series().alias("content")
 
 
-class _Stages:
-    """The staging tables of one load, each filled in a transaction of its own (a cursor per table).
+class _Parts:
+    """The part files of one load: per table a folder, each appended frame a part file of its own.
 
-    Row groups of one table are then written one after another; the tables interleaved in one
-    transaction took 1.7x the time to insert and commit on the full dump. Every transaction is
-    committed at the end, or every one rolled back: the staging tables are swapped in together by
-    the caller afterwards (``warehouse.write_tables_with``), so a reader never sees part of a load.
+    A part file is written whole by Polars (its string views as they are, no copy) and bounded by a
+    batch, so the load holds no more than a batch of a table at a time. A failure leaves the folders
+    to the caller (the version store deletes them: nothing of a failed load is ever read).
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, targets: Mapping[str, str]) -> None:
-        # targets: table -> the quoted name of its (existing) staging table
-        self.targets = dict(targets)
-        self.cursors: dict[str, duckdb.DuckDBPyConnection] = {}
-        for table in self.targets:
-            cursor = con.cursor()
-            cursor.execute("BEGIN TRANSACTION")
-            self.cursors[table] = cursor
+    def __init__(self, folders: Mapping[str, Path], schemas: Mapping[str, Mapping]) -> None:
+        self.folders = dict(folders)
+        self.schemas = {table: dict(schemas[table]) for table in self.folders}
+        self.written = dict.fromkeys(self.folders, 0)
+        for folder in self.folders.values():
+            folder.mkdir(parents=True, exist_ok=True)
 
     def append(self, table: str, frame: pl.DataFrame) -> int:
-        """Append ``frame`` to the staging table of ``table``; return the rows appended."""
-        return warehouse.append(self.cursors[table], self.targets[table], frame)
+        """Write ``frame`` as the next part file of ``table``, in the table's columns and types (every part
+        file of a table has one schema: a batch's column that is wider, say Int64 for Int32, is cast);
+        return the rows written."""
+        if frame.height == 0:
+            return 0
+        self.written[table] += 1
+        typed = frame.select(pl.col(name).cast(kind) for name, kind in self.schemas[table].items())
+        return write_part(self.folders[table], typed, self.written[table] - 1)
+
+    def finish(self) -> None:
+        """Give a table without rows one empty part file of its columns (a scan needs one file)."""
+        for table, count in self.written.items():
+            if count == 0:
+                write_part(self.folders[table], pl.DataFrame(schema=self.schemas[table]))
 
     def delete_battles(self, table: str, battles: pl.DataFrame) -> int:
-        """Delete the rows of ``battles``' ``battle_id`` values from the staging table; return how many."""
-        cursor = self.cursors[table]
-        cursor.register("_gone_battles", battles.to_arrow())
-        try:
-            return cursor.execute(f"DELETE FROM {self.targets[table]} "
-                                  "WHERE battle_id IN (SELECT battle_id FROM _gone_battles)").fetchone()[0]
-        finally:
-            cursor.unregister("_gone_battles")
-
-    def commit(self) -> None:
-        """Commit every table's rows (a failure rolls back the ones not yet committed)."""
-        try:
-            for table in list(self.cursors):
-                self.cursors.pop(table).execute("COMMIT").close()
-        except BaseException:
-            self.rollback()
-            raise
-
-    def rollback(self) -> None:
-        """Roll every table's uncommitted rows back."""
-        for cursor in self.cursors.values():
-            with contextlib.suppress(duckdb.Error):  # one that cannot roll back must not keep the others
-                cursor.execute("ROLLBACK")
-            cursor.close()
-        self.cursors.clear()
+        """Rewrite ``table``'s part files without the rows of ``battles``' ``battle_id`` values (votes a
+        dump loaded earlier holds by content: only a load of several dumps); return how many rows went."""
+        gone = battles.get_column("battle_id").implode()
+        removed = 0
+        for path in sorted(self.folders[table].glob(PART_GLOB)):
+            frame = pl.read_parquet(path)
+            kept = frame.filter(~pl.col("battle_id").is_in(gone))
+            if kept.height < frame.height:
+                removed += frame.height - kept.height
+                tmp = path.with_suffix(".rewrite")
+                kept.write_parquet(tmp, row_group_size=ROW_GROUP_ROWS, **PARQUET_COMPRESSION)
+                os.replace(tmp, path)
+        return removed
 
 
 @dataclass
@@ -679,16 +672,15 @@ def _read_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: i
         raise (read_failure(shard, exc) or exc) from exc
 
 
-def _fill_stages(manifest: DumpManifest, stages: _Stages, aliases: pl.DataFrame | None,
-                 report: LoadReport, when_read: Callable[[], None] | None = None) -> None:
-    """Fill the (empty) staging tables from ``manifest``'s files (see fill_dump).
+def _fill_parts(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | None,
+                report: LoadReport, when_read: Callable[[], None] | None = None) -> None:
+    """Write the part files of ``manifest``'s files (see fill_dump).
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
     earlier already holds (same id, or same canonical models, winner and user texts) is moved to
     quarantine with :data:`~arena_pipeline.core.dataset.quarantine.CROSS_DUMP_RULE` and the kept row
     lists the repeating dump in ``also_in_dumps``. A worker thread reads and flattens the next
-    batch while this one's messages are stored (:func:`prefetch.prefetched`): the cursors are
-    used by this thread only.
+    batch while this one's part files are written (:func:`prefetch.prefetched`).
     """
     screened = _Screened()
     batches = prefetched(_flat_batches(manifest, aliases, report, screened))
@@ -697,9 +689,8 @@ def _fill_stages(manifest: DumpManifest, stages: _Stages, aliases: pl.DataFrame 
         report.context_messages += stages.append(CONTEXT_MESSAGES_TABLE, context_messages)
         report.pairs += stages.append(PREFERENCE_PAIRS_TABLE, pairs)
         del messages, context_messages, pairs  # not held while the next batch is made
-    # every batch is read: the worker's core is idle until the COMMIT ends (DuckDB writes the last row
-    # groups, the whole pairs table at 1x, on one thread, ~3 s); the caller may use it (the pipeline
-    # imports Great Expectations there, for the checks that come next)
+    # every batch is read: the worker's core is idle while the battles and quarantine are screened and
+    # written; the caller may use it (the pipeline imports Great Expectations there, for the checks next)
     if when_read is not None:
         when_read()
     kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -12,7 +12,7 @@ import polars as pl
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, utc_now
-from arena_pipeline.core.store.snapshot import SnapshotTarget, prune_files, record_files, stage_snapshot
+from arena_pipeline.core.store.targets import PublicationTarget, plan_publication
 from arena_pipeline.core.store.versions import FINISHED, Build, _base_tables, finish_build, process_gone, versioned
 from arena_pipeline.core.store.warehouse import quoted, read_frame
 
@@ -48,7 +48,8 @@ def publish(
     retention: int = 5,
     is_finished: Callable[[str, dt.datetime], bool] = lambda build_id, started: False,
     before_commit: Callable[[], None] | None = None,
-    snapshot: SnapshotTarget | None = None,
+    targets: Sequence[PublicationTarget] = (),
+    files_of: Callable[[str], tuple[str, ...] | None] = lambda version: None,
 ) -> PublishReport:
     """Point every ``schema.<table>`` view at its chosen version and record the publication, in one
     transaction; then (same transaction) drop the versions nothing needs any more.
@@ -61,11 +62,12 @@ def publish(
     failed or refused, run by a process of this host that has exited (killed), or ``is_finished(build_id,
     started_at)`` (the Dagster instance knows the run is over, or it is older than a stale limit).
 
-    With ``snapshot``, the readers' file is part of the publication: the new snapshot is written
-    (complete, fsynced) before the work file's COMMIT and renamed over the readers' file right after
-    it; a failure before the COMMIT rolls both back. A crash between the two leaves the work file one
-    publication ahead of the readers' file, which :func:`core.store.snapshot.sync_snapshot` brings level (the gate's
-    step does at every run). The Parquet files no kept snapshot names are deleted after the swap.
+    Each of ``targets`` (``core/store/targets.py``: the readers' snapshot file, ...) is part of the
+    publication: the plan of what it shows (``targets.plan_publication``; ``files_of`` names the Parquet
+    files of a vote table's version) is staged on every target before the work file's COMMIT and made
+    visible right after it; a failure before the COMMIT discards what was staged. A crash between the
+    two leaves the work file one publication ahead of a target, which the next sync brings level (the
+    gate's step syncs at every run). Each target then prunes what no kept publication needs.
     """
     ensure_catalog(con, schema)
     live = live_publication(con, schema)
@@ -74,7 +76,7 @@ def publish(
     report = PublishReport(publication_id=0, revision=build.revision,
                            previous=live["revision"] if live else None,
                            tables=dict(chosen), rebuilt=list(rebuilt), settings=dict(settings or {}))
-    staged = None
+    staged: list = []
     con.execute("BEGIN TRANSACTION")
     try:
         pid = con.execute(f"SELECT coalesce(max(publication_id), 0) + 1 FROM {pubs}").fetchone()[0]
@@ -117,18 +119,20 @@ def publish(
         if before_commit is not None:
             before_commit()
         report.dropped = _drop_unused(con, kept, history_tables, chosen, is_finished, build.build_id)
-        staged = stage_snapshot(con, schema, snapshot) if snapshot else None
-        if staged is not None:
-            record_files(con, staged)
+        if targets:
+            plan = plan_publication(con, schema, files_of)
+            for target in targets:
+                staged.append(target.stage(con, plan))
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
-        if staged is not None:
-            staged.discard()
+        for target, handle in zip(targets, staged, strict=False):
+            target.discard(handle)
         raise
-    if staged is not None:
-        staged.swap()
-        report.pruned_files = prune_files(con, schema, snapshot)
+    for target, handle in zip(targets, staged, strict=True):
+        target.commit(handle)
+    for target in targets:
+        report.pruned_files += target.prune(con, schema)
     return report
 
 

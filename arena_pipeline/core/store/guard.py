@@ -59,12 +59,21 @@ def check_name(path: str | os.PathLike[str], work: str | os.PathLike[str] | None
     (``arena.duckdb``, ``arena_versions.db``: the catalog is the name up to its first dot): every
     ``arena.leaderboard`` of a plain ``duckdb.connect(path)`` would then be ambiguous. Refuse a ``?`` in
     the warehouse's or the work file's (``work``) path too: DuckDB reads what follows it as options and
-    opens the path before it (``st?ar/w.duckdb`` is the file ``st``)."""
+    opens the path before it (``st?ar/w.duckdb`` is the file ``st``). Refuse a ``,`` in either file's folder:
+    ``file_search_path`` (``warehouse.search_path``) is a comma-separated list."""
     for role, where in (("ARENA_WAREHOUSE", path), ("the work file", work)):
         if where is not None and "?" in os.fspath(where):
             raise WarehouseNameError(
                 f"{role} {where}: DuckDB reads what follows '?' in a database path as options and would open "
                 f"{os.fspath(where).partition('?')[0]!r} instead; nothing was written. Choose a path without '?'"
+                + ("" if role == "ARENA_WAREHOUSE" else " (ARENA_STORE_DIR)"))
+    for role, where in (("ARENA_WAREHOUSE", path), ("the work file", work)):
+        folder = os.path.dirname(published_path(where)) if where is not None else ""
+        if "," in folder:
+            raise WarehouseNameError(
+                f"{role} {where}: its folder {folder!r} holds a ',', but DuckDB's file_search_path, which resolves "
+                "the vote tables' Parquet files against the folder, is a comma-separated list (readers would not "
+                "find them); nothing was written. Choose a folder without ','"
                 + ("" if role == "ARENA_WAREHOUSE" else " (ARENA_STORE_DIR)"))
     for candidate in dict.fromkeys((Path(path), published_path(path))):
         catalog = candidate.name.split(".")[0]

@@ -93,7 +93,8 @@ def ensure_catalog(con: duckdb.DuckDBPyConnection, schema: str) -> None:
     for ddl in CATALOG_DDL:
         con.execute(ddl)
     # a warehouse made before versions could be reused gains the columns (null: never reused)
-    for column in ("inputs_key", "same_as"):
+    # files: a version stored as Parquet files (the vote tables), their folder relative to the store folder
+    for column in ("inputs_key", "same_as", "files"):
         con.execute(f"ALTER TABLE {VERSIONS} ADD COLUMN IF NOT EXISTS {column} VARCHAR")
     # when the build's process started (core/store/processes.py: a reused pid is another process)
     con.execute(f"ALTER TABLE {BUILDS} ADD COLUMN IF NOT EXISTS pid_started BIGINT")

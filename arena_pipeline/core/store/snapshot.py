@@ -13,16 +13,18 @@ What a snapshot holds:
   names in ``arena_versions`` (the live ones, and the older boards the history views keep);
 - the versions of the small tables (the boards, the comparisons, ``publication_changes``) and the
   records (``publications``, ``dumps``, ``quality_results``, ``arena_versions.builds``), copied (a few MB);
-- the versions of the vote tables (``file_tables``: battles, messages, ...) as views over Parquet
-  files in the store folder: each is written once, in a worker thread as soon as its version is
-  made (:func:`export_ahead`: the steps before the gate run meanwhile) or else by the publication that
-  first shows it (:func:`export_version`), and never copied again: a re-rank publication writes only
-  the small tables.
+- the versions of the vote tables (``file_tables``: battles, messages, ...) as views over their
+  Parquet files in the store folder, named relative to the snapshot's folder (a snapshot moved or copied
+  with its store folder reads them; ``warehouse.search_path`` resolves them whatever the working
+  directory). The load writes them once (``core.store.versions.write_file_versions``) and nothing copies
+  them: a re-rank publication writes only the small tables. A vote table's version stored as a DuckDB
+  table (a store from before) is exported once, by the publication that first shows it
+  (:func:`export_version`).
 
 Parquet files outlive the snapshots that name them: a reader holding an old snapshot open keeps its
 vote tables while its publication is among the ``keep_publications`` before the live one, whatever its
-revision, or is the newest of a revision among the ``keep_revisions`` newest beyond the live one
-(:func:`prune_files`).
+revision, or is the newest of a revision among the ``keep_revisions`` newest beyond the live one; a
+version the work file still holds keeps its files too (:func:`prune_files`).
 """
 
 from __future__ import annotations
@@ -30,24 +32,27 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import threading
+import shutil
 import uuid
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, QUALITY_RESULTS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.constants import PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store import guard
-from arena_pipeline.core.store.records import BUILDS, VERSIONS, live_publication
+from arena_pipeline.core.store.reader import open_newest
+from arena_pipeline.core.store.records import VERSIONS, ensure_catalog, live_publication
+from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
+from arena_pipeline.core.store.versions import PART_GLOB, version_files
 from arena_pipeline.core.store.warehouse import (
     NotAWarehouseError,
     check_is_warehouse,
     corruption_error,
     quoted,
     relation_exists,
+    search_path,
     sql_string,
 )
 
@@ -88,6 +93,50 @@ class SnapshotTarget:
     #: publications beyond the live one whose Parquet files stay, whatever their revision (a reader holds
     #: its publication's tables this long, after a same-revision republish too)
     keep_publications: int = 3
+    #: the target's name (``targets.PublicationTarget``)
+    name: str = "snapshot"
+
+    def prepare(self) -> None:
+        """Refuse a file at ``path`` that is not a warehouse (:func:`kind_of` raises); create the folders."""
+        kind_of(self.path)
+        guard.published_path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.files.mkdir(parents=True, exist_ok=True)
+
+    def stage(self, work_con: duckdb.DuckDBPyConnection, plan: PublicationPlan) -> StagedSnapshot:
+        """Write ``plan`` as a complete snapshot file beside ``path`` (fsynced, not yet visible: every view
+        with the work file's SQL, the vote tables' versions as views over their Parquet files, the small
+        tables and the records copied) and record which files it names (:func:`record_files`, in the work
+        file's transaction). A symbolic link at ``path`` stages beside the file it leads to (the link stays)."""
+        staged = _write_snapshot(work_con, plan, self)
+        try:
+            record_files(work_con, staged)
+        except BaseException:
+            staged.discard()
+            raise
+        return staged
+
+    def commit(self, staged: StagedSnapshot) -> None:
+        """Rename the staged file over the readers' one (:meth:`StagedSnapshot.swap`: first the check that
+        the file there is still this store's, ``guard.check_replaceable``)."""
+        staged.swap()
+
+    def discard(self, staged: StagedSnapshot) -> None:
+        staged.discard()
+
+    def prune(self, work_con: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
+        """Delete the Parquet files no kept snapshot names (:func:`prune_files`)."""
+        return prune_files(work_con, schema, self)
+
+    @contextlib.contextmanager
+    def open_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection to the newest snapshot file (``reader.open_newest``: whatever this process
+        holds open), its vote tables' files resolved against its folder (an empty in-memory database while
+        there is none)."""
+        con = open_newest(str(self.path)) if self.path.is_file() else duckdb.connect(":memory:")
+        try:
+            yield con
+        finally:
+            con.close()
 
 
 @dataclass
@@ -138,44 +187,10 @@ def _base(con: duckdb.DuckDBPyConnection, version: str) -> str:
     return row[0] if row else version
 
 
-#: Exports started ahead of a publication in this process ((folder, version) -> its future).
-_AHEAD: dict[tuple[Path, str], Future] = {}
-_AHEAD_LOCK = threading.Lock()
-#: One worker: an export ahead runs on the core the steps after the load leave idle.
-_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-export")
-
-
-def export_ahead(connect: Callable[[], contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]],
-                 version: str, folder: Path) -> None:
-    """Start writing ``version``'s Parquet file in a worker thread of this process, on a connection of
-    its own (``connect()``); the publication that shows the version then finds it written. The steps
-    between the load and the gate (the checks, the fits) run meanwhile, mostly on one core. A version
-    never published leaves a file the next publication's pruning deletes."""
-    key = (folder.resolve(), version)
-    with _AHEAD_LOCK:
-        if key not in _AHEAD:
-            _AHEAD[key] = _WORKER.submit(_export_on, connect, version, folder)
-
-
-def _export_on(connect, version: str, folder: Path) -> Path:
-    with connect() as con:
-        return _write_parquet(con, version, folder)
-
-
-def _wait_ahead(version: str, folder: Path) -> None:
-    """Wait for an export of ``version`` started ahead, if any (a failed one is written again after)."""
-    with _AHEAD_LOCK:
-        future = _AHEAD.pop((folder.resolve(), version), None)
-    if future is not None:
-        with contextlib.suppress(Exception):
-            future.result()
-
-
 def export_version(con: duckdb.DuckDBPyConnection, version: str, folder: Path) -> Path:
-    """The Parquet file of ``version`` (a table of the versions schema), written once: an existing
-    file is the same rows (a version is never rewritten under its name once published). An export
-    of it started ahead (:func:`export_ahead`) is waited for."""
-    _wait_ahead(version, folder)
+    """The Parquet file of ``version`` (a table of the versions schema: a store from before the vote
+    tables were written as files), written once: an existing file is the same rows (a version is never
+    rewritten under its name once published)."""
     return _write_parquet(con, version, folder)
 
 
@@ -215,57 +230,66 @@ def _copy(con: duckdb.DuckDBPyConnection, sql: str, snap: duckdb.DuckDBPyConnect
     snap.execute(f"INSERT INTO {quoted(schema, table)} SELECT * FROM rows")
 
 
-#: A version named in a view's SQL (DuckDB stores identifiers unquoted where it can).
-_VERSION_IN_SQL = re.compile(rf'"?{VERSIONS_SCHEMA}"?\."?([0-9A-Za-z_]+)"?')
+def files_of(con: duckdb.DuckDBPyConnection, target: SnapshotTarget) -> Callable[[str], tuple[str, ...] | None]:
+    """What a plan (``targets.plan_publication``) shows of each version: a version stored as Parquet
+    files (``versions.version_files``) as its files, relative to the store folder; a version of a vote
+    table (``target.file_tables``) stored as a DuckDB table (a store from before) as its Parquet file,
+    exported where it is not yet (:func:`export_version`); any other version None (copied)."""
+    file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
+
+    def files(version: str) -> tuple[str, ...] | None:
+        folder = version_files(con, version)
+        if folder is not None:
+            return (f"{folder}/{PART_GLOB}",)
+        if version.partition("__")[0] not in file_tables:
+            return None
+        path = export_version(con, _base(con, version), target.files)
+        return (f"{target.files.name}/{path.name}",)
+
+    return files
 
 
 def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: SnapshotTarget) -> StagedSnapshot:
     """Write the snapshot of what ``con`` sees as live (inside a transaction: its uncommitted
-    publication) to a temporary file beside ``target.path``, complete and fsynced.
+    publication) to a temporary file beside ``target.path``, complete and fsynced
+    (:meth:`SnapshotTarget.stage` of the plan ``targets.plan_publication`` makes)."""
+    return target.stage(con, plan_publication(con, schema, files_of(con, target)))
 
-    The snapshot has the work file's published layout: every ``schema`` view with the same SQL, over
-    the versions it names (the live ones and the history views' kept ones), and the records. A
-    version of a vote table (``target.file_tables``) is a view over its Parquet file, exported where
-    it is not yet (:func:`export_version`); every other version is copied. Nothing readers see
-    changes until :meth:`StagedSnapshot.swap`.
-    """
-    live = live_publication(con, schema)
+
+def _write_snapshot(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: SnapshotTarget) -> StagedSnapshot:
+    """The snapshot file of ``plan`` (see :meth:`SnapshotTarget.stage`)."""
     path = guard.published_path(target.path)  # a symbolic link's file: the link stays
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path.parent, f".{path.name}.")
     _remove_stale_temporaries(target.files, ".")
-    views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal "
-                        "ORDER BY view_name", [schema]).fetchall()
-    versions = sorted({name for _, sql in views for name in _VERSION_IN_SQL.findall(sql)})
-    file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    publications = guard.store_publications(con, schema)
-    staged = StagedSnapshot(tmp, path, live["publication_id"] if live else None, check=lambda: guard.check_replaceable(
-        target.path, target.files.parent / WORK_FILE, publications, schema))
+    publications = guard.store_publications(con, plan.schema)
+    staged = StagedSnapshot(tmp, path, plan.publication_id, check=lambda: guard.check_replaceable(
+        target.path, target.files.parent / WORK_FILE, publications, plan.schema))
+    store = target.files.parent
+    # the files are named relative to the snapshot's folder: the snapshot moves with its store folder
+    here = path.parent
     try:
-        snap = duckdb.connect(str(tmp))
+        snap = duckdb.connect(str(tmp), config=search_path(str(path)))
         try:
-            snap.execute(f'CREATE SCHEMA "{schema}"')
+            snap.execute(f'CREATE SCHEMA "{plan.schema}"')
             snap.execute(f'CREATE SCHEMA "{VERSIONS_SCHEMA}"')
-            for version in versions:
-                if version.partition("__")[0] in file_tables:
-                    parquet = export_version(con, _base(con, version), target.files).resolve()
-                    staged.files[version] = parquet.name
-                    snap.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
-                                 f"SELECT * FROM read_parquet({sql_string(guard.literal_path(str(parquet)))})")
-                else:
-                    _copy(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", snap, VERSIONS_SCHEMA, version)
-            for table in (PUBLICATIONS_TABLE, DUMPS_TABLE, QUALITY_RESULTS_TABLE):
-                if relation_exists(con, schema, table):
-                    _copy(con, f"SELECT * FROM {quoted(schema, table)}", snap, schema, table)
-            for registry in (BUILDS, VERSIONS):  # what a reader's look-ups of versions and builds need
-                name = registry.rpartition(".")[2].strip('"')
-                if relation_exists(con, VERSIONS_SCHEMA, name):
-                    _copy(con, f"SELECT * FROM {registry}", snap, VERSIONS_SCHEMA, name)
+            for version, files in plan.files.items():
+                # relative to the snapshot's folder; a wildcard character in a folder's name matches only itself
+                patterns = [f"{guard.literal_path(Path(os.path.relpath(store.resolve() / folder, here)).as_posix())}/{name}"
+                            for folder, _, name in (file.rpartition("/") for file in files)]
+                staged.files[version] = Path(files[0]).parts[1]  # its entry in the store's Parquet folder
+                listed = ", ".join(sql_string(pattern) for pattern in patterns)
+                snap.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
+                             f"SELECT * FROM read_parquet([{listed}])")
+            for version in plan.copied:
+                _copy(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", snap, VERSIONS_SCHEMA, version)
+            for schema, table in plan.records:
+                _copy(con, f"SELECT * FROM {quoted(schema, table)}", snap, schema, table)
             snap.execute(f"CREATE TABLE {quoted(VERSIONS_SCHEMA, SNAPSHOT_MARKER)} AS SELECT "
                          f"{staged.publication_id or 'NULL'}::BIGINT AS publication_id, now() AS written_at, "
-                         f"{sql_string(str(target.files.parent.resolve()))} AS store")
-            for _, sql in views:
+                         f"{sql_string(str(store.resolve()))} AS store")
+            for _, sql in plan.views:
                 snap.execute(sql)
             snap.execute("CHECKPOINT")
         finally:
@@ -314,11 +338,20 @@ def prune_files(con: duckdb.DuckDBPyConnection, schema: str, target: SnapshotTar
         [int(target.keep_revisions) + 1, int(target.keep_publications) + 1]).fetchall()}
     if not keep:  # nothing recorded yet (a store from before the snapshot): delete nothing
         return []
+    # a version the work file still holds keeps its files (one being made, one not yet published)
+    keep |= {Path(files).name for (files,) in con.execute(
+        f"SELECT files FROM {VERSIONS} WHERE files IS NOT NULL").fetchall()}
     removed = []
-    for path in sorted(target.files.glob("*.parquet")):
-        if path.name not in keep:
+    for path in sorted(target.files.iterdir()):
+        if path.name in keep or path.name.startswith("."):  # a hidden one: being written (or stale, below)
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.suffix == ".parquet":
             path.unlink(missing_ok=True)
-            removed.append(path.name)
+        else:
+            continue
+        removed.append(path.name)
     con.execute(f"DELETE FROM {SNAPSHOT_FILES} WHERE file NOT IN (SELECT unnest(?))", [sorted(keep)])
     return removed
 
@@ -340,7 +373,10 @@ def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
         except PermissionError:
             pass
 
@@ -430,12 +466,8 @@ def sync_snapshot(con: duckdb.DuckDBPyConnection, schema: str, snapshot: Snapsho
     Used after a run that published nothing (the records changed, the publication did not) and to
     bring a snapshot level after a crash between a publication's COMMIT and its rename.
     """
+    ensure_catalog(con, schema)  # a store from before gains the registry's columns (files)
     staged = stage_snapshot(con, schema, snapshot)
-    try:
-        record_files(con, staged)
-    except BaseException:
-        staged.discard()
-        raise
-    staged.swap()
-    prune_files(con, schema, snapshot)
+    snapshot.commit(staged)
+    snapshot.prune(con, schema)
     return staged.publication_id

@@ -8,7 +8,9 @@ import json
 import os
 import platform
 import re
+import shutil
 import socket
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata, resources
@@ -21,7 +23,13 @@ from arena_pipeline.constants import SCHEMA, VERSIONS_SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest, manifest_from_json, manifest_to_json
 from arena_pipeline.core.store.processes import process_gone, process_start
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, record_dump, utc_now
-from arena_pipeline.core.store.warehouse import quoted, read_frame, write_table, write_table_with, write_tables_with
+from arena_pipeline.core.store.warehouse import (
+    quoted,
+    read_frame,
+    sql_string,
+    write_table,
+    write_table_with,
+)
 
 #: how a build ends (``arena_versions.builds.status``; 'running' until then)
 FINISHED = ("published", "failed", "refused", "abandoned")
@@ -192,25 +200,26 @@ def versioned(version: str) -> str:
 
 def register_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, rows: int,
                      settings: Mapping | None = None, *, same_as: str | None = None,
-                     key: str | None = None, inputs: Iterable[str] = ()) -> str:
+                     key: str | None = None, inputs: Iterable[str] = (), files: str | None = None) -> str:
     """Record that ``build`` wrote its version of ``table`` (``rows`` rows, made with ``settings`` from
     the tables ``inputs``).
 
     The version's :func:`inputs_key` is recorded with it (``key`` when the caller has it already), so
     a later build with the same inputs and settings can reuse it (:func:`reusable_version`);
-    ``same_as`` names the version it reuses.
+    ``same_as`` names the version it reuses; ``files`` the folder of its Parquet files (relative to the
+    store folder) when it is stored as files (:func:`write_file_versions`).
     """
     version = version_name(table, build)
     key = key if key is not None else inputs_key(con, table, build, settings, inputs)
     con.execute(
         f"""INSERT INTO {VERSIONS} (version, table_name, revision, build_id, rows, settings, created_at,
-                                    inputs_key, same_as)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    inputs_key, same_as, files)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (version) DO UPDATE SET rows = excluded.rows, settings = excluded.settings,
                 checks_passed = NULL, checks = NULL, created_at = excluded.created_at,
-                inputs_key = excluded.inputs_key, same_as = excluded.same_as""",
+                inputs_key = excluded.inputs_key, same_as = excluded.same_as, files = excluded.files""",
         [version, table, build.revision, build.build_id, rows, json.dumps(dict(settings or {}), default=str), utc_now(),
-         key, same_as],
+         key, same_as, files],
     )
     return version
 
@@ -296,8 +305,11 @@ def reusable_version(con: duckdb.DuckDBPyConnection, table: str, build: Build,
         f"""SELECT coalesce(same_as, version) AS base, rows FROM {VERSIONS}
             WHERE table_name = ? AND inputs_key = ? AND build_id <> ? AND checks_passed IS NOT false
             ORDER BY created_at DESC""", [table, key, build.build_id]).fetchall()
+    # a version's rows: a table, or a view over its Parquet files (a vote table's version)
     existing = {name for (name,) in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE schema_name = ?", [VERSIONS_SCHEMA]).fetchall()}
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = ? "
+        "UNION ALL SELECT v.version FROM duckdb_views() d JOIN " + VERSIONS + " v ON v.version = d.view_name "
+        "WHERE d.schema_name = ? AND v.files IS NOT NULL", [VERSIONS_SCHEMA, VERSIONS_SCHEMA]).fetchall()}
     return next(((base, n) for base, n in rows if base in existing), None)
 
 
@@ -360,22 +372,81 @@ def write_version_with(con: duckdb.DuckDBPyConnection, table: str, build: Build,
 
 
 
-def write_versions_with(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], build: Build,
-                        fill: Callable[[dict[str, str]], Mapping[str, int]], settings: Mapping | None = None,
-                        inputs: Iterable[str] = ()) -> dict[str, int]:
-    """Write ``build``'s versions of several tables made in one pass by ``fill`` and register them (made
-    from the tables ``inputs``); return the rows per table.
+#: A version's Parquet files inside its folder (their names sort in the order they were written).
+PART_GLOB = "part-*.parquet"
+#: Rows of a row group of a part file: a load batch's messages (~20,000 rows at 1x) fill one; a table
+#: written in one piece (battles, about 450 bytes a vote) gets row groups of about 30 MB.
+ROW_GROUP_ROWS = 65_536
+#: zstd level 1: on conversation text as fast as snappy and a quarter smaller.
+PARQUET_COMPRESSION = {"compression": "zstd", "compression_level": 1}
 
-    ``fill`` gets ``{table: quoted staging table}`` (none exists yet), creates and fills them inside
-    DuckDB and returns the rows per table; the versions are swapped in together
-    (``warehouse.write_tables_with``: all or none; a failure leaves no staging table behind).
+
+def write_part(folder: Path, frame: pl.DataFrame, number: int = 0) -> int:
+    """Write ``frame`` as part file ``number`` of a version's ``folder``; return its rows."""
+    frame.write_parquet(folder / f"part-{number:06d}.parquet", row_group_size=ROW_GROUP_ROWS, **PARQUET_COMPRESSION)
+    return frame.height
+
+
+def files_scan(files: str) -> str:
+    """The DuckDB scan of a version's Parquet files, by their folder relative to the database's folder
+    (resolved through the connection's ``file_search_path``: ``warehouse.search_path``)."""
+    return f"read_parquet({sql_string(f'{files}/{PART_GLOB}')})"
+
+
+def version_files(con: duckdb.DuckDBPyConnection, version: str) -> str | None:
+    """The folder (relative to the store folder) of the Parquet files holding ``version``'s rows (its
+    own, or those of the version it reuses); None for a version stored as a DuckDB table (and in a
+    registry from before versions were stored as files)."""
+    if not con.execute("SELECT count(*) FROM duckdb_columns() WHERE schema_name = ? AND table_name = 'versions' "
+                       "AND column_name = 'files'", [VERSIONS_SCHEMA]).fetchone()[0]:
+        return None
+    row = con.execute(f"""SELECT coalesce(b.files, v.files) FROM {VERSIONS} v
+                          LEFT JOIN {VERSIONS} b ON b.version = v.same_as WHERE v.version = ?""",
+                      [version]).fetchone()
+    return row[0] if row else None
+
+
+def write_file_versions(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], build: Build, files: Path,
+                        fill: Callable[[dict[str, Path]], Mapping[str, int]], settings: Mapping | None = None,
+                        inputs: Iterable[str] = ()) -> dict[str, int]:
+    """Write ``build``'s versions of ``tables`` as Parquet files, made in one pass by ``fill``, and
+    register them (made from the tables ``inputs``); return the rows per table.
+
+    ``fill`` gets a new, empty folder per table (hidden, inside ``files``: the store's Parquet folder)
+    and writes the table's part files there (``part-*.parquet``). The folders then get their final
+    names, unique to this attempt (``<version>.<attempt>``): a retried step writes new files and never
+    touches what an earlier attempt wrote (a registered version's folder stays until pruning finds no
+    version and no kept publication names it). Each version is a view over its files in the work
+    file, all swapped in together with their registry rows (one transaction). A failure deletes this
+    attempt's folders and is raised.
     """
-    names = {version_name(table, build): table for table in tables}
-    rows = write_tables_with(con, VERSIONS_SCHEMA, list(names),
-                             lambda stages: fill({names[version]: stage for version, stage in stages.items()}))
-    inputs = tuple(inputs)
-    for table in tables:
-        register_version(con, table, build, rows[table], settings, inputs=inputs)
+    files.mkdir(parents=True, exist_ok=True)
+    attempt = uuid.uuid4().hex[:8]
+    names = {table: version_name(table, build) for table in tables}
+    staging = {table: files / f".{names[table]}.{os.getpid()}.{attempt}.tmp" for table in tables}
+    finals = {table: files / f"{names[table]}.{attempt}" for table in tables}
+    try:
+        for folder in staging.values():
+            folder.mkdir()
+        rows = dict(fill(dict(staging)))
+        for table in tables:
+            os.replace(staging[table], finals[table])
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table in tables:
+                relative = f"{files.name}/{finals[table].name}"
+                if names[table] in _base_tables(con, VERSIONS_SCHEMA):  # an earlier attempt's table (a store from before)
+                    con.execute(f"DROP TABLE {versioned(names[table])}")
+                con.execute(f"CREATE OR REPLACE VIEW {versioned(names[table])} AS SELECT * FROM {files_scan(relative)}")
+                register_version(con, table, build, rows[table], settings, inputs=inputs, files=relative)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    except BaseException:
+        for folder in (*staging.values(), *finals.values()):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return {table: rows[table] for table in tables}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -99,6 +100,16 @@ def corruption_error(path: str, exc: Exception) -> WarehouseCorruptError | None:
     )
 
 
+def search_path(path: str) -> dict[str, str]:
+    """The setting that resolves the relative file paths of a database's views (the vote tables' Parquet
+    files, named relative to the database file: core/store/snapshot.py) against the file's folder,
+    whatever the process's working directory: ``{"file_search_path": <folder>}`` ({} in memory). A symbolic
+    link's folder is that of the file it leads to (where a publication writes the snapshot: ``guard.published_path``)."""
+    if not path or path == ":memory:" or path.startswith(("md:", "motherduck:")):
+        return {}
+    return {"file_search_path": os.path.dirname(os.path.realpath(path))}
+
+
 def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
             memory_limit: str | None = None, config: dict | None = None,
             opener: Callable[[dict], duckdb.DuckDBPyConnection] | None = None) -> duckdb.DuckDBPyConnection:
@@ -125,7 +136,7 @@ def connect(path: str, *, read_only: bool = False, timeout_s: float = 60.0,
     delay = 0.02
     while True:
         try:
-            settings = {"custom_user_agent": "arena_pipeline", **(config or {})}
+            settings = {"custom_user_agent": "arena_pipeline", **search_path(path), **(config or {})}
             if memory_limit:
                 settings["memory_limit"] = memory_limit
             if opener is not None:

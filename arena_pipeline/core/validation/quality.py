@@ -45,6 +45,7 @@ import datetime as dt
 import functools
 import json
 import math
+import re
 import sys
 import threading
 import time
@@ -976,13 +977,34 @@ def unavailable_in(
     return unavailable_columns(per_dump, wanted)
 
 
-def _position(con: duckdb.DuckDBPyConnection, relation: str) -> str:
-    """SQL for a row's position in ``relation``: ``rowid`` for a table, the row's number for a view."""
+#: A view that is a plain scan of Parquet files (a vote table's version), or of another relation (a reuse).
+_PARQUET_VIEW = re.compile(r"^CREATE VIEW .+? AS SELECT \* FROM (read_parquet\('[^']*'\));?\s*$", re.S)
+_ALIAS_VIEW = re.compile(r"^CREATE VIEW .+? AS SELECT \* FROM ([\w\".]+);?\s*$", re.S)
+
+
+def _position(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[str, str]:
+    """(what to read, SQL for a row's position in it) for ``relation``: a table and ``rowid``; for a view
+    over Parquet files (a vote table's version, perhaps through the views of its reuses) its scan and
+    the row's place in the files (file, then row: the order they were written in); any other view, and
+    the row's number."""
     try:
         con.execute(f"SELECT rowid FROM {relation} LIMIT 0")
+        return relation, "rowid"
     except duckdb.BinderException:
-        return "row_number() OVER ()"
-    return "rowid"
+        pass
+    seen = relation
+    for _ in range(8):  # a reuse of a reuse ... of the files: a short chain
+        found = con.execute("SELECT sql FROM duckdb_views() WHERE '\"' || schema_name || '\".\"' || view_name || '\"' "
+                            "= ? OR schema_name || '.' || view_name = ?", [seen, seen]).fetchone()
+        if found is None:
+            break
+        scan, alias = _PARQUET_VIEW.match(found[0]), _ALIAS_VIEW.match(found[0])
+        if scan:
+            return scan.group(1), "(file_index::BIGINT << 40) + file_row_number"
+        if not alias:
+            break
+        seen = alias.group(1)
+    return relation, "row_number() OVER ()"
 
 
 def read_batches(
@@ -1242,7 +1264,7 @@ def validate_relation(
         rows_only = pd.DataFrame(index=pd.RangeIndex(total))
         once.update(_gx_results(whole, "row_count", rows_only, [configs[i] for i in plan.count_ids]))
 
-    position = _position(con, relation)
+    scan, position = _position(con, relation)
     batches: dict[str, list[tuple[dict[str, Any], list[int] | None]]] = {}
     for step in plan.passes:
         step_configs = [configs[i] for i in step.ids]
@@ -1256,7 +1278,7 @@ def validate_relation(
         ).fetchone()
         nulls = {c: bool(v) for c, v in zip(ints, counts[1:], strict=True)}
         key = [c for c in step.key if c in schema]  # GX reports a missing key column itself
-        for frame in read_batches(con, relation, read, key=key, rows=counts[0], where=where, params=dumps,
+        for frame in read_batches(con, scan, read, key=key, rows=counts[0], where=where, params=dumps,
                                   batch_rows=rows_per_batch(len(read) + 1, batch_rows), position=position):
             values = to_pandas_values(_values_frame(frame, run, step_configs), nulls)
             del frame

@@ -13,7 +13,7 @@ from arena_pipeline.core.ingest import load as ingest
 from arena_pipeline.core.ingest.local_dump import local_manifest
 from arena_pipeline.core.ingest.sources import parse_source
 from arena_pipeline_dev.fixtures import make_table
-from arena_pipeline_tests.core.ingest.test_load_stages import STAGED
+from arena_pipeline_tests.core.ingest.test_load_parts import TABLES as STAGED
 
 
 def _dump(root: Path) -> Path:

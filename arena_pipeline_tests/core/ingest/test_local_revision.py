@@ -11,6 +11,7 @@ from arena_pipeline.core.ingest import load as ingest
 from arena_pipeline.core.ingest import local_dump
 from arena_pipeline.core.ingest.local_dump import ContentHashes, local_manifest, local_revision
 from arena_pipeline.core.ingest.sources import parse_source
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import DumpSource
 
 REAL_CSV = Path(__file__).parents[2] / "data" / "arena_human_preference_sample_100.csv"
@@ -202,9 +203,8 @@ def test_a_shard_cut_short_after_the_fetch_is_named_as_changed(tmp_path, monkeyp
     golden.check("load", "a shard cut short after the fetch", str(raised.value), {f"{size:,}": "<size>",
                                                                                   f"{size // 3:,}": "<a third>"})
     # and the failed load leaves no staging table behind (they stayed, empty, until the next publication)
-    import duckdb
 
-    with duckdb.connect(str(tmp_path / "load.duckdb"), read_only=True) as con:
+    with connect_warehouse(str(tmp_path / "load.duckdb"), read_only=True) as con:
         assert con.execute("SELECT schema_name, table_name FROM duckdb_tables()").fetchall() == []
 
 

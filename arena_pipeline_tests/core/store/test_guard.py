@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from arena_pipeline.core.store.guard import ForeignFileError, check_replaceable, store_publications
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import Warehouse
 from arena_pipeline_tests.support.small_store import look, small_store
 
@@ -59,7 +60,7 @@ def test_a_file_the_store_did_not_publish_is_never_replaced(tmp_path, kind):
         assert str(store.path) in message and "nothing was written" in message and "\n" not in message
         assert (store.path.read_bytes() if store.path.is_file() else None) == before
         if kind == "a user's database":
-            with duckdb.connect(str(store.path), read_only=True) as con:
+            with connect_warehouse(str(store.path), read_only=True) as con:
                 assert con.execute("SELECT answer FROM my_results").fetchall() == [(42,)]
                 assert con.execute("SELECT note FROM notes.t").fetchall() == [("keep me",)]
     finally:
@@ -80,7 +81,7 @@ def test_a_copied_store_with_its_snapshot_publishes_and_an_empty_file_is_replace
         copy.path.unlink()
         copy.path.write_bytes(b"")  # an empty file: nothing to lose
         copy.publish("3" * 40)
-        with duckdb.connect(str(copy.path), read_only=True) as con:
+        with connect_warehouse(str(copy.path), read_only=True) as con:
             assert look(con).startswith("3 ")
     finally:
         copy.close()
@@ -99,7 +100,7 @@ def test_a_work_file_restored_from_an_older_backup_is_refused(tmp_path):
         with Warehouse(database=str(store.path)).get_connection():
             pass
     assert "shows publication 2" in str(refused.value) and "backup" in str(refused.value)
-    with duckdb.connect(str(store.path), read_only=True) as con:
+    with connect_warehouse(str(store.path), read_only=True) as con:
         assert look(con) == "2 run-2"
 
 
@@ -119,7 +120,7 @@ def test_a_symbolic_link_publishes_to_its_file_which_keeps_its_mode_and_group(tm
         given = real.stat()
         store.publish("2" * 40)
         assert link.is_symlink() and os.readlink(link) == str(real)  # the link stays, and leads to the new file
-        with duckdb.connect(str(link), read_only=True) as con:
+        with connect_warehouse(str(link), read_only=True) as con:
             assert look(con) == "2 run-2"
         now = real.stat()
         assert now.st_ino != given.st_ino and oct(now.st_mode & 0o7777) == "0o640"
@@ -141,7 +142,7 @@ def test_a_stale_write_ahead_log_beside_the_snapshot_never_reaches_the_next_one(
         assert (tmp_path / "warehouse.duckdb.wal").is_file()
         store.publish("2" * 40)
         assert not (tmp_path / "warehouse.duckdb.wal").exists()
-        with duckdb.connect(str(store.path)) as con:  # read-write: a log would be replayed here
+        with connect_warehouse(str(store.path)) as con:  # read-write: a log would be replayed here
             assert con.execute("SELECT count(*) FROM arena.dumps").fetchone()[0] == 2
             assert look(con) == "2 run-2"
     finally:

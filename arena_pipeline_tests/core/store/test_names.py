@@ -13,6 +13,7 @@ import pytest
 from arena_pipeline import reader
 from arena_pipeline.core.store.guard import WarehouseNameError, check_name
 from arena_pipeline.core.store.snapshot import store_folder
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.resources import Warehouse
 from arena_pipeline_tests.support.materialize import run_sample
 from arena_pipeline_tests.support.small_store import look, small_store
@@ -20,10 +21,12 @@ from arena_pipeline_tests.support.small_store import look, small_store
 #: Warehouse files named after a catalog or schema readers resolve ``arena.*`` in: refused at the start.
 REFUSED_FILES = ["arena.duckdb", "arena_versions.duckdb", "Arena.db", "arena",
                  # and a '?': DuckDB reads what follows it as options, and opens "st" or "w*h"
-                 "st?ar/warehouse.duckdb", "w*h?[1]{2}.duckdb"]
+                 "st?ar/warehouse.duckdb", "w*h?[1]{2}.duckdb",
+                 # and a ',' in the folder: file_search_path (the vote tables' files) is a comma-separated list
+                 "s{a,b}t/warehouse.duckdb"]
 #: Files and folders that publish and read like any other.
 PUBLISHED = ["main.duckdb", "system.duckdb", "temp.duckdb", "memory.duckdb", "st*ar/warehouse.duckdb",
-             "s[x]t/warehouse.duckdb", "s{a,b}t/warehouse.duckdb", "it's \"q\"/warehouse.duckdb",
+             "s[x]t/warehouse.duckdb", "s{a}t/warehouse.duckdb", "it's \"q\"/warehouse.duckdb",
              "with space/my warehouse.duckdb", "naïve 日本/warehouse.duckdb", "w*h[1]{2}.duckdb"]
 
 
@@ -68,14 +71,14 @@ def test_names_and_paths_publish_and_read_correctly(tmp_path, name):
     finally:
         store.close()
     _siblings(path)  # a copy of the store that the name's glob characters would match: never read
-    for open_ in (lambda: duckdb.connect(str(path), read_only=True), lambda: reader.connect(path)):
+    for open_ in (lambda: connect_warehouse(str(path), read_only=True), lambda: reader.connect(path)):
         with open_() as con:
             assert look(con) == "2 run-2"
             assert con.execute("SELECT count(*) FROM arena.battles").fetchone()[0] == 5
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [*PUBLISHED, "arena.duckdb", "st?ar/warehouse.duckdb"])
+@pytest.mark.parametrize("name", [*PUBLISHED, "arena.duckdb", "st?ar/warehouse.duckdb", "s{a,b}t/warehouse.duckdb"])
 def test_the_sample_publishes_under_each_name_or_is_refused_at_the_start(tmp_path, name, sample_run):
     path = tmp_path / name
     path.parent.mkdir(exist_ok=True)
@@ -87,7 +90,7 @@ def test_the_sample_publishes_under_each_name_or_is_refused_at_the_start(tmp_pat
         return
     assert result.success
     expected = _battles(sample_run.root / "warehouse.duckdb")
-    for open_ in (lambda: duckdb.connect(str(path), read_only=True), lambda: reader.connect(path)):
+    for open_ in (lambda: connect_warehouse(str(path), read_only=True), lambda: reader.connect(path)):
         with open_() as con:
             assert con.execute("SELECT count(*) FROM arena.battles").fetchone()[0] == expected
             assert con.execute("SELECT count(*) FROM arena.leaderboard").fetchone()[0] > 0

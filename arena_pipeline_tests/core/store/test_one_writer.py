@@ -19,7 +19,7 @@ STORE = ("core/store/", "assets/version_store.py")
 PENDING: dict[str, list[str]] = {}
 #: core.store.versions' functions that create or register versions
 WRITERS = frozenset({"register_version", "reuse_version", "reuse_together", "write_version", "write_version_with",
-                     "write_versions_with"})
+                     "write_file_versions"})
 #: functions that may take the versions schema as an argument outside the store: they only read
 READERS = frozenset({"relation_exists", "quoted", "table"})
 #: an expression that names a relation of the versions schema (or the schema)

@@ -9,6 +9,7 @@ import pytest
 
 from arena_pipeline import reader
 from arena_pipeline.core.store.reader import files_gone_message, held_publication, open_newest
+from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline_tests.support.small_store import look, small_store
 
 
@@ -16,12 +17,12 @@ def test_a_new_connection_reads_the_newest_publication_while_an_old_one_stays_op
     store = small_store(tmp_path / "warehouse.duckdb")
     try:
         store.publish("1" * 40)
-        held = duckdb.connect(str(store.path), read_only=True)  # a pooled connection of this process
+        held = connect_warehouse(str(store.path), read_only=True)  # a pooled connection of this process
         held_newest = open_newest(str(store.path))
         try:
             store.publish("2" * 40)
             # DuckDB shares one database per path and process: a plain connect reads the held one's publication
-            with duckdb.connect(str(store.path), read_only=True) as plain:
+            with connect_warehouse(str(store.path), read_only=True) as plain:
                 assert look(plain) == "1 run-1"
             with open_newest(str(store.path)) as newest:  # the reader entry opens the file as it is now
                 assert look(newest) == "2 run-2" and held_publication(newest) == 2

@@ -28,7 +28,7 @@ from arena_pipeline.core.store.snapshot import (
     sync_snapshot,
 )
 from arena_pipeline.core.store.versions import record_checks, start_build, version_name, write_version
-from arena_pipeline.core.store.warehouse import NotAWarehouseError
+from arena_pipeline.core.store.warehouse import NotAWarehouseError, connect
 
 TABLES = ["battles", "leaderboard"]
 RULES = {"derived_from": {"leaderboard": ("battles",)}, "built_together": (), "checked": ("battles",)}
@@ -52,7 +52,8 @@ def _build(con, run: str, revision: str, n: int):
 def _publish(con, build, target: SnapshotTarget | None, **kwargs):
     chosen, rebuilt = plan_tables(con, "arena", build, TABLES, **RULES)
     return publish(con, "arena", build, chosen, rebuilt=rebuilt, history_tables=("leaderboard",),
-                   snapshot=target, **kwargs)
+                   targets=[target] if target else (),
+                   files_of=snapshot.files_of(con, target) if target else lambda version: None, **kwargs)
 
 
 @pytest.fixture
@@ -64,9 +65,10 @@ def work(tmp_path):
     con.close()
 
 
+# a reader resolves the vote tables' files against the snapshot's folder (warehouse.search_path)
 READER = """
-import duckdb, sys
-con = duckdb.connect(sys.argv[1], read_only=True)
+import duckdb, os, sys
+con = duckdb.connect(sys.argv[1], read_only=True, config={"file_search_path": os.path.dirname(sys.argv[1])})
 def look():
     pid = con.execute("SELECT max(publication_id) FROM arena.publications").fetchone()[0]
     tags = sorted({r[0] for r in con.execute("SELECT tag FROM arena.battles UNION SELECT tag FROM arena.leaderboard").fetchall()})
@@ -78,7 +80,7 @@ for _ in sys.stdin:
 
 
 def _look(path: Path) -> str:
-    with duckdb.connect(str(path), read_only=True) as con:
+    with connect(str(path), read_only=True) as con:
         pid = con.execute("SELECT max(publication_id) FROM arena.publications").fetchone()[0]
         tags = sorted({r[0] for r in con.execute("SELECT tag FROM arena.battles UNION "
                                                  "SELECT tag FROM arena.leaderboard").fetchall()})

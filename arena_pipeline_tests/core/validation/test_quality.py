@@ -544,13 +544,20 @@ def _bad_messages() -> pl.DataFrame:
     return messages
 
 
-@pytest.mark.parametrize("kind", ["TABLE", "VIEW"])
-def test_batches_give_the_whole_table_report_messages(kind):
-    """The duplicate key sits in the first and the last batch; a view has no rowid (row_number() instead)."""
+@pytest.mark.parametrize("kind", ["TABLE", "VIEW", "PARQUET"])
+def test_batches_give_the_whole_table_report_messages(kind, tmp_path):
+    """The duplicate key sits in the first and the last batch; a view has no rowid (row_number() instead);
+    a view over part files (a vote table's version, through a reuse's view) gives the rows' place in them."""
     messages = _bad_messages()
     con = _duckdb_with(messages=messages)
     if kind == "VIEW":
         con.execute("CREATE VIEW s.messages_view AS SELECT * FROM s.messages")
+    if kind == "PARQUET":  # three part files, read in their order: the samples are the table's first rows
+        for n, part in enumerate(messages.iter_slices(messages.height // 3 + 1)):
+            part.write_parquet(tmp_path / f"part-{n:06d}.parquet")
+        con.execute(f"CREATE VIEW s.files AS SELECT * FROM read_parquet('{tmp_path}/part-*.parquet')")
+        con.execute('CREATE VIEW s.messages_view AS SELECT * FROM "s"."files"')
+        assert quality._position(con, '"s"."messages_view"')[1].endswith("file_row_number")
     relation = '"s"."messages"' if kind == "TABLE" else '"s"."messages_view"'
     whole = validate(messages, "messages")
     batched = quality.validate_relation(con, relation, "messages", parameters=PARAMS, batch_rows=BATCH)
