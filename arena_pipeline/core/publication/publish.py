@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.core.store.lake import LakeTarget, prune_lake, stage_lake
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, utc_now
 from arena_pipeline.core.store.snapshot import SnapshotTarget, prune_files, record_files, stage_snapshot
 from arena_pipeline.core.store.versions import FINISHED, Build, _base_tables, finish_build, process_gone, versioned
@@ -32,6 +33,8 @@ class PublishReport:
     settings: dict = field(default_factory=dict)
     #: Parquet files of vote tables deleted after the swap (no kept snapshot names them)
     pruned_files: list[str] = field(default_factory=list)
+    #: DuckLake snapshots expired by retention after the publication (with a lake target)
+    expired_lake_snapshots: list[int] = field(default_factory=list)
 
 
 
@@ -49,6 +52,7 @@ def publish(
     is_finished: Callable[[str, dt.datetime], bool] = lambda build_id, started: False,
     before_commit: Callable[[], None] | None = None,
     snapshot: SnapshotTarget | None = None,
+    lake: LakeTarget | None = None,
 ) -> PublishReport:
     """Point every ``schema.<table>`` view at its chosen version and record the publication, in one
     transaction; then (same transaction) drop the versions nothing needs any more.
@@ -66,6 +70,12 @@ def publish(
     it; a failure before the COMMIT rolls both back. A crash between the two leaves the work file one
     publication ahead of the readers' file, which :func:`core.store.snapshot.sync_snapshot` brings level (the gate's
     step does at every run). The Parquet files no kept snapshot names are deleted after the swap.
+
+    With ``lake``, the publication also goes to the DuckLake (``core/store/lake.py``) as one DuckLake
+    transaction, staged after the snapshot and committed before the work file's COMMIT: a lake that
+    refuses it (another writer committed meanwhile) rolls the whole publication back, nothing published
+    anywhere; a failure of the work file's COMMIT after it leaves the lake one publication ahead, which
+    the next publication (the same id) replaces. Retention then expires the lake's older snapshots.
     """
     ensure_catalog(con, schema)
     live = live_publication(con, schema)
@@ -74,7 +84,7 @@ def publish(
     report = PublishReport(publication_id=0, revision=build.revision,
                            previous=live["revision"] if live else None,
                            tables=dict(chosen), rebuilt=list(rebuilt), settings=dict(settings or {}))
-    staged = None
+    staged = staged_lake = None
     con.execute("BEGIN TRANSACTION")
     try:
         pid = con.execute(f"SELECT coalesce(max(publication_id), 0) + 1 FROM {pubs}").fetchone()[0]
@@ -120,15 +130,23 @@ def publish(
         staged = stage_snapshot(con, schema, snapshot) if snapshot else None
         if staged is not None:
             record_files(con, staged)
+        if lake is not None:
+            staged_lake = stage_lake(con, schema, lake)
+            staged_lake, committing = None, staged_lake
+            committing.commit()  # one DuckLake snapshot; a conflict raises: nothing is published
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         if staged is not None:
             staged.discard()
+        if staged_lake is not None:
+            staged_lake.discard()
         raise
     if staged is not None:
         staged.swap()
         report.pruned_files = prune_files(con, schema, snapshot)
+    if lake is not None:
+        report.expired_lake_snapshots = prune_lake(lake)[0]
     return report
 
 
