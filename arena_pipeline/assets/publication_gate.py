@@ -153,8 +153,8 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
                 report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
                                  settings=settings, history_tables=catalog.history, retention=warehouse.retention,
                                  is_finished=finished_check(context.instance, warehouse.stale_build_hours),
-                                 snapshot=warehouse.snapshot_target(catalog.file_tables),
-                                 lake=warehouse.lake_target(catalog.file_tables))
+                                 targets=warehouse.targets(catalog.file_tables),
+                                 files_of=warehouse.files_of(con, catalog.file_tables))
                 reused = reused_versions(con, [chosen[t] for t in report.rebuilt])
             else:
                 warehouse.sync_readers(con)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
 import polars as pl
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
-from arena_pipeline.core.store.lake import LakeTarget, prune_lake, stage_lake
 from arena_pipeline.core.store.records import BUILDS, VERSIONS, ensure_catalog, live_publication, utc_now
-from arena_pipeline.core.store.snapshot import SnapshotTarget, prune_files, record_files, stage_snapshot
+from arena_pipeline.core.store.targets import PublicationTarget, plan_publication
 from arena_pipeline.core.store.versions import FINISHED, Build, _base_tables, finish_build, process_gone, versioned
 from arena_pipeline.core.store.warehouse import quoted, read_frame
 
@@ -33,8 +32,6 @@ class PublishReport:
     settings: dict = field(default_factory=dict)
     #: Parquet files of vote tables deleted after the swap (no kept snapshot names them)
     pruned_files: list[str] = field(default_factory=list)
-    #: DuckLake snapshots expired by retention after the publication (with a lake target)
-    expired_lake_snapshots: list[int] = field(default_factory=list)
 
 
 
@@ -51,8 +48,8 @@ def publish(
     retention: int = 5,
     is_finished: Callable[[str, dt.datetime], bool] = lambda build_id, started: False,
     before_commit: Callable[[], None] | None = None,
-    snapshot: SnapshotTarget | None = None,
-    lake: LakeTarget | None = None,
+    targets: Sequence[PublicationTarget] = (),
+    files_of: Callable[[str], tuple[str, ...] | None] = lambda version: None,
 ) -> PublishReport:
     """Point every ``schema.<table>`` view at its chosen version and record the publication, in one
     transaction; then (same transaction) drop the versions nothing needs any more.
@@ -65,17 +62,12 @@ def publish(
     failed or refused, run by a process of this host that has exited (killed), or ``is_finished(build_id,
     started_at)`` (the Dagster instance knows the run is over, or it is older than a stale limit).
 
-    With ``snapshot``, the readers' file is part of the publication: the new snapshot is written
-    (complete, fsynced) before the work file's COMMIT and renamed over the readers' file right after
-    it; a failure before the COMMIT rolls both back. A crash between the two leaves the work file one
-    publication ahead of the readers' file, which :func:`core.store.snapshot.sync_snapshot` brings level (the gate's
-    step does at every run). The Parquet files no kept snapshot names are deleted after the swap.
-
-    With ``lake``, the publication also goes to the DuckLake (``core/store/lake.py``) as one DuckLake
-    transaction, staged after the snapshot and committed before the work file's COMMIT: a lake that
-    refuses it (another writer committed meanwhile) rolls the whole publication back, nothing published
-    anywhere; a failure of the work file's COMMIT after it leaves the lake one publication ahead, which
-    the next publication (the same id) replaces. Retention then expires the lake's older snapshots.
+    Each of ``targets`` (``core/store/targets.py``: the readers' snapshot file, ...) is part of the
+    publication: the plan of what it shows (``targets.plan_publication``; ``files_of`` names the Parquet
+    files of a vote table's version) is staged on every target before the work file's COMMIT and made
+    visible right after it; a failure before the COMMIT discards what was staged. A crash between the
+    two leaves the work file one publication ahead of a target, which the next sync brings level (the
+    gate's step syncs at every run). Each target then prunes what no kept publication needs.
     """
     ensure_catalog(con, schema)
     live = live_publication(con, schema)
@@ -84,7 +76,7 @@ def publish(
     report = PublishReport(publication_id=0, revision=build.revision,
                            previous=live["revision"] if live else None,
                            tables=dict(chosen), rebuilt=list(rebuilt), settings=dict(settings or {}))
-    staged = staged_lake = None
+    staged: list = []
     con.execute("BEGIN TRANSACTION")
     try:
         pid = con.execute(f"SELECT coalesce(max(publication_id), 0) + 1 FROM {pubs}").fetchone()[0]
@@ -127,26 +119,20 @@ def publish(
         if before_commit is not None:
             before_commit()
         report.dropped = _drop_unused(con, kept, history_tables, chosen, is_finished, build.build_id)
-        staged = stage_snapshot(con, schema, snapshot) if snapshot else None
-        if staged is not None:
-            record_files(con, staged)
-        if lake is not None:
-            staged_lake = stage_lake(con, schema, lake)
-            staged_lake, committing = None, staged_lake
-            committing.commit()  # one DuckLake snapshot; a conflict raises: nothing is published
+        if targets:
+            plan = plan_publication(con, schema, files_of)
+            for target in targets:
+                staged.append(target.stage(con, plan))
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
-        if staged is not None:
-            staged.discard()
-        if staged_lake is not None:
-            staged_lake.discard()
+        for target, handle in zip(targets, staged, strict=False):
+            target.discard(handle)
         raise
-    if staged is not None:
-        staged.swap()
-        report.pruned_files = prune_files(con, schema, snapshot)
-    if lake is not None:
-        report.expired_lake_snapshots = prune_lake(lake)[0]
+    for target, handle in zip(targets, staged, strict=True):
+        target.commit(handle)
+    for target in targets:
+        report.pruned_files += target.prune(con, schema)
     return report
 
 

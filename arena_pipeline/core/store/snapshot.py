@@ -31,15 +31,16 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, QUALITY_RESULTS_TABLE, VERSIONS_SCHEMA
-from arena_pipeline.core.store.records import BUILDS, VERSIONS, live_publication
+from arena_pipeline.constants import PUBLICATIONS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.core.store.records import VERSIONS, live_publication
+from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
 from arena_pipeline.core.store.warehouse import (
     NotAWarehouseError,
     check_is_warehouse,
@@ -83,6 +84,47 @@ class SnapshotTarget:
     file_tables: frozenset[str] | None = None
     #: dump revisions beyond the live one whose Parquet files stay for readers of older snapshots
     keep_revisions: int = 2
+    #: the target's name (``targets.PublicationTarget``)
+    name: str = "snapshot"
+
+    def prepare(self) -> None:
+        """Refuse a file at ``path`` that is not a warehouse (:func:`kind_of` raises); create the folders."""
+        kind_of(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.files.mkdir(parents=True, exist_ok=True)
+
+    def stage(self, work_con: duckdb.DuckDBPyConnection, plan: PublicationPlan) -> StagedSnapshot:
+        """Write ``plan`` as a complete snapshot file beside ``path`` (fsynced, not yet visible: every view
+        with the work file's SQL, the vote tables' versions as views over their Parquet files, the small
+        tables and the records copied) and record which files it names (:func:`record_files`, in the work
+        file's transaction)."""
+        staged = _write_snapshot(work_con, plan, self)
+        try:
+            record_files(work_con, staged)
+        except BaseException:
+            staged.discard()
+            raise
+        return staged
+
+    def commit(self, staged: StagedSnapshot) -> None:
+        """Rename the staged file over the readers' one (:meth:`StagedSnapshot.swap`)."""
+        staged.swap()
+
+    def discard(self, staged: StagedSnapshot) -> None:
+        staged.discard()
+
+    def prune(self, work_con: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
+        """Delete the Parquet files no kept snapshot names (:func:`prune_files`)."""
+        return prune_files(work_con, schema, self)
+
+    @contextlib.contextmanager
+    def open_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection to the snapshot file (an empty in-memory database while there is none)."""
+        con = duckdb.connect(str(self.path), read_only=True) if self.path.is_file() else duckdb.connect(":memory:")
+        try:
+            yield con
+        finally:
+            con.close()
 
 
 @dataclass
@@ -204,54 +246,55 @@ def _copy(con: duckdb.DuckDBPyConnection, sql: str, snap: duckdb.DuckDBPyConnect
     snap.execute(f"INSERT INTO {quoted(schema, table)} SELECT * FROM rows")
 
 
-#: A version named in a view's SQL (DuckDB stores identifiers unquoted where it can).
-_VERSION_IN_SQL = re.compile(rf'"?{VERSIONS_SCHEMA}"?\."?([0-9A-Za-z_]+)"?')
+def files_of(con: duckdb.DuckDBPyConnection, target: SnapshotTarget) -> Callable[[str], tuple[str, ...] | None]:
+    """What a plan (``targets.plan_publication``) shows of each version for ``target``: a version of a
+    vote table (``target.file_tables``) as its Parquet file, written where it is not yet
+    (:func:`export_version`), relative to the store folder; any other version None (copied)."""
+    file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
+
+    def files(version: str) -> tuple[str, ...] | None:
+        if version.partition("__")[0] not in file_tables:
+            return None
+        path = export_version(con, _base(con, version), target.files)
+        return (f"{target.files.name}/{path.name}",)
+
+    return files
 
 
 def stage_snapshot(con: duckdb.DuckDBPyConnection, schema: str, target: SnapshotTarget) -> StagedSnapshot:
     """Write the snapshot of what ``con`` sees as live (inside a transaction: its uncommitted
-    publication) to a temporary file beside ``target.path``, complete and fsynced.
+    publication) to a temporary file beside ``target.path``, complete and fsynced
+    (:meth:`SnapshotTarget.stage` of the plan ``targets.plan_publication`` makes)."""
+    return target.stage(con, plan_publication(con, schema, files_of(con, target)))
 
-    The snapshot has the work file's published layout: every ``schema`` view with the same SQL, over
-    the versions it names (the live ones and the history views' kept ones), and the records. A
-    version of a vote table (``target.file_tables``) is a view over its Parquet file, exported where
-    it is not yet (:func:`export_version`); every other version is copied. Nothing readers see
-    changes until :meth:`StagedSnapshot.swap`.
-    """
-    live = live_publication(con, schema)
+
+def _write_snapshot(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: SnapshotTarget) -> StagedSnapshot:
+    """The snapshot file of ``plan`` (see :meth:`SnapshotTarget.stage`)."""
     target.path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(target.path.parent, f".{target.path.name}.")
     _remove_stale_temporaries(target.files, ".")
-    views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal "
-                        "ORDER BY view_name", [schema]).fetchall()
-    versions = sorted({name for _, sql in views for name in _VERSION_IN_SQL.findall(sql)})
-    file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
     tmp = target.path.with_name(f".{target.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    staged = StagedSnapshot(tmp, target.path, live["publication_id"] if live else None)
+    staged = StagedSnapshot(tmp, target.path, plan.publication_id)
+    store = target.files.parent
     try:
         snap = duckdb.connect(str(tmp))
         try:
-            snap.execute(f'CREATE SCHEMA "{schema}"')
+            snap.execute(f'CREATE SCHEMA "{plan.schema}"')
             snap.execute(f'CREATE SCHEMA "{VERSIONS_SCHEMA}"')
-            for version in versions:
-                if version.partition("__")[0] in file_tables:
-                    path = export_version(con, _base(con, version), target.files).resolve()
-                    staged.files[version] = path.name
-                    snap.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
-                                 f"SELECT * FROM read_parquet({sql_string(str(path))})")
-                else:
-                    _copy(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", snap, VERSIONS_SCHEMA, version)
-            for table in (PUBLICATIONS_TABLE, DUMPS_TABLE, QUALITY_RESULTS_TABLE):
-                if relation_exists(con, schema, table):
-                    _copy(con, f"SELECT * FROM {quoted(schema, table)}", snap, schema, table)
-            for registry in (BUILDS, VERSIONS):  # what a reader's look-ups of versions and builds need
-                name = registry.rpartition(".")[2].strip('"')
-                if relation_exists(con, VERSIONS_SCHEMA, name):
-                    _copy(con, f"SELECT * FROM {registry}", snap, VERSIONS_SCHEMA, name)
+            for version, files in plan.files.items():
+                paths = [(store / name).resolve() for name in files]
+                staged.files[version] = paths[0].name
+                listed = ", ".join(sql_string(str(path)) for path in paths)
+                snap.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
+                             f"SELECT * FROM read_parquet([{listed}])")
+            for version in plan.copied:
+                _copy(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", snap, VERSIONS_SCHEMA, version)
+            for schema, table in plan.records:
+                _copy(con, f"SELECT * FROM {quoted(schema, table)}", snap, schema, table)
             snap.execute(f"CREATE TABLE {quoted(VERSIONS_SCHEMA, SNAPSHOT_MARKER)} AS SELECT "
                          f"{staged.publication_id or 'NULL'}::BIGINT AS publication_id, now() AS written_at, "
-                         f"{sql_string(str(target.files.parent.resolve()))} AS store")
-            for _, sql in views:
+                         f"{sql_string(str(store.resolve()))} AS store")
+            for _, sql in plan.views:
                 snap.execute(sql)
             snap.execute("CHECKPOINT")
         finally:
@@ -413,11 +456,6 @@ def sync_snapshot(con: duckdb.DuckDBPyConnection, schema: str, snapshot: Snapsho
     bring a snapshot level after a crash between a publication's COMMIT and its rename.
     """
     staged = stage_snapshot(con, schema, snapshot)
-    try:
-        record_files(con, staged)
-    except BaseException:
-        staged.discard()
-        raise
-    staged.swap()
-    prune_files(con, schema, snapshot)
+    snapshot.commit(staged)
+    snapshot.prune(con, schema)
     return staged.publication_id

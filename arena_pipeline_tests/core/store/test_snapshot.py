@@ -51,7 +51,8 @@ def _build(con, run: str, revision: str, n: int):
 def _publish(con, build, target: SnapshotTarget | None, **kwargs):
     chosen, rebuilt = plan_tables(con, "arena", build, TABLES, **RULES)
     return publish(con, "arena", build, chosen, rebuilt=rebuilt, history_tables=("leaderboard",),
-                   snapshot=target, **kwargs)
+                   targets=[target] if target else (),
+                   files_of=snapshot.files_of(con, target) if target else lambda version: None, **kwargs)
 
 
 @pytest.fixture
