@@ -13,7 +13,9 @@ so it is written to the lake once, by the first publication that names it (a vot
 Parquet file in the store, a small table from the work file), and dropped by the first one that no
 longer does.
 
-One publication is **one DuckLake transaction** (:func:`stage_lake`, then :meth:`StagedLake.commit`):
+:class:`LakeTarget` is a ``core.store.targets.PublicationTarget``: ``publish()`` hands it the plan of the
+publication inside the work file's transaction, beside the snapshot file's target.
+One publication is **one DuckLake transaction** (:func:`stage_plan`, then :meth:`StagedLake.commit`):
 new versions, the views re-pointed, the records replaced, the versions no longer named dropped, and a
 commit message ``publication N`` whose extra info is ``{"publication_id": N, "revision": ...}``. So
 each publication is one DuckLake snapshot (``arena_lake.snapshots()``): a reader sees all of it or
@@ -35,22 +37,17 @@ import contextlib
 import importlib.util
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, QUALITY_RESULTS_TABLE, VERSIONS_SCHEMA
-from arena_pipeline.core.store.records import BUILDS, VERSIONS, live_publication
-from arena_pipeline.core.store.snapshot import (
-    _VERSION_IN_SQL,
-    SNAPSHOT_MARKER,
-    _base,
-    _columns,
-    export_version,
-    recorded_file_tables,
-)
-from arena_pipeline.core.store.warehouse import quoted, relation_exists, sql_string
+from arena_pipeline.constants import VERSIONS_SCHEMA
+from arena_pipeline.core.store.records import BUILDS, VERSIONS
+from arena_pipeline.core.store.snapshot import SNAPSHOT_MARKER, _columns, files_of
+from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
+from arena_pipeline.core.store.warehouse import quoted, sql_string
 
 #: The name the lake is attached under, by the pipeline and by the recipe of docs/reading.md.
 ALIAS = "arena_lake"
@@ -89,6 +86,38 @@ class LakeTarget:
     retention: int = 5
     #: files of expired snapshots are deleted once they were scheduled this long ago (a reader's scan)
     cleanup_after_s: float = 3600.0
+    #: the target's name (``targets.PublicationTarget``)
+    name: str = "ducklake"
+
+    def prepare(self) -> None:
+        """Attach the lake once (creating its catalog in the database on first use): a missing extension,
+        an unreachable server or a database that is not a DuckLake fail here, before any work."""
+        connect_lake(self.attach, self.data_path).close()
+
+    def stage(self, work_con: duckdb.DuckDBPyConnection, plan: PublicationPlan) -> StagedLake:
+        """``plan`` written into an open DuckLake transaction (:func:`stage_plan`)."""
+        return stage_plan(work_con, plan, self)
+
+    def commit(self, staged: StagedLake) -> None:
+        """Commit the lake's transaction: one DuckLake snapshot (:meth:`StagedLake.commit`)."""
+        staged.commit()
+
+    def discard(self, staged: StagedLake) -> None:
+        staged.discard()
+
+    def prune(self, work_con: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
+        """Retention (:func:`prune_lake`): the expired snapshots, as ``ducklake snapshot <id>``."""
+        expired, _ = prune_lake(self)
+        return [f"ducklake snapshot {snapshot_id}" for snapshot_id in expired]
+
+    @contextlib.contextmanager
+    def open_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection with the lake attached read-only and in use (:func:`connect_lake`)."""
+        con = connect_lake(self.attach, read_only=True)
+        try:
+            yield con
+        finally:
+            con.close()
 
 
 def extension_file(name: str) -> Path | None:
@@ -225,23 +254,32 @@ class StagedLake:
 
 
 def stage_lake(con: duckdb.DuckDBPyConnection, schema: str, target: LakeTarget) -> StagedLake:
-    """Write what ``con`` (the work file; inside a transaction: its uncommitted publication) shows as live
-    into a new DuckLake transaction, not yet committed: the versions its views name that the lake lacks,
-    every ``schema`` view with the same SQL, the records, and the drop of the versions nothing names.
+    """:func:`stage_plan` of what ``con`` (the work file) shows as live: its plan made here, the vote
+    tables' Parquet files exported where they are not yet (``snapshot.files_of``)."""
+    from arena_pipeline.core.store.snapshot import SnapshotTarget
+
+    files = files_of(con, SnapshotTarget(target.files.parent / "unused", target.files, target.file_tables))
+    return stage_plan(con, plan_publication(con, schema, files), target)
+
+
+def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: LakeTarget) -> StagedLake:
+    """Write ``plan`` (what ``con``, the work file, shows; inside its publishing transaction) into a new
+    DuckLake transaction, not yet committed: the versions its views name that the lake lacks, every view
+    with the work file's SQL, the records, and the drop of the versions nothing names any more.
+
+    A vote table's version is read from its Parquet files (relative to the store folder) into a lake table
+    named after its file (the version that wrote it: a version reusing another's file is a view of that
+    table, no data copied); a small table's version is copied from the work file.
 
     Raises
     ------
     LakeAheadError
-        The lake shows a newer publication than ``con``'s live one (nothing written).
+        The lake shows a newer publication than the plan's (nothing written).
     LakeError
         The lake cannot be attached.
     """
-    live = live_publication(con, schema)
-    publication_id = live["publication_id"] if live else None
-    views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
-                        "AND schema_name = ? AND NOT internal ORDER BY view_name", [schema]).fetchall()
-    versions = sorted({name for _, sql in views for name in _VERSION_IN_SQL.findall(sql)})
-    file_tables = target.file_tables if target.file_tables is not None else recorded_file_tables(con)
+    schema, publication_id = plan.schema, plan.publication_id
+    store = target.files.parent
     lk = connect_lake(target.attach, target.data_path)
     staged = StagedLake(lk, publication_id, [], [])
     try:
@@ -254,50 +292,48 @@ def stage_lake(con: duckdb.DuckDBPyConnection, schema: str, target: LakeTarget) 
                 f"the DuckLake {_redacted(target.attach)} shows publication {shown}, newer than this store's "
                 f"{publication_id}: another store publishes to it; nothing was written to the lake")
         stored = _relations(lk, VERSIONS_SCHEMA)
-        needed = set(versions)
-        for version in versions:
-            if version in stored:  # a version is the same rows under its name: written once
-                continue
-            if version.partition("__")[0] in file_tables:
-                base = _base(con, version)
-                if base not in stored:
-                    path = export_version(con, base, target.files).resolve()
-                    lk.execute(f"CREATE TABLE {quoted(VERSIONS_SCHEMA, base)} AS "
-                               f"SELECT * FROM read_parquet({sql_string(str(path))})")
-                    stored[base] = "TABLE"
-                    staged.written.append(base)
-                needed.add(base)
-                if base != version:
-                    lk.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
-                               f"SELECT * FROM {quoted(VERSIONS_SCHEMA, base)}")
-            else:
+        needed = set(plan.versions)
+        for version, files in plan.files.items():
+            base = Path(files[0]).stem if len(files) == 1 else version  # the version that wrote the file
+            needed.add(base)
+            if base not in stored:  # a version is the same rows under its name: written once
+                listed = ", ".join(sql_string(str((store / name).resolve())) for name in files)
+                lk.execute(f"CREATE TABLE {quoted(VERSIONS_SCHEMA, base)} AS SELECT * FROM read_parquet([{listed}])")
+                stored[base] = "TABLE"
+                staged.written.append(base)
+            if version not in stored:
+                lk.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
+                           f"SELECT * FROM {quoted(VERSIONS_SCHEMA, base)}")
+                stored[version] = "VIEW"
+                staged.written.append(version)
+        for version in plan.copied:
+            if version not in stored:
                 _replace_table(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", lk, VERSIONS_SCHEMA,
                                version, stored)
-            stored[version] = "TABLE"
-            staged.written.append(version)
+                stored[version] = "TABLE"
+                staged.written.append(version)
         present = _relations(lk, schema)
-        for name, sql in views:  # the work file's SQL, which names arena_versions.<version>: the lake's
-            if name in present and present[name] == "TABLE":
+        for name, sql in plan.views:  # the work file's SQL, which names arena_versions.<version>: the lake's
+            if present.get(name) == "TABLE":
                 lk.execute(f"DROP TABLE {quoted(schema, name)}")
             lk.execute(sql.replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1))
-        records = [(schema, t, quoted(schema, t)) for t in (PUBLICATIONS_TABLE, DUMPS_TABLE, QUALITY_RESULTS_TABLE)]
-        records += [(VERSIONS_SCHEMA, r.rpartition(".")[2].strip('"'), r) for r in (BUILDS, VERSIONS)]
-        for rschema, table, source in records:
-            if relation_exists(con, rschema, table):
-                _replace_table(con, f"SELECT * FROM {source}", lk, rschema, table,
-                               present if rschema == schema else stored)
-        gone = {name for name in present if name not in {v for v, _ in views}} - {t for _, t, _ in records}
-        for name in sorted(gone):  # a view the work file no longer publishes
+        for rschema, table in plan.records:
+            _replace_table(con, f"SELECT * FROM {quoted(rschema, table)}", lk, rschema, table,
+                           present if rschema == schema else stored)
+        published = {name for name, _ in plan.views} | {t for s_, t in plan.records if s_ == schema}
+        for name in sorted(set(present) - published):  # what the work file no longer publishes
             lk.execute(f"DROP {present[name]} {quoted(schema, name)}")
-        registry = {VERSIONS.rpartition(".")[2].strip('"'), BUILDS.rpartition(".")[2].strip('"'), SNAPSHOT_MARKER}
+        registry = {r.rpartition(".")[2].strip('"') for r in (BUILDS, VERSIONS)} | {SNAPSHOT_MARKER}
         for name, kind in sorted(stored.items(), key=lambda item: item[1] != "VIEW"):  # views before tables
             if name not in needed and name not in registry:
                 lk.execute(f"DROP {kind} {quoted(VERSIONS_SCHEMA, name)}")
                 staged.dropped.append(name)
         lk.execute(f"CREATE OR REPLACE TABLE {quoted(VERSIONS_SCHEMA, SNAPSHOT_MARKER)} AS SELECT "
                    f"{publication_id or 'NULL'}::BIGINT AS publication_id, now() AS written_at, "
-                   f"{sql_string(str(target.files.parent.resolve()))} AS store")
-        info = {"publication_id": publication_id, "revision": live["revision"] if live else None}
+                   f"{sql_string(str(store.resolve()))} AS store")
+        revision = con.execute(f"SELECT revision FROM {quoted(schema, 'publications')} WHERE publication_id = "
+                               f"{int(publication_id)}").fetchone() if publication_id is not None else None
+        info = {"publication_id": publication_id, "revision": revision[0] if revision else None}
         lk.execute(f"CALL {ALIAS}.set_commit_message({sql_string(AUTHOR)}, "
                    f"{sql_string(f'publication {publication_id}')}, extra_info => {sql_string(json.dumps(info))})")
     except BaseException:
@@ -350,8 +386,8 @@ def sync_lake(con: duckdb.DuckDBPyConnection, schema: str, target: LakeTarget) -
     refusal's or a failed load's) in one transaction, as :func:`core.store.snapshot.sync_snapshot` does
     for the snapshot file; return the live publication id."""
     staged = stage_lake(con, schema, target)
-    staged.commit()
-    prune_lake(target)
+    target.commit(staged)
+    target.prune(con, schema)
     return staged.publication_id
 
 

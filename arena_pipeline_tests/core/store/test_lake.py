@@ -11,6 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from arena_pipeline.core.publication.gate import plan_tables
+from arena_pipeline.core.publication.publish import publish
+from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.lake import (
     LakeAheadError,
     LakeConflictError,
@@ -20,7 +23,7 @@ from arena_pipeline.core.store.lake import (
     stage_lake,
     sync_lake,
 )
-from arena_pipeline_tests.core.store.test_snapshot import _build, _publish, _target
+from arena_pipeline_tests.core.store.test_snapshot import RULES, TABLES, _build, _target
 
 pytestmark = pytest.mark.slow  # a PostgreSQL server for the session
 
@@ -29,6 +32,13 @@ def build_version(con, table: str) -> str:
     """The live version of ``table``."""
     return con.execute(f"SELECT sql FROM duckdb_views() WHERE schema_name = 'arena' AND view_name = '{table}'"
                        ).fetchone()[0].rpartition("arena_versions.")[2].rstrip(";")
+
+
+def _publish(con, build, target, lake: LakeTarget | None = None, **kwargs):
+    """Publish ``build`` to the snapshot file ``target`` and the lake (the order of Warehouse.targets)."""
+    chosen, rebuilt = plan_tables(con, "arena", build, TABLES, **RULES)
+    return publish(con, "arena", build, chosen, rebuilt=rebuilt, history_tables=("leaderboard",),
+                   targets=[target, *filter(None, [lake])], files_of=snapshot.files_of(con, target), **kwargs)
 
 
 def _lake(new_lake, tmp_path: Path, retention: int = 5) -> LakeTarget:
@@ -152,7 +162,7 @@ def test_retention_expires_old_snapshots_and_deletes_their_files(work, tmp_path,
     snap, lake = _target(tmp_path), _lake(new_lake, tmp_path, retention=1)
     for i in range(1, 4):
         report = _publish(work, _build(work, f"run-{i}", str(i) * 40, 2 + i), snap, lake=lake, retention=1)
-    assert report.expired_lake_snapshots  # the older publications' snapshots
+    assert [name for name in report.pruned_files if name.startswith("ducklake snapshot ")]  # the older ones
     with connect_lake(lake.attach, read_only=True) as lk:
         assert {p for _, p in lake_snapshots(lk) if p is not None} == {3}
     # only the live publication's versions keep files: the older ones' were deleted with their snapshots
