@@ -168,3 +168,15 @@ def test_retention_expires_old_snapshots_and_deletes_their_files(work, tmp_path,
     # only the live publication's versions keep files: the older ones' were deleted with their snapshots
     kept = {p.parent.name for p in (new_lake.data_path / "arena_versions").glob("*__*/*.parquet")}
     assert kept == {report.tables["battles"], report.tables["leaderboard"]}
+
+
+def test_without_postgres_the_lake_tests_skip_with_one_reason_except_under_ci(monkeypatch):
+    from arena_pipeline_tests.support import postgres as support
+
+    monkeypatch.setattr(support, "postgres_bin", lambda: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="PostgreSQL's server binaries.*CI must run them"):
+        support.skip_or_fail_without_lake()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="^the DuckLake tests need PostgreSQL's server binaries"):
+        support.skip_or_fail_without_lake()
