@@ -22,7 +22,8 @@ each publication is one DuckLake snapshot (``arena_lake.snapshots()``): a reader
 none of it, and ``ATTACH ... (SNAPSHOT_VERSION n)`` reads any kept one whole. Two writers at once:
 DuckLake refuses the second commit that touches what the first changed (a transaction conflict:
 :class:`LakeConflictError`); a writer whose publication is older than the lake's is refused before
-anything is written (:class:`LakeAheadError`). Retention (:func:`prune_lake`) expires the snapshots
+anything is written (:class:`LakeAheadError`), as is one of the same publication id from another store
+folder (the lake's marker records the store that wrote it). Retention (:func:`prune_lake`) expires the snapshots
 older than the ``retention`` newest publications' and deletes their files once no reader could still
 be scanning them (``cleanup_after_s``).
 
@@ -214,6 +215,14 @@ def lake_publication(lk: duckdb.DuckDBPyConnection) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+def lake_store(lk: duckdb.DuckDBPyConnection) -> str | None:
+    """The store folder whose publication the lake shows (its marker), or None (a new lake)."""
+    if SNAPSHOT_MARKER not in _relations(lk, VERSIONS_SCHEMA):
+        return None
+    row = lk.execute(f"SELECT store FROM {quoted(VERSIONS_SCHEMA, SNAPSHOT_MARKER)}").fetchone()
+    return None if row is None else row[0]
+
+
 @dataclass
 class StagedLake:
     """A publication written into an open DuckLake transaction: :meth:`commit` makes it the lake's
@@ -286,11 +295,13 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
         lk.execute("BEGIN TRANSACTION")
         for name in (schema, VERSIONS_SCHEMA):
             lk.execute(f'CREATE SCHEMA IF NOT EXISTS "{name}"')
-        shown = lake_publication(lk)
-        if shown is not None and (publication_id or 0) < shown:
+        shown, owner = lake_publication(lk), lake_store(lk)
+        if shown is not None and ((publication_id or 0) < shown
+                                  or (publication_id == shown and owner != str(store.resolve()))):
             raise LakeAheadError(
-                f"the DuckLake {_redacted(target.attach)} shows publication {shown}, newer than this store's "
-                f"{publication_id}: another store publishes to it; nothing was written to the lake")
+                f"the DuckLake {_redacted(target.attach)} shows publication {shown} of the store {owner}, not older "
+                f"than this store's {publication_id} ({store.resolve()}): another store publishes to it; nothing "
+                "was written to the lake")
         stored = _relations(lk, VERSIONS_SCHEMA)
         needed = set(plan.versions)
         for version, files in plan.files.items():

@@ -147,12 +147,16 @@ def test_two_writers_one_wins_the_other_is_refused_and_nothing_is_mixed(tmp_path
             staged[1].commit()
         seen = _fresh_read(new_lake.attach)
         assert seen["battles"] == [3, "run-a", "run-a"] and {t for _, t in seen["leaderboard"]} == {"run-a"}
-        # the refused store, trying again, is refused before writing: the lake shows its publication already
-        # (same id) -> it would replace it; a store behind the lake is refused outright
-        stores[1][0].execute("UPDATE arena.publications SET publication_id = 0")
+        # the refused store, trying again (its next sync), is refused before writing anything: the lake shows a
+        # publication of the same id from another store; a store behind the lake is refused the same way
         with pytest.raises(LakeAheadError, match="another store publishes to it"):
             stage_lake(stores[1][0], "arena", stores[1][1])
+        stores[1][0].execute("UPDATE arena.publications SET publication_id = 0")
+        with pytest.raises(LakeAheadError, match="not older than this store's 0"):
+            stage_lake(stores[1][0], "arena", stores[1][1])
         assert _fresh_read(new_lake.attach)["battles"] == [3, "run-a", "run-a"]
+        # the winner's own store publishes its same publication again (a sync): allowed
+        sync_lake(stores[0][0], "arena", stores[0][1])
     finally:
         for con, _ in stores:
             con.close()
