@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
 from bench_readers import _live_dump, _variant  # noqa: E402
 
