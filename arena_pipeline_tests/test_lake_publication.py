@@ -136,3 +136,12 @@ def test_readers_of_the_lake_see_one_whole_publication_at_a_time_through_a_refre
         assert during > 0, name
         print(f"\n{name} reader of the lake: {summary['reads']} reads ({during} during the {ended - started:.1f} s "
               f"refresh), {len(summary['errors'])} failed, 0 mixed; publications seen {sorted(set(publications))}")
+
+
+def test_a_lake_that_cannot_be_attached_is_one_line_without_the_password(postgres_server, capsys, monkeypatch):
+    attach = f"ducklake:postgres:dbname=absent host=127.0.0.1 port={postgres_server.port} user=arena password=s3cret"
+    monkeypatch.setenv("ARENA_DUCKLAKE", attach)
+    assert main(["leaderboard"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot attach the DuckLake" in err and "password=***" in err and "s3cret" not in err
+    assert len(err.strip().splitlines()) == 1, err

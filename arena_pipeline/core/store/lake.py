@@ -38,13 +38,14 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from arena_pipeline.constants import VERSIONS_SCHEMA
+from arena_pipeline.constants import PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store.records import BUILDS, VERSIONS
 from arena_pipeline.core.store.snapshot import SNAPSHOT_MARKER, _columns, files_of
 from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
@@ -175,16 +176,21 @@ def connect_lake(attach: str, data_path: str | None = None, *, read_only: bool =
         con.execute(f"USE {ALIAS}")
     except duckdb.Error as exc:
         con.close()
-        raise LakeError(f"cannot attach the DuckLake {_redacted(attach)}: {str(exc).strip().splitlines()[0]}") from exc
+        reason = _redacted(str(exc).strip().splitlines()[0])
+        raise LakeError(f"cannot attach the DuckLake {_redacted(attach)}: {reason}") from None
     except BaseException:
         con.close()
         raise
     return con
 
 
-def _redacted(attach: str) -> str:
-    """The attach string without a ``password=...`` value (it goes into messages and logs)."""
-    return " ".join("password=***" if part.lower().startswith("password=") else part for part in attach.split())
+#: A libpq ``password=...`` value (bare or quoted), in an attach string or in an error quoting it.
+_PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|[^\s\"']+)", re.IGNORECASE)
+
+
+def _redacted(text: str) -> str:
+    """``text`` with every ``password=...`` value replaced by ``***`` (it goes into messages and logs)."""
+    return _PASSWORD.sub(r"\1***", text)
 
 
 def _relations(lk: duckdb.DuckDBPyConnection, schema: str) -> dict[str, str]:
@@ -342,7 +348,7 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
         lk.execute(f"CREATE OR REPLACE TABLE {quoted(VERSIONS_SCHEMA, SNAPSHOT_MARKER)} AS SELECT "
                    f"{publication_id or 'NULL'}::BIGINT AS publication_id, now() AS written_at, "
                    f"{sql_string(str(store.resolve()))} AS store")
-        revision = con.execute(f"SELECT revision FROM {quoted(schema, 'publications')} WHERE publication_id = "
+        revision = con.execute(f"SELECT revision FROM {quoted(schema, PUBLICATIONS_TABLE)} WHERE publication_id = "
                                f"{int(publication_id)}").fetchone() if publication_id is not None else None
         info = {"publication_id": publication_id, "revision": revision[0] if revision else None}
         lk.execute(f"CALL {ALIAS}.set_commit_message({sql_string(AUTHOR)}, "
