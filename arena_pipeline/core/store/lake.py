@@ -330,7 +330,11 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
                 stored[version] = "TABLE"
                 staged.written.append(version)
         present = _relations(lk, schema)
+        queries = dict(lk.execute("SELECT view_name, sql FROM duckdb_views() WHERE database_name = ? AND "
+                                  "schema_name = ?", [ALIAS, schema]).fetchall())
         for name, sql in plan.views:  # the work file's SQL, which names arena_versions.<version>: the lake's
+            if present.get(name) == "VIEW" and _query(queries.get(name, "")) == _query(sql):
+                continue  # the same query (a re-rank re-points the boards, not the vote tables)
             if present.get(name) == "TABLE":
                 lk.execute(f"DROP TABLE {quoted(schema, name)}")
             lk.execute(sql.replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1))
@@ -357,6 +361,11 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
         staged.discard()
         raise
     return staged
+
+
+def _query(view_sql: str) -> str:
+    """A view's query, without ``CREATE VIEW <name>`` (DuckLake stores the name unqualified)."""
+    return view_sql[view_sql.find(" AS "):].strip().rstrip(";")
 
 
 def lake_snapshots(lk: duckdb.DuckDBPyConnection) -> list[tuple[int, int | None]]:
