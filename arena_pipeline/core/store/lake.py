@@ -23,7 +23,7 @@ none of it, and ``ATTACH ... (SNAPSHOT_VERSION n)`` reads any kept one whole. Tw
 DuckLake refuses the second commit that touches what the first changed (a transaction conflict:
 :class:`LakeConflictError`); a writer whose publication is older than the lake's is refused before
 anything is written (:class:`LakeAheadError`), as is one of the same publication id from another store
-folder (the lake's marker records the store that wrote it). Retention (:func:`prune_lake`) expires the snapshots
+folder (the lake's marker records the store that wrote it). Retention (:func:`retain_snapshots`, right after the commit) expires the snapshots
 older than the ``retention`` newest publications' and deletes their files once no reader could still
 be scanning them (``cleanup_after_s``).
 
@@ -40,7 +40,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -101,16 +101,16 @@ class LakeTarget:
         return stage_plan(work_con, plan, self)
 
     def commit(self, staged: StagedLake) -> None:
-        """Commit the lake's transaction: one DuckLake snapshot (:meth:`StagedLake.commit`)."""
-        staged.commit()
+        """Commit the lake's transaction: one DuckLake snapshot (:meth:`StagedLake.commit`); then, on the same
+        connection, retention (:func:`retain_snapshots`: a second attach would cost about a second)."""
+        staged.commit(retain=self)
 
     def discard(self, staged: StagedLake) -> None:
         staged.discard()
 
     def prune(self, work_con: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
-        """Retention (:func:`prune_lake`): the expired snapshots, as ``ducklake snapshot <id>``."""
-        expired, _ = prune_lake(self)
-        return [f"ducklake snapshot {snapshot_id}" for snapshot_id in expired]
+        """Nothing: retention ran with :meth:`commit` (the expired snapshots are ``StagedLake.expired``)."""
+        return []
 
     @contextlib.contextmanager
     def open_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -239,9 +239,12 @@ class StagedLake:
     #: versions the transaction wrote to the lake, and dropped from it
     written: list[str]
     dropped: list[str]
+    #: the lake's snapshots retention expired after the commit
+    expired: list[int] = field(default_factory=list)
 
-    def commit(self) -> None:
-        """Commit the transaction (one DuckLake snapshot) and close the connection.
+    def commit(self, retain: LakeTarget | None = None) -> None:
+        """Commit the transaction (one DuckLake snapshot), then with ``retain`` apply its retention
+        (:func:`retain_snapshots`, the expired snapshots in :attr:`expired`), and close the connection.
 
         Raises
         ------
@@ -258,6 +261,9 @@ class StagedLake:
                 f"publication {self.publication_id} was not committed to the DuckLake"
                 + (" (another writer committed to it meanwhile)" if conflict else "")
                 + f"; the lake is unchanged: {str(exc).strip().splitlines()[-1]}") from exc
+        else:
+            if retain is not None:
+                self.expired = retain_snapshots(self.connection, retain)[0]
         finally:
             self.connection.close()
 
@@ -382,29 +388,35 @@ def lake_snapshots(lk: duckdb.DuckDBPyConnection) -> list[tuple[int, int | None]
 
 
 def prune_lake(target: LakeTarget) -> tuple[list[int], int]:
-    """Retention: expire the lake's snapshots older than the newest snapshot of the ``target.retention``-th
-    newest publication, then delete the files scheduled for deletion more than ``target.cleanup_after_s``
-    ago. Returns the expired snapshot ids and the number of files deleted."""
+    """:func:`retain_snapshots` on a connection of its own."""
     lk = connect_lake(target.attach, target.data_path)
     try:
-        snapshots = lake_snapshots(lk)
-        newest = {}  # publication id -> its newest snapshot (a publication's records may be written again)
-        for snapshot_id, publication_id in snapshots:
-            if publication_id is not None:
-                newest[publication_id] = snapshot_id
-        kept = sorted(newest, reverse=True)[:max(int(target.retention), 1)]
-        if not kept:
-            return [], 0
-        oldest_kept = newest[kept[-1]]
-        expire = [s for s, _ in snapshots if s < oldest_kept]
-        if expire:
-            lk.execute(f"CALL ducklake_expire_snapshots({sql_string(ALIAS)}, versions => {expire})")
-        deleted = lk.execute(
-            f"CALL ducklake_cleanup_old_files({sql_string(ALIAS)}, older_than => now() - "
-            f"INTERVAL '{float(target.cleanup_after_s)} seconds')").fetchall()
-        return expire, len(deleted)
+        return retain_snapshots(lk, target)
     finally:
         lk.close()
+
+
+def retain_snapshots(lk: duckdb.DuckDBPyConnection, target: LakeTarget) -> tuple[list[int], int]:
+    """Retention on ``lk`` (the lake attached for writing): expire the snapshots older than the newest
+    snapshot of the ``target.retention``-th newest publication, then delete the files scheduled for
+    deletion more than ``target.cleanup_after_s`` ago. Returns the expired snapshot ids and the number
+    of files deleted."""
+    snapshots = lake_snapshots(lk)
+    newest = {}  # publication id -> its newest snapshot (a publication's records may be written again)
+    for snapshot_id, publication_id in snapshots:
+        if publication_id is not None:
+            newest[publication_id] = snapshot_id
+    kept = sorted(newest, reverse=True)[:max(int(target.retention), 1)]
+    if not kept:
+        return [], 0
+    oldest_kept = newest[kept[-1]]
+    expire = [s for s, _ in snapshots if s < oldest_kept]
+    if expire:
+        lk.execute(f"CALL ducklake_expire_snapshots({sql_string(ALIAS)}, versions => {expire})")
+    deleted = lk.execute(
+        f"CALL ducklake_cleanup_old_files({sql_string(ALIAS)}, older_than => now() - "
+        f"INTERVAL '{float(target.cleanup_after_s)} seconds')").fetchall()
+    return expire, len(deleted)
 
 
 def sync_lake(con: duckdb.DuckDBPyConnection, schema: str, target: LakeTarget) -> int | None:

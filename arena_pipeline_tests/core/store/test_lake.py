@@ -166,7 +166,6 @@ def test_retention_expires_old_snapshots_and_deletes_their_files(work, tmp_path,
     snap, lake = _target(tmp_path), _lake(new_lake, tmp_path, retention=1)
     for i in range(1, 4):
         report = _publish(work, _build(work, f"run-{i}", str(i) * 40, 2 + i), snap, lake=lake, retention=1)
-    assert [name for name in report.pruned_files if name.startswith("ducklake snapshot ")]  # the older ones
     with connect_lake(lake.attach, read_only=True) as lk:
         assert {p for _, p in lake_snapshots(lk) if p is not None} == {3}
     # only the live publication's versions keep files: the older ones' were deleted with their snapshots
