@@ -60,7 +60,11 @@ with dg.DagsterInstance.ephemeral() as instance:
         "ops": {"rankings": {"config": {"bootstrap_rounds": bootstrap, "seed": seed}}}})
     seconds = time.perf_counter() - started
     steps = {s.step_key: (s.end_time or 0) - (s.start_time or 0) for s in instance.get_run_step_stats(result.run_id)}
-    failures = [e.step_failure_data.error.message.strip().splitlines()[0] for e in result.all_events
+    def innermost(error):  # the step's own exception, under Dagster's wrappers
+        while error.cause is not None:
+            error = error.cause
+        return f"{error.cls_name}: {error.message.strip().splitlines()[0]}"
+    failures = [innermost(e.step_failure_data.error) for e in result.all_events
                 if e.is_step_failure][:3] or [e.message for e in result.all_events if e.is_failure][:3]
 json.dump({"success": result.success, "seconds": seconds, "steps": steps, "failures": failures}, open(out, "w"))
 """
