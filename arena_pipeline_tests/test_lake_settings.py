@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arena_pipeline.core.store.lake import LakeTarget, _redacted
+from arena_pipeline.core.store.lake import LakeTarget, _redacted, stored_name
 from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.resources import Warehouse
 
@@ -29,3 +29,9 @@ def test_a_password_is_redacted_bare_or_quoted_in_any_text():
         "ducklake:postgres:dbname=a password=*** host=h"
     assert _redacted("at \"dbname=a PASSWORD = 'two words'\": failed") == "at \"dbname=a PASSWORD = ***\": failed"
     assert _redacted('"user=u password=x1": connection refused') == '"user=u password=***": connection refused'
+
+
+def test_a_version_is_stored_in_the_lake_under_the_name_of_its_files():
+    assert stored_name(("tables/battles__aaa__run1.parquet",), "battles__aaa__run2") == "battles__aaa__run1"
+    assert stored_name(("tables/battles__aaa__run1.a1/part-*.parquet",), "battles__aaa__run2") == "battles__aaa__run1.a1"
+    assert stored_name(("tables/a.parquet", "tables/b.parquet"), "battles__aaa__run2") == "battles__aaa__run2"

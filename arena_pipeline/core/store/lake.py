@@ -317,7 +317,7 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
         stored = _relations(lk, VERSIONS_SCHEMA)
         needed = set(plan.versions)
         for version, files in plan.files.items():
-            base = Path(files[0]).stem if len(files) == 1 else version  # the version that wrote the file
+            base = stored_name(files, version)
             needed.add(base)
             if base not in stored:  # a version is the same rows under its name: written once
                 listed = ", ".join(sql_string(str((store / name).resolve())) for name in files)
@@ -367,6 +367,17 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
         staged.discard()
         raise
     return staged
+
+
+def stored_name(files: tuple[str, ...], version: str) -> str:
+    """The lake table a vote table's version is stored in: named after its files, so that a version reusing
+    another's files (``same_as``) is a view of the same table. One file ``tables/<name>.parquet``: ``<name>``
+    (the version that exported it); a folder's part files ``<folder>/part-*.parquet``: the folder's name;
+    anything else: the version itself."""
+    if len(files) != 1:
+        return version
+    path = Path(files[0])
+    return path.parent.name if any(c in path.name for c in "*?[") else path.stem
 
 
 def _query(view_sql: str) -> str:
