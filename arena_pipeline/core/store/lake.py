@@ -47,7 +47,7 @@ import duckdb
 
 from arena_pipeline.constants import PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store.records import BUILDS, VERSIONS
-from arena_pipeline.core.store.snapshot import SNAPSHOT_MARKER, _columns, files_of
+from arena_pipeline.core.store.snapshot import SNAPSHOT_MARKER, SnapshotTarget, _columns, files_of
 from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
 from arena_pipeline.core.store.warehouse import quoted, sql_string
 
@@ -276,10 +276,10 @@ class StagedLake:
 
 def stage_lake(con: duckdb.DuckDBPyConnection, schema: str, target: LakeTarget) -> StagedLake:
     """:func:`stage_plan` of what ``con`` (the work file) shows as live: its plan made here, the vote
-    tables' Parquet files exported where they are not yet (``snapshot.files_of``)."""
-    from arena_pipeline.core.store.snapshot import SnapshotTarget
-
-    files = files_of(con, SnapshotTarget(target.files.parent / "unused", target.files, target.file_tables))
+    tables' Parquet files as the snapshot's plan names them (``snapshot.files_of``: only its folder of
+    files and its file tables are read, not its path)."""
+    store = SnapshotTarget(target.files.parent, target.files, target.file_tables)
+    files = files_of(con, store)
     return stage_plan(con, plan_publication(con, schema, files), target)
 
 
