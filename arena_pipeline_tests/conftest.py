@@ -4,9 +4,11 @@ or leaves a Dagster instance open."""
 import dagster as dg
 import pytest
 
+from arena_pipeline_tests.support.postgres import new_lake, postgres_server  # noqa: F401 - fixtures
+
 SETTINGS = ("ARENA_SOURCE", "ARENA_REVISION", "ARENA_WAREHOUSE", "ARENA_CACHE_DIR", "ARENA_REPORT",
             "ARENA_MODEL_ALIASES", "ARENA_PUBLISHED_BOARD", "ARENA_BENCHMARKS", "HF_ENDPOINT", "HF_TOKEN",
-            "ARENA_DATASETS", "ARENA_DISCOVER")
+            "ARENA_DATASETS", "ARENA_DISCOVER", "ARENA_DUCKLAKE", "ARENA_DUCKLAKE_DATA_PATH")
 
 
 @pytest.fixture(autouse=True, scope="session")
