@@ -98,7 +98,13 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
     (:func:`core.store.reader.open_newest`). Every failure is a one-line CliError: no file, locked (exit 3:
     a process opened the snapshot read-write), damaged (also when found while reading: the advice to
     rebuild), unreadable, its publication's files deleted meanwhile, or no leaderboard published yet. A
-    misspelt ARENA_WAREHOUSE is named first (:func:`misspelt_warehouse_variable`)."""
+    misspelt ARENA_WAREHOUSE is named first (:func:`misspelt_warehouse_variable`).
+
+    With ``ARENA_DUCKLAKE`` set (read when the command runs), the DuckLake it names is read instead of
+    the file, attached read-only (``core/store/lake.py``; docs/reading.md)."""
+    if attach := os.environ.get("ARENA_DUCKLAKE"):
+        yield from _open_lake(attach)
+        return
     if note := misspelt_warehouse_variable(path):
         click.echo(note, err=True)
     if not path.is_file():
@@ -125,6 +131,26 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CliError(str(corruption_error(str(path), exc) or files_gone_message(con, exc, str(path)) or
                            f"cannot read the published tables of {path}: {reason}")) from exc
+    finally:
+        con.close()
+
+
+def _open_lake(attach: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to the DuckLake ``attach`` names, its published leaderboard checked."""
+    from arena_pipeline.core.store.lake import LakeError, connect_lake
+
+    try:
+        con = connect_lake(attach, read_only=True)
+    except LakeError as exc:
+        raise CliError(f"{exc} (ARENA_DUCKLAKE)") from exc
+    try:
+        if not relation_exists(con, SCHEMA, LEADERBOARD_TABLE):
+            raise CliError(f"the DuckLake of ARENA_DUCKLAKE has no published leaderboard ({SCHEMA}.leaderboard); "
+                           f"{MATERIALIZE_HINT}")
+        yield con
+    except duckdb.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CliError(f"cannot read the published tables of the DuckLake of ARENA_DUCKLAKE: {reason}") from exc
     finally:
         con.close()
 

@@ -45,7 +45,7 @@ from arena_pipeline.core.ingest.sources import (
     verify_file,
 )
 from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
-from arena_pipeline.core.store import errors, guard, reader, snapshot, warehouse
+from arena_pipeline.core.store import errors, guard, lake, reader, snapshot, warehouse
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
@@ -329,6 +329,23 @@ class Warehouse(DuckDBResource):
         "publication drops them (runs known to the Dagster instance as finished are cleaned at once).",
     )
 
+    ducklake: str | None = Field(
+        default=None,
+        description="ARENA_DUCKLAKE: a DuckLake to publish to as well, its attach string (e.g. 'ducklake:postgres:"
+        "dbname=arena host=127.0.0.1 port=5432 user=arena'); each publication is one DuckLake transaction "
+        "(core/store/lake.py, docs/reading.md). Unset: the snapshot file only. Needs the [lake] extra.",
+    )
+    ducklake_data_path: str | None = Field(
+        default=None,
+        description="ARENA_DUCKLAKE_DATA_PATH: the DuckLake's data path, a folder or an object-storage URL (needed "
+        "when the lake is created; afterwards its catalog records it).",
+    )
+    ducklake_cleanup_after_s: float = Field(
+        default=3600.0, ge=0,
+        description="Files of the DuckLake snapshots retention expired are deleted once they were scheduled for "
+        "deletion this long ago (a reader may still be scanning them).",
+    )
+
     max_publication_age_hours: float | None = Field(
         default=None, gt=0,
         description="ARENA_MAX_PUBLICATION_AGE_HOURS: the live publication (arena.publications.published_at) "
@@ -356,9 +373,20 @@ class Warehouse(DuckDBResource):
                                        None if file_tables is None else frozenset(file_tables), self.keep_revisions,
                                        self.keep_publications)
 
+    def lake_target(self, file_tables: Iterable[str] | None = None) -> lake.LakeTarget | None:
+        """The DuckLake publications also go to (ARENA_DUCKLAKE, ARENA_DUCKLAKE_DATA_PATH), or None: not set."""
+        attach = _setting(self.ducklake, "ARENA_DUCKLAKE", None)
+        if attach is None:
+            return None
+        return lake.LakeTarget(attach, _setting(self.ducklake_data_path, "ARENA_DUCKLAKE_DATA_PATH", None),
+                               self.store_path() / snapshot.FILES_FOLDER,
+                               None if file_tables is None else frozenset(file_tables), self.retention,
+                               self.ducklake_cleanup_after_s)
+
     def targets(self, file_tables: Iterable[str] | None = None) -> list[PublicationTarget]:
-        """Where publications go (``core/store/targets.py``): the readers' snapshot file."""
-        return [self.snapshot_target(file_tables)]
+        """Where publications go (``core/store/targets.py``): the readers' snapshot file, and the DuckLake
+        when ARENA_DUCKLAKE is set."""
+        return [self.snapshot_target(file_tables), *filter(None, [self.lake_target(file_tables)])]
 
     def files_of(self, con: duckdb.DuckDBPyConnection, file_tables: Iterable[str] | None = None
                  ) -> Callable[[str], tuple[str, ...] | None]:
@@ -460,6 +488,8 @@ class Warehouse(DuckDBResource):
         it), not raised. Returns None when the snapshot was written."""
         try:
             snapshot.sync_snapshot(con, SCHEMA, self.snapshot_target())
+            if (target := self.lake_target()) is not None:  # the lake too (a LakeError is a RuntimeError)
+                lake.sync_lake(con, SCHEMA, target)
         except (duckdb.Error, OSError, RuntimeError) as exc:
             if not after_failure:
                 raise

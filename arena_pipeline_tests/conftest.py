@@ -6,6 +6,8 @@ import os
 import dagster as dg
 import pytest
 
+from arena_pipeline_tests.support.postgres import new_lake, postgres_server  # noqa: F401 - fixtures
+
 #: The prefixes of the pipeline's variables (and of huggingface_hub's): every variable that starts with
 #: one is removed for the session, whatever its name, so a variable added later cannot reach a
 #: developer's warehouse, store or Hub from a test (``test_isolated_environment.py`` holds it).

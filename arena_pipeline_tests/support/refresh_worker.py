@@ -10,7 +10,8 @@
         arena.* view was re-pointed at the new revision.
     python -m arena_pipeline_tests.support.refresh_worker read --warehouse W --out OUT --stop-file STOP
         Query the published tables in a loop with short read-only connections until STOP exists,
-        then write a JSON summary of what was seen to OUT.
+        then write a JSON summary of what was seen to OUT (``--hold``: one connection held throughout;
+        ``--lake ATTACH``: the DuckLake of that attach string instead of W).
     python -m arena_pipeline_tests.support.refresh_worker hold --warehouse W --ready-file READY --release-file REL
         Open W read-write, create READY, keep the connection until REL exists (or --max-seconds).
 
@@ -160,11 +161,29 @@ def _publication_seen(con: duckdb.DuckDBPyConnection, views: dict[str, str]) -> 
 
 
 def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | None, pause: float,
-               max_seconds: float) -> int:
-    """Read until ``stop_file`` exists; every read is one short read-only connection.
+               max_seconds: float, lake: str | None = None, hold: bool = False) -> int:
+    """Read until ``stop_file`` exists; every read is one short read-only connection (``hold``: one
+    connection held for every read).
 
-    ``ready_file`` is created after the first successful read.
+    ``ready_file`` is created after the first successful read. ``lake``: read the DuckLake of that attach
+    string (attached read-only, ``core.store.lake.connect_lake``) instead of ``warehouse``.
     """
+    held = None
+
+    def connect() -> duckdb.DuckDBPyConnection:
+        nonlocal held
+        if held is not None:
+            return held
+        if lake:
+            from arena_pipeline.core.store.lake import connect_lake
+
+            con = connect_lake(lake, read_only=True)
+        else:
+            con = duckdb.connect(str(warehouse), read_only=True, config=search_path(str(warehouse)))
+        if hold:
+            held = con
+        return con
+
     seen: dict[str, dict] = {}
     timeline: list[tuple[float, int]] = []  # (time.time(), index of the observation) of every read
     errors: collections.Counter[str] = collections.Counter()
@@ -173,7 +192,7 @@ def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | N
     while not stop_file.exists() and time.monotonic() < deadline:
         attempts += 1
         try:
-            con = duckdb.connect(str(warehouse), read_only=True, config=search_path(str(warehouse)))
+            con = connect()
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 errors[f"connect: {type(exc).__name__}: {str(exc)[:200]}"] += 1
@@ -189,7 +208,8 @@ def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | N
             time.sleep(pause)
             continue
         finally:
-            con.close()
+            if held is None:
+                con.close()
         if ready_file is not None and not timeline:
             ready_file.write_text(str(os.getpid()))
         key = json.dumps(obs, sort_keys=True)
@@ -198,6 +218,8 @@ def run_reader(warehouse: Path, out: Path, stop_file: Path, ready_file: Path | N
         entry["last"] = seen_at
         timeline.append((seen_at, entry["index"]))
         time.sleep(pause)
+    if held is not None:
+        held.close()
     summary = {
         "attempts": attempts,
         "reads": len(timeline),
@@ -243,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     read.add_argument("--ready-file", type=Path)
     read.add_argument("--pause", type=float, default=0.05)
     read.add_argument("--max-seconds", type=float, default=120.0)
+    read.add_argument("--lake", help="a DuckLake attach string: read it instead of --warehouse")
+    read.add_argument("--hold", action="store_true", help="one connection for every read")
     hold = sub.add_parser("hold")
     hold.add_argument("--warehouse", type=Path, required=True)
     hold.add_argument("--ready-file", type=Path, required=True)
@@ -254,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_refresh(args.pause_at, args.paused_file)
     if args.mode == "read":
         return run_reader(args.warehouse, args.out, args.stop_file, args.ready_file, args.pause,
-                          args.max_seconds)
+                          args.max_seconds, args.lake, args.hold)
     return run_holder(args.warehouse, args.ready_file, args.release_file, args.max_seconds, args.read_only)
 
 
