@@ -315,26 +315,7 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
                 f"than this store's {publication_id} ({store.resolve()}): another store publishes to it; nothing "
                 "was written to the lake")
         stored = _relations(lk, VERSIONS_SCHEMA)
-        needed = set(plan.versions)
-        for version, files in plan.files.items():
-            base = stored_name(files, version)
-            needed.add(base)
-            if base not in stored:  # a version is the same rows under its name: written once
-                listed = ", ".join(sql_string(str((store / name).resolve())) for name in files)
-                lk.execute(f"CREATE TABLE {quoted(VERSIONS_SCHEMA, base)} AS SELECT * FROM read_parquet([{listed}])")
-                stored[base] = "TABLE"
-                staged.written.append(base)
-            if version not in stored:
-                lk.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
-                           f"SELECT * FROM {quoted(VERSIONS_SCHEMA, base)}")
-                stored[version] = "VIEW"
-                staged.written.append(version)
-        for version in plan.copied:
-            if version not in stored:
-                _replace_table(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", lk, VERSIONS_SCHEMA,
-                               version, stored)
-                stored[version] = "TABLE"
-                staged.written.append(version)
+        needed = _write_versions(con, lk, plan, store, stored, staged)
         present = _relations(lk, schema)
         queries = dict(lk.execute("SELECT view_name, sql FROM duckdb_views() WHERE database_name = ? AND "
                                   "schema_name = ?", [ALIAS, schema]).fetchall())
@@ -367,6 +348,34 @@ def stage_plan(con: duckdb.DuckDBPyConnection, plan: PublicationPlan, target: La
         staged.discard()
         raise
     return staged
+
+
+def _write_versions(con: duckdb.DuckDBPyConnection, lk: duckdb.DuckDBPyConnection, plan: PublicationPlan,
+                    store: Path, stored: dict[str, str], staged: StagedLake) -> set[str]:
+    """Write into the lake the versions ``plan`` names that it lacks (``stored``: the lake's versions, kept
+    up to date): a vote table's from its Parquet files, once per file set; a small table's copied from the
+    work file ``con``. Returns every version name the publication needs (with the vote tables' stored ones)."""
+    needed = set(plan.versions)
+    for version, files in plan.files.items():
+        base = stored_name(files, version)
+        needed.add(base)
+        if base not in stored:  # a version is the same rows under its name: written once
+            listed = ", ".join(sql_string(str((store / name).resolve())) for name in files)
+            lk.execute(f"CREATE TABLE {quoted(VERSIONS_SCHEMA, base)} AS SELECT * FROM read_parquet([{listed}])")
+            stored[base] = "TABLE"
+            staged.written.append(base)
+        if version not in stored:
+            lk.execute(f"CREATE VIEW {quoted(VERSIONS_SCHEMA, version)} AS "
+                       f"SELECT * FROM {quoted(VERSIONS_SCHEMA, base)}")
+            stored[version] = "VIEW"
+            staged.written.append(version)
+    for version in plan.copied:
+        if version not in stored:
+            _replace_table(con, f"SELECT * FROM {quoted(VERSIONS_SCHEMA, version)}", lk, VERSIONS_SCHEMA,
+                           version, stored)
+            stored[version] = "TABLE"
+            staged.written.append(version)
+    return needed
 
 
 def stored_name(files: tuple[str, ...], version: str) -> str:
