@@ -30,9 +30,9 @@ from arena_pipeline.assets.publication_gate import PUBLICATION_GATE
 from arena_pipeline.assets.version_store import TableRef, stored_input
 from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.dataset.models import confusable_pairs
-from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.store.records import ensure_quality_results, record_dump
 from arena_pipeline.core.store.versions import finish_build, record_checks
+from arena_pipeline.core.text import one_line
 from arena_pipeline.core.validation.quality import QualityReport, suite_path, validate_relation
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK, SETTING, assess_board, outcomes
 from arena_pipeline.resources import Warehouse

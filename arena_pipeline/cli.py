@@ -431,7 +431,7 @@ def _moved(kept: pl.DataFrame) -> tuple[pl.DataFrame, int]:
 
 
 def format_shift(shift: Mapping[str, float]) -> str:
-    """The line under an aligned board's changes: the shift's own move (``core.publication.changes.board_shift``),
+    """The line under an aligned board's changes: the shift's own move (``core.changes.changes.board_shift``),
     which Change leaves out."""
     return (f"Aligned to lmarena.ai's scale: the shift moved {_signed(float(shift['change']))} points "
             f"({_signed(float(shift['before']))} -> {_signed(float(shift['after']))}). Change and its interval leave "
@@ -467,7 +467,7 @@ def changes(since: int | None, category: str | None, method: str, top: int, ware
     fits' votes relate decides it: docs/rankings.md, Changes between publications), rank and rank UB moves."""
     import polars as pl  # the changes' frames: not at the CLI's start
 
-    from arena_pipeline.core.publication.changes import board_shift, changes_between, summary
+    from arena_pipeline.core.changes.changes import board_shift, changes_between, summary
     from arena_pipeline.core.store.records import live_publication
     from arena_pipeline.core.store.warehouse import read_frame
 

@@ -3,7 +3,7 @@
 Two checks on ``publication_gate``: ``publication_age`` (the live publication, as ``arena.publications``
 records it, is at most ``Warehouse.max_publication_age_hours`` old) and ``unpublished_newer_dump``
 (no dump revision seen after the live one waits unpublished; else which, and why: queued, running,
-refused by the gate, failed). ``core.publication.freshness`` says why the publication's own time is the age,
+refused by the gate, failed). ``core.freshness.freshness`` says why the publication's own time is the age,
 not the last materialization's. The checks run after every publication (a refresh or re-rank run
 selects them with ``publication_gate``) and ``board_freshness_sensor`` reports them between runs.
 """
@@ -21,7 +21,7 @@ import polars as pl
 
 from arena_pipeline.assets.publication_gate import PUBLICATION_GATE
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA
-from arena_pipeline.core.publication.freshness import (
+from arena_pipeline.core.freshness.freshness import (
     RUNS_SCHEMA,
     Freshness,
     WarehouseRecords,
@@ -29,9 +29,9 @@ from arena_pipeline.core.publication.freshness import (
     format_age,
     missing_warehouse,
     read_records,
-    short_revision,
 )
 from arena_pipeline.core.store.reader import open_newest
+from arena_pipeline.core.text import short_revision
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.resources import Warehouse
 
@@ -44,7 +44,7 @@ SETTING = "ARENA_MAX_PUBLICATION_AGE_HOURS (Warehouse.max_publication_age_hours)
 
 def refresh_runs(instance: dg.DagsterInstance) -> pl.DataFrame:
     """The newest refresh runs requested for a dump revision (the sensor's and the schedule's,
-    tagged ``arena/revision``), as :data:`core.publication.freshness.RUNS_SCHEMA` (creation time in naive UTC)."""
+    tagged ``arena/revision``), as :data:`core.freshness.freshness.RUNS_SCHEMA` (creation time in naive UTC)."""
     records = instance.get_run_records(dg.RunsFilter(job_name=refresh_job.name), limit=RUNS_LOOKED_AT)
     rows = [
         {"run_id": r.dagster_run.run_id, "revision": r.dagster_run.tags[REVISION_TAG],

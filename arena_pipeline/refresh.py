@@ -14,16 +14,15 @@ import duckdb
 from arena_pipeline.assets.run_config import run_config_of
 from arena_pipeline.constants import PUBLISHED_TAG, REVISION_TAG, SCHEMA, SETTINGS_TAG
 from arena_pipeline.core.dataset.manifest import combined_revision
+from arena_pipeline.core.freshness.retry import MAX_ATTEMPTS, FailedRun, RetryPlan, plan_retry
 from arena_pipeline.core.ingest.hub import HubError
 from arena_pipeline.core.ingest.sources import SourceError
-from arena_pipeline.core.publication.changes import ranking_settings
-from arena_pipeline.core.publication.freshness import one_line, short_revision
-from arena_pipeline.core.publication.retry import MAX_ATTEMPTS, FailedRun, RetryPlan, plan_retry
-from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
+from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT, ranking_settings
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.store import warehouse as core_warehouse
 from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.text import one_line, short_revision
 from arena_pipeline.resources import DumpSource, Warehouse
 
 #: How long a tick waits for the warehouse while a run writes it, before ranking with the defaults.
@@ -32,7 +31,7 @@ SETTINGS_WAIT_S = 5.0
 REASON_TAG = "arena/requested_because"
 #: The longest reason a tag or a skip shows (a Hub error can be long).
 REASON_CHARS = 400
-#: The tag numbering a revision's runs requested after a failure (core/publication/retry.py).
+#: The tag numbering a revision's runs requested after a failure (core/freshness/retry.py).
 ATTEMPT_TAG = "arena/attempt"
 
 ACTIVE = [

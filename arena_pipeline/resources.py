@@ -33,6 +33,7 @@ from arena_pipeline.constants import (
 )
 from arena_pipeline.core.dataset.manifest import DumpManifest, combine, combined_revision
 from arena_pipeline.core.dataset.models import AliasTableError, load_aliases
+from arena_pipeline.core.freshness.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.ingest import hub
 from arena_pipeline.core.ingest.local_dump import ContentHashes, local_manifest, local_revision
 from arena_pipeline.core.ingest.sources import (
@@ -44,7 +45,6 @@ from arena_pipeline.core.ingest.sources import (
     parse_source,
     verify_file,
 )
-from arena_pipeline.core.publication.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.store import errors, guard, lake, reader, snapshot, warehouse
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.targets import PublicationTarget

@@ -29,13 +29,13 @@ import duckdb
 
 from arena_pipeline.assets.run_config import RANKINGS_OP, RankingRunConfig, check_ranking_run_config, run_config_of
 from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEMA, SETTINGS_TAG
-from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.publication.gate import LOWER_MIN_BATTLES, RELAX_HINT, SOURCE_CHANGE
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.store.warehouse import quoted
+from arena_pipeline.core.text import one_line
 from arena_pipeline.refresh import configured_source, for_source, read_live
 from arena_pipeline.resources import DumpSource, ReportSettings, Warehouse
 

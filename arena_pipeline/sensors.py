@@ -8,9 +8,9 @@ import dagster as dg
 import duckdb
 
 from arena_pipeline.constants import SENSOR_INTERVAL_SECONDS
-from arena_pipeline.core.publication.freshness import one_line
 from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
+from arena_pipeline.core.text import one_line
 from arena_pipeline.freshness import assess_board, outcomes, state_key
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.presentation.report import catch_up_report, why_not_written

@@ -542,7 +542,7 @@ def test_report_brings_a_page_behind_the_live_publication_up_to_it(warehouse, tm
 def test_changes_since_the_live_publication_says_so(warehouse, monkeypatch, capsys, golden):
     """`changes --since <live id>` printed the live boards compared with themselves, every change 0 (issue 38,
     item 8); it says plainly that this is the live publication, and compares nothing."""
-    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.changes import changes
     from arena_pipeline.core.store import records
 
     monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})
@@ -561,7 +561,7 @@ def test_changes_name_each_boards_data_relation_when_they_differ(warehouse, monk
     each board's line says its own."""
     import polars as pl
 
-    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.changes import changes
     from arena_pipeline.core.store import records
 
     monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})
@@ -933,7 +933,7 @@ def test_changes_of_a_rerank_that_moved_nothing_list_no_row_of_zeros(warehouse, 
     "+0.0 [+0.0, +0.0]"; the models that did not move are counted, those that moved listed, largest first."""
     import polars as pl
 
-    from arena_pipeline.core.publication import changes
+    from arena_pipeline.core.changes import changes
     from arena_pipeline.core.store import records
 
     monkeypatch.setattr(records, "live_publication", lambda con, schema: {"publication_id": 4, "revision": REVISION})

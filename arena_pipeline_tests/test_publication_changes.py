@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.cli import EXIT_NO_DATA, EXIT_OK, EXIT_USAGE, main
+from arena_pipeline.core.changes.changes import SAME_VOTES, VOTES_ADDED, Z95
 from arena_pipeline.core.dataset.schema import DATASET_ARROW_SCHEMA
-from arena_pipeline.core.publication.changes import SAME_VOTES, VOTES_ADDED, Z95
 from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline_dev.fixtures import make_rows
 from arena_pipeline_tests.support.publication_support import RERANK_SELECTION, Setup, assert_live_is_one_publication

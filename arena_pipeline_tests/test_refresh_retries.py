@@ -12,7 +12,7 @@ import pytest
 
 from arena_pipeline import refresh
 from arena_pipeline.constants import REVISION_TAG
-from arena_pipeline.core.publication import retry
+from arena_pipeline.core.freshness import retry
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 from arena_pipeline.sensors import new_dump_sensor
 from arena_pipeline_dev.fixtures import write_dump

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from arena_pipeline.core.publication.changes import compare_boards
-from arena_pipeline.core.publication.freshness import Pending
+from arena_pipeline.core.changes.changes import compare_boards
+from arena_pipeline.core.freshness.freshness import Pending
 from arena_pipeline.presentation.report import render_report
 from arena_pipeline_tests import test_report_browser
 from arena_pipeline_tests.support.synthetic_published import synthetic_published

@@ -5,7 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/bench_changes_null.py                    # ~7 min (3 min of fitting)
     .venv/bin/python benchmarks/bench_changes_null.py --replicates 100 --grow 0.1
 
-Prints figures only; it is not a test (``core/publication/test_changes.py`` holds the formulas).
+Prints figures only; it is not a test (``core/changes/test_changes.py`` holds the formulas).
 
 The null. A publication shows a board; the next dump is the same votes and more, drawn from the same
 strengths (a grown dump). Every model's strength is unchanged, so ``beyond_interval`` (0 outside the
@@ -20,7 +20,7 @@ the earlier dump is a random ``1 / (1 + grow)`` of its sessions (``--grow`` 0.25
 25% more votes), so every earlier vote is in the grown one, unchanged: ``data_relation`` "votes added".
 
 Designs (each (before, after) pair of boards fitted with the project's code, ``core.ranking.board
-.fit_bt_board``, and compared with the project's ``core.publication.changes.compare_boards``):
+.fit_bt_board``, and compared with the project's ``core.changes.changes.compare_boards``):
 
 ``sessions``
     ``none``: independent votes, sessions unknown (the primary interval is the vote-level one);
@@ -58,8 +58,8 @@ import numpy as np
 import polars as pl
 from bench_coverage import BANDS, add_tournament_arguments, draw_outcomes, skewed_tournament  # noqa: E402  (benchmarks/ is on sys.path)
 
+from arena_pipeline.core.changes.changes import VOTES_ADDED, compare_boards
 from arena_pipeline.core.dataset.models import load_aliases
-from arena_pipeline.core.publication.changes import VOTES_ADDED, compare_boards
 from arena_pipeline.core.ranking.board import Board, fit_bt_board
 from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.scale import to_ratings

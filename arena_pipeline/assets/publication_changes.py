@@ -12,7 +12,7 @@ from arena_pipeline.constants import (
     PUBLICATION_CHANGES_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.publication.changes import changes_against_live, summary
+from arena_pipeline.core.changes.changes import changes_against_live, summary
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.resources import Warehouse
@@ -34,7 +34,7 @@ def publication_changes(context: dg.AssetExecutionContext, warehouse: Warehouse,
                         battles: TableRef, battle_categories: TableRef) -> Versioned:
     """arena.publication_changes: the leaderboard this run would publish against the live publication's,
     one row per category, method and model on either board (new, gone, rating and rank moves with an
-    interval; ``core/publication/changes.py``; no rows before the first publication).
+    interval; ``core/changes/changes.py``; no rows before the first publication).
 
     Computed before the gate, from the versions the publication would show (this run's, else the live
     ones of the same dump) and the live publication; its settings name that publication and those

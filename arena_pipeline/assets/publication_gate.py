@@ -16,8 +16,7 @@ from arena_pipeline.constants import (
     SCHEMA,
     SETTINGS_TAG,
 )
-from arena_pipeline.core.publication.changes import changes_against_live, stale_changes
-from arena_pipeline.core.publication.freshness import one_line
+from arena_pipeline.core.changes.changes import changes_against_live, stale_changes
 from arena_pipeline.core.publication.gate import (
     GatePolicy,
     NothingBuiltError,
@@ -32,6 +31,7 @@ from arena_pipeline.core.store.catalog import TableCatalog
 from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
+from arena_pipeline.core.text import one_line
 from arena_pipeline.presentation.markdown import overall_chart_markdown
 from arena_pipeline.presentation.read import PublicationView, read_published
 from arena_pipeline.presentation.report import why_not_written, write_live_report

@@ -5,7 +5,7 @@ method order and labels (``ordered_methods``, ``method_label``); nothing else de
 ``leaderboard`` reads its one board with ``presentation.read_board`` (rows, no Polars), which chooses and
 checks a board with the same :func:`~arena_pipeline.presentation.read_board.check_board`. The derived
 tables (rank changes, opponents, style per model, quality summary) are computed by
-``core.publication.derived``; this module reads a consistent snapshot and hands out its frames.
+``core.readside.derived``; this module reads a consistent snapshot and hands out its frames.
 """
 
 from __future__ import annotations
@@ -31,11 +31,20 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
+from arena_pipeline.core.changes.changes import CHANGES_SCHEMA
 from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
+from arena_pipeline.core.freshness.freshness import Pending, unpublished_revisions
 from arena_pipeline.core.labels import PRIMARY_METHOD, ordered_categories, ordered_methods
-from arena_pipeline.core.publication.changes import CHANGES_SCHEMA
-from arena_pipeline.core.publication.derived import (
+from arena_pipeline.core.ranking import (
+    BOARD_STATUS_SCHEMA,
+    PAIRWISE_SCHEMA,
+    STYLE_COEFFICIENTS_SCHEMA,
+    UNRATED_MODELS_SCHEMA,
+    RankingOutput,
+)
+from arena_pipeline.core.ranking.model_fit import MODEL_FIT_CALIBRATION_SCHEMA, MODEL_FIT_SCHEMA
+from arena_pipeline.core.readside.derived import (
     FAILED,
     LOADED_ROWS_SCHEMA,
     STYLE_PROFILE_SCHEMA,
@@ -50,15 +59,6 @@ from arena_pipeline.core.publication.derived import (
     style_profile,
     table_frame,
 )
-from arena_pipeline.core.publication.freshness import Pending, unpublished_revisions
-from arena_pipeline.core.ranking import (
-    BOARD_STATUS_SCHEMA,
-    PAIRWISE_SCHEMA,
-    STYLE_COEFFICIENTS_SCHEMA,
-    UNRATED_MODELS_SCHEMA,
-    RankingOutput,
-)
-from arena_pipeline.core.ranking.model_fit import MODEL_FIT_CALIBRATION_SCHEMA, MODEL_FIT_SCHEMA
 from arena_pipeline.core.store.records import live_publication, published_dump_row
 from arena_pipeline.core.store.warehouse import quoted, read_frame, read_snapshot, relation_exists
 from arena_pipeline.core.validation.benchmarks import BENCHMARK_AGREEMENT_SCHEMA, PANEL_POINTS_SCHEMA, matched_points
@@ -82,7 +82,7 @@ class PublicationView:
     #: The live publication's benchmark comparison (its own versions); None: no panel (none configured, or a
     #: publication from before the benchmark tables were published by the gate).
     benchmarks: Benchmarks | None = None
-    #: Where the input rows went (``core.publication.derived.loaded_rows``): the battles, then each quarantine rule.
+    #: Where the input rows went (``core.readside.derived.loaded_rows``): the battles, then each quarantine rule.
     loaded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LOADED_ROWS_SCHEMA))
     #: The live leaderboard's alignment to a published board (``core.validation.external.alignment_record``, kept in
     #: arena.publications' settings); None: not asked for.
@@ -91,9 +91,9 @@ class PublicationView:
     model_fit: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_SCHEMA))
     model_fit_calibration: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA))
-    #: ``arena.publication_changes``: the boards against the previous publication's (``core.publication.changes``).
+    #: ``arena.publication_changes``: the boards against the previous publication's (``core.changes.changes``).
     changes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=CHANGES_SCHEMA))
-    #: Dump revisions fetched after the live one and not published, with why (``core.publication.freshness``), as of
+    #: Dump revisions fetched after the live one and not published, with why (``core.freshness.freshness``), as of
     #: reading: the page says the board is not the newest dump's.
     pending: tuple[Pending, ...] = ()
     #: The live publication's id (``arena.publications``): the report page carries it, so that a page behind the
@@ -163,7 +163,7 @@ class PublicationView:
         return of_category(self.style_coefficients, category)
 
     def rank_changes(self, category: str | None = None) -> pl.DataFrame:
-        """:func:`~arena_pipeline.core.publication.derived.rank_changes` of the leaderboard."""
+        """:func:`~arena_pipeline.core.readside.derived.rank_changes` of the leaderboard."""
         return rank_changes(self.leaderboard, category)
 
     def models(self) -> list[str]:
@@ -258,7 +258,7 @@ class PublicationView:
         return self.changes.filter((pl.col("category") == category) & (pl.col("method") == method))
 
     def quality_summary(self) -> pl.DataFrame:
-        """Checks per table (:func:`~arena_pipeline.core.publication.derived.quality_summary`)."""
+        """Checks per table (:func:`~arena_pipeline.core.readside.derived.quality_summary`)."""
         return quality_summary(self.quality_results)
 
     def failed_checks(self) -> pl.DataFrame:
@@ -269,12 +269,12 @@ class PublicationView:
 
 def read_published(con: duckdb.DuckDBPyConnection, schema: str = SCHEMA, *, style: bool = True) -> PublicationView:
     """Every published frame in one transaction (a consistent snapshot); ``style``: also the per-model
-    ``core.publication.derived.style_profile`` (an aggregate over ``schema.battles``; the report's panels).
+    ``core.readside.derived.style_profile`` (an aggregate over ``schema.battles``; the report's panels).
 
     Missing optional tables give empty frames of their schema (``quality_results`` and the dumps
     row: None; ``benchmarks``: None unless they describe the live publication, see
-    :func:`~arena_pipeline.core.publication.derived.live_benchmarks`); ``quality_results`` keeps the checks of
-    the live publication's table versions (:func:`~arena_pipeline.core.publication.derived.latest_quality_results`).
+    :func:`~arena_pipeline.core.readside.derived.live_benchmarks`); ``quality_results`` keeps the checks of
+    the live publication's table versions (:func:`~arena_pipeline.core.readside.derived.latest_quality_results`).
 
     Raises
     ------

@@ -12,9 +12,9 @@ import polars as pl
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
 
+from arena_pipeline.core.changes.changes import board_shift
 from arena_pipeline.core.dataset.categories import category_label
 from arena_pipeline.core.labels import PRIMARY_METHOD, STYLE_METHODS, method_note, rank_label, rank_set_label
-from arena_pipeline.core.publication.changes import board_shift
 from arena_pipeline.core.ranking import method_label
 from arena_pipeline.presentation.read import when
 

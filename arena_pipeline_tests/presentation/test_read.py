@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
-from arena_pipeline.core.publication.derived import live_benchmarks
+from arena_pipeline.core.readside.derived import live_benchmarks
 from arena_pipeline.presentation.read import PublicationView, read_published
 from arena_pipeline_tests.support.synthetic_published import (
     CHAMPION,

@@ -12,13 +12,13 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.labels import rank_set_label
-from arena_pipeline.core.publication.derived import (
+from arena_pipeline.core.ranking import RankingOutput
+from arena_pipeline.core.readside.derived import (
     QUALITY_SUMMARY_SCHEMA,
     RANK_CHANGES_SCHEMA,
     Benchmarks,
     latest_quality_results,
 )
-from arena_pipeline.core.ranking import RankingOutput
 from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.presentation.charts import (
     benchmark_scatter_svg,

@@ -74,7 +74,7 @@ def test_votes_without_style_counts_are_reported_as_left_out(output, golden):
 def test_the_changes_of_an_aligned_board_show_the_shifts_move(output):
     """Issue 36 item 2: the changes compare the ratings without the shifts; the report's changes panel
     says by how much the shift itself moved, so that After − Before is read right."""
-    from arena_pipeline.core.publication.changes import board_shift, compare_boards
+    from arena_pipeline.core.changes.changes import board_shift, compare_boards
 
     lb = output.leaderboard
     records = []

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from arena_pipeline.core.publication.freshness import Pending
+from arena_pipeline.core.freshness.freshness import Pending
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.report import build_report_html

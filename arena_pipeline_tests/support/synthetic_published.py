@@ -143,10 +143,10 @@ def synthetic_dump() -> dict:
 
 @lru_cache(maxsize=1)
 def synthetic_style_profile() -> pl.DataFrame:
-    """``core.publication.derived.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
+    """``core.readside.derived.style_profile`` of the synthetic battles, stored as ``arena.battles`` in DuckDB."""
     import duckdb
 
-    from arena_pipeline.core.publication.derived import style_profile
+    from arena_pipeline.core.readside.derived import style_profile
 
     battles = with_champion(synthetic_battles())  # noqa: F841 - read by DuckDB
     with duckdb.connect() as con:
@@ -164,7 +164,7 @@ def synthetic_benchmarks(publication_id: int = 7):
     """Made-up benchmark scores of the synthetic models (one unknown model, one small benchmark),
     matched and compared with :func:`synthetic_outputs`' leaderboard by the core functions, as
     ``benchmark_comparison`` stores them, as publication ``publication_id`` shows them."""
-    from arena_pipeline.core.publication.derived import Benchmarks
+    from arena_pipeline.core.readside.derived import Benchmarks
     from arena_pipeline.core.validation.benchmarks import benchmark_agreement, match_scores
 
     names = list(SYNTHETIC_MODELS)

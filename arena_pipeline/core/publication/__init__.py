@@ -1,1 +1,1 @@
-"""The publication gate (its rules, publish and retention), what it writes, and reads of the live publication."""
+"""The publication gate: its rules and policies, the settings a publication records, and publishing."""

@@ -1,18 +1,38 @@
-"""Two writers, one outcome: a run that ranked with one publication's settings is refused at the gate when
-another publication with other ranking settings went live meanwhile (publishing would silently undo them)."""
+"""The ranking settings a publication records, and two writers, one outcome: a run that ranked with one
+publication's settings is refused at the gate when another publication with other ranking settings went live
+meanwhile (publishing would silently undo them)."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 
 import duckdb
 
-from arena_pipeline.core.publication.changes import ranking_settings
+from arena_pipeline.constants import LEADERBOARD_TABLE
+from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.store.records import live_publication, publication
 
 #: How a run names the publication whose ranking settings it ranks with (its tag's value).
 SOURCE_FORMAT = "publication {}"
+
+
+def ranking_settings(publication: Mapping | None) -> RankingConfig | None:
+    """The ranking settings a publication's leaderboard was made with (``settings.tables.leaderboard.ranking``
+    of its ``publications`` row, read by ``RankingConfig.from_settings``: an earlier record's missing
+    settings are the defaults), or None when not recorded or not valid settings of this version."""
+    recorded = ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("ranking")
+    try:
+        return RankingConfig.from_settings(recorded) if recorded else None
+    except ValueError:
+        return None
+
+
+def alignment_settings(publication: Mapping | None) -> dict | None:
+    """The alignment a publication's leaderboard was made with (``settings.tables.leaderboard.alignment``),
+    None when its boards were not aligned."""
+    return ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("alignment")
 
 
 def source_publication(tag: str | None) -> int | None:

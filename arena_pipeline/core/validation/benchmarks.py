@@ -28,7 +28,7 @@ bootstrap over models, and the models whose two ranks differ most. Under
 :data:`MIN_MODELS` matched models no coefficient is given and the row says why.
 
 ``scipy.stats`` is imported by the two agreement functions that use it, not at the top: the CLI and
-the report read this module's schemas (through ``core.publication.derived`` and ``presentation.read``) and
+the report read this module's schemas (through ``core.readside.derived`` and ``presentation.read``) and
 must start without loading scipy (~0.5 s).
 """
 

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from arena_pipeline.core.publication.retry import FailedRun, passing_reason, plan_retry
+from arena_pipeline.core.freshness.retry import FailedRun, passing_reason, plan_retry
 
 NOW = dt.datetime(2026, 11, 27, 12, 0)
 LOCKED = (("WarehouseLockedError", "work.duckdb is locked by another process (waited 120.0 s of 120 s): "

@@ -1,4 +1,4 @@
-"""core/publication/derived.py on hand-made tables with known answers: each pair from both sides, input
+"""core/readside/derived.py on hand-made tables with known answers: each pair from both sides, input
 outcomes, style means per answer, the quality summary and the live publication's benchmarks."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from arena_pipeline.core.publication.derived import (
+from arena_pipeline.core.ranking import PAIRWISE_SCHEMA
+from arena_pipeline.core.readside.derived import (
     LOADED_ROWS_SCHEMA,
     QUALITY_SUMMARY_SCHEMA,
     STYLE_PROFILE_SCHEMA,
@@ -18,7 +19,6 @@ from arena_pipeline.core.publication.derived import (
     style_profile,
     table_frame,
 )
-from arena_pipeline.core.ranking import PAIRWISE_SCHEMA
 
 
 def test_opponents_gives_each_pair_from_both_sides():

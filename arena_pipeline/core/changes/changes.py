@@ -75,6 +75,7 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.labels import STYLE_METHODS
 from arena_pipeline.core.publication.gate import publication_settings
+from arena_pipeline.core.publication.settings_source import alignment_settings, ranking_settings
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.ranking.style_control import style_columns
 from arena_pipeline.core.store.records import VERSIONS, publication
@@ -371,25 +372,8 @@ def compare_boards(before: pl.DataFrame, after: pl.DataFrame, *, relation: str |
             .select([pl.col(c).cast(t) for c, t in CHANGES_SCHEMA.items()]))
 
 
-def ranking_settings(publication: Mapping | None) -> RankingConfig | None:
-    """The ranking settings a publication's leaderboard was made with (``settings.tables.leaderboard.ranking``
-    of its ``publications`` row, read by ``RankingConfig.from_settings``: an earlier record's missing
-    settings are the defaults), or None when not recorded or not valid settings of this version."""
-    recorded = ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("ranking")
-    try:
-        return RankingConfig.from_settings(recorded) if recorded else None
-    except ValueError:
-        return None
-
-
 def _changed(before: RankingConfig | None, after: RankingConfig | None) -> bool | None:
     return None if before is None or after is None else before != after
-
-
-def alignment_settings(publication: Mapping | None) -> dict | None:
-    """The alignment a publication's leaderboard was made with (``settings.tables.leaderboard.alignment``),
-    None when its boards were not aligned."""
-    return ((publication or {}).get("settings") or {}).get("tables", {}).get(LEADERBOARD_TABLE, {}).get("alignment")
 
 
 def _or_aligned(estimator: bool | None, before: Mapping | None, after: Mapping | None) -> bool | None:

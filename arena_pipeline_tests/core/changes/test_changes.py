@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import math
@@ -12,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from arena_pipeline.core.publication.changes import (
+from arena_pipeline.core.changes.changes import (
     CHANGES_SCHEMA,
     SAME_VOTES,
     UNKNOWN,
@@ -22,7 +21,6 @@ from arena_pipeline.core.publication.changes import (
     compare_boards,
     compose,
     overall_relation,
-    ranking_settings,
     recorded_relation,
 )
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
@@ -205,7 +203,7 @@ def test_unshifting_an_aligned_board_flags_nothing_by_rounding(relation):
 
 
 def test_turning_alignment_on_is_a_settings_change_but_not_another_estimator():
-    from arena_pipeline.core.publication.changes import _or_aligned
+    from arena_pipeline.core.changes.changes import _or_aligned
 
     after, record = _aligned(AFTER, 240.0)
     assert _or_aligned(False, None, record) is True and _or_aligned(False, record, record) is False
@@ -400,17 +398,3 @@ def test_recorded_relations_compose_per_board(tmp_path):
     assert recorded_relation(con, "arena", 3, 4) == VOTES_ADDED
     assert recorded_relation(con, "arena", 0, 4) == UNKNOWN
     assert recorded_relation(con, "arena", 2, 2) == SAME_VOTES
-
-
-def test_recorded_ranking_settings_read_back_as_ranking_config():
-    """An earlier record without a later setting equals a full one at that setting's default (the same
-    fit, so settings_changed is False), whatever it records beyond this version's settings."""
-    def row(ranking):
-        return {"settings": {"tables": {"leaderboard": {"ranking": ranking}}}}
-
-    full = dataclasses.asdict(RankingConfig(ties="drop"))
-    earlier = {k: v for k, v in full.items() if k != "style_bootstrap_rounds"} | {"retired": 1}
-    assert ranking_settings(row(full)) == ranking_settings(row(earlier)) == RankingConfig(ties="drop")
-    assert ranking_settings(row(full)) != ranking_settings(row({"ties": "half"}))
-    assert ranking_settings(row({})) is None and ranking_settings(None) is None
-    assert ranking_settings(row({"display_min_battles": -1})) is None  # not settings of this version

@@ -7,7 +7,7 @@ import datetime as dt
 import polars as pl
 import pytest
 
-from arena_pipeline.core.publication.freshness import (
+from arena_pipeline.core.freshness.freshness import (
     BUILDS_SCHEMA,
     DUMPS_SCHEMA,
     PUBLICATIONS_SCHEMA,
@@ -15,12 +15,11 @@ from arena_pipeline.core.publication.freshness import (
     WarehouseRecords,
     assess,
     format_age,
-    one_line,
     read_records,
-    short_revision,
 )
 from arena_pipeline.core.store.records import ensure_catalog
 from arena_pipeline.core.store.warehouse import connect
+from arena_pipeline.core.text import one_line
 
 T0 = dt.datetime(2026, 11, 1)
 WEEK = dt.timedelta(days=7)
@@ -159,12 +158,9 @@ def test_long_details_are_one_line_and_cut():
     assert pending.detail.startswith("models: m0 m1 m2")
 
 
-def test_small_helpers():
-    assert short_revision("0123456789abcdef0123456789abcdef01234567") == "0123456789ab"
-    assert short_revision("local-3f2a") == "local-3f2a"
+def test_ages_are_shown_in_minutes_hours_or_days():
     assert format_age(dt.timedelta(hours=47.94)) == "47.9 h" and format_age(dt.timedelta(days=3)) == "3.0 days"
     assert format_age(dt.timedelta(minutes=36.4)) == "36 min" and format_age(dt.timedelta(hours=1)) == "1.0 h"
-    assert one_line("a\n  b\tc ") == "a b c" and one_line("abcdef", 4) == "abc…"
 
 
 def test_read_records_from_a_warehouse(tmp_path):
@@ -188,7 +184,7 @@ def test_read_records_from_a_warehouse(tmp_path):
 def test_unpublished_revisions_of_a_warehouse_without_records_or_with_older_tables():
     import duckdb
 
-    from arena_pipeline.core.publication.freshness import unpublished_revisions
+    from arena_pipeline.core.freshness.freshness import unpublished_revisions
 
     with duckdb.connect() as con:
         assert unpublished_revisions(con, "arena") == []  # nothing recorded yet

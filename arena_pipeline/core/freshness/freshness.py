@@ -22,7 +22,6 @@ pending (the sensor skips a revision that is live without a run) until the next 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, field
 
 import duckdb
@@ -30,6 +29,7 @@ import polars as pl
 
 from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store.warehouse import quoted, read_frame, relation_exists
+from arena_pipeline.core.text import short_revision
 
 #: The default of ``Warehouse.max_publication_age_hours`` (ARENA_MAX_PUBLICATION_AGE_HOURS): a week.
 DEFAULT_MAX_AGE_HOURS = 168.0
@@ -92,23 +92,12 @@ def read_records(con: duckdb.DuckDBPyConnection, schema: str) -> WarehouseRecord
                             table(VERSIONS_SCHEMA, "builds", BUILDS_SCHEMA))
 
 
-def short_revision(revision: str) -> str:
-    """A revision as shown in one line: 12 characters of a commit sha, a local revision as it is."""
-    return revision[:12] if re.fullmatch(r"[0-9a-f]{40}", revision) else revision
-
-
 def format_age(age: dt.timedelta) -> str:
     """An age in minutes below an hour, in hours below two days, else in days."""
     hours = age.total_seconds() / 3600
     if hours < 1:
         return f"{hours * 60:.0f} min"
     return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
-
-
-def one_line(text: str, limit: int | None = None) -> str:
-    """``text`` with its whitespace runs (newlines included) made single spaces, cut at ``limit``."""
-    flat = " ".join(text.split())
-    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)

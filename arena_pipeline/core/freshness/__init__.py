@@ -1,0 +1,1 @@
+"""What the sensors decide: whether the live board is fresh, and when a failed refresh is tried again."""

@@ -1,0 +1,1 @@
+"""What readers are shown beyond the published tables: tables derived from them (no presentation)."""

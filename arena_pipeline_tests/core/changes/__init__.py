@@ -1,0 +1,1 @@
+"""Tests of arena_pipeline.core.changes."""
