@@ -1,5 +1,6 @@
 """The publication gate: a run's tables made visible together, checked, recorded, and the report re-rendered."""
 
+from typing import NoReturn
 
 import dagster as dg
 import duckdb
@@ -25,7 +26,7 @@ from arena_pipeline.core.publication.gate import (
     publication_settings,
     refusal_message,
 )
-from arena_pipeline.core.publication.publish import publish
+from arena_pipeline.core.publication.publish import PublishReport, publish
 from arena_pipeline.core.publication.settings_source import source_publication, stale_settings
 from arena_pipeline.core.store.catalog import TableCatalog
 from arena_pipeline.core.store.records import VERSIONS, live_publication
@@ -83,9 +84,11 @@ def publication_gate_asset(catalog: TableCatalog) -> dg.AssetsDefinition:
         line, "published N; report not written: <why>", not a failure: the publication stands and the
         next tick of board_freshness_sensor, run or ``arena-pipeline report`` re-renders the page.
 
-        The report is rendered by this step, not by an asset downstream of it (issue 35 item 2 asked):
-        Dagster skips the steps downstream of a failed one, and a refused run fails, yet its page must
-        say so (publication rule 20).
+        The report is rendered by this step, not by an asset downstream of it: Dagster never starts the
+        steps downstream of a failed one, and a refused run fails, yet its page must say so (publication
+        rule 20); a refusal recorded with a failing check instead would skip the report too (blocking) or
+        show the run as a success (non-blocking). Measured by ``assets/test_gate_design.py``; the choice is
+        written down in docs/development.md ("The gate's step").
         """
         yield from _gate(context, config, warehouse, report_settings, catalog)
 
@@ -113,93 +116,126 @@ def _gate_specs(published: list[dg.AssetKey]) -> list[dg.AssetSpec]:
 
 def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
           report_settings: ReportSettings, catalog: TableCatalog):
-    """The gate's step (:func:`publication_gate_asset`)."""
+    """The gate's step (:func:`publication_gate_asset`): plan, judge and publish (:func:`_decide_and_publish`),
+    then say what it did (:func:`_published`) and re-render the report (:func:`_render_after_gate`)."""
     if PUBLICATION_GATE not in context.selected_asset_keys:
         yield _render_report(context, warehouse, report_settings)
         context.log.info(f"report re-rendered: {live_now(warehouse, report_settings)}")
         return
     try:
-        with warehouse.connection() as con:
-            build = run_build(context, con)
-            # ranked with the settings of a publication no longer live, which another one changed: refused
-            stale = stale_settings(con, SCHEMA, source_publication(context.run.tags.get(SETTINGS_TAG)))
-            if stale:
-                refuse_build(con, SCHEMA, build, stale)
-                warehouse.sync_readers(con, after_failure=True)
-                raise _Refused(_still_live(stale, con, warehouse, report_settings))
-            try:
-                # publication_changes: always this publication's against the live one (_changes), not a table rule
-                chosen, rebuilt = plan_tables(con, SCHEMA, build,
-                                              [t for t in catalog.published if t != PUBLICATION_CHANGES_TABLE],
-                                              derived_from=catalog.derived_from,
-                                              built_together=catalog.built_together, checked=catalog.checked)
-            except NothingBuiltError:
-                chosen = None
-            except PublicationError as exc:
-                refuse_build(con, SCHEMA, build, str(exc))
-                warehouse.sync_readers(con, after_failure=True)
-                raise _Refused(_still_live(str(exc), con, warehouse, report_settings)) from exc
-            if chosen is not None:
-                live = live_publication(con, SCHEMA)
-                candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
-                current = (read_frame(con, f"SELECT * FROM {versioned(live['tables'][LEADERBOARD_TABLE])}")
-                           if live and LEADERBOARD_TABLE in live["tables"] else None)
-                problems = board_problems(candidate, current, config.policy())
-                if problems:
-                    refusal = refusal_message(problems, _sources(con, live, chosen))
-                    refuse_build(con, SCHEMA, build, refusal)
-                    warehouse.sync_readers(con, after_failure=True)
-                    raise _Refused(_still_live(refusal, con, warehouse, report_settings))
-                # what changed against the live publication (rule 18): the run's publication_changes, or
-                # recomputed here when it no longer describes this publication
-                chosen[PUBLICATION_CHANGES_TABLE] = _changes(context, con, build, live, chosen)
-                rebuilt.append(PUBLICATION_CHANGES_TABLE)
-                # exported: what `arena-pipeline export` writes of this publication (its tables' declarations)
-                settings = {"package_version": package_version(), "gate": config.policy().__dict__,
-                            "exported": list(catalog.exported),
-                            "tables": publication_settings(con, chosen)}
-                report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
-                                 settings=settings, history_tables=catalog.history, retention=warehouse.retention,
-                                 is_finished=finished_check(context.instance, warehouse.stale_build_hours),
-                                 targets=warehouse.targets(catalog.file_tables),
-                                 files_of=warehouse.files_of(con, catalog.file_tables))
-                reused = reused_versions(con, [chosen[t] for t in report.rebuilt])
-            else:
-                warehouse.sync_readers(con)
+        outcome = _decide_and_publish(context, config, warehouse, report_settings, catalog)
     except _Refused as refused:  # the page says a newer revision was refused, then the run fails
         _render_after_refusal(context, warehouse, report_settings)
         raise dg.Failure(description=str(refused), allow_retries=False) from refused.__cause__
-    if chosen is None:
+    if outcome is None:
         context.log.info("this run built no table: nothing new to publish; re-rendering the report")
         yield dg.MaterializeResult(asset_key=PUBLICATION_GATE, metadata={"status": "nothing new to publish"})
     else:
-        context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
-        # one wording with flat_tables' step: a reused version is a view of an earlier one, nothing read or written
-        made = [t for t in report.rebuilt if chosen[t] not in reused]
-        kept = [t for t in report.rebuilt if chosen[t] in reused]
-        context.log.info(f"publication {report.publication_id}: {report.revision} (previous: {report.previous}); "
-                         + "; ".join([f"rebuilt {', '.join(made)}"] * bool(made)
-                                     + [f"reused (nothing read or written) {', '.join(kept)}"] * bool(kept)))
-        yield dg.MaterializeResult(
-            asset_key=PUBLICATION_GATE,
-            metadata={
-                "publication_id": report.publication_id,
-                "revision": report.revision,
-                "previous_revision": report.previous or "",
-                "rebuilt": dg.MetadataValue.json(report.rebuilt),
-                "tables": dg.MetadataValue.json(report.tables),
-                "settings": dg.MetadataValue.json(report.settings),
-                "dropped_versions": dg.MetadataValue.json(report.dropped),
-            },
-            data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
-        )
-    done = "nothing new was published" if chosen is None else f"published {report.publication_id}"
+        yield _published(context, *outcome)
+    done = "nothing new was published" if outcome is None else f"published {outcome[0].publication_id}"
     rendered = _render_after_gate(context, warehouse, report_settings, done)
     if rendered is not None and REPORT in context.selected_asset_keys:
         yield rendered
     # the step's last line: what users see now, where (a CLI user reads nothing else)
-    context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
+    context.log.info(f"{'nothing new was published' if outcome is None else 'published'}: "
                      f"{live_now(warehouse, report_settings)}")
+
+
+def _decide_and_publish(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
+                        report_settings: ReportSettings, catalog: TableCatalog
+                        ) -> tuple[PublishReport, dict[str, str], set[str]] | None:
+    """In one hold on the work file: the run's build, refused (:class:`_Refused`) when it ranked with
+    settings another publication changed, when its tables break a table rule (:func:`_plan`) or its boards
+    a board rule (:func:`_judge`); else published. Returns (what ``publish`` reports, the versions shown,
+    those reused), or None when the run built nothing."""
+    with warehouse.connection() as con:
+        build = run_build(context, con)
+        # ranked with the settings of a publication no longer live, which another one changed: refused
+        stale = stale_settings(con, SCHEMA, source_publication(context.run.tags.get(SETTINGS_TAG)))
+        if stale:
+            _refuse(con, build, stale, warehouse, report_settings)
+        planned = _plan(con, build, catalog, warehouse, report_settings)
+        if planned is None:
+            warehouse.sync_readers(con)
+            return None
+        chosen, rebuilt = planned
+        live = live_publication(con, SCHEMA)
+        refusal = _judge(con, live, chosen, config.policy())
+        if refusal:
+            _refuse(con, build, refusal, warehouse, report_settings)
+        # what changed against the live publication (rule 18): the run's publication_changes, or
+        # recomputed here when it no longer describes this publication
+        chosen[PUBLICATION_CHANGES_TABLE] = _changes(context, con, build, live, chosen)
+        rebuilt.append(PUBLICATION_CHANGES_TABLE)
+        # exported: what `arena-pipeline export` writes of this publication (its tables' declarations)
+        settings = {"package_version": package_version(), "gate": config.policy().__dict__,
+                    "exported": list(catalog.exported),
+                    "tables": publication_settings(con, chosen)}
+        report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
+                         settings=settings, history_tables=catalog.history, retention=warehouse.retention,
+                         is_finished=finished_check(context.instance, warehouse.stale_build_hours),
+                         targets=warehouse.targets(catalog.file_tables),
+                         files_of=warehouse.files_of(con, catalog.file_tables))
+        return report, chosen, reused_versions(con, [chosen[t] for t in report.rebuilt])
+
+
+def _plan(con, build, catalog: TableCatalog, warehouse: Warehouse,
+          report_settings: ReportSettings) -> tuple[dict[str, str], list[str]] | None:
+    """Which version of each published table the publication shows and which the run rebuilt (the table
+    rules, ``plan_tables``); None when the run built nothing; a broken rule refuses the run."""
+    try:
+        # publication_changes: always this publication's against the live one (_changes), not a table rule
+        return plan_tables(con, SCHEMA, build, [t for t in catalog.published if t != PUBLICATION_CHANGES_TABLE],
+                           derived_from=catalog.derived_from, built_together=catalog.built_together,
+                           checked=catalog.checked)
+    except NothingBuiltError:
+        return None
+    except PublicationError as exc:
+        _refuse(con, build, str(exc), warehouse, report_settings, cause=exc)
+
+
+def _judge(con, live: dict | None, chosen: dict[str, str], policy: GatePolicy) -> str | None:
+    """The board rules: the refusal of the candidate leaderboard against the live one (both read back), or
+    None when it may be published."""
+    candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
+    current = (read_frame(con, f"SELECT * FROM {versioned(live['tables'][LEADERBOARD_TABLE])}")
+               if live and LEADERBOARD_TABLE in live["tables"] else None)
+    problems = board_problems(candidate, current, policy)
+    return refusal_message(problems, _sources(con, live, chosen)) if problems else None
+
+
+def _refuse(con, build, why: str, warehouse: Warehouse, report_settings: ReportSettings,
+            cause: Exception | None = None) -> NoReturn:
+    """Record the build as refused for ``why``, bring the readers level, and raise :class:`_Refused`
+    (ended by what is still live)."""
+    refuse_build(con, SCHEMA, build, why)
+    warehouse.sync_readers(con, after_failure=True)
+    raise _Refused(_still_live(why, con, warehouse, report_settings)) from cause
+
+
+def _published(context: dg.AssetExecutionContext, report: PublishReport, chosen: dict[str, str],
+               reused: set[str]) -> dg.MaterializeResult:
+    """The run tagged with the published revision, the publication's log line, and its materialization."""
+    context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
+    # one wording with flat_tables' step: a reused version is a view of an earlier one, nothing read or written
+    made = [t for t in report.rebuilt if chosen[t] not in reused]
+    kept = [t for t in report.rebuilt if chosen[t] in reused]
+    context.log.info(f"publication {report.publication_id}: {report.revision} (previous: {report.previous}); "
+                     + "; ".join([f"rebuilt {', '.join(made)}"] * bool(made)
+                                 + [f"reused (nothing read or written) {', '.join(kept)}"] * bool(kept)))
+    return dg.MaterializeResult(
+        asset_key=PUBLICATION_GATE,
+        metadata={
+            "publication_id": report.publication_id,
+            "revision": report.revision,
+            "previous_revision": report.previous or "",
+            "rebuilt": dg.MetadataValue.json(report.rebuilt),
+            "tables": dg.MetadataValue.json(report.tables),
+            "settings": dg.MetadataValue.json(report.settings),
+            "dropped_versions": dg.MetadataValue.json(report.dropped),
+        },
+        data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
+    )
 
 
 def _changes(context: dg.AssetExecutionContext, con, build, live: dict | None, chosen: dict[str, str]) -> str:
