@@ -1022,7 +1022,7 @@ def alignment_record(
     board_sha256
         Its content's SHA-256 (so a changed file is a changed setting).
     board_date
-        The date of the published board's snapshot, as configured (free text), or None.
+        The date the published board was taken, as configured (free text), or None.
     anchor_rating
         Our boards' reference rating before the shift (the reference now sits at
         ``anchor_rating + shift``).
