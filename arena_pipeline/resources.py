@@ -576,7 +576,7 @@ class ModelCatalog(dg.ConfigurableResource):
     published_board_date: str | None = Field(
         default=None,
         description="ARENA_PUBLISHED_BOARD_DATE: the date the published board was taken (free text, e.g. "
-        "2025-11-05), shown beside an aligned board; for the ratings history, the publication to read (YYYY-MM-DD; "
+        "2025-11-05), shown beside an aligned board; for the ratings history, the release to read (YYYY-MM-DD; "
         "unset: the one nearest the dump's last vote).",
     )
 
