@@ -27,10 +27,13 @@ def resource_variables(resources: Iterable[type[dg.ConfigurableResource]]) -> di
 
 
 def known_variables() -> dict[str, str]:
-    """The variables the pipeline's resources (``definitions.default_resources()``) read, with their fields."""
-    from arena_pipeline.definitions import default_resources
+    """The variables the pipeline's resources (the resource classes of :mod:`arena_pipeline.resources`)
+    read, with their fields."""
+    from arena_pipeline import resources
 
-    return resource_variables(type(r) for r in default_resources().values() if isinstance(r, dg.ConfigurableResource))
+    return resource_variables(kind for kind in vars(resources).values()
+                              if isinstance(kind, type) and issubclass(kind, dg.ConfigurableResource)
+                              and kind.__module__ == resources.__name__)
 
 
 def unknown_variables(environ: Mapping[str, str], known: Iterable[str]) -> dict[str, str | None]:

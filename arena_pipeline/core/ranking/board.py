@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -38,10 +38,7 @@ from arena_pipeline.core.ranking.scale import (
     z_value,
 )
 from arena_pipeline.core.ranking.simultaneous import DRAWS, SimultaneousTests, covariance_draws, step_down
-from arena_pipeline.core.ranking.types import LEADERBOARD_SCHEMA
-
-if TYPE_CHECKING:
-    from arena_pipeline.core.ranking.config import RankingConfig
+from arena_pipeline.core.ranking.types import LEADERBOARD_SCHEMA, RankingSettings
 
 Interval = tuple[np.ndarray, np.ndarray]
 
@@ -50,7 +47,7 @@ Interval = tuple[np.ndarray, np.ndarray]
 INTERVALS: tuple[str, ...] = ("sandwich", "bootstrap", "cluster_sandwich", "cluster_bootstrap")
 
 
-def primary_order(config: RankingConfig) -> tuple[str, ...]:
+def primary_order(config: RankingSettings) -> tuple[str, ...]:
     """The interval methods ``ci_lower``/``ci_upper`` take, first available first.
 
     ``primary_interval`` names a family (sandwich or bootstrap); with ``cluster_primary`` (or a
@@ -305,7 +302,7 @@ class Board:
     """
 
     category: str
-    config: RankingConfig
+    config: RankingSettings
     models: list[str]
     a: np.ndarray
     b: np.ndarray
