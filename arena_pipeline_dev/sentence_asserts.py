@@ -1,7 +1,9 @@
 """Count the test assertions that pin an English sentence (issue 46 item 4): ``python -m arena_pipeline_dev.sentence_asserts``.
 
 An assertion counts when its test (or a ``match=`` argument, as ``pytest.raises`` takes) holds a string literal,
-f-strings included, of at least ``--min`` characters (default 40) with five words or more, that is not SQL. Messages belong in
+f-strings included, of at least ``--min`` characters (default 40) with five words or more, that is not SQL. A word is
+a blank-separated token of letters (an apostrophe or hyphen inside, punctuation around it): an identifier, a path, a flag,
+an HTML tag or a ``key=value`` is no English word, so markup, commands and data listings do not count. Messages belong in
 the golden files (``arena_pipeline_tests/golden/``, compared once per family); the rest of the tests assert on
 structured results. Prints the count per file, most first, and the total.
 """
@@ -16,7 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 TESTS = Path(__file__).parents[1] / "arena_pipeline_tests"
-_WORD = re.compile(r"[A-Za-z]{2,}")
+#: a word: letters, an apostrophe or hyphen inside; two letters at least
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
+#: what may stand around a word in a sentence (quotes, brackets, punctuation; a regex's backslash)
+_AROUND = "\"'`()[]{}<>,.;:!?*\\"
 #: SQL is no sentence (a query the test runs, not a message it pins)
 _SQL = re.compile(r"^\s*(SELECT|WITH|CREATE|INSERT|UPDATE|DELETE|DROP|ALTER|COPY|ATTACH|PRAGMA|SET|BEGIN)\b", re.IGNORECASE)
 
@@ -29,9 +34,14 @@ def _strings(node: ast.AST) -> Iterator[str]:
             yield "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in child.values)
 
 
+def words(text: str) -> list[str]:
+    """The English words of ``text``: its blank-separated tokens that are letters once the punctuation around is off."""
+    return [token for token in (part.strip(_AROUND) for part in text.split()) if _WORD.fullmatch(token)]
+
+
 def is_sentence(text: str, least: int = 40) -> bool:
-    """Whether ``text`` reads as an English sentence: ``least`` characters or more, a blank, five words, no SQL."""
-    return len(text) >= least and " " in text and len(_WORD.findall(text)) >= 5 and not _SQL.match(text)
+    """Whether ``text`` reads as an English sentence: ``least`` characters or more, five words, no SQL."""
+    return len(text) >= least and len(words(text)) >= 5 and not _SQL.match(text)
 
 
 def sentence_asserts(source: str, least: int = 40) -> list[int]:

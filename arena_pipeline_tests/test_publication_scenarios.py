@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from arena_pipeline.assets import rankings as ranking_assets
+from arena_pipeline.core.publication.gate import SOURCE_CHANGE, refusal_message
 from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.definitions import ASSET_CHECKS, ASSETS, default_resources
 from arena_pipeline.resources import DumpSource, ModelCatalog
@@ -166,7 +167,7 @@ def test_empty_board_is_refused_by_the_gate_unless_allowed(setup):
     # the refused run's build says how it ended (it stayed 'running', unfinished, before)
     (status, detail), = query(setup.warehouse, "SELECT status, status_detail FROM arena_versions.builds "
                                                "WHERE build_id = ?", [result.run_id])
-    assert status == "refused" and detail.startswith("publication refused, nothing changed: the new overall")
+    assert status == "refused" and detail.startswith(refusal_message([])) and "overall leaderboard is empty" in detail
     assert len(publications(setup.warehouse)) == 2 and report.is_file()
 
     allowed = setup.run(selection=RERANK_SELECTION, rank={"min_battles": 100000},
@@ -304,8 +305,8 @@ def test_moving_to_another_dump_is_refused_as_a_change_of_source(setup):
     assert not result.success
     text = " ".join(e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure)
     assert "would no longer be shown" in text or "no longer" in text
-    assert f"The live boards are of source {str(setup.dump)!r} and this run's of {str(other.dump)!r}" in text
-    assert "another dump, not a new revision of the live one" in text and "max_model_drop" in text
+    assert f"{str(setup.dump)!r} and this run's of {str(other.dump)!r}: {SOURCE_CHANGE}" in text
+    assert "max_model_drop" in text
     assert fingerprint(setup.warehouse) == before
     # a refusal on the live dump itself says nothing of a change of source
     same = setup.run(rank={"display_min_battles": 10**6})
@@ -348,7 +349,7 @@ def _run_part(setup: Setup, run_id: str, selection: list[str], rank: dict) -> li
 
 
 @pytest.mark.slow
-def test_changes_computed_against_a_publication_no_longer_live_are_recomputed_by_the_gate(setup):
+def test_changes_computed_against_a_publication_no_longer_live_are_recomputed_by_the_gate(setup, golden):
     """Publication rule 18: arena.publication_changes is computed by its asset before the gate, against the
     live publication; when another run publishes between that step and the gate, the gate recomputes it
     against the publication it replaces (the changes never describe a board that is no longer live)."""
@@ -368,7 +369,8 @@ def test_changes_computed_against_a_publication_no_longer_live_are_recomputed_by
 
     lines = _run_part(setup, run_id, ["publication_gate", "leaderboard_report"], {"ties": "drop"})
     recomputed = [line for line in lines if "recomputed by the gate" in line]
-    assert len(recomputed) == 1 and f"computed against publication {first}, and {rival} is live" in recomputed[0]
+    assert len(recomputed) == 1 and (first, rival) == (1, 2)
+    golden.check("changes", "recomputed by the gate: another publication went live", recomputed[0])
     live = assert_live_is_one_publication(setup.warehouse)
     assert live["publication_id"] == rival + 1
     settings = json.loads(query(setup.warehouse, "SELECT settings FROM arena.publications WHERE publication_id = ?",

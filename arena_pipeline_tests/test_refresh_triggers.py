@@ -209,7 +209,8 @@ def test_refresh_ranks_with_the_live_publications_settings(tmp_path):
         assert "rankings" not in request.run_config["ops"] and SETTINGS_TAG not in request.tags
 
 
-def test_the_sensor_does_not_carry_a_publications_settings_to_a_dump_from_another_source(sample_run, tmp_path):
+def test_the_sensor_does_not_carry_a_publications_settings_to_a_dump_from_another_source(sample_run, tmp_path,
+                                                                                          golden):
     """Issue 47: the sample's settings (its min_battles 3, bootstrap_rounds 5) went with the sensor's refresh
     of another dump; a refresh of the live publication's source still ranks with them, another source's
     with the defaults, and the run's reason says so."""
@@ -224,6 +225,6 @@ def test_the_sensor_does_not_carry_a_publications_settings_to_a_dump_from_anothe
     other = write_csv(tmp_path / "own_dump.csv", header, records[:60])
     moved = run_request(Decision("r2", None, live=for_source(live, DumpSource(source=str(other)))))
     assert "rankings" not in moved.run_config["ops"] and SETTINGS_TAG not in moved.tags
-    assert moved.tags["arena/requested_because"].endswith(
-        f"ranked with the defaults, not publication 1's settings: its dump came from another source "
-        f"({str(REAL_CSV.resolve())!r}; now {str(other.resolve())!r})")
+    because = moved.tags["arena/requested_because"]
+    assert because.endswith(f"({str(REAL_CSV.resolve())!r}; now {str(other.resolve())!r})")
+    golden.check("triggers", "reason: a dump of another source", because, {str(REAL_CSV.resolve()): "<sample>"})

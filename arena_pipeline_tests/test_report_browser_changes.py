@@ -34,12 +34,14 @@ def _changes() -> pl.DataFrame:
                           since=SINCE)
 
 
+#: the newest dump revision seen, not published
+PENDING = Pending("local-0123456789abcdef", "refused", "refused by the gate (run r1): publication refused",
+                  dt.datetime(2026, 11, 20, 3, 0), dt.datetime(2026, 11, 20, 3, 0))
+
+
 @pytest.fixture(scope="module")
 def report_file(tmp_path_factory) -> Path:
-    seen = dt.datetime(2026, 11, 20, 3, 0)
-    pending = (Pending("local-0123456789abcdef", "refused", "refused by the gate (run r1): publication refused",
-                       seen, seen),)
-    return render_report(synthetic_published(changes=_changes(), pending=pending),
+    return render_report(synthetic_published(changes=_changes(), pending=(PENDING,)),
                          tmp_path_factory.mktemp("report") / "index.html")
 
 
@@ -47,7 +49,8 @@ def test_changes_section_and_the_pending_note_are_shown(page, report_file, tmp_p
     page.open(report_file.as_uri())
     note = page.js("(() => { const p = document.querySelector('p.note.stale'); const r = p.getBoundingClientRect();"
                    " return [p.textContent, r.width, r.height]; })()")
-    assert "Not the newest dump: revision local-0123456789abcdef" in note[0] and "refused by the gate" in note[0]
+    assert note[0].startswith("Not the newest dump: ") and f"revision {PENDING.revision} " in note[0]
+    assert f"is not published: {PENDING.reason}" in note[0]
     assert note[1] > 200 and note[2] > 10  # laid out, visible under the title
     heading = page.js("document.getElementById('changes-overall').textContent")
     assert heading.startswith("Changes since publication 7")

@@ -104,7 +104,7 @@ def test_docs_rerank_recipe_says_what_the_gate_says(sample):
 
 
 @pytest.mark.slow
-def test_a_run_that_publishes_nothing_ends_saying_what_is_live(sample):
+def test_a_run_that_publishes_nothing_ends_saying_what_is_live(sample, golden):
     before = publications(sample.warehouse)
     live = before[-1][:2]
     # a selection without the gate: one line, from the last step, naming the selection that publishes
@@ -114,8 +114,10 @@ def test_a_run_that_publishes_nothing_ends_saying_what_is_live(sample):
     assert not [m for m in sample.lines(result, "battle_categories") if "publishes nothing" in m]
     (note,) = [m for m in sample.lines(result, "rankings") if "publishes nothing" in m]
     assert note == sample.lines(result, "rankings")[-1]
-    assert f"live is publication {live[0]} (revision {live[1]}) in warehouse {sample.warehouse.resolve()}." in note
-    assert "add publication_gate,leaderboard_report to the selection" in note
+    assert f"publication {live[0]} (revision {live[1]}) in warehouse {sample.warehouse.resolve()}." in note
+    assert "add publication_gate,leaderboard_report" in note
+    golden.check("runs", "a selection without the gate: its last line", note,
+                 {f"publication {live[0]} (revision {live[1]})": "publication <live> (revision <revision>)"})
     # the gate alone, with nothing built: nothing new, what is live and the report it re-rendered
     result = sample.run(["publication_gate"], {})
     assert result.success

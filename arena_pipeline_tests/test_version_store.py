@@ -188,9 +188,11 @@ def test_a_build_whose_step_failed_is_closed_with_the_reason_not_as_abandoned(tm
     from arena_pipeline.core.store.versions import close_abandoned_builds
     from arena_pipeline.core.store.warehouse import WarehouseLockedError
 
+    locked = "work.duckdb is locked by another process (waited 120.0 s of 120 s)"
+
     @dg.asset
     def waits_for_the_work_file():
-        raise WarehouseLockedError("work.duckdb is locked by another process (waited 120.0 s of 120 s)")
+        raise WarehouseLockedError(locked)
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
@@ -208,9 +210,8 @@ def test_a_build_whose_step_failed_is_closed_with_the_reason_not_as_abandoned(tm
             assert sorted(close_abandoned_builds(con, run_failure(instance))) == sorted([failed.run_id, killed])
             ended = dict(con.execute("SELECT build_id, status || ': ' || status_detail FROM arena_versions.builds")
                          .fetchall())
-    assert ended[failed.run_id] == ("failed: step waits_for_the_work_file failed: arena_pipeline.core.store.warehouse."
-                                    "WarehouseLockedError: work.duckdb is locked by another process (waited 120.0 s "
-                                    "of 120 s)")
+    assert ended[failed.run_id] == (f"failed: step waits_for_the_work_file failed: {WarehouseLockedError.__module__}."
+                                    f"WarehouseLockedError: {locked}")
     assert ended[killed].startswith(f"abandoned: its process ({pid} on ")
 
 

@@ -70,42 +70,11 @@ json.dump({"success": result.success, "seconds": seconds, "steps": steps, "failu
 """
 
 READER = r"""
-import duckdb, json, os, sys, time
-attach, stop, out, hold = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "hold"
+import sys
 from arena_pipeline.core.store.lake import connect_lake
-attempted = failed = mixed = 0
-errors, seen, last_good, longest = {}, {}, None, 0.0
-held = connect_lake(attach, read_only=True) if hold else None
-print("ready", flush=True)
-while not os.path.exists(stop):
-    attempted += 1
-    now = time.monotonic()
-    try:
-        con = held or connect_lake(attach, read_only=True)
-        try:
-            con.execute("BEGIN TRANSACTION")
-            pid, rows = con.execute("SELECT publication_id, rows FROM arena.publications "
-                                    "ORDER BY publication_id DESC LIMIT 1").fetchone()
-            rows = json.loads(rows)
-            counts = {t: con.execute(f"SELECT count(*) FROM arena.{t}").fetchone()[0]
-                      for t in ("leaderboard", "battles", "pairwise")}
-            board = con.execute("SELECT sum(hash(model, rating)) FROM arena.leaderboard").fetchone()[0]
-            con.execute("COMMIT")
-        finally:
-            if held is None:
-                con.close()
-        if any(rows.get(t) != n for t, n in counts.items()) or seen.setdefault(pid, board) != board:
-            mixed += 1
-        if last_good is not None:
-            longest = max(longest, now - last_good)
-        last_good = now
-    except Exception as exc:
-        failed += 1
-        key = f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
-        errors[key] = errors.get(key, 0) + 1
-    time.sleep(0.2)
-json.dump({"attempted": attempted, "failed": failed, "mixed": mixed, "longest_gap_s": longest,
-           "publications_seen": sorted(seen), "errors": errors}, open(out, "w"))
+from arena_pipeline_dev.readers import poll
+attach, stop, out, hold = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "hold"
+poll(lambda: connect_lake(attach, read_only=True), stop, out, hold=hold)
 """
 
 

@@ -50,42 +50,11 @@ REPO = Path(__file__).resolve().parents[1]
 STEPS = ("first", "polled", "held", "plain")
 
 POLLER = r"""
-import duckdb, json, sys, time
+import sys
 from arena_pipeline.core.store.warehouse import connect  # the snapshot's files resolved against its folder
+from arena_pipeline_dev.readers import poll
 path, stop, out = sys.argv[1], sys.argv[2], sys.argv[3]
-attempted = failed = mixed = 0
-errors, seen, last_good, longest, started = {}, {}, None, 0.0, time.monotonic()
-import os
-while not os.path.exists(stop):
-    attempted += 1
-    now = time.monotonic()
-    try:
-        con = connect(path, read_only=True)
-        try:
-            con.execute("BEGIN TRANSACTION")
-            pid, rows = con.execute("SELECT publication_id, rows FROM arena.publications "
-                                    "ORDER BY publication_id DESC LIMIT 1").fetchone()
-            rows = json.loads(rows)
-            counts = {t: con.execute(f"SELECT count(*) FROM arena.{t}").fetchone()[0]
-                      for t in ("leaderboard", "battles", "pairwise")}
-            board = con.execute("SELECT sum(hash(model, rating)) FROM arena.leaderboard").fetchone()[0]
-            con.execute("COMMIT")
-        finally:
-            con.close()
-        if any(rows.get(t) != n for t, n in counts.items()) or seen.setdefault(pid, board) != board:
-            mixed += 1
-        if last_good is not None:
-            longest = max(longest, now - last_good)
-        last_good = now
-    except Exception as exc:
-        failed += 1
-        key = f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
-        errors[key] = errors.get(key, 0) + 1
-    time.sleep(0.2)
-if last_good is not None:
-    longest = max(longest, time.monotonic() - last_good)
-json.dump({"attempted": attempted, "failed": failed, "mixed": mixed, "longest_gap_s": longest,
-           "publications_seen": sorted(seen), "errors": errors}, open(out, "w"))
+poll(lambda: connect(path, read_only=True), stop, out)
 """
 
 HOLDER = r"""
@@ -157,7 +126,7 @@ def _reader(kind: str, warehouse: Path, scratch: Path, figures: dict):
     stop.unlink(missing_ok=True)
     code = POLLER if kind == "polled" else HOLDER
     proc = subprocess.Popen([sys.executable, "-c", code, str(warehouse), str(stop), str(out)],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         if kind == "held":
             assert proc.stdout.readline().strip() == "held"

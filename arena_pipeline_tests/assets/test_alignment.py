@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -50,7 +52,7 @@ def aligned(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_boards_move_by_the_recovered_shift_and_it_is_recorded(aligned):
+def test_boards_move_by_the_recovered_shift_and_it_is_recorded(aligned, golden):
     tmp_path, before = aligned["path"], aligned["before"]
     assert aligned["result"].success
     after = _frame(tmp_path, "SELECT * FROM arena.leaderboard")
@@ -82,8 +84,10 @@ def test_boards_move_by_the_recovered_shift_and_it_is_recorded(aligned):
     assert not entries[("overall", "bt_style")]["aligned"]
 
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert f"board of 2025-11-05 (<code>published.json</code>) by +{SHIFT:.1f} points" in page
-    assert "Not aligned to the published board (the published board has no overall board for method bt_style)" in page
+    said = [html.unescape(re.sub(r"<[^>]+>", "", note))
+            for note in re.findall(r'<p class="note alignment">(.*?)</p>', page)]  # the overall board's: bt first
+    assert f"board of 2025-11-05 (published.json) by +{SHIFT:.1f} points" in said[0]
+    golden.check("report", "alignment: a board not aligned", said[1])
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -689,11 +690,14 @@ def test_spectral_is_presented_as_a_cross_check_not_the_same_scale(outputs, gold
     assert "differently targeted and less efficient" in page
 
 
-def test_the_board_says_which_statement_each_rank_set_makes(outputs):
+def test_the_board_says_which_statement_each_rank_set_makes(outputs, golden):
     """Issue 44: the report's board shows the rank spread (for this model) and the rank set for every
     model at once, each with what it states; the first shown row's cells are its two sets."""
     page = build_report_html(PublicationView.from_output(outputs), generated_at=dt.datetime(2025, 7, 2, tzinfo=dt.UTC))
-    assert "For this model (LMArena&#39;s rank spread)" in page and "For every model at once" in page
+    headings = {label: html.unescape(title) for title, label in re.findall(r'<abbr title="([^"]*)">([^<]*)</abbr>', page)
+                if label in ("Rank spread", "All at once")}
+    assert list(headings) == ["Rank spread", "All at once"]  # each set's column says what it states
+    golden.check("report", "board: the rank sets' headings", "\n".join(f"{k}: {v}" for k, v in headings.items()))
     assert "95% for the whole table" in page and "95% for each model alone" in page
     board = outputs.leaderboard.filter((pl.col("category") == "overall") & (pl.col("method") == "bt")
                                        & ~pl.col("provisional")).sort("rank", "model")

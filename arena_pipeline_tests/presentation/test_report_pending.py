@@ -41,6 +41,6 @@ def test_the_newest_unpublished_revision_and_its_reason_are_on_the_page(output):
     pending = (_pending("local-bbb", "refused", "refused by the gate (run r1): publication refused, nothing changed"),
                _pending("local-aaa", "failed", "failed (run r0): flatten: boom"))
     (note,) = _stale_notes(build_report_html(PublicationView.from_output(output, pending=pending)))
-    assert "revision local-bbb" in note and "is not published: refused by the gate (run r1)" in note
+    assert f"revision {pending[0].revision} " in note and f"is not published: {pending[0].reason}" in note
     assert "1 other unpublished revision seen too" in note
     assert "local-aaa" not in note  # only the newest is named

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import polars as pl
+import pytest
 
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.publication.gate import plan_tables
@@ -17,6 +19,28 @@ from arena_pipeline.core.store.versions import Build, record_checks, start_build
 
 TABLES = ["battles", "leaderboard"]
 RULES = {"derived_from": {"leaderboard": ("battles",)}, "built_together": (), "checked": ("battles",)}
+
+
+def small_build(con: duckdb.DuckDBPyConnection, run: str, revision: str, n: int = 3) -> Build:
+    """Build ``run`` of ``revision`` in the work file ``con``: ``n`` battles (checked) and a two-model board,
+    each row tagged with the run."""
+    manifest = DumpManifest("hub", "org/name", "main", revision, (ShardFile("/x/a.parquet", "a.parquet", 10, n, "ab"),))
+    build = start_build(con, "arena", run, manifest)
+    record_dump(con, "arena", revision=revision, status="fetched", source="org/name", rows=n)
+    write_version(con, "battles", build, pl.DataFrame({"i": list(range(n)), "tag": [run] * n}))
+    record_checks(con, version_name("battles", build), True, {"suite": "battles"})
+    write_version(con, "leaderboard", build, pl.DataFrame({"model": ["a", "b"], "tag": [run] * 2}))
+    return build
+
+
+@pytest.fixture
+def work(tmp_path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The open work file of a new store beside ``tmp_path / "warehouse.duckdb"`` (closed after the test)."""
+    folder = store_folder(tmp_path / "warehouse.duckdb")
+    folder.mkdir()
+    con = duckdb.connect(str(folder / WORK_FILE))
+    yield con
+    con.close()
 
 
 @dataclasses.dataclass
@@ -42,16 +66,8 @@ class SmallStore:
         return self.target.files.parent / WORK_FILE
 
     def build(self, revision: str, n: int = 3) -> Build:
-        """A build of ``revision``: ``n`` battles and a two-model board, each row tagged with the run."""
-        run = f"run-{self.runs + 1}"
-        manifest = DumpManifest("hub", "org/name", "main", revision,
-                                (ShardFile("/x/a.parquet", "a.parquet", 10, n, "ab"),))
-        build = start_build(self.con, "arena", run, manifest)
-        record_dump(self.con, "arena", revision=revision, status="fetched", source="org/name", rows=n)
-        write_version(self.con, "battles", build, pl.DataFrame({"i": list(range(n)), "tag": [run] * n}))
-        record_checks(self.con, version_name("battles", build), True, {"suite": "battles"})
-        write_version(self.con, "leaderboard", build, pl.DataFrame({"model": ["a", "b"], "tag": [run] * 2}))
-        return build
+        """A build of ``revision`` (:func:`small_build`), the next run."""
+        return small_build(self.con, f"run-{self.runs + 1}", revision, n)
 
     def publish(self, revision: str = "1" * 40, n: int = 3) -> PublishReport:
         """A build of ``revision`` published (the readers' file replaced)."""

@@ -53,3 +53,23 @@ def test_a_document_is_compared_whole(tmp_path):
     Golden(False, tmp_path, folder).check_document("catalogue.json", '{"a": 1}')
     with pytest.raises(AssertionError, match="differs"):
         Golden(False, tmp_path, folder).check_document("catalogue.json", '{"a": 2}')
+
+
+def test_the_sentence_count_takes_words_not_markup_commands_or_data():
+    """``arena_pipeline_dev.sentence_asserts``: a message counts; markup, a command line, a DSN and a ``key=value``
+    listing of the same length do not (an identifier, a path or a tag is no English word)."""
+    from arena_pipeline_dev.sentence_asserts import is_sentence, sentence_asserts
+
+    messages = ["publication refused, nothing changed: the new overall board",
+                r"no publication on 2025-06-03; the nearest: 2025-06-02 \(a regex\)"]
+    assert all(is_sentence(text) for text in messages)
+    assert not is_sentence("publication refused, nothing changed")  # under 40 characters
+    for text in ('<td class="num" data-value="{}">{}</td><td class="num">{}</td>',
+                 "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest",
+                 "ducklake:postgres:dbname=arena host=db.example.org user=arena",
+                 "winner_model_a=1, winner_model_b=1, winner_tie=0",
+                 "SELECT count(*) FROM arena.leaderboard WHERE category = 'overall' AND rank = 1"):
+        assert not is_sentence(text), text
+    source = ('assert x == "the run failed because the file was missing"\n'
+              'assert y == "<a href=\\"docs/refresh.md\\">docs/refresh.md</a> <code>x</code>"\n')
+    assert sentence_asserts(source) == [1]

@@ -23,7 +23,9 @@ from arena_pipeline.core.store.lake import (
     stage_lake,
     sync_lake,
 )
-from arena_pipeline_tests.core.store.test_snapshot import RULES, TABLES, _build, _target
+from arena_pipeline_tests.core.store.test_snapshot import _target
+from arena_pipeline_tests.support.small_store import RULES, TABLES
+from arena_pipeline_tests.support.small_store import small_build as _build
 
 pytestmark = pytest.mark.slow  # a PostgreSQL server for the session
 
@@ -44,15 +46,6 @@ def _publish(con, build, target, lake: LakeTarget | None = None, **kwargs):
 def _lake(new_lake, tmp_path: Path, retention: int = 5) -> LakeTarget:
     return LakeTarget(new_lake.attach, str(new_lake.data_path), tmp_path / "warehouse.pipeline" / "tables",
                       frozenset({"battles"}), retention, cleanup_after_s=0)
-
-
-@pytest.fixture
-def work(tmp_path):
-    folder = tmp_path / "warehouse.pipeline"
-    folder.mkdir()
-    con = duckdb.connect(str(folder / "work.duckdb"))
-    yield con
-    con.close()
 
 
 FRESH_READER = """
@@ -178,8 +171,12 @@ def test_without_postgres_the_lake_tests_skip_with_one_reason_except_under_ci(mo
 
     monkeypatch.setattr(support, "postgres_bin", lambda: None)
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="PostgreSQL's server binaries.*CI must run them"):
+    reason = support.missing()
+    assert reason and "PostgreSQL" in reason
+    with pytest.raises(pytest.fail.Exception) as failed:
         support.skip_or_fail_without_lake()
+    assert failed.value.msg.startswith(f"{reason}; ") and "CI must run them" in failed.value.msg
     monkeypatch.delenv("CI")
-    with pytest.raises(pytest.skip.Exception, match="^the DuckLake tests need PostgreSQL's server binaries"):
+    with pytest.raises(pytest.skip.Exception) as skipped:
         support.skip_or_fail_without_lake()
+    assert skipped.value.msg == reason

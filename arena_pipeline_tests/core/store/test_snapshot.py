@@ -12,14 +12,11 @@ import sys
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import pytest
 
-from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.publication.gate import plan_tables
 from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store import snapshot
-from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.snapshot import (
     SnapshotTarget,
     adopt_legacy,
@@ -27,11 +24,9 @@ from arena_pipeline.core.store.snapshot import (
     store_folder,
     sync_snapshot,
 )
-from arena_pipeline.core.store.versions import record_checks, start_build, version_name, write_version
 from arena_pipeline.core.store.warehouse import NotAWarehouseError, connect
-
-TABLES = ["battles", "leaderboard"]
-RULES = {"derived_from": {"leaderboard": ("battles",)}, "built_together": (), "checked": ("battles",)}
+from arena_pipeline_tests.support.small_store import RULES, TABLES
+from arena_pipeline_tests.support.small_store import small_build as _build
 
 
 def _target(root: Path, keep_revisions: int = 2) -> SnapshotTarget:
@@ -39,30 +34,11 @@ def _target(root: Path, keep_revisions: int = 2) -> SnapshotTarget:
                           frozenset({"battles"}), keep_revisions)
 
 
-def _build(con, run: str, revision: str, n: int):
-    manifest = DumpManifest("hub", "org/name", "main", revision, (ShardFile("/x/a.parquet", "a.parquet", 10, n, "ab"),))
-    build = start_build(con, "arena", run, manifest)
-    record_dump(con, "arena", revision=revision, status="fetched", source="org/name", rows=n)
-    write_version(con, "battles", build, pl.DataFrame({"i": list(range(n)), "tag": [run] * n}))
-    record_checks(con, version_name("battles", build), True, {"suite": "battles"})
-    write_version(con, "leaderboard", build, pl.DataFrame({"model": ["a", "b"], "tag": [run] * 2}))
-    return build
-
-
 def _publish(con, build, target: SnapshotTarget | None, **kwargs):
     chosen, rebuilt = plan_tables(con, "arena", build, TABLES, **RULES)
     return publish(con, "arena", build, chosen, rebuilt=rebuilt, history_tables=("leaderboard",),
                    targets=[target] if target else (),
                    files_of=snapshot.files_of(con, target) if target else lambda version: None, **kwargs)
-
-
-@pytest.fixture
-def work(tmp_path):
-    folder = tmp_path / "warehouse.pipeline"
-    folder.mkdir()
-    con = duckdb.connect(str(folder / "work.duckdb"))
-    yield con
-    con.close()
 
 
 # a reader resolves the vote tables' files against the snapshot's folder (warehouse.search_path)
@@ -222,6 +198,7 @@ def test_a_snapshot_whose_store_is_missing_is_not_started_over(work, tmp_path):
     elsewhere = tmp_path / "copy"
     elsewhere.mkdir()
     (elsewhere / "warehouse.duckdb").write_bytes(target.path.read_bytes())
-    with pytest.raises(snapshot.StoreMissingError, match="its pipeline store .* is missing; nothing was written"):
+    with pytest.raises(snapshot.StoreMissingError) as refused:
         adopt_legacy(elsewhere / "warehouse.duckdb", store_folder(elsewhere / "warehouse.duckdb") / "work.duckdb")
+    assert f"its pipeline store {store_folder(elsewhere / 'warehouse.duckdb')} " in str(refused.value)
     assert not store_folder(elsewhere / "warehouse.duckdb").exists()

@@ -14,7 +14,9 @@ from arena_pipeline.core.publication.gate import plan_tables
 from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.targets import PublicationPlan, PublicationTarget
-from arena_pipeline_tests.core.store.test_snapshot import RULES, TABLES, _build, _look, _target
+from arena_pipeline_tests.core.store.test_snapshot import _look, _target
+from arena_pipeline_tests.support.small_store import RULES, TABLES
+from arena_pipeline_tests.support.small_store import small_build as _build
 
 
 @pytest.fixture
