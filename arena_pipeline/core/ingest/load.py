@@ -34,19 +34,8 @@ from arena_pipeline.core.dataset.quarantine import (
     split_cross_dump,
     split_quarantine,
 )
-from arena_pipeline.core.dataset.schema import (
-    BATTLES_SCHEMA,
-    CONTEXT_MESSAGES_SCHEMA,
-    MESSAGES_SCHEMA,
-    QUARANTINE_SCHEMA,
-)
-from arena_pipeline.core.ingest.flatten import (
-    all_user_texts,
-    flatten_battles,
-    flatten_context_messages,
-    flatten_messages,
-)
-from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA, pair_rows
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
+from arena_pipeline.core.ingest.flatten import all_user_texts, flatten_battles
 from arena_pipeline.core.ingest.prefetch import prefetched
 from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -61,6 +50,7 @@ from arena_pipeline.core.ingest.sources import (
     schema_adapter,
     verify_shard,
 )
+from arena_pipeline.core.ingest.tables import LOAD_TABLES, Batch, LoadTable, Screened
 from arena_pipeline.core.store import warehouse
 from arena_pipeline.core.store.versions import PARQUET_COMPRESSION, PART_GLOB, ROW_GROUP_ROWS, write_part
 
@@ -75,17 +65,38 @@ class LoadReport:
 
     revision: str
     rows_read: int = 0
-    battles: int = 0
-    messages: int = 0
-    context_messages: int = 0
-    quarantined: int = 0
-    #: preference pairs (arena.preference_pairs: the decisive kept votes with a prompt and two replies)
-    pairs: int = 0
+    #: rows written per table of the load (``tables.LOAD_TABLES``)
+    rows: dict[str, int] = field(default_factory=dict)
     quarantine_by_rule: dict[str, int] = field(default_factory=dict)
     per_file: list[dict] = field(default_factory=list)
     #: per dump: format, rows read, battles, quarantined, votes kept from another dump
     per_dump: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
+
+    @property
+    def battles(self) -> int:
+        """Votes kept (arena.battles)."""
+        return self.rows.get(BATTLES_TABLE, 0)
+
+    @property
+    def messages(self) -> int:
+        """Rows of arena.messages."""
+        return self.rows.get(MESSAGES_TABLE, 0)
+
+    @property
+    def context_messages(self) -> int:
+        """Rows of arena.context_messages."""
+        return self.rows.get(CONTEXT_MESSAGES_TABLE, 0)
+
+    @property
+    def quarantined(self) -> int:
+        """Input rows quarantined (arena.quarantine)."""
+        return self.rows.get(QUARANTINE_TABLE, 0)
+
+    @property
+    def pairs(self) -> int:
+        """Preference pairs (arena.preference_pairs: the decisive kept votes with a prompt and two replies)."""
+        return self.rows.get(PREFERENCE_PAIRS_TABLE, 0)
 
 
 class FileChangedError(SourceError):
@@ -435,7 +446,7 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
               suffix: str = "", aliases: pl.DataFrame | None = None,
-              when_read: Callable[[], None] | None = None) -> LoadReport:
+              when_read: Callable[[], None] | None = None, tables: tuple[LoadTable, ...] = LOAD_TABLES) -> LoadReport:
     """Flatten every file of ``manifest`` into DuckDB tables ``schema.<name><suffix>`` (battles, messages,
     context_messages, quarantine and preference_pairs): :func:`fill_dump` into part files in a temporary
     folder, then each table created from its files, all swapped in together
@@ -447,10 +458,10 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     SourceError
         A file that is not usable as a whole (named in the message); nothing is swapped in then.
     """
-    names = {name + suffix: name for name in load_tables()}
+    names = {table.name + suffix: table.name for table in tables}
     with tempfile.TemporaryDirectory(prefix="arena-load-") as scratch:
-        folders = {name: Path(scratch) / name for name in load_tables()}
-        report = fill_dump(manifest, folders, aliases, when_read)
+        folders = {table.name: Path(scratch) / table.name for table in tables}
+        report = fill_dump(manifest, folders, aliases, when_read, tables)
 
         def fill(stages: Mapping[str, str]) -> LoadReport:
             for table, stage in stages.items():
@@ -460,15 +471,9 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         return warehouse.write_tables_with(con, schema, list(names), fill)
 
 
-def load_tables() -> dict[str, dict]:
-    """The tables one load fills, with their columns."""
-    return {
-        BATTLES_TABLE: BATTLES_SCHEMA,
-        MESSAGES_TABLE: MESSAGES_SCHEMA,
-        CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
-        QUARANTINE_TABLE: QUARANTINE_SCHEMA,
-        PREFERENCE_PAIRS_TABLE: PAIR_ROWS_SCHEMA,
-    }
+def load_tables(tables: tuple[LoadTable, ...] = LOAD_TABLES) -> dict[str, dict]:
+    """The tables one load fills, with their columns (from their declaration, ``tables.LOAD_TABLES``)."""
+    return {table.name: dict(table.columns) for table in tables}
 
 
 def parts_scan(folder: Path | str) -> str:
@@ -477,7 +482,7 @@ def parts_scan(folder: Path | str) -> str:
 
 
 def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.DataFrame | None = None,
-              when_read: Callable[[], None] | None = None) -> LoadReport:
+              when_read: Callable[[], None] | None = None, tables: tuple[LoadTable, ...] = LOAD_TABLES) -> LoadReport:
     """Flatten every file of ``manifest`` into Parquet part files: ``folders`` maps each table of
     :func:`load_tables` to the folder its part files are written into (created; the caller makes it the
     table's version, or deletes it after a failure). Each table's rows are written once, here, as the
@@ -507,9 +512,8 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     """
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
-    tables = load_tables()
-    parts = _Parts({name: Path(folders[name]) for name in tables}, tables)
-    _fill_parts(manifest, parts, aliases, report, when_read)
+    parts = _Parts({table.name: Path(folders[table.name]) for table in tables}, load_tables(tables))
+    _fill_parts(manifest, parts, aliases, report, when_read, tables)
     parts.finish()
     report.seconds = time.perf_counter() - started
     return report
@@ -606,7 +610,7 @@ class _Parts:
 
 
 @dataclass
-class _Screened:
+class _Accumulated:
     """What the batches of a load leave besides their messages: the rows of battles and quarantine."""
 
     kept: list[pl.DataFrame] = field(default_factory=list)
@@ -618,9 +622,10 @@ class _Screened:
 
 
 def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: LoadReport,
-                  screened: _Screened) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
-    """Read, screen and flatten ``manifest``'s files batch by batch: yield (messages, context messages,
-    preference pairs).
+                  screened: _Accumulated, tables: tuple[LoadTable, ...] = LOAD_TABLES
+                  ) -> Iterator[dict[str, pl.DataFrame]]:
+    """Read, screen and flatten ``manifest``'s files batch by batch: yield the rows of each table made batch by
+    batch (``LoadTable.batch``), by name.
 
     Battles and quarantine rows accumulate in ``screened`` and the files' counts in ``report`` (read
     them once the iterator is exhausted). Pure Polars and pyarrow: it runs in the loader's worker thread.
@@ -654,8 +659,8 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
             if several_dumps:
                 screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
                     _content_key(clean, frame)))
-            pairs = pair_rows(frame, clean, manifest.revision)
-            yield flatten_messages(frame, dump), flatten_context_messages(frame, dump), pairs
+            batch = Batch(frame, clean, dump, manifest.revision)
+            yield {table.name: table.batch(batch) for table in tables if table.keyed_by_battle}
         if file_stamp(shard.path) != stamp:  # the tables would not be the revision's content
             change = file_change(shard)
             raise changed_error(shard, "modified while it was read" + (f": {change}" if change else ""))
@@ -673,7 +678,8 @@ def _read_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: i
 
 
 def _fill_parts(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | None,
-                report: LoadReport, when_read: Callable[[], None] | None = None) -> None:
+                report: LoadReport, when_read: Callable[[], None] | None = None,
+                tables: tuple[LoadTable, ...] = LOAD_TABLES) -> None:
     """Write the part files of ``manifest``'s files (see fill_dump).
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
@@ -682,17 +688,22 @@ def _fill_parts(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | 
     lists the repeating dump in ``also_in_dumps``. A worker thread reads and flattens the next
     batch while this one's part files are written (:func:`prefetch.prefetched`).
     """
-    screened = _Screened()
-    batches = prefetched(_flat_batches(manifest, aliases, report, screened))
-    for messages, context_messages, pairs in batches:
-        report.messages += stages.append(MESSAGES_TABLE, messages)
-        report.context_messages += stages.append(CONTEXT_MESSAGES_TABLE, context_messages)
-        report.pairs += stages.append(PREFERENCE_PAIRS_TABLE, pairs)
-        del messages, context_messages, pairs  # not held while the next batch is made
+    screened = _Accumulated()
+    report.rows = dict.fromkeys((table.name for table in tables), 0)
+    for made in prefetched(_flat_batches(manifest, aliases, report, screened, tables)):
+        for name, frame in made.items():
+            report.rows[name] += stages.append(name, frame)
+        made = frame = None  # not held while the next batch is made
     # every batch is read: the worker's core is idle while the battles and quarantine are screened and
     # written; the caller may use it (the pipeline imports Great Expectations there, for the checks next)
     if when_read is not None:
         when_read()
+    _finish(stages, report, screened, tables)
+
+
+def _finish(stages: _Parts, report: LoadReport, screened: _Accumulated, tables: tuple[LoadTable, ...]) -> None:
+    """Once every batch is screened: label late duplicates, move the votes an earlier dump holds by content
+    (deleting their rows from the tables written batch by batch), and write battles and quarantine."""
     kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,
                                             screened.keys)
     formats = screened.formats
@@ -705,19 +716,19 @@ def _fill_parts(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | 
             cross.append(by_content)
             pairs.append(content_pairs)
             gone = by_content.select(battle_id="id")
-            staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, PREFERENCE_PAIRS_TABLE)
-            removed = {table_name: stages.delete_battles(table_name, gone) for table_name in staged}
-            report.messages -= removed[MESSAGES_TABLE]
-            report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
-            report.pairs -= removed[PREFERENCE_PAIRS_TABLE]
+            for table in tables:
+                if table.keyed_by_battle:
+                    report.rows[table.name] -= stages.delete_battles(table.name, gone)
     all_battles = _mark_also_in(all_battles, pairs)
     all_quarantine = pl.concat([all_quarantine, *cross]) if cross else all_quarantine
     if all_battles.height + all_quarantine.height != report.rows_read:
         raise AssertionError(
             f"rows read ({report.rows_read}) != battles ({all_battles.height}) + quarantine ({all_quarantine.height})"
         )
-    report.battles = stages.append(BATTLES_TABLE, all_battles)
-    report.quarantined = stages.append(QUARANTINE_TABLE, all_quarantine)
+    done = Screened(all_battles, all_quarantine)
+    for table in tables:
+        if not table.keyed_by_battle:
+            report.rows[table.name] = stages.append(table.name, table.screened(done))
     report.quarantine_by_rule = dict(count_by_rule(all_quarantine).iter_rows()) if all_quarantine.height else {}
     report.per_dump = _per_dump(all_battles, all_quarantine, formats)
 
