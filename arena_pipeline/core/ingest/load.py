@@ -482,7 +482,8 @@ def parts_scan(folder: Path | str) -> str:
 
 
 def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.DataFrame | None = None,
-              when_read: Callable[[], None] | None = None, tables: tuple[LoadTable, ...] = LOAD_TABLES) -> LoadReport:
+              when_read: Callable[[], None] | None = None, tables: tuple[LoadTable, ...] = LOAD_TABLES,
+              workers: int = 1) -> LoadReport:
     """Flatten every file of ``manifest`` into Parquet part files: ``folders`` maps each table of
     :func:`load_tables` to the folder its part files are written into (created; the caller makes it the
     table's version, or deletes it after a failure). Each table's rows are written once, here, as the
@@ -505,6 +506,9 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     cost no second pass over the messages and no more memory than a batch. ``when_read`` is called
     once every batch is read, while the last files are written (one core is idle then).
 
+    ``workers`` > 1: a dump of several parquet shards is flattened by that many worker processes, a shard
+    each at a time, each holding a batch (``parallel.fill_parallel``: the same rows).
+
     Raises
     ------
     SourceError
@@ -513,7 +517,12 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
     parts = _Parts({table.name: Path(folders[table.name]) for table in tables}, load_tables(tables))
-    _fill_parts(manifest, parts, aliases, report, when_read, tables)
+    from arena_pipeline.core.ingest import parallel  # it runs this module's steps in its workers
+
+    if parallel.parallel_shards(manifest, workers):
+        parallel.fill_parallel(manifest, parts, aliases, report, when_read, tables, workers)
+    else:
+        _fill_parts(manifest, parts, aliases, report, when_read, tables)
     parts.finish()
     report.seconds = time.perf_counter() - started
     return report
@@ -570,8 +579,9 @@ class _Parts:
     to the caller (the version store deletes them: nothing of a failed load is ever read).
     """
 
-    def __init__(self, folders: Mapping[str, Path], schemas: Mapping[str, Mapping]) -> None:
-        self.folders = dict(folders)
+    def __init__(self, folders: Mapping[str, Path], schemas: Mapping[str, Mapping], first: int = 0) -> None:
+        # first: the number of the first part file (a worker of a parallel load numbers its own range)
+        self.folders, self.first = dict(folders), first
         self.schemas = {table: dict(schemas[table]) for table in self.folders}
         self.written = dict.fromkeys(self.folders, 0)
         for folder in self.folders.values():
@@ -585,7 +595,7 @@ class _Parts:
             return 0
         self.written[table] += 1
         typed = frame.select(pl.col(name).cast(kind) for name, kind in self.schemas[table].items())
-        return write_part(self.folders[table], typed, self.written[table] - 1)
+        return write_part(self.folders[table], typed, self.first + self.written[table] - 1)
 
     def finish(self) -> None:
         """Give a table without rows one empty part file of its columns (a scan needs one file)."""
