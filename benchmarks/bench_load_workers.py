@@ -6,7 +6,8 @@ Run::
 
 The dump is bench_ingest.py's synthetic dump (cached under ``--workdir``). Each load runs in a fresh
 subprocess; a sampler (psutil, every 50 ms) adds up the RSS and CPU time of the subprocess and every process
-under it (the forkserver and its workers), and keeps per sample the largest single worker's RSS. A load's
+under it (the forkserver and its workers), their proportional set size (PSS: pages shared with the
+forkserver, the imported libraries, counted once), and the largest single worker's RSS. A load's
 memory is bounded by a batch per process: the per-worker peak must not grow with the dump nor with the
 workers, and the total peak by at most a worker's peak per added worker.
 """
@@ -47,23 +48,25 @@ def measure(dump: Path, workdir: Path, workers: int) -> dict:
     out = Path(tempfile.mkdtemp(prefix="load_workers_", dir=workdir))
     process = psutil.Popen([sys.executable, __file__, "--child", str(dump), str(out), str(workers)],
                            stdout=subprocess.PIPE, text=True)
-    peak_total = peak_worker = 0
+    peak_total = peak_worker = peak_pss = 0
     cpu: dict[int, float] = {}
     while process.poll() is None:
         try:
             tree = [process, *process.children(recursive=True)]
             rss = {p.pid: p.memory_info().rss for p in tree}
+            # proportional set size: the pages the workers share with the forkserver counted once in all
+            pss = sum(p.memory_full_info().pss for p in tree)
             for p in tree:
                 times = p.cpu_times()
                 cpu[p.pid] = times.user + times.system
         except psutil.Error:
             continue
-        peak_total = max(peak_total, sum(rss.values()))
+        peak_total, peak_pss = max(peak_total, sum(rss.values())), max(peak_pss, pss)
         peak_worker = max([peak_worker, *(v for pid, v in rss.items() if pid != process.pid)])
         time.sleep(0.05)
     figures = json.loads(process.stdout.read().strip().splitlines()[-1])
     shutil.rmtree(out)
-    return {"workers": workers, **figures, "cpu_seconds": sum(cpu.values()), "peak_total_mb": peak_total / MB,
+    return {"workers": workers, **figures, "cpu_seconds": sum(cpu.values()), "peak_total_mb": peak_total / MB, "peak_pss_mb": peak_pss / MB,
             "peak_worker_mb": peak_worker / MB}
 
 
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         for workers in (int(w) for w in args.workers.split(",")):
             r = measure(dump, args.workdir, workers)
             print(f"  workers {workers}: {r['seconds']:6.1f} s wall, {r['cpu_seconds']:6.1f} s CPU (every process), "
-                  f"peak RSS {r['peak_total_mb']:6,.0f} MiB in all, largest worker {r['peak_worker_mb']:5,.0f} MiB; "
+                  f"peak RSS {r['peak_total_mb']:6,.0f} MiB in all (PSS {r['peak_pss_mb']:6,.0f} MiB), largest worker {r['peak_worker_mb']:5,.0f} MiB; "
                   f"battles {r['rows']['battles']:,}", flush=True)
 
 
