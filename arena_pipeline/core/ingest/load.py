@@ -36,6 +36,7 @@ from arena_pipeline.core.dataset.quarantine import (
 )
 from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.ingest.flatten import all_user_texts, flatten_battles
+from arena_pipeline.core.ingest.parallel import run_in_processes
 from arena_pipeline.core.ingest.prefetch import prefetched
 from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -507,7 +508,7 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     once every batch is read, while the last files are written (one core is idle then).
 
     ``workers`` > 1: a dump of several parquet shards is flattened by that many worker processes, a shard
-    each at a time, each holding a batch (``parallel.fill_parallel``: the same rows).
+    each at a time, each holding a batch (:func:`_fill_parallel`: the same rows).
 
     Raises
     ------
@@ -517,10 +518,8 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
     parts = _Parts({table.name: Path(folders[table.name]) for table in tables}, load_tables(tables))
-    from arena_pipeline.core.ingest import parallel  # it runs this module's steps in its workers
-
-    if parallel.parallel_shards(manifest, workers):
-        parallel.fill_parallel(manifest, parts, aliases, report, when_read, tables, workers)
+    if parallel_shards(manifest, workers):
+        _fill_parallel(manifest, parts, aliases, report, when_read, tables, workers)
     else:
         _fill_parts(manifest, parts, aliases, report, when_read, tables)
     parts.finish()
@@ -775,3 +774,193 @@ def _per_dump(battles: pl.DataFrame, quarantine: pl.DataFrame, formats: dict[str
                    "kept_in_another_dump": across.get(dump, 0), "conflicting_duplicates": conflicts.get(dump, 0),
                    "rows_read": kept.get(dump, 0) + rejected.get(dump, 0)}
             for dump, fmt in formats.items()}
+
+
+#: Part files a shard's worker may number (each job numbers its own range: names unique in every folder).
+_PARTS_PER_JOB = 100_000
+
+
+def parallel_shards(manifest: DumpManifest, workers: int) -> bool:
+    """Whether a load of ``manifest`` runs in worker processes: several workers and several files, every
+    file a parquet shard of the card's format (other formats, read whole, load in this process)."""
+    if workers < 2 or len(manifest.files) < 2:
+        return False
+    try:
+        return all(Path(shard.path).suffix.lower() == ".parquet"
+                   and file_adapter(Path(shard.path)) is ARENA_140K for shard in manifest.files)
+    except Exception:  # a file that cannot be read now: the sequential load names it
+        return False
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard for a worker: phase 1 writes the rows of its votes whose id no other row has and hands the
+    others back (``repeated``); phase 2 (``only``: kept battles of those votes) writes theirs."""
+
+    shard: ShardFile
+    number: int
+    dump: str
+    revision: str
+    aliases: pl.DataFrame | None
+    folders: Mapping[str, Path]
+    schemas: Mapping[str, Mapping]
+    tables: tuple[LoadTable, ...]
+    several_dumps: bool
+    batch_rows: int = BATCH_ROWS
+    repeated: pl.DataFrame | None = None
+    only: pl.DataFrame | None = None
+    phase: int = 1
+
+
+@dataclass
+class ShardResult:
+    """What a worker hands back: battle-level rows only (no texts)."""
+
+    number: int
+    rows_read: int = 0
+    format: str = ""
+    kept: list[pl.DataFrame] = field(default_factory=list)
+    quarantine: list[pl.DataFrame] = field(default_factory=list)
+    deferred: list[pl.DataFrame] = field(default_factory=list)
+    keys: list[pl.DataFrame] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    parts: int = 0
+
+
+def _write_batch(job: ShardJob, parts: _Parts, result: ShardResult, table, battles: pl.DataFrame,
+                 keep: pl.Series) -> None:
+    """Write the tables made batch by batch for the ``keep`` rows of ``table`` (``battles``: their kept rows)."""
+    frame = pl.from_arrow(_filtered(table, keep) if not keep.all() else table)
+    if job.several_dumps:
+        result.keys.append(battles.select("id", "dump", "source_file", "source_row").with_columns(
+            _content_key(battles, frame), _file=pl.lit(job.number)))
+    batch = Batch(frame, battles, job.dump, job.revision)
+    for item in job.tables:
+        if item.keyed_by_battle:
+            result.rows[item.name] = result.rows.get(item.name, 0) + parts.append(item.name, item.batch(batch))
+
+
+def flatten_shard(job: ShardJob) -> ShardResult:
+    """Read, screen and flatten one shard in a worker process (see :func:`fill_parallel`)."""
+    shard, result = job.shard, ShardResult(job.number)
+    global BATCH_ROWS  # a worker process loads one shard at a time, in the load's batch size
+    BATCH_ROWS = job.batch_rows
+    stamp = content_unchanged(shard)
+    try:
+        adapter = file_adapter(Path(shard.path))
+    except Exception as exc:
+        raise (read_failure(shard, exc) or exc) from exc
+    result.format = adapter.name
+    parts = _Parts(job.folders, job.schemas, first=(2 * job.number + job.phase) * _PARTS_PER_JOB)
+    for number, (table, battles, unparsed) in enumerate(
+            _read_file(shard, job.aliases, None, job.dump, adapter)):
+        result.rows_read += battles.height + unparsed.height
+        if job.only is not None:
+            keep = battles.get_column("source_row").is_in(job.only.get_column("source_row").implode())
+            if keep.any():
+                kept = battles.filter(keep).select("source_row").join(job.only, on="source_row", how="left",
+                                                                       maintain_order="left")
+                _write_batch(job, parts, result, table, kept, keep)
+            continue
+        result.quarantine.append(unparsed)
+        deferred = battles.get_column("id").is_in(job.repeated.get_column("id").implode()).fill_null(False)
+        if deferred.any():
+            result.deferred.append(battles.filter(deferred).with_columns(_batch=pl.lit(number)))
+        clean, rejected = split_quarantine(battles.filter(~deferred), adapter.unavailable)
+        result.quarantine.append(rejected)
+        result.kept.append(clean.with_columns(_file=pl.lit(job.number)))
+        keep = battles.get_column("source_row").is_in(clean.get_column("source_row").implode())
+        _write_batch(job, parts, result, table, clean, keep)
+    if file_stamp(shard.path) != stamp:
+        change = file_change(shard)
+        raise changed_error(shard, "modified while it was read" + (f": {change}" if change else ""))
+    result.parts = max(parts.written.values(), default=0)
+    return result
+
+
+def _repeated_ids(manifest: DumpManifest) -> pl.DataFrame | None:
+    """The ids more than one row of the dump's shards has (read from the ``id`` column alone): their votes are
+    screened in load order by the main process; every other vote is decided by its own row. None when a
+    shard's ids cannot be read (the load then runs in this process, and fails as it does there)."""
+    try:
+        ids = [pl.from_arrow(pq.read_table(shard.path, columns=["id"])).select(pl.col("id").cast(pl.String))
+               for shard in manifest.files]
+    except Exception:
+        return None
+    return pl.concat(ids).drop_nulls().group_by("id").len().filter(pl.col("len") > 1).select("id")
+
+
+def _replay(results: list[ShardResult], jobs: list[ShardJob], screened: _Accumulated) -> pl.DataFrame:
+    """Screen the votes of repeated ids batch by batch in load order, as the sequential load does
+    (``_same_id_elsewhere``, ``_screen``); return their kept battles (with ``_file``)."""
+    earlier: list[pl.DataFrame] = []
+    files: list[int] = []
+    for result, job in zip(results, jobs, strict=True):
+        if not result.deferred:
+            continue
+        optional = file_adapter(Path(job.shard.path)).unavailable
+        rows = pl.concat(result.deferred)
+        for (_,), batch in rows.group_by("_batch", maintain_order=True):
+            battles, repeated, seen_in = _same_id_elsewhere(batch.drop("_batch"), earlier, job.dump, optional)
+            clean, rejected = _screen(battles, earlier, optional)
+            screened.quarantine.append(rejected)
+            screened.cross.append(repeated)
+            screened.pairs.append(seen_in)
+            earlier.append(clean)
+            files.append(job.number)
+    return (pl.concat([part.with_columns(_file=pl.lit(number)) for part, number in zip(earlier, files, strict=True)])
+            if earlier else pl.DataFrame())
+
+
+def _fill_parallel(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | None, report: LoadReport,
+                  when_read: Callable[[], None] | None, tables: tuple[LoadTable, ...], workers: int) -> None:
+    """Write the part files of ``manifest``'s shards in ``workers`` processes, the same rows as the sequential
+    load (``_fill_parts``).
+
+    The screening is sequential (a vote's later copies lose to its first clean copy, across files and
+    dumps): the ``id`` column of every shard is read first (a column alone), and a vote whose id no other
+    row has is decided by its own row, in its worker, which writes its messages, context messages and
+    pairs at once. The votes of a repeated id come back (battle columns only) and are screened here, batch
+    by batch in load order; the workers then write the rows of those kept (their shards read again: none
+    in the real dump). Battles and quarantine are written last, here, as by the sequential 
+    """
+    several_dumps = len({dump_label(manifest, shard) for shard in manifest.files}) > 1
+    folders = {t.name: stages.folders[t.name] for t in tables if t.keyed_by_battle}
+    schemas = {name: stages.schemas[name] for name in folders}
+    repeated = _repeated_ids(manifest)
+    if repeated is None:
+        _fill_parts(manifest, stages, aliases, report, when_read, tables)
+        return
+    jobs = [ShardJob(shard, number, dump_label(manifest, shard), manifest.revision, aliases, folders, schemas,
+                     tables, several_dumps, BATCH_ROWS, repeated=repeated)
+            for number, shard in enumerate(manifest.files)]
+    results = run_in_processes(flatten_shard, jobs, workers, [__name__])
+    screened = _Accumulated()
+    for result, job in zip(results, jobs, strict=True):
+        screened.formats.setdefault(job.dump, result.format)
+        screened.quarantine += result.quarantine
+        report.rows_read += result.rows_read
+        report.per_file.append({"file": job.shard.name, "rows": result.rows_read, "dump": job.dump,
+                                "format": result.format})
+    kept = _replay(results, jobs, screened)
+    later = []
+    if kept.height:
+        later = [ShardJob(job.shard, job.number, job.dump, job.revision, aliases, folders, schemas, tables,
+                          several_dumps, BATCH_ROWS, only=kept.filter(pl.col("_file") == job.number).drop("_file"), phase=2)
+                 for job in jobs if kept.filter(pl.col("_file") == job.number).height]
+    finished = results + run_in_processes(flatten_shard, later, workers, [__name__])
+    if when_read is not None:
+        when_read()
+    order = ["_file", "source_row"]
+    report.rows = dict.fromkeys((t.name for t in tables), 0)
+    for result in finished:
+        for name, rows in result.rows.items():
+            report.rows[name] += rows
+    for name in folders:  # every part file of the workers counts (a table without any gets an empty one)
+        stages.written[name] += sum(1 for _ in stages.folders[name].glob(PART_GLOB))
+    battles = [part for result in results for part in result.kept] + ([kept] if kept.height else [])
+    screened.kept = [pl.concat(battles, how="vertical_relaxed").sort(order).drop("_file")] if battles else []
+    keys = [part for result in finished for part in result.keys]
+    if keys:
+        screened.keys = [pl.concat(keys).sort(order).drop("_file")]
+    _finish(stages, report, screened, tables)

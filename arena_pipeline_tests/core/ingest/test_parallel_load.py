@@ -15,7 +15,6 @@ import pytest
 from arena_pipeline.core.dataset.manifest import combine
 from arena_pipeline.core.dataset.quarantine import CROSS_DUMP_RULE, DUPLICATE_RULE
 from arena_pipeline.core.ingest import load as ingest
-from arena_pipeline.core.ingest import parallel
 from arena_pipeline.core.ingest.local_dump import local_manifest
 from arena_pipeline.core.ingest.sources import SourceError, parse_source
 from arena_pipeline_dev.fixtures import DATASET_ARROW_SCHEMA, make_rows
@@ -70,7 +69,7 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 def test_workers_write_the_rows_one_process_writes(tmp_path, monkeypatch, batch_rows):
     monkeypatch.setattr(ingest, "BATCH_ROWS", batch_rows)
     manifest = _family(tmp_path)
-    assert parallel.parallel_shards(manifest, 2) and not parallel.parallel_shards(manifest, 1)
+    assert ingest.parallel_shards(manifest, 2) and not ingest.parallel_shards(manifest, 1)
     alone, one = _load(manifest, tmp_path / "one", 1)
     report, many = _load(manifest, tmp_path / "many", 2)
     assert report.rows == alone.rows and report.rows_read == alone.rows_read == 58
