@@ -478,6 +478,10 @@ def print_size(entry: dict) -> None:
                   f"{fmt(s['peak_rss_mb'], ',.0f', 9)}{mark}{fmt(s['rise_mb'], ',.0f', 8)}")
         in_steps = sum(s["seconds"] or 0 for s in refresh["steps"])
         print(f"  {'(steps together; the rest is Dagster between steps)':<51}{in_steps:>8.1f}")
+        load, floor = next((s for s in refresh["steps"] if s["step"] == "flat_tables"), None), entry["floor"]
+        if load and floor and load["seconds"] is not None:  # the load against DuckDB's own load of the parquet
+            print(f"  the load (flat_tables): {load['seconds']:.1f} s = {load['seconds'] / floor['seconds']:.2f}x "
+                  f"the floor's {floor['seconds']:.1f} s (CPU {fmt(load['cpu_seconds'], '.1f', 0)} s)")
     pairs = entry["pairs"]
     if pairs:
         print("\n  floor and refresh, run by run (each refresh right after its floor): "

@@ -11,27 +11,14 @@ from arena_pipeline.assets.builds import package_version, run_build, run_failure
 from arena_pipeline.assets.metadata import table_spec
 from arena_pipeline.assets.run_config import check_ranking_run_config
 from arena_pipeline.assets.version_store import VERSION_STORE, FillTogether, Versioned
-from arena_pipeline.constants import (
-    BATTLES_TABLE,
-    CONTEXT_MESSAGES_TABLE,
-    MESSAGES_TABLE,
-    PREFERENCE_PAIRS_TABLE,
-    QUARANTINE_TABLE,
-    SCHEMA,
-)
+from arena_pipeline.constants import BATTLES_TABLE, QUARANTINE_TABLE, SCHEMA
 from arena_pipeline.core.dataset.manifest import DumpManifest
 from arena_pipeline.core.dataset.models import normalization_versions
-from arena_pipeline.core.dataset.schema import (
-    BATTLES_SCHEMA,
-    CONTEXT_MESSAGES_SCHEMA,
-    MESSAGES_SCHEMA,
-    QUARANTINE_SCHEMA,
-)
 from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, fill_dump
 from arena_pipeline.core.ingest.local_dump import local_revision
-from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA
+from arena_pipeline.core.ingest.parallel import load_workers
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
-from arena_pipeline.core.store.catalog import TableSpec
+from arena_pipeline.core.ingest.tables import LOAD_TABLES, LoadTable
 from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.versions import finish_build, start_build, version_name
 from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
@@ -40,10 +27,8 @@ from arena_pipeline.environment import environment_warnings
 from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 RAW_DUMP = dg.AssetKey("raw_dump")
-TABLE_KEYS = {
-    name: dg.AssetKey([SCHEMA, name])
-    for name in (BATTLES_TABLE, MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, QUARANTINE_TABLE, PREFERENCE_PAIRS_TABLE)
-}
+#: the load's tables' keys (its tables are declared once: core/ingest/tables.py's LOAD_TABLES)
+TABLE_KEYS = {table.name: dg.AssetKey([SCHEMA, table.name]) for table in LOAD_TABLES}
 
 
 class FetchConfig(dg.Config):
@@ -183,79 +168,59 @@ def raw_dump(
     )
 
 
-_FLAT = {"kinds": {"polars", "duckdb"}, "deps": []}  # raw_dump: the multi-asset's (an AssetOut has no deps)
-#: the vote tables: Parquet files in the readers' snapshot; the message tables never load into Python;
-#: battles and messages publish only after their blocking expectation suites passed (checks.py)
-_FLAT_SPECS = {
-    BATTLES_TABLE: TableSpec(file_view=True, checked=True),
-    MESSAGES_TABLE: TableSpec(heavy=True, file_view=True, checked=True),
-    CONTEXT_MESSAGES_TABLE: TableSpec(heavy=True, file_view=True),
-    QUARANTINE_TABLE: TableSpec(file_view=True),
-    # the message lists of PREFERENCE_PAIRS_SCHEMA are not stored (they would store every text twice)
-    PREFERENCE_PAIRS_TABLE: TableSpec(heavy=True, file_view=True),
-}
+def _asset_spec(table: LoadTable) -> dg.AssetSpec:
+    """The spec of one table of the load (raw_dump is the multi-asset's dependency: an AssetOut has no deps)."""
+    return table_spec(table.name, dict(table.columns), table.spec, group=table.group, kinds={"polars", "duckdb"},
+                      deps=[], description=table.description)
 
 
-_FLAT_TABLE_SPECS = [
-    table_spec(BATTLES_TABLE, BATTLES_SCHEMA, _FLAT_SPECS[BATTLES_TABLE], group="ingest", **_FLAT,
-               description="arena.battles: one row per vote with every scalar, conv_metadata and "
-               "category_tag field as a column."),
-    table_spec(MESSAGES_TABLE, MESSAGES_SCHEMA, _FLAT_SPECS[MESSAGES_TABLE], group="ingest", **_FLAT,
-               description="arena.messages: one row per message of conversation_a and conversation_b."),
-    table_spec(CONTEXT_MESSAGES_TABLE, CONTEXT_MESSAGES_SCHEMA, _FLAT_SPECS[CONTEXT_MESSAGES_TABLE],
-               group="ingest", **_FLAT,
-               description="arena.context_messages: the full_conversation turns of earlier evaluation "
-               "orders that precede each vote (not repeated in arena.messages)."),
-    table_spec(QUARANTINE_TABLE, QUARANTINE_SCHEMA, _FLAT_SPECS[QUARANTINE_TABLE], group="quality", **_FLAT,
-               description="arena.quarantine: input rows kept out of arena.battles, with the rule broken."),
-    table_spec(PREFERENCE_PAIRS_TABLE, PAIR_ROWS_SCHEMA, _FLAT_SPECS[PREFERENCE_PAIRS_TABLE], group="reports",
-               **_FLAT,
-               description="arena.preference_pairs: prompt, chosen and rejected responses of every decisive "
-               "vote (ties and both_bad excluded), for reward-model training. The prompt is the first user "
-               "message; the rest of each side's conversation is its response (multi-turn sides differ "
-               "after the first turn); categories as in arena.battle_categories. Made by the load from each "
-               "batch's conversations (core/ingest/pairs.py)."),
-]
+def load_asset(tables: tuple[LoadTable, ...] = LOAD_TABLES) -> dg.AssetsDefinition:
+    """The load step: one multi-asset whose outputs, keys and catalogue entries are ``tables``, all written by
+    one pass over the dump."""
+
+    @dg.multi_asset(
+        name="flat_tables",
+        # outputs the version store keeps, in declaration order (the store's last-output line follows the last)
+        outs={table.name: dg.AssetOut.from_spec(_asset_spec(table), io_manager_key=VERSION_STORE)
+              for table in tables},
+        deps=[RAW_DUMP],
+    )
+    def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_catalog: ModelCatalog):
+        """Flatten the dump's nested structs with Polars into this run's versions of the flat tables and the
+        preference pairs (made from each batch's conversations while the batch is in memory).
+
+        The load's tables (``LOAD_TABLES``) are written in one pass (:func:`~arena_pipeline.core.ingest.load.fill_dump`)
+        as Parquet part files into the folders the version store names (a :class:`FillTogether`): the files
+        are the versions, registered together and never copied, or the store reuses an earlier build's
+        tables when it loaded this revision with the same settings and code (nothing is read or written then).
+        """
+        aliases = model_catalog.aliases()
+        with warehouse.connection() as con:
+            build = run_build(context, con)
+        settings = flat_settings(aliases, build.manifest)
+
+        def load(con, folders: Mapping[str, Path]) -> dict[str, tuple[int, dict]]:
+            report = _load(con, build, aliases, folders, warehouse, tables)
+            counts = ", ".join(f"{rows} {name.replace('_', ' ')}" for name, rows in report.rows.items())
+            context.log.info(f"{report.rows_read} rows read -> {counts} in {report.seconds:.1f} s")
+            return _load_results(report)
+
+        together = FillTogether(tuple(table.name for table in tables), load)
+        common = {"version_suffix": version_name("", build)}
+        for table in tables:
+            with warnings.catch_warnings():  # an Output's data_version is in beta: Dagster warns of its own API
+                warnings.simplefilter("ignore", dg.BetaWarning)
+                output = dg.Output(Versioned(together, settings, reuse=True), output_name=table.name,
+                                   metadata={**common, "table": f"{SCHEMA}.{table.name}"},
+                                   data_version=dg.DataVersion(build.revision))
+            yield output
+        with warehouse.connection() as con:
+            record_dump(con, SCHEMA, revision=build.revision, status="loaded")
+
+    return flat_tables
 
 
-@dg.multi_asset(
-    # outputs the version store keeps, in spec order (the store's last-output line follows the last)
-    outs={spec.key.path[-1]: dg.AssetOut.from_spec(spec, io_manager_key=VERSION_STORE) for spec in _FLAT_TABLE_SPECS},
-    deps=[RAW_DUMP],
-)
-def flat_tables(context: dg.AssetExecutionContext, warehouse: Warehouse, model_catalog: ModelCatalog):
-    """Flatten the dump's nested structs with Polars into this run's versions of the flat tables and the
-    preference pairs (made from each batch's conversations while the batch is in memory).
-
-    The five tables are written in one pass (:func:`~arena_pipeline.core.ingest.load.fill_dump`) as
-    Parquet part files into the folders the version store names (a :class:`FillTogether`): the files
-    are the versions, registered together and never copied, or the store reuses an earlier build's five
-    when it loaded this revision with the same settings and code (nothing is read or written then).
-    """
-    aliases = model_catalog.aliases()
-    with warehouse.connection() as con:
-        build = run_build(context, con)
-    settings = flat_settings(aliases, build.manifest)
-
-    def load(con, folders: Mapping[str, Path]) -> dict[str, tuple[int, dict]]:
-        report = _load(con, build, aliases, folders, warehouse)
-        context.log.info(
-            f"{report.rows_read} rows read -> {report.battles} battles, {report.messages} messages, "
-            f"{report.quarantined} quarantined, {report.pairs} preference pairs in {report.seconds:.1f} s"
-        )
-        return _load_results(report)
-
-    together = FillTogether(tuple(TABLE_KEYS), load)
-    common = {"version_suffix": version_name("", build)}
-    for name in TABLE_KEYS:
-        with warnings.catch_warnings():  # an Output's data_version is in beta: Dagster warns of its own API
-            warnings.simplefilter("ignore", dg.BetaWarning)
-            output = dg.Output(Versioned(together, settings, reuse=True), output_name=name,
-                               metadata={**common, "table": f"{SCHEMA}.{name}"},
-                               data_version=dg.DataVersion(build.revision))
-        yield output
-    with warehouse.connection() as con:
-        record_dump(con, SCHEMA, revision=build.revision, status="loaded")
+flat_tables = load_asset()
 
 
 def flat_settings(aliases, manifest: DumpManifest | None) -> dict:
@@ -268,7 +233,8 @@ def flat_settings(aliases, manifest: DumpManifest | None) -> dict:
             "normalization": normalization_versions(), "package_version": package_version()}
 
 
-def _load(con, build, aliases, folders: Mapping[str, Path], warehouse: Warehouse) -> LoadReport:
+def _load(con, build, aliases, folders: Mapping[str, Path], warehouse: Warehouse,
+          tables: tuple[LoadTable, ...] = LOAD_TABLES) -> LoadReport:
     """Flatten the build's dump into Parquet part files in the ``folders`` the version store named (a
     failure is recorded on the dump and the build, and raised: the store then deletes the folders)."""
     manifest = build.manifest
@@ -276,7 +242,8 @@ def _load(con, build, aliases, folders: Mapping[str, Path], warehouse: Warehouse
         raise dg.Failure(description=f"the files of revision {build.revision} are not available any more: "
                          "include raw_dump in the selection", allow_retries=False)
     try:
-        return fill_dump(manifest, folders, aliases=aliases, when_read=import_in_background)
+        return fill_dump(manifest, folders, aliases=aliases, when_read=import_in_background, tables=tables,
+                         workers=load_workers())
     except Exception as exc:
         if isinstance(exc, FileChangedError):  # not a bad dump: its files changed after the fetch
             record_dump(con, SCHEMA, revision=manifest.revision, status="fetched", detail=f"not loaded: {exc}"[:2000])
@@ -291,18 +258,15 @@ def _load(con, build, aliases, folders: Mapping[str, Path], warehouse: Warehouse
 
 
 def _load_results(report: LoadReport) -> dict[str, tuple[int, dict]]:
-    """Rows and output metadata of each flat table, from the load's figures."""
-    battles = {"seconds": round(report.seconds, 3), "rows_read": report.rows_read,
-               "per_file": dg.MetadataValue.json(report.per_file),
-               "invariant": f"rows read {report.rows_read} = battles {report.battles} + "
-                            f"quarantined {report.quarantined}"}
+    """Rows and output metadata of each table of the load, from the load's figures: every table its seconds;
+    arena.battles the files read and the invariant, arena.quarantine its rows by rule."""
+    seconds = {"seconds": round(report.seconds, 3)}
+    results = {name: (rows, dict(seconds)) for name, rows in report.rows.items()}
+    battles, quarantine = results[BATTLES_TABLE][1], results[QUARANTINE_TABLE][1]
+    battles.update({"rows_read": report.rows_read, "per_file": dg.MetadataValue.json(report.per_file),
+                    "invariant": f"rows read {report.rows_read} = battles {report.battles} + "
+                                 f"quarantined {report.quarantined}"})
     if report.per_dump:
         battles["per_dump"] = dg.MetadataValue.json(report.per_dump)
-    seconds = {"seconds": round(report.seconds, 3)}
-    return {
-        BATTLES_TABLE: (report.battles, battles),
-        MESSAGES_TABLE: (report.messages, seconds),
-        CONTEXT_MESSAGES_TABLE: (report.context_messages, seconds),
-        QUARANTINE_TABLE: (report.quarantined, {**seconds, "by_rule": dg.MetadataValue.json(report.quarantine_by_rule)}),
-        PREFERENCE_PAIRS_TABLE: (report.pairs, seconds),
-    }
+    quarantine["by_rule"] = dg.MetadataValue.json(report.quarantine_by_rule)
+    return results

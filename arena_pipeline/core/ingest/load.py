@@ -34,19 +34,9 @@ from arena_pipeline.core.dataset.quarantine import (
     split_cross_dump,
     split_quarantine,
 )
-from arena_pipeline.core.dataset.schema import (
-    BATTLES_SCHEMA,
-    CONTEXT_MESSAGES_SCHEMA,
-    MESSAGES_SCHEMA,
-    QUARANTINE_SCHEMA,
-)
-from arena_pipeline.core.ingest.flatten import (
-    all_user_texts,
-    flatten_battles,
-    flatten_context_messages,
-    flatten_messages,
-)
-from arena_pipeline.core.ingest.pairs import PAIR_ROWS_SCHEMA, pair_rows
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
+from arena_pipeline.core.ingest.flatten import all_user_texts, flatten_battles
+from arena_pipeline.core.ingest.parallel import run_in_processes
 from arena_pipeline.core.ingest.prefetch import prefetched
 from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -61,6 +51,7 @@ from arena_pipeline.core.ingest.sources import (
     schema_adapter,
     verify_shard,
 )
+from arena_pipeline.core.ingest.tables import LOAD_TABLES, Batch, LoadTable, Screened
 from arena_pipeline.core.store import warehouse
 from arena_pipeline.core.store.versions import PARQUET_COMPRESSION, PART_GLOB, ROW_GROUP_ROWS, write_part
 
@@ -75,17 +66,38 @@ class LoadReport:
 
     revision: str
     rows_read: int = 0
-    battles: int = 0
-    messages: int = 0
-    context_messages: int = 0
-    quarantined: int = 0
-    #: preference pairs (arena.preference_pairs: the decisive kept votes with a prompt and two replies)
-    pairs: int = 0
+    #: rows written per table of the load (``tables.LOAD_TABLES``)
+    rows: dict[str, int] = field(default_factory=dict)
     quarantine_by_rule: dict[str, int] = field(default_factory=dict)
     per_file: list[dict] = field(default_factory=list)
     #: per dump: format, rows read, battles, quarantined, votes kept from another dump
     per_dump: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
+
+    @property
+    def battles(self) -> int:
+        """Votes kept (arena.battles)."""
+        return self.rows.get(BATTLES_TABLE, 0)
+
+    @property
+    def messages(self) -> int:
+        """Rows of arena.messages."""
+        return self.rows.get(MESSAGES_TABLE, 0)
+
+    @property
+    def context_messages(self) -> int:
+        """Rows of arena.context_messages."""
+        return self.rows.get(CONTEXT_MESSAGES_TABLE, 0)
+
+    @property
+    def quarantined(self) -> int:
+        """Input rows quarantined (arena.quarantine)."""
+        return self.rows.get(QUARANTINE_TABLE, 0)
+
+    @property
+    def pairs(self) -> int:
+        """Preference pairs (arena.preference_pairs: the decisive kept votes with a prompt and two replies)."""
+        return self.rows.get(PREFERENCE_PAIRS_TABLE, 0)
 
 
 class FileChangedError(SourceError):
@@ -435,7 +447,7 @@ def label_late_duplicates(quarantine: pl.DataFrame, battles: pl.DataFrame) -> pl
 
 def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: str,
               suffix: str = "", aliases: pl.DataFrame | None = None,
-              when_read: Callable[[], None] | None = None) -> LoadReport:
+              when_read: Callable[[], None] | None = None, tables: tuple[LoadTable, ...] = LOAD_TABLES) -> LoadReport:
     """Flatten every file of ``manifest`` into DuckDB tables ``schema.<name><suffix>`` (battles, messages,
     context_messages, quarantine and preference_pairs): :func:`fill_dump` into part files in a temporary
     folder, then each table created from its files, all swapped in together
@@ -447,10 +459,10 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
     SourceError
         A file that is not usable as a whole (named in the message); nothing is swapped in then.
     """
-    names = {name + suffix: name for name in load_tables()}
+    names = {table.name + suffix: table.name for table in tables}
     with tempfile.TemporaryDirectory(prefix="arena-load-") as scratch:
-        folders = {name: Path(scratch) / name for name in load_tables()}
-        report = fill_dump(manifest, folders, aliases, when_read)
+        folders = {table.name: Path(scratch) / table.name for table in tables}
+        report = fill_dump(manifest, folders, aliases, when_read, tables)
 
         def fill(stages: Mapping[str, str]) -> LoadReport:
             for table, stage in stages.items():
@@ -460,15 +472,9 @@ def load_dump(manifest: DumpManifest, con: duckdb.DuckDBPyConnection, schema: st
         return warehouse.write_tables_with(con, schema, list(names), fill)
 
 
-def load_tables() -> dict[str, dict]:
-    """The tables one load fills, with their columns."""
-    return {
-        BATTLES_TABLE: BATTLES_SCHEMA,
-        MESSAGES_TABLE: MESSAGES_SCHEMA,
-        CONTEXT_MESSAGES_TABLE: CONTEXT_MESSAGES_SCHEMA,
-        QUARANTINE_TABLE: QUARANTINE_SCHEMA,
-        PREFERENCE_PAIRS_TABLE: PAIR_ROWS_SCHEMA,
-    }
+def load_tables(tables: tuple[LoadTable, ...] = LOAD_TABLES) -> dict[str, dict]:
+    """The tables one load fills, with their columns (from their declaration, ``tables.LOAD_TABLES``)."""
+    return {table.name: dict(table.columns) for table in tables}
 
 
 def parts_scan(folder: Path | str) -> str:
@@ -477,7 +483,8 @@ def parts_scan(folder: Path | str) -> str:
 
 
 def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.DataFrame | None = None,
-              when_read: Callable[[], None] | None = None) -> LoadReport:
+              when_read: Callable[[], None] | None = None, tables: tuple[LoadTable, ...] = LOAD_TABLES,
+              workers: int = 1) -> LoadReport:
     """Flatten every file of ``manifest`` into Parquet part files: ``folders`` maps each table of
     :func:`load_tables` to the folder its part files are written into (created; the caller makes it the
     table's version, or deletes it after a failure). Each table's rows are written once, here, as the
@@ -500,6 +507,9 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     cost no second pass over the messages and no more memory than a batch. ``when_read`` is called
     once every batch is read, while the last files are written (one core is idle then).
 
+    ``workers`` > 1: a dump of several parquet shards is flattened by that many worker processes, a shard
+    each at a time, each holding a batch (:func:`_fill_parallel`: the same rows).
+
     Raises
     ------
     SourceError
@@ -507,9 +517,11 @@ def fill_dump(manifest: DumpManifest, folders: Mapping[str, Path], aliases: pl.D
     """
     started = time.perf_counter()
     report = LoadReport(revision=manifest.revision)
-    tables = load_tables()
-    parts = _Parts({name: Path(folders[name]) for name in tables}, tables)
-    _fill_parts(manifest, parts, aliases, report, when_read)
+    parts = _Parts({table.name: Path(folders[table.name]) for table in tables}, load_tables(tables))
+    if parallel_shards(manifest, workers):
+        _fill_parallel(manifest, parts, aliases, report, when_read, tables, workers)
+    else:
+        _fill_parts(manifest, parts, aliases, report, when_read, tables)
     parts.finish()
     report.seconds = time.perf_counter() - started
     return report
@@ -566,8 +578,9 @@ class _Parts:
     to the caller (the version store deletes them: nothing of a failed load is ever read).
     """
 
-    def __init__(self, folders: Mapping[str, Path], schemas: Mapping[str, Mapping]) -> None:
-        self.folders = dict(folders)
+    def __init__(self, folders: Mapping[str, Path], schemas: Mapping[str, Mapping], first: int = 0) -> None:
+        # first: the number of the first part file (a worker of a parallel load numbers its own range)
+        self.folders, self.first = dict(folders), first
         self.schemas = {table: dict(schemas[table]) for table in self.folders}
         self.written = dict.fromkeys(self.folders, 0)
         for folder in self.folders.values():
@@ -581,7 +594,7 @@ class _Parts:
             return 0
         self.written[table] += 1
         typed = frame.select(pl.col(name).cast(kind) for name, kind in self.schemas[table].items())
-        return write_part(self.folders[table], typed, self.written[table] - 1)
+        return write_part(self.folders[table], typed, self.first + self.written[table] - 1)
 
     def finish(self) -> None:
         """Give a table without rows one empty part file of its columns (a scan needs one file)."""
@@ -606,7 +619,7 @@ class _Parts:
 
 
 @dataclass
-class _Screened:
+class _Accumulated:
     """What the batches of a load leave besides their messages: the rows of battles and quarantine."""
 
     kept: list[pl.DataFrame] = field(default_factory=list)
@@ -618,9 +631,10 @@ class _Screened:
 
 
 def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: LoadReport,
-                  screened: _Screened) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]:
-    """Read, screen and flatten ``manifest``'s files batch by batch: yield (messages, context messages,
-    preference pairs).
+                  screened: _Accumulated, tables: tuple[LoadTable, ...] = LOAD_TABLES
+                  ) -> Iterator[dict[str, pl.DataFrame]]:
+    """Read, screen and flatten ``manifest``'s files batch by batch: yield the rows of each table made batch by
+    batch (``LoadTable.batch``), by name.
 
     Battles and quarantine rows accumulate in ``screened`` and the files' counts in ``report`` (read
     them once the iterator is exhausted). Pure Polars and pyarrow: it runs in the loader's worker thread.
@@ -654,8 +668,8 @@ def _flat_batches(manifest: DumpManifest, aliases: pl.DataFrame | None, report: 
             if several_dumps:
                 screened.keys.append(clean.select("id", "dump", "source_file", "source_row").with_columns(
                     _content_key(clean, frame)))
-            pairs = pair_rows(frame, clean, manifest.revision)
-            yield flatten_messages(frame, dump), flatten_context_messages(frame, dump), pairs
+            batch = Batch(frame, clean, dump, manifest.revision)
+            yield {table.name: table.batch(batch) for table in tables if table.keyed_by_battle}
         if file_stamp(shard.path) != stamp:  # the tables would not be the revision's content
             change = file_change(shard)
             raise changed_error(shard, "modified while it was read" + (f": {change}" if change else ""))
@@ -673,7 +687,8 @@ def _read_file(shard: ShardFile, aliases: pl.DataFrame | None, max_cell_bytes: i
 
 
 def _fill_parts(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | None,
-                report: LoadReport, when_read: Callable[[], None] | None = None) -> None:
+                report: LoadReport, when_read: Callable[[], None] | None = None,
+                tables: tuple[LoadTable, ...] = LOAD_TABLES) -> None:
     """Write the part files of ``manifest``'s files (see fill_dump).
 
     Files of several dumps (a combined manifest) load in manifest order; a vote a dump loaded
@@ -682,17 +697,22 @@ def _fill_parts(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | 
     lists the repeating dump in ``also_in_dumps``. A worker thread reads and flattens the next
     batch while this one's part files are written (:func:`prefetch.prefetched`).
     """
-    screened = _Screened()
-    batches = prefetched(_flat_batches(manifest, aliases, report, screened))
-    for messages, context_messages, pairs in batches:
-        report.messages += stages.append(MESSAGES_TABLE, messages)
-        report.context_messages += stages.append(CONTEXT_MESSAGES_TABLE, context_messages)
-        report.pairs += stages.append(PREFERENCE_PAIRS_TABLE, pairs)
-        del messages, context_messages, pairs  # not held while the next batch is made
+    screened = _Accumulated()
+    report.rows = dict.fromkeys((table.name for table in tables), 0)
+    for made in prefetched(_flat_batches(manifest, aliases, report, screened, tables)):
+        for name, frame in made.items():
+            report.rows[name] += stages.append(name, frame)
+        made = frame = None  # not held while the next batch is made
     # every batch is read: the worker's core is idle while the battles and quarantine are screened and
     # written; the caller may use it (the pipeline imports Great Expectations there, for the checks next)
     if when_read is not None:
         when_read()
+    _finish(stages, report, screened, tables)
+
+
+def _finish(stages: _Parts, report: LoadReport, screened: _Accumulated, tables: tuple[LoadTable, ...]) -> None:
+    """Once every batch is screened: label late duplicates, move the votes an earlier dump holds by content
+    (deleting their rows from the tables written batch by batch), and write battles and quarantine."""
     kept, quarantine, cross, pairs, keys = (screened.kept, screened.quarantine, screened.cross, screened.pairs,
                                             screened.keys)
     formats = screened.formats
@@ -705,19 +725,19 @@ def _fill_parts(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | 
             cross.append(by_content)
             pairs.append(content_pairs)
             gone = by_content.select(battle_id="id")
-            staged = (MESSAGES_TABLE, CONTEXT_MESSAGES_TABLE, PREFERENCE_PAIRS_TABLE)
-            removed = {table_name: stages.delete_battles(table_name, gone) for table_name in staged}
-            report.messages -= removed[MESSAGES_TABLE]
-            report.context_messages -= removed[CONTEXT_MESSAGES_TABLE]
-            report.pairs -= removed[PREFERENCE_PAIRS_TABLE]
+            for table in tables:
+                if table.keyed_by_battle:
+                    report.rows[table.name] -= stages.delete_battles(table.name, gone)
     all_battles = _mark_also_in(all_battles, pairs)
     all_quarantine = pl.concat([all_quarantine, *cross]) if cross else all_quarantine
     if all_battles.height + all_quarantine.height != report.rows_read:
         raise AssertionError(
             f"rows read ({report.rows_read}) != battles ({all_battles.height}) + quarantine ({all_quarantine.height})"
         )
-    report.battles = stages.append(BATTLES_TABLE, all_battles)
-    report.quarantined = stages.append(QUARANTINE_TABLE, all_quarantine)
+    done = Screened(all_battles, all_quarantine)
+    for table in tables:
+        if not table.keyed_by_battle:
+            report.rows[table.name] = stages.append(table.name, table.screened(done))
     report.quarantine_by_rule = dict(count_by_rule(all_quarantine).iter_rows()) if all_quarantine.height else {}
     report.per_dump = _per_dump(all_battles, all_quarantine, formats)
 
@@ -754,3 +774,193 @@ def _per_dump(battles: pl.DataFrame, quarantine: pl.DataFrame, formats: dict[str
                    "kept_in_another_dump": across.get(dump, 0), "conflicting_duplicates": conflicts.get(dump, 0),
                    "rows_read": kept.get(dump, 0) + rejected.get(dump, 0)}
             for dump, fmt in formats.items()}
+
+
+#: Part files a shard's worker may number (each job numbers its own range: names unique in every folder).
+_PARTS_PER_JOB = 100_000
+
+
+def parallel_shards(manifest: DumpManifest, workers: int) -> bool:
+    """Whether a load of ``manifest`` runs in worker processes: several workers and several files, every
+    file a parquet shard of the card's format (other formats, read whole, load in this process)."""
+    if workers < 2 or len(manifest.files) < 2:
+        return False
+    try:
+        return all(Path(shard.path).suffix.lower() == ".parquet"
+                   and file_adapter(Path(shard.path)) is ARENA_140K for shard in manifest.files)
+    except Exception:  # a file that cannot be read now: the sequential load names it
+        return False
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard for a worker: phase 1 writes the rows of its votes whose id no other row has and hands the
+    others back (``repeated``); phase 2 (``only``: kept battles of those votes) writes theirs."""
+
+    shard: ShardFile
+    number: int
+    dump: str
+    revision: str
+    aliases: pl.DataFrame | None
+    folders: Mapping[str, Path]
+    schemas: Mapping[str, Mapping]
+    tables: tuple[LoadTable, ...]
+    several_dumps: bool
+    batch_rows: int = BATCH_ROWS
+    repeated: pl.DataFrame | None = None
+    only: pl.DataFrame | None = None
+    phase: int = 1
+
+
+@dataclass
+class ShardResult:
+    """What a worker hands back: battle-level rows only (no texts)."""
+
+    number: int
+    rows_read: int = 0
+    format: str = ""
+    kept: list[pl.DataFrame] = field(default_factory=list)
+    quarantine: list[pl.DataFrame] = field(default_factory=list)
+    deferred: list[pl.DataFrame] = field(default_factory=list)
+    keys: list[pl.DataFrame] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    parts: int = 0
+
+
+def _write_batch(job: ShardJob, parts: _Parts, result: ShardResult, table, battles: pl.DataFrame,
+                 keep: pl.Series) -> None:
+    """Write the tables made batch by batch for the ``keep`` rows of ``table`` (``battles``: their kept rows)."""
+    frame = pl.from_arrow(_filtered(table, keep) if not keep.all() else table)
+    if job.several_dumps:
+        result.keys.append(battles.select("id", "dump", "source_file", "source_row").with_columns(
+            _content_key(battles, frame), _file=pl.lit(job.number)))
+    batch = Batch(frame, battles, job.dump, job.revision)
+    for item in job.tables:
+        if item.keyed_by_battle:
+            result.rows[item.name] = result.rows.get(item.name, 0) + parts.append(item.name, item.batch(batch))
+
+
+def flatten_shard(job: ShardJob) -> ShardResult:
+    """Read, screen and flatten one shard in a worker process (see :func:`fill_parallel`)."""
+    shard, result = job.shard, ShardResult(job.number)
+    global BATCH_ROWS  # a worker process loads one shard at a time, in the load's batch size
+    BATCH_ROWS = job.batch_rows
+    stamp = content_unchanged(shard)
+    try:
+        adapter = file_adapter(Path(shard.path))
+    except Exception as exc:
+        raise (read_failure(shard, exc) or exc) from exc
+    result.format = adapter.name
+    parts = _Parts(job.folders, job.schemas, first=(2 * job.number + job.phase) * _PARTS_PER_JOB)
+    for number, (table, battles, unparsed) in enumerate(
+            _read_file(shard, job.aliases, None, job.dump, adapter)):
+        result.rows_read += battles.height + unparsed.height
+        if job.only is not None:
+            keep = battles.get_column("source_row").is_in(job.only.get_column("source_row").implode())
+            if keep.any():
+                kept = battles.filter(keep).select("source_row").join(job.only, on="source_row", how="left",
+                                                                       maintain_order="left")
+                _write_batch(job, parts, result, table, kept, keep)
+            continue
+        result.quarantine.append(unparsed)
+        deferred = battles.get_column("id").is_in(job.repeated.get_column("id").implode()).fill_null(False)
+        if deferred.any():
+            result.deferred.append(battles.filter(deferred).with_columns(_batch=pl.lit(number)))
+        clean, rejected = split_quarantine(battles.filter(~deferred), adapter.unavailable)
+        result.quarantine.append(rejected)
+        result.kept.append(clean.with_columns(_file=pl.lit(job.number)))
+        keep = battles.get_column("source_row").is_in(clean.get_column("source_row").implode())
+        _write_batch(job, parts, result, table, clean, keep)
+    if file_stamp(shard.path) != stamp:
+        change = file_change(shard)
+        raise changed_error(shard, "modified while it was read" + (f": {change}" if change else ""))
+    result.parts = max(parts.written.values(), default=0)
+    return result
+
+
+def _repeated_ids(manifest: DumpManifest) -> pl.DataFrame | None:
+    """The ids more than one row of the dump's shards has (read from the ``id`` column alone): their votes are
+    screened in load order by the main process; every other vote is decided by its own row. None when a
+    shard's ids cannot be read (the load then runs in this process, and fails as it does there)."""
+    try:
+        ids = [pl.from_arrow(pq.read_table(shard.path, columns=["id"])).select(pl.col("id").cast(pl.String))
+               for shard in manifest.files]
+    except Exception:
+        return None
+    return pl.concat(ids).drop_nulls().group_by("id").len().filter(pl.col("len") > 1).select("id")
+
+
+def _replay(results: list[ShardResult], jobs: list[ShardJob], screened: _Accumulated) -> pl.DataFrame:
+    """Screen the votes of repeated ids batch by batch in load order, as the sequential load does
+    (``_same_id_elsewhere``, ``_screen``); return their kept battles (with ``_file``)."""
+    earlier: list[pl.DataFrame] = []
+    files: list[int] = []
+    for result, job in zip(results, jobs, strict=True):
+        if not result.deferred:
+            continue
+        optional = file_adapter(Path(job.shard.path)).unavailable
+        rows = pl.concat(result.deferred)
+        for (_,), batch in rows.group_by("_batch", maintain_order=True):
+            battles, repeated, seen_in = _same_id_elsewhere(batch.drop("_batch"), earlier, job.dump, optional)
+            clean, rejected = _screen(battles, earlier, optional)
+            screened.quarantine.append(rejected)
+            screened.cross.append(repeated)
+            screened.pairs.append(seen_in)
+            earlier.append(clean)
+            files.append(job.number)
+    return (pl.concat([part.with_columns(_file=pl.lit(number)) for part, number in zip(earlier, files, strict=True)])
+            if earlier else pl.DataFrame())
+
+
+def _fill_parallel(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame | None, report: LoadReport,
+                  when_read: Callable[[], None] | None, tables: tuple[LoadTable, ...], workers: int) -> None:
+    """Write the part files of ``manifest``'s shards in ``workers`` processes, the same rows as the sequential
+    load (``_fill_parts``).
+
+    The screening is sequential (a vote's later copies lose to its first clean copy, across files and
+    dumps): the ``id`` column of every shard is read first (a column alone), and a vote whose id no other
+    row has is decided by its own row, in its worker, which writes its messages, context messages and
+    pairs at once. The votes of a repeated id come back (battle columns only) and are screened here, batch
+    by batch in load order; the workers then write the rows of those kept (their shards read again: none
+    in the real dump). Battles and quarantine are written last, here, as by the sequential 
+    """
+    several_dumps = len({dump_label(manifest, shard) for shard in manifest.files}) > 1
+    folders = {t.name: stages.folders[t.name] for t in tables if t.keyed_by_battle}
+    schemas = {name: stages.schemas[name] for name in folders}
+    repeated = _repeated_ids(manifest)
+    if repeated is None:
+        _fill_parts(manifest, stages, aliases, report, when_read, tables)
+        return
+    jobs = [ShardJob(shard, number, dump_label(manifest, shard), manifest.revision, aliases, folders, schemas,
+                     tables, several_dumps, BATCH_ROWS, repeated=repeated)
+            for number, shard in enumerate(manifest.files)]
+    results = run_in_processes(flatten_shard, jobs, workers, [__name__])
+    screened = _Accumulated()
+    for result, job in zip(results, jobs, strict=True):
+        screened.formats.setdefault(job.dump, result.format)
+        screened.quarantine += result.quarantine
+        report.rows_read += result.rows_read
+        report.per_file.append({"file": job.shard.name, "rows": result.rows_read, "dump": job.dump,
+                                "format": result.format})
+    kept = _replay(results, jobs, screened)
+    later = []
+    if kept.height:
+        later = [ShardJob(job.shard, job.number, job.dump, job.revision, aliases, folders, schemas, tables,
+                          several_dumps, BATCH_ROWS, only=kept.filter(pl.col("_file") == job.number).drop("_file"), phase=2)
+                 for job in jobs if kept.filter(pl.col("_file") == job.number).height]
+    finished = results + run_in_processes(flatten_shard, later, workers, [__name__])
+    if when_read is not None:
+        when_read()
+    order = ["_file", "source_row"]
+    report.rows = dict.fromkeys((t.name for t in tables), 0)
+    for result in finished:
+        for name, rows in result.rows.items():
+            report.rows[name] += rows
+    for name in folders:  # every part file of the workers counts (a table without any gets an empty one)
+        stages.written[name] += sum(1 for _ in stages.folders[name].glob(PART_GLOB))
+    battles = [part for result in results for part in result.kept] + ([kept] if kept.height else [])
+    screened.kept = [pl.concat(battles, how="vertical_relaxed").sort(order).drop("_file")] if battles else []
+    keys = [part for result in finished for part in result.keys]
+    if keys:
+        screened.keys = [pl.concat(keys).sort(order).drop("_file")]
+    _finish(stages, report, screened, tables)

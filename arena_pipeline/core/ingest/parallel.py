@@ -1,0 +1,52 @@
+"""Work run in worker processes (the load on every core): how many, and the process pool that runs them."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from typing import TypeVar
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+#: Worker processes of a load at most (each holds a batch: ``load.BATCH_ROWS`` votes, ~720 MiB of RSS at peak on
+#: the 1x synthetic dump, its libraries included: the load's memory is bounded by this and the batch, never by
+#: the dump's size; benchmarks/bench_load_workers.py).
+MAX_LOAD_WORKERS = 4
+
+
+def load_workers(workers: int | None = None) -> int:
+    """The worker processes of a load: ``workers``, or the cores this process may use, at most
+    :data:`MAX_LOAD_WORKERS`."""
+    if workers is not None:
+        return max(1, workers)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_LOAD_WORKERS))
+
+
+def run_in_processes(function: Callable[[J], R], jobs: Iterable[J], workers: int, preload: Sequence[str] = ()
+                     ) -> list[R]:
+    """``function`` of each of ``jobs`` in ``workers`` processes, the results in the jobs' order.
+
+    The processes are started by a forkserver (spawn where there is none): Dagster's and DuckDB's threads
+    make ``fork`` unsafe. The forkserver imports ``preload`` once; each process it starts is a copy. The
+    first failure is raised as the process raised it, once every running job has stopped (the jobs not
+    started are cancelled): a caller that deletes what the jobs wrote finds nothing being written.
+    """
+    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                                          else "spawn")
+    if context.get_start_method() == "forkserver" and preload:
+        context.set_forkserver_preload(list(preload))
+    jobs = list(jobs)
+    if not jobs:
+        return []
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs))), mp_context=context) as pool:
+        futures: list[Future] = [pool.submit(function, job) for job in jobs]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in futures if f.done() and not f.cancelled() and f.exception() is not None]
+        if failed:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise failed[0].exception()
+        return [future.result() for future in futures]

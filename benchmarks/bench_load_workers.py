@@ -1,0 +1,93 @@
+"""The load (``fill_dump``) with 1, 2, 4 worker processes: wall and CPU seconds, and peak RSS of its processes.
+
+Run::
+
+    nice -n 10 .venv/bin/python benchmarks/bench_load_workers.py --rows 135634 --workers 1,2,4
+
+The dump is bench_ingest.py's synthetic dump (cached under ``--workdir``). Each load runs in a fresh
+subprocess; a sampler (psutil, every 50 ms) adds up the RSS and CPU time of the subprocess and every process
+under it (the forkserver and its workers), their proportional set size (PSS: pages shared with the
+forkserver, the imported libraries, counted once), and the largest single worker's RSS. A load's
+memory is bounded by a batch per process: the per-worker peak must not grow with the dump nor with the
+workers, and the total peak by at most a worker's peak per added worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_ingest import add_dump_arguments, dump_from_args  # noqa: E402
+
+MB = 1024 * 1024
+
+
+def child(dump: Path, out: Path, workers: int) -> None:
+    """One load of ``dump`` into ``out`` with ``workers`` processes; print its figures as JSON."""
+    from arena_pipeline.core.ingest import load
+    from arena_pipeline.core.ingest.local_dump import local_manifest
+    from arena_pipeline.core.ingest.sources import parse_source
+
+    manifest = local_manifest(parse_source(str(dump / "data")))
+    started = time.perf_counter()
+    report = load.fill_dump(manifest, {name: out / name for name in load.load_tables()}, workers=workers)
+    print(json.dumps({"seconds": time.perf_counter() - started, "rows": report.rows}))
+
+
+def measure(dump: Path, workdir: Path, workers: int) -> dict:
+    """Run :func:`child` in a subprocess, sampling its process tree."""
+    out = Path(tempfile.mkdtemp(prefix="load_workers_", dir=workdir))
+    process = psutil.Popen([sys.executable, __file__, "--child", str(dump), str(out), str(workers)],
+                           stdout=subprocess.PIPE, text=True)
+    peak_total = peak_worker = peak_pss = 0
+    cpu: dict[int, float] = {}
+    while process.poll() is None:
+        try:
+            tree = [process, *process.children(recursive=True)]
+            rss = {p.pid: p.memory_info().rss for p in tree}
+            # proportional set size: the pages the workers share with the forkserver counted once in all
+            pss = sum(p.memory_full_info().pss for p in tree)
+            for p in tree:
+                times = p.cpu_times()
+                cpu[p.pid] = times.user + times.system
+        except psutil.Error:
+            continue
+        peak_total, peak_pss = max(peak_total, sum(rss.values())), max(peak_pss, pss)
+        peak_worker = max([peak_worker, *(v for pid, v in rss.items() if pid != process.pid)])
+        time.sleep(0.05)
+    figures = json.loads(process.stdout.read().strip().splitlines()[-1])
+    shutil.rmtree(out)
+    return {"workers": workers, **figures, "cpu_seconds": sum(cpu.values()), "peak_total_mb": peak_total / MB, "peak_pss_mb": peak_pss / MB,
+            "peak_worker_mb": peak_worker / MB}
+
+
+def main(argv: list[str] | None = None) -> None:
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_dump_arguments(parser)
+    parser.add_argument("--workers", default="1,2,4", help="worker counts to run (default 1,2,4)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each count, alternating")
+    args = parser.parse_args(argv)
+    dump, meta = dump_from_args(args)
+    print(f"dump {dump} ({meta['rows']:,} rows); load average {psutil.getloadavg()[0]:.2f}")
+    for _ in range(args.repeat):
+        for workers in (int(w) for w in args.workers.split(",")):
+            r = measure(dump, args.workdir, workers)
+            print(f"  workers {workers}: {r['seconds']:6.1f} s wall, {r['cpu_seconds']:6.1f} s CPU (every process), "
+                  f"peak RSS {r['peak_total_mb']:6,.0f} MiB in all (PSS {r['peak_pss_mb']:6,.0f} MiB), largest worker {r['peak_worker_mb']:5,.0f} MiB; "
+                  f"battles {r['rows']['battles']:,}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
