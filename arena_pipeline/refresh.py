@@ -22,7 +22,6 @@ from arena_pipeline.core.publication.retry import MAX_ATTEMPTS, FailedRun, Retry
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.store import warehouse as core_warehouse
-from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.resources import DumpSource, Warehouse
 
@@ -69,7 +68,7 @@ def read_live(warehouse: Warehouse | None) -> Live:
     if not Path(path).is_file():
         return Live(known=True)
     try:
-        con = open_newest(path, timeout_s=SETTINGS_WAIT_S, memory_limit=warehouse.memory_limit)
+        con = warehouse.reader(timeout_s=SETTINGS_WAIT_S)
         try:
             live = live_publication(con, SCHEMA)
             source = _dump_source(con, live["revision"]) if live else None

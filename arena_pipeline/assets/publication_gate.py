@@ -26,7 +26,6 @@ from arena_pipeline.core.publication.gate import (
     publication_settings,
     refusal_message,
 )
-from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.publication.settings_source import source_publication, stale_settings
 from arena_pipeline.core.store.catalog import TableCatalog
 from arena_pipeline.core.store.records import VERSIONS, live_publication
@@ -119,13 +118,14 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
         context.log.info(f"report re-rendered: {live_now(warehouse, report_settings)}")
         return
     try:
-        with warehouse.connection() as con:
+        store = warehouse.store()
+        # leaving the block (a refusal too) brings the readers' targets level with what it recorded
+        with store.work() as con:
             build = run_build(context, con)
             # ranked with the settings of a publication no longer live, which another one changed: refused
             stale = stale_settings(con, SCHEMA, source_publication(context.run.tags.get(SETTINGS_TAG)))
             if stale:
                 refuse_build(con, SCHEMA, build, stale)
-                warehouse.sync_readers(con, after_failure=True)
                 raise _Refused(_still_live(stale, con, warehouse, report_settings))
             try:
                 # publication_changes: always this publication's against the live one (_changes), not a table rule
@@ -137,7 +137,6 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
                 chosen = None
             except PublicationError as exc:
                 refuse_build(con, SCHEMA, build, str(exc))
-                warehouse.sync_readers(con, after_failure=True)
                 raise _Refused(_still_live(str(exc), con, warehouse, report_settings)) from exc
             if chosen is not None:
                 live = live_publication(con, SCHEMA)
@@ -148,7 +147,6 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
                 if problems:
                     refusal = refusal_message(problems, _sources(con, live, chosen))
                     refuse_build(con, SCHEMA, build, refusal)
-                    warehouse.sync_readers(con, after_failure=True)
                     raise _Refused(_still_live(refusal, con, warehouse, report_settings))
                 # what changed against the live publication (rule 18): the run's publication_changes, or
                 # recomputed here when it no longer describes this publication
@@ -158,14 +156,11 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
                 settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                             "exported": list(catalog.exported),
                             "tables": publication_settings(con, chosen)}
-                report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
-                                 settings=settings, history_tables=catalog.history, retention=warehouse.retention,
-                                 is_finished=finished_check(context.instance, warehouse.stale_build_hours),
-                                 targets=warehouse.targets(catalog.file_tables),
-                                 files_of=warehouse.files_of(con, catalog.file_tables))
+                report = store.publish(con, build, chosen, file_tables=catalog.file_tables, rebuilt=rebuilt,
+                                       run_id=context.run_id, settings=settings, history_tables=catalog.history,
+                                       retention=warehouse.retention,
+                                       is_finished=finished_check(context.instance, warehouse.stale_build_hours))
                 reused = reused_versions(con, [chosen[t] for t in report.rebuilt])
-            else:
-                warehouse.sync_readers(con)
     except _Refused as refused:  # the page says a newer revision was refused, then the run fails
         _render_after_refusal(context, warehouse, report_settings)
         raise dg.Failure(description=str(refused), allow_retries=False) from refused.__cause__
@@ -265,7 +260,7 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
                    report_settings: ReportSettings) -> dg.MaterializeResult:
     """Render the report of what is live now (after the publication committed)."""
     try:
-        with warehouse.connection(read_only=True) as con:
+        with warehouse.reader() as con:
             pub = read_published(con, SCHEMA)
     except WarehouseLockedError as exc:
         raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc

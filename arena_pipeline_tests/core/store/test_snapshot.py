@@ -17,8 +17,8 @@ import pytest
 
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.publication.gate import plan_tables
-from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store import snapshot
+from arena_pipeline.core.store.publish import publish
 from arena_pipeline.core.store.records import record_dump
 from arena_pipeline.core.store.snapshot import (
     SnapshotTarget,
