@@ -11,7 +11,8 @@ import pytest
 
 import arena_pipeline
 from arena_pipeline.core.publication.gate import plan_tables
-from arena_pipeline.core.store.records import record_dump
+from arena_pipeline.core.store.catalog import TableSpec
+from arena_pipeline.core.store.records import RECORD_TABLES, record_dump
 from arena_pipeline.core.store.store import (
     ReaderConnection,
     ReaderWriteError,
@@ -96,6 +97,16 @@ def test_a_failed_block_brings_readers_level_and_keeps_its_own_error(tmp_path):
         record_dump(work, "arena", revision=REVISION, status="failed", detail="flatten: broken")
         raise RuntimeError("the step's own error")
     assert _statuses(store) == [("failed", "flatten: broken")]
+
+
+def test_a_new_record_table_is_one_entry_of_RECORD_TABLES_and_reaches_readers(tmp_path, monkeypatch):
+    monkeypatch.setitem(RECORD_TABLES, "toy_records", TableSpec(published=False))
+    store = _store(tmp_path)
+    with store.work() as work:
+        work.execute("CREATE SCHEMA IF NOT EXISTS arena")
+        work.execute("CREATE TABLE arena.toy_records AS SELECT 42 AS answer")
+    with store.reader() as con:
+        assert con.execute("SELECT answer FROM arena.toy_records").fetchall() == [(42,)]
 
 
 def test_a_block_that_records_nothing_leaves_the_readers_file_alone(tmp_path):
