@@ -7,10 +7,10 @@ and the DuckLake when one is configured). It hands out two kinds of connection, 
 cannot confuse:
 
 - :meth:`Store.work` yields a :class:`WorkConnection` to the work file. On leaving the block, also after a
-  failure, the store brings the targets level with what the block recorded (:meth:`Store.bring_level`):
-  the records readers read (``records.RECORD_TABLES`` and the builds registry) changed, or the targets
-  show another publication than the work file's live one (a run killed between its COMMIT and its
-  rename). No caller has to remember to.
+  failure, the store brings the targets level with the work file when they are not (:meth:`Store.bring_level`):
+  the records readers read (``records.RECORD_TABLES`` and the builds registry) or the live publication
+  differ from what the targets were last given (:data:`LEVEL`, in the work file: a run killed between its
+  COMMIT and its rename left it behind). No caller has to remember to.
 - :func:`open_reader` (and :meth:`Store.reader`) is the one entry every reader of the pipeline opens a
   publication through: a :class:`ReaderConnection` to the newest publication of a target (the snapshot
   file, or the DuckLake), which runs queries and refuses every statement that writes.
@@ -29,13 +29,14 @@ from typing import Any
 
 import duckdb
 
+from arena_pipeline.constants import VERSIONS_SCHEMA
 from arena_pipeline.core.store import errors, guard, lake, snapshot, warehouse
 from arena_pipeline.core.store.publish import PublishReport, publish
 from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import BUILDS, RECORD_TABLES, live_publication
 from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.store.versions import Build
-from arena_pipeline.core.store.warehouse import quoted, relation_exists
+from arena_pipeline.core.store.warehouse import quoted
 
 #: Statements a reader connection refuses: everything that writes to a database or changes what is attached.
 WRITES = frozenset({
@@ -45,6 +46,11 @@ WRITES = frozenset({
     duckdb.StatementType.COPY_DATABASE, duckdb.StatementType.EXPORT, duckdb.StatementType.MERGE_INTO,
     duckdb.StatementType.VACUUM, duckdb.StatementType.ANALYZE,
 })
+
+
+#: What the targets were last given (work file; one row: the live publication and :func:`records_digest`),
+#: written after they were: a crash before it leaves the targets one write behind, never a write ahead.
+LEVEL = quoted(VERSIONS_SCHEMA, "targets_level")
 
 
 class ReaderWriteError(duckdb.PermissionException):
@@ -61,8 +67,6 @@ class WorkConnection:
     def __init__(self, con: duckdb.DuckDBPyConnection, schema: str):
         self._con = con
         self._schema = schema
-        #: the records as the targets show them (:func:`records_digest`), when they are level
-        self.level: tuple | None = None
 
     @property
     def raw(self) -> duckdb.DuckDBPyConnection:
@@ -136,14 +140,48 @@ def require_work(con: object) -> WorkConnection:
     return con
 
 
-def records_digest(con: duckdb.DuckDBPyConnection, schema: str) -> tuple:
-    """What the records readers read hold (each record table and the builds registry: rows and a hash of
-    them); equal digests, equal records."""
+def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
+    """The record tables and the builds registry, and which of them (and of :data:`LEVEL`) exist (one query)."""
     tables = [(schema, table) for table in RECORD_TABLES]
     tables.append(tuple(part.strip('"') for part in BUILDS.split(".")))
-    return tuple(
-        con.execute(f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM {quoted(s, t)} t").fetchone()
-        if relation_exists(con, s, t) else None for s, t in tables)
+    found = set(con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE schema_name IN (?, ?)",
+                            [schema, VERSIONS_SCHEMA]).fetchall())
+    return tables, found
+
+
+def records_digest(con: duckdb.DuckDBPyConnection, schema: str) -> str:
+    """What the records readers read hold (each record table and the builds registry: rows and a hash of
+    them, in one query); equal digests, equal records."""
+    tables, found = _tables(con, schema)
+    present = [(i, s, t) for i, (s, t) in enumerate(tables) if (s, t) in found]
+    digest = ["-"] * len(tables)
+    if present:
+        sql = " UNION ALL ".join(f"SELECT {i} AS i, count(*) AS n, coalesce(sum(hash(t)::HUGEINT), 0) AS h "
+                                 f"FROM {quoted(s, t)} t" for i, s, t in present)
+        for i, n, h in con.execute(sql).fetchall():
+            digest[i] = f"{n}:{h}"
+    return ";".join(digest)
+
+
+def _state(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str]:
+    """The work file as the targets show it: its live publication id and :func:`records_digest`."""
+    live = live_publication(con, schema)
+    return (live["publication_id"] if live else None), records_digest(con, schema)
+
+
+def _given(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str]:
+    """What the targets were last given (:data:`LEVEL`); a store that never wrote them: an empty store's state."""
+    if (VERSIONS_SCHEMA, LEVEL.rpartition(".")[2].strip('"')) in _tables(con, schema)[1]:
+        row = con.execute(f"SELECT publication_id, records FROM {LEVEL}").fetchone()
+        if row is not None:
+            return row[0], row[1]
+    return None, ";".join("-" for _ in range(len(RECORD_TABLES) + 1))
+
+
+def _mark_given(con: duckdb.DuckDBPyConnection, state: tuple[int | None, str]) -> None:
+    con.execute(f"CREATE TABLE IF NOT EXISTS {LEVEL} (publication_id BIGINT, records VARCHAR)")
+    con.execute(f"DELETE FROM {LEVEL}")
+    con.execute(f"INSERT INTO {LEVEL} VALUES (?, ?)", list(state))
 
 
 def open_reader(path: str | os.PathLike[str] | None, *, ducklake: str | None = None, timeout_s: float = 0.0,
@@ -262,7 +300,6 @@ class Store:
         work = WorkConnection(con, self.schema)
         try:
             try:
-                work.level = records_digest(con, self.schema)
                 yield work
             except BaseException as exc:
                 with contextlib.suppress(duckdb.Error):  # what the failure left unfinished
@@ -285,17 +322,13 @@ class Store:
             con.close()
 
     def bring_level(self, work: WorkConnection, *, failed: bool, quiet: bool = False) -> str | None:
-        """Write the targets level with the work file when they are not: the block changed the records, or
-        the targets show another live publication. ``failed`` or ``quiet``: a target that cannot be written
-        is returned as a line (the next run writes it), not raised."""
+        """Write the targets level with the work file when they are not: the records or the live publication
+        differ from what the targets were last given (:data:`LEVEL`). ``failed`` or ``quiet``: a target that
+        cannot be written is returned as a line (the next run writes it), not raised."""
         try:
-            digest = records_digest(work.raw, self.schema)
-            live = live_publication(work.raw, self.schema)
-            behind = (live["publication_id"] if live else None) != self._readers_publication()
-            if not behind and digest == work.level:
+            if _state(work.raw, self.schema) == _given(work.raw, self.schema):
                 return None
             self._sync(work.raw)
-            work.level = digest
         except (duckdb.Error, OSError, RuntimeError) as exc:  # a LakeError is a RuntimeError
             if not (failed or quiet):
                 raise
@@ -304,9 +337,11 @@ class Store:
 
     def _sync(self, con: duckdb.DuckDBPyConnection) -> None:
         """Give every target the work file's live publication and records as they are now."""
+        state = _state(con, self.schema)
         snapshot.sync_snapshot(con, self.schema, self.snapshot_target())
         if (target := self.lake_target()) is not None:
             lake.sync_lake(con, self.schema, target)
+        _mark_given(con, state)
 
     def publish(self, work: WorkConnection, build: Build, chosen: dict[str, str], *,
                 file_tables: Iterable[str] | None = None, **options: Any) -> PublishReport:
@@ -315,7 +350,7 @@ class Store:
         require_work(work)
         report = publish(work.raw, self.schema, build, chosen, targets=self.targets(file_tables),
                          files_of=self.files_of(work.raw, file_tables), **options)
-        work.level = records_digest(work.raw, self.schema)
+        _mark_given(work.raw, _state(work.raw, self.schema))
         return report
 
     def bring_readers_level(self) -> int | None:
