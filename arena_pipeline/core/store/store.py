@@ -336,12 +336,12 @@ class Store:
         return None
 
     def _sync(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Give every target the work file's live publication and records as they are now."""
-        state = _state(con, self.schema)
+        """Give every target the work file's live publication and records as they are now (nothing else
+        writes the work file meanwhile: this connection holds its lock)."""
         snapshot.sync_snapshot(con, self.schema, self.snapshot_target())
         if (target := self.lake_target()) is not None:
             lake.sync_lake(con, self.schema, target)
-        _mark_given(con, state)
+        _mark_given(con, _state(con, self.schema))
 
     def publish(self, work: WorkConnection, build: Build, chosen: dict[str, str], *,
                 file_tables: Iterable[str] | None = None, **options: Any) -> PublishReport:

@@ -12,6 +12,7 @@ import pytest
 import arena_pipeline
 from arena_pipeline.core.publication.gate import plan_tables
 from arena_pipeline.core.store.catalog import TableSpec
+from arena_pipeline.core.store.publish import publish
 from arena_pipeline.core.store.records import RECORD_TABLES, record_dump
 from arena_pipeline.core.store.store import (
     ReaderConnection,
@@ -131,6 +132,23 @@ def test_a_publication_through_the_store_writes_the_readers_file_once(tmp_path):
     with store.reader() as con:
         assert con.execute("SELECT max(publication_id) FROM arena.publications").fetchone() == (report.publication_id,)
         assert con.execute("SELECT count(*) FROM arena.battles").fetchone() == (3,)
+
+
+def test_a_publication_committed_without_its_targets_reaches_them_when_the_next_block_ends(tmp_path):
+    # a run killed between the work file's COMMIT and the rename: the work file one publication ahead
+    store = _store(tmp_path)
+    with store.work() as work:
+        build = SmallStore(work, store.snapshot_target(["battles"])).build(REVISION)
+        chosen, rebuilt = plan_tables(work, "arena", build, TABLES, **RULES)
+    work = store._open_work()
+    try:
+        publish(work, "arena", build, chosen, rebuilt=rebuilt, history_tables=("leaderboard",))  # no target
+    finally:
+        work.close()
+    with store.work():
+        pass
+    with store.reader() as con:
+        assert con.execute("SELECT max(publication_id) FROM arena.publications").fetchone() == (1,)
 
 
 def _calls(tree: ast.AST) -> set[str]:
