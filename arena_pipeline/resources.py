@@ -276,11 +276,11 @@ class DumpSource(dg.ConfigurableResource):
 
 
 class Warehouse(DuckDBResource):
-    """The settings of the pipeline's store (``core/store/store.py``), on dagster-duckdb's resource: the
-    published snapshot readers open (``database``, schema ``arena``), the store folder beside it, retention,
-    DuckDB's limits and the DuckLake.
+    """The pipeline's store and what readers read, on dagster-duckdb's resource: the published snapshot
+    readers open (``database``, schema ``arena``), the store folder beside it, retention, DuckDB's limits
+    and the DuckLake.
 
-    :meth:`store` makes the :class:`Store` they describe. ``connection()`` is its work file (read-write;
+    :meth:`store` makes the :class:`Store` these settings describe (``core/store/store.py``). ``connection()`` is its work file (read-write;
     in the store folder, which readers never open; the readers' targets brought level on leaving);
     :meth:`reader` is its readers' entry, the snapshot, which no process ever holds read-write, so it
     never waits on a run. ``DuckDBResource`` gives the ``database`` and ``connection_config`` fields and
