@@ -6,11 +6,14 @@ publication targets readers read (``core/store/targets.py``: the snapshot file a
 and the DuckLake when one is configured). It hands out two kinds of connection, of two types a function
 cannot confuse:
 
-- :meth:`Store.work` yields a :class:`WorkConnection` to the work file. On leaving the block, also after a
-  failure, the store brings the targets level with the work file when they are not (:meth:`Store.bring_level`):
-  the records readers read (``records.RECORD_TABLES`` and the builds registry) or the live publication
-  differ from what the targets were last given (:data:`LEVEL`, in the work file: a run killed between its
-  COMMIT and its rename left it behind). No caller has to remember to.
+- :meth:`Store.work` yields a :class:`WorkConnection` to the work file. On leaving the block the store
+  brings the targets level with the work file when they are not (:meth:`Store.bring_level`), compared
+  with what the targets were last given (:data:`LEVEL`, in the work file: a run killed between its COMMIT
+  and its rename left them behind): after a block that succeeded, when the live publication or what
+  ``arena.dumps`` says of a dump changed (a dump fetched, loaded, rejected, failed); after a failure, when
+  any record readers read changed (``records.RECORD_TABLES`` and the builds registry: a refusal, a failed
+  check's results). The other records (the checks' results of a run that goes on, its build) reach the
+  targets with the next of these, or the publication. No caller has to remember to.
 - :func:`open_reader` (and :meth:`Store.reader`) is the one entry every reader of the pipeline opens a
   publication through: a :class:`ReaderConnection` to the newest publication of a target (the snapshot
   file, or the DuckLake), which runs queries and refuses every statement that writes.
@@ -29,7 +32,7 @@ from typing import Any
 
 import duckdb
 
-from arena_pipeline.constants import VERSIONS_SCHEMA
+from arena_pipeline.constants import DUMPS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store import errors, guard, lake, snapshot, warehouse
 from arena_pipeline.core.store.publish import PublishReport, publish
 from arena_pipeline.core.store.reader import open_newest
@@ -48,8 +51,9 @@ WRITES = frozenset({
 })
 
 
-#: What the targets were last given (work file; one row: the live publication and :func:`records_digest`),
-#: written after they were: a crash before it leaves the targets one write behind, never a write ahead.
+#: What the targets were last given (work file; one row: the live publication, the digest of ``arena.dumps``
+#: and :func:`records_digest`), written after they were: a crash before it leaves the targets one write
+#: behind, never a write ahead.
 LEVEL = quoted(VERSIONS_SCHEMA, "targets_level")
 
 
@@ -163,25 +167,27 @@ def records_digest(con: duckdb.DuckDBPyConnection, schema: str) -> str:
     return ";".join(digest)
 
 
-def _state(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str]:
-    """The work file as the targets show it: its live publication id and :func:`records_digest`."""
+def _state(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str, str]:
+    """The work file as the targets show it: its live publication id, what ``arena.dumps`` holds (the
+    outcome of each dump) and :func:`records_digest` (every record)."""
     live = live_publication(con, schema)
-    return (live["publication_id"] if live else None), records_digest(con, schema)
+    digest = records_digest(con, schema)
+    return (live["publication_id"] if live else None), digest.split(";")[list(RECORD_TABLES).index(DUMPS_TABLE)], digest
 
 
-def _given(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str]:
+def _given(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str, str]:
     """What the targets were last given (:data:`LEVEL`); a store that never wrote them: an empty store's state."""
     if (VERSIONS_SCHEMA, LEVEL.rpartition(".")[2].strip('"')) in _tables(con, schema)[1]:
-        row = con.execute(f"SELECT publication_id, records FROM {LEVEL}").fetchone()
+        row = con.execute(f"SELECT publication_id, outcome, records FROM {LEVEL}").fetchone()
         if row is not None:
-            return row[0], row[1]
-    return None, ";".join("-" for _ in range(len(RECORD_TABLES) + 1))
+            return row[0], row[1], row[2]
+    return None, "-", ";".join("-" for _ in range(len(RECORD_TABLES) + 1))
 
 
-def _mark_given(con: duckdb.DuckDBPyConnection, state: tuple[int | None, str]) -> None:
-    con.execute(f"CREATE TABLE IF NOT EXISTS {LEVEL} (publication_id BIGINT, records VARCHAR)")
+def _mark_given(con: duckdb.DuckDBPyConnection, state: tuple[int | None, str, str]) -> None:
+    con.execute(f"CREATE TABLE IF NOT EXISTS {LEVEL} (publication_id BIGINT, outcome VARCHAR, records VARCHAR)")
     con.execute(f"DELETE FROM {LEVEL}")
-    con.execute(f"INSERT INTO {LEVEL} VALUES (?, ?)", list(state))
+    con.execute(f"INSERT INTO {LEVEL} VALUES (?, ?, ?)", list(state))
 
 
 def open_reader(path: str | os.PathLike[str] | None, *, ducklake: str | None = None, timeout_s: float = 0.0,
@@ -322,11 +328,13 @@ class Store:
             con.close()
 
     def bring_level(self, work: WorkConnection, *, failed: bool, quiet: bool = False) -> str | None:
-        """Write the targets level with the work file when they are not: the records or the live publication
-        differ from what the targets were last given (:data:`LEVEL`). ``failed`` or ``quiet``: a target that
-        cannot be written is returned as a line (the next run writes it), not raised."""
+        """Write the targets level with the work file when they are not (see the module's docstring): the
+        live publication or ``arena.dumps`` differ from what the targets were last given (:data:`LEVEL`), or,
+        ``failed``, any record. ``failed`` or ``quiet``: a target that cannot be written is returned as a
+        line (the next run writes it), not raised."""
         try:
-            if _state(work.raw, self.schema) == _given(work.raw, self.schema):
+            now, given = _state(work.raw, self.schema), _given(work.raw, self.schema)
+            if now == given or (not failed and now[:2] == given[:2]):
                 return None
             self._sync(work.raw)
         except (duckdb.Error, OSError, RuntimeError) as exc:  # a LakeError is a RuntimeError

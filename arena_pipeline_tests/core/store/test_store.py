@@ -106,18 +106,24 @@ def test_a_new_record_table_is_one_entry_of_RECORD_TABLES_and_reaches_readers(tm
     with store.work() as work:
         work.execute("CREATE SCHEMA IF NOT EXISTS arena")
         work.execute("CREATE TABLE arena.toy_records AS SELECT 42 AS answer")
+        record_dump(work, "arena", revision=REVISION, status="fetched")
     with store.reader() as con:
         assert con.execute("SELECT answer FROM arena.toy_records").fetchall() == [(42,)]
 
 
-def test_a_block_that_records_nothing_leaves_the_readers_file_alone(tmp_path):
+def test_a_block_that_says_nothing_new_of_a_dump_leaves_the_readers_file_to_the_next_outcome(tmp_path):
     store = _store(tmp_path)
     with store.work() as work:
         record_dump(work, "arena", revision=REVISION, status="fetched")
     before = store.snapshot_path.stat().st_ino
-    with store.work() as work:
-        work.execute("CREATE TABLE IF NOT EXISTS arena_versions.scratch AS SELECT 1 AS a")  # not a record
+    with store.work() as work:  # a version, the checks' results of a run that goes on: no snapshot written
+        work.execute("CREATE TABLE IF NOT EXISTS arena_versions.scratch AS SELECT 1 AS a")
+        work.execute("CREATE TABLE arena.quality_results AS SELECT 'battles' AS suite")
     assert store.snapshot_path.stat().st_ino == before
+    with pytest.raises(RuntimeError), store.work():  # the run then fails: readers get every record
+        raise RuntimeError("a later step fails")
+    with store.reader() as con:
+        assert con.execute("SELECT suite FROM arena.quality_results").fetchall() == [("battles",)]
 
 
 def test_a_publication_through_the_store_writes_the_readers_file_once(tmp_path):
