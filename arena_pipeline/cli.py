@@ -43,7 +43,8 @@ from arena_pipeline.core.labels import (
 )
 from arena_pipeline.core.publication.policy import policy_fields
 from arena_pipeline.core.store.guard import lock_holder
-from arena_pipeline.core.store.reader import files_gone_message, open_newest
+from arena_pipeline.core.store.reader import files_gone_message
+from arena_pipeline.core.store.store import open_reader
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -95,7 +96,7 @@ def misspelt_warehouse_variable(path: Path, environ: Mapping[str, str] | None = 
 @contextlib.contextmanager
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short read-only connection to the newest publication of a warehouse with a published leaderboard
-    (:func:`core.store.reader.open_newest`). Every failure is a one-line CliError: no file, locked (exit 3:
+    (:func:`core.store.store.open_reader`). Every failure is a one-line CliError: no file, locked (exit 3:
     a process opened the snapshot read-write), damaged (also when found while reading: the advice to
     rebuild), unreadable, its publication's files deleted meanwhile, or no leaderboard published yet. A
     misspelt ARENA_WAREHOUSE is named first (:func:`misspelt_warehouse_variable`).
@@ -110,7 +111,7 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
     if not path.is_file():
         raise CliError(f"no warehouse at {path} (set --warehouse or ARENA_WAREHOUSE); {MATERIALIZE_HINT}")
     try:
-        con = open_newest(str(path), timeout_s=timeout_s)
+        con = open_reader(path, timeout_s=timeout_s)
     except WarehouseLockedError as exc:
         # the pipeline never opens the readers' snapshot read-write: a reader did (DuckDB's default)
         raise CliError(f"the warehouse {path} is open read-write by {lock_holder(exc.__cause__ or exc)} (waited "
@@ -137,10 +138,10 @@ def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConn
 
 def _open_lake(attach: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection to the DuckLake ``attach`` names, its published leaderboard checked."""
-    from arena_pipeline.core.store.lake import LakeError, connect_lake
+    from arena_pipeline.core.store.lake import LakeError
 
     try:
-        con = connect_lake(attach, read_only=True)
+        con = open_reader(None, ducklake=attach)
     except LakeError as exc:
         raise CliError(f"{exc} (ARENA_DUCKLAKE)") from exc
     try:

@@ -30,7 +30,6 @@ from arena_pipeline.core.freshness.freshness import (
     missing_warehouse,
     read_records,
 )
-from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.text import short_revision
 from arena_pipeline.jobs import refresh_job
 from arena_pipeline.resources import Warehouse
@@ -71,8 +70,7 @@ def assess_board(instance: dg.DagsterInstance, warehouse: Warehouse, timeout_s: 
     records = WarehouseRecords.empty()
     missing = None
     if Path(path).is_file():
-        con = open_newest(path, timeout_s=timeout_s, memory_limit=warehouse.memory_limit,
-                          config=warehouse.duckdb_settings())
+        con = warehouse.reader(timeout_s=timeout_s)
         try:
             records = read_records(con, SCHEMA)
         finally:

@@ -20,7 +20,6 @@ from arena_pipeline.core.ingest.sources import SourceError
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT, ranking_settings
 from arena_pipeline.core.ranking import RankingConfig
 from arena_pipeline.core.store import warehouse as core_warehouse
-from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
 from arena_pipeline.core.text import one_line, short_revision
 from arena_pipeline.resources import DumpSource, Warehouse
@@ -68,7 +67,7 @@ def read_live(warehouse: Warehouse | None) -> Live:
     if not Path(path).is_file():
         return Live(known=True)
     try:
-        con = open_newest(path, timeout_s=SETTINGS_WAIT_S, memory_limit=warehouse.memory_limit)
+        con = warehouse.reader(timeout_s=SETTINGS_WAIT_S)
         try:
             live = live_publication(con, SCHEMA)
             source = _dump_source(con, live["revision"]) if live else None

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import polars as pl
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
@@ -45,8 +44,8 @@ from arena_pipeline.core.ingest.sources import (
     parse_source,
     verify_file,
 )
-from arena_pipeline.core.store import errors, guard, lake, reader, snapshot, warehouse
-from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store import snapshot
+from arena_pipeline.core.store.store import ReaderConnection, Store, WorkConnection
 from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map
@@ -277,16 +276,15 @@ class DumpSource(dg.ConfigurableResource):
 
 
 class Warehouse(DuckDBResource):
-    """The published snapshot readers open (``database``, schema ``arena``) and the pipeline's own store
-    beside it, on dagster-duckdb's resource.
+    """The pipeline's store and what readers read, on dagster-duckdb's resource: the published snapshot
+    readers open (``database``, schema ``arena``), the store folder beside it, retention, DuckDB's limits
+    and the DuckLake.
 
-    ``connection()`` opens the pipeline's work file (read-write; in the store folder, which readers
-    never open); ``connection(read_only=True)`` opens the readers' snapshot, which no process ever
-    holds read-write, so it never waits on a run (core/store/snapshot.py). ``DuckDBResource`` gives
-    the ``database`` and ``connection_config`` fields and the Dagster resource type; this adds the
-    ARENA_WAREHOUSE fallback resolved at run time, a bounded wait for another pipeline process's lock
-    on the work file, DuckDB's buffer-pool cap and the in-place upgrade of a warehouse from before
-    the snapshot (:func:`core.store.snapshot.adopt_legacy`).
+    :meth:`store` makes the :class:`Store` these settings describe (``core/store/store.py``). ``connection()`` is its work file (read-write;
+    in the store folder, which readers never open; the readers' targets brought level on leaving);
+    :meth:`reader` is its readers' entry, the snapshot, which no process ever holds read-write, so it
+    never waits on a run. ``DuckDBResource`` gives the ``database`` and ``connection_config`` fields and
+    the Dagster resource type; this adds the ARENA_WAREHOUSE fallback resolved at run time.
     """
 
     database: str | None = Field(  # type: ignore[assignment] - optional here, resolved at run time
@@ -365,33 +363,20 @@ class Warehouse(DuckDBResource):
         """The pipeline's work file (read-write, never opened by readers)."""
         return str(self.store_path() / snapshot.WORK_FILE)
 
-    def snapshot_target(self, file_tables: Iterable[str] | None = None) -> snapshot.SnapshotTarget:
-        """Where the publications go: the snapshot file and the Parquet folder of the vote tables
-        (``file_tables``, from the table catalogue; None: the tables earlier publications stored as
-        files, enough to write the snapshot of the live publication again)."""
-        return snapshot.SnapshotTarget(Path(self.database_path()), self.store_path() / snapshot.FILES_FOLDER,
-                                       None if file_tables is None else frozenset(file_tables), self.keep_revisions,
-                                       self.keep_publications)
-
-    def lake_target(self, file_tables: Iterable[str] | None = None) -> lake.LakeTarget | None:
-        """The DuckLake publications also go to (ARENA_DUCKLAKE, ARENA_DUCKLAKE_DATA_PATH), or None: not set."""
-        attach = _setting(self.ducklake, "ARENA_DUCKLAKE", None)
-        if attach is None:
-            return None
-        return lake.LakeTarget(attach, _setting(self.ducklake_data_path, "ARENA_DUCKLAKE_DATA_PATH", None),
-                               self.store_path() / snapshot.FILES_FOLDER,
-                               None if file_tables is None else frozenset(file_tables), self.retention,
-                               self.ducklake_cleanup_after_s)
+    def store(self) -> Store:
+        """The store these settings describe (``core/store/store.py``): its work file, its targets, its readers' entry."""
+        return Store(Path(self.database_path()), self.store_path(), SCHEMA, keep_revisions=self.keep_revisions,
+                     keep_publications=self.keep_publications, retention=self.retention,
+                     lock_timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
+                     temp_directory=self.temp_directory, settings=self.duckdb_settings(),
+                     lake_attach=_setting(self.ducklake, "ARENA_DUCKLAKE", None),
+                     lake_data_path=_setting(self.ducklake_data_path, "ARENA_DUCKLAKE_DATA_PATH", None),
+                     lake_cleanup_after_s=self.ducklake_cleanup_after_s)
 
     def targets(self, file_tables: Iterable[str] | None = None) -> list[PublicationTarget]:
-        """Where publications go (``core/store/targets.py``): the readers' snapshot file, and the DuckLake
-        when ARENA_DUCKLAKE is set."""
-        return [self.snapshot_target(file_tables), *filter(None, [self.lake_target(file_tables)])]
-
-    def files_of(self, con: duckdb.DuckDBPyConnection, file_tables: Iterable[str] | None = None
-                 ) -> Callable[[str], tuple[str, ...] | None]:
-        """The Parquet files of each version a publication shows (None: a small table, copied)."""
-        return snapshot.files_of(con, self.snapshot_target(file_tables))
+        """Where publications go (``Store.targets``): the readers' snapshot file, and the DuckLake when
+        ARENA_DUCKLAKE is set."""
+        return self.store().targets(file_tables)
 
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).
@@ -422,134 +407,31 @@ class Warehouse(DuckDBResource):
         return {**settings, **(self.connection_config or {})}
 
     @contextmanager
-    def get_connection(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection: read-write to the work file (waiting, bounded, for another pipeline
-        process's lock), or read-only to the readers' snapshot (an empty in-memory database while
-        nothing is published: every relation is missing, as in a new warehouse)."""
-        if read_only:
-            path = self.database_path()
-            con = (reader.open_newest(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
-                                      config=self.duckdb_settings())
-                   if Path(path).is_file() else duckdb.connect(":memory:"))
-        else:
-            guard.check_name(self.database_path(), self.work_path())  # before any file is made
-            path = self.prepare_store()
-            try:
-                con = warehouse.connect(path, timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
-                                        config=self.duckdb_settings())
-            except warehouse.WarehouseCorruptError as exc:
-                if type(exc) is not warehouse.WarehouseCorruptError:
-                    raise
-                raise errors.damaged_work_file(path, self.database_path(), exc) from exc
-        try:
-            if not read_only:
-                warehouse.check_is_warehouse(con, path)
-                # the readers' file is this store's to replace, or the run stops here (core/store/guard.py)
-                guard.check_replaceable(self.database_path(), path, guard.store_publications(con, SCHEMA), SCHEMA)
+    def get_connection(self) -> Iterator[WorkConnection]:
+        """A short-lived read-write connection to the work file (``Store.work``: a bounded wait for another
+        pipeline process's lock; the readers' targets brought level on leaving). Readers open
+        :meth:`reader`, never this."""
+        with self.store().work() as con:
             yield con
-        except (duckdb.Error, OSError) as exc:  # its cause in one line: out of memory, a full disk, damage
-            damaged = None if read_only else warehouse.corruption_error(path, exc)
-            if damaged is not None:
-                raise errors.damaged_work_file(path, self.database_path(), exc) from exc
-            limit = errors.explain(exc, memory_limit=self.memory_limit, temp_directory=self.temp_directory,
-                                   store=self.store_path())
-            if limit is None:
-                raise
-            raise limit from exc
-        finally:
-            con.close()
+
+    connection = get_connection
+
+    def reader(self, *, timeout_s: float | None = None) -> ReaderConnection:
+        """A read-only connection to the live publication of the readers' snapshot (``Store.reader``; an
+        empty in-memory database while nothing is published: every relation is missing)."""
+        return self.store().reader(timeout_s=timeout_s)
 
     def check_readers_file(self) -> None:
-        """Refuse, before a run does any work, a readers' file this store may not replace (core/store/guard.py):
-        through a writing connection when the store exists, else by what the file holds.
-
-        Raises
-        ------
-        NotAWarehouseError
-            One line naming the file and what to do (ForeignFileError, WarehouseNameError, ...).
-        """
-        guard.check_name(self.database_path(), self.work_path())
-        if Path(self.work_path()).exists():
-            with self.get_connection():
-                return
-        snapshot.kind_of(guard.published_path(self.database_path()))  # a foreign file; a first run's adoption
+        """Refuse, before a run does any work, a readers' file this store may not replace (``Store.check_readers_file``)."""
+        self.store().check_readers_file()
 
     def files_path(self) -> Path:
         """The store's folder of Parquet files: the vote tables' versions (core/store/versions.py)."""
-        return self.store_path() / snapshot.FILES_FOLDER
-
-    def sync_readers(self, con: duckdb.DuckDBPyConnection, *, after_failure: bool = False) -> str | None:
-        """Give readers a snapshot of the work file (``con``) as it is now: the same live publication with
-        the records a run wrote without publishing (a refusal, a failed load, a rejected dump), or the
-        publication a crash left between the work file's COMMIT and the snapshot's rename.
-
-        ``after_failure``: called while a step fails for its own reason, which must stay the step's
-        error: a snapshot that cannot be written then is returned as a line (the next gate step writes
-        it), not raised. Returns None when the snapshot was written."""
-        try:
-            snapshot.sync_snapshot(con, SCHEMA, self.snapshot_target())
-            if (target := self.lake_target()) is not None:  # the lake too (a LakeError is a RuntimeError)
-                lake.sync_lake(con, SCHEMA, target)
-        except (duckdb.Error, OSError, RuntimeError) as exc:
-            if not after_failure:
-                raise
-            return f"the readers' snapshot was not brought up to date ({type(exc).__name__}: {exc})"
-        return None
+        return self.store().files_path
 
     def bring_readers_level(self) -> int | None:
-        """Write the readers' snapshot again when the work file's live publication is not the snapshot's: a
-        run killed between its COMMIT and its rename (nothing else would, until a run of a new revision).
-        Returns the publication brought level, or None: level already, nothing published, a process holds
-        the work file (a live run: its gate step does it) or the snapshot cannot be written (its error is
-        the next run's). Never waits, never raises: the sensor and the schedule call it at every tick."""
-        work = Path(self.work_path())
-        if not work.is_file():
-            return None
-        try:
-            con = warehouse.connect(str(work), timeout_s=0, memory_limit=self.memory_limit,
-                                    config=self.duckdb_settings())
-        except (duckdb.Error, RuntimeError):
-            return None
-        try:
-            live = live_publication(con, SCHEMA)
-            if live is None or live["publication_id"] == self._readers_publication():
-                return None
-            self.sync_readers(con)
-            return live["publication_id"]
-        except (duckdb.Error, OSError, RuntimeError):
-            return None
-        finally:
-            con.close()
-
-    def _readers_publication(self) -> int | None:
-        """The live publication id of the readers' snapshot as it is now (None: none, or unreadable)."""
-        path = guard.published_path(self.database_path())
-        if not path.is_file():
-            return None
-        try:
-            with reader.open_newest(str(path)) as con:
-                found = live_publication(con, SCHEMA)
-        except (duckdb.Error, RuntimeError):
-            return None
-        return found["publication_id"] if found else None
-
-    def prepare_store(self) -> str:
-        """The work file's path, its folder created; a warehouse from before the snapshot at
-        ARENA_WAREHOUSE becomes the work file in place (no copy); a file there that is not a warehouse
-        is refused before anything is written (NotAWarehouseError)."""
-        work = Path(self.work_path())
-        if not work.exists() and snapshot.adopt_legacy(Path(self.database_path()), work):  # raises for a non-warehouse
-            # readers still share the old file with the pipeline: give them a snapshot at once
-            con = warehouse.connect(str(work), timeout_s=self.lock_timeout_s, memory_limit=self.memory_limit,
-                                    config=self.duckdb_settings())
-            try:
-                self.sync_readers(con)
-            finally:
-                con.close()
-        work.parent.mkdir(parents=True, exist_ok=True)
-        return str(work)
-
-    connection = get_connection
+        """``Store.bring_readers_level``: the sensor and the schedule call it at every tick; never raises."""
+        return self.store().bring_readers_level()
 
 
 class ModelCatalog(dg.ConfigurableResource):

@@ -32,8 +32,8 @@ from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEM
 from arena_pipeline.core.publication.gate import LOWER_MIN_BATTLES, RELAX_HINT, SOURCE_CHANGE
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.store import snapshot
-from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import live_publication
+from arena_pipeline.core.store.store import open_reader
 from arena_pipeline.core.store.warehouse import quoted
 from arena_pipeline.core.text import one_line
 from arena_pipeline.refresh import configured_source, for_source, read_live
@@ -434,7 +434,7 @@ def _live(path: Path) -> tuple[int, str, int] | None:
     if not path.is_file():
         return None
     try:
-        con = open_newest(str(path), timeout_s=10)
+        con = open_reader(path, timeout_s=10)
         try:
             live = live_publication(con, SCHEMA)
             if live is None:

@@ -8,7 +8,6 @@ import dagster as dg
 import duckdb
 
 from arena_pipeline.constants import SENSOR_INTERVAL_SECONDS
-from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.warehouse import WarehouseCorruptError, WarehouseLockedError
 from arena_pipeline.core.text import one_line
 from arena_pipeline.freshness import assess_board, outcomes, state_key
@@ -105,8 +104,7 @@ def report_catch_up(warehouse: Warehouse, report_settings: ReportSettings) -> st
         path = warehouse.database_path()
         if not Path(path).is_file():  # nothing published yet
             return None
-        con = open_newest(path, timeout_s=SETTINGS_WAIT_S, memory_limit=warehouse.memory_limit,
-                          config=warehouse.duckdb_settings())
+        con = warehouse.reader(timeout_s=SETTINGS_WAIT_S)
         try:
             return catch_up_report(con, report_settings.path(path), warehouse=path)
         finally:

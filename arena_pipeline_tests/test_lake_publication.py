@@ -41,7 +41,7 @@ def _fresh_lake_read(attach: str, sql: str) -> list:
 
 def _snapshot_read(path: Path, sql: str) -> list:
     """Rows of ``sql`` on the snapshot file at ``path``, opened as readers open it."""
-    with Warehouse(database=str(path)).snapshot_target().open_reader() as con:
+    with Warehouse(database=str(path)).reader() as con:
         return json.loads(json.dumps(con.execute(sql).fetchall(), default=str))
 
 

@@ -20,7 +20,8 @@ def test_the_lake_is_a_target_only_when_arena_ducklake_is_set(tmp_path, monkeypa
     # the resource's fields come before the variables
     explicit = Warehouse(database=str(tmp_path / "warehouse.duckdb"), ducklake="ducklake:postgres:dbname=other",
                          ducklake_data_path=str(tmp_path / "lake"), ducklake_cleanup_after_s=0)
-    assert (explicit.lake_target().attach, explicit.lake_target().data_path, explicit.lake_target().cleanup_after_s) == (
+    lake = explicit.store().lake_target()
+    assert (lake.attach, lake.data_path, lake.cleanup_after_s) == (
         "ducklake:postgres:dbname=other", str(tmp_path / "lake"), 0)
 
 

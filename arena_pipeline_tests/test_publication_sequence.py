@@ -22,7 +22,7 @@ import pytest
 from arena_pipeline.assets import ingest as ingest_assets
 from arena_pipeline.assets import rankings as ranking_assets
 from arena_pipeline.assets import version_store
-from arena_pipeline.core.publication import publish as core_publish
+from arena_pipeline.core.store import publish as core_publish
 from arena_pipeline.resources import ModelCatalog
 from arena_pipeline_dev.fixtures import write_dump
 from arena_pipeline_tests.support.publication_support import (

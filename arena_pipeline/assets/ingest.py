@@ -94,7 +94,6 @@ def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceE
     with warehouse.connection() as con:
         record_dump(con, SCHEMA, revision=revision, status="failed", source=spec.location,
                     source_kind=spec.kind, requested_revision=requested, detail=f"rejected: {exc}"[:2000])
-        warehouse.sync_readers(con, after_failure=True)
 
 
 def _run_config(context: dg.AssetExecutionContext) -> dict:
@@ -251,7 +250,6 @@ def _load(con, build, aliases, folders: Mapping[str, Path], warehouse: Warehouse
         else:
             record_dump(con, SCHEMA, revision=manifest.revision, status="failed", detail=f"flatten: {exc}"[:2000])
             finish_build(con, build.build_id, "failed", f"flatten: {exc}"[:2000])
-        warehouse.sync_readers(con, after_failure=True)
         if isinstance(exc, SourceError):  # a file that is not what was fetched: one line, no retry
             raise dg.Failure(description=str(exc), allow_retries=False) from exc
         raise

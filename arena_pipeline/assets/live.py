@@ -30,7 +30,7 @@ def live_now(warehouse: Warehouse, report_settings: ReportSettings | None = None
     """:func:`live_text` of what is live now, in one short read-only look (a line to log: a warehouse
     that cannot be read now is said so, it does not fail the step)."""
     try:
-        with warehouse.connection(read_only=True) as con:
+        with warehouse.reader() as con:
             return live_text(live_publication(con, SCHEMA), warehouse, report_settings)
     except (WarehouseLockedError, duckdb.Error) as exc:
         return f"warehouse {Path(warehouse.database_path()).resolve()} (what is live could not be read now: {exc})"

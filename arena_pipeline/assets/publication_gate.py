@@ -26,9 +26,9 @@ from arena_pipeline.core.publication.gate import (
     publication_settings,
     refusal_message,
 )
-from arena_pipeline.core.publication.publish import PublishReport, publish
 from arena_pipeline.core.publication.settings_source import source_publication, stale_settings
 from arena_pipeline.core.store.catalog import TableCatalog
+from arena_pipeline.core.store.publish import PublishReport
 from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
@@ -148,7 +148,9 @@ def _decide_and_publish(context: dg.AssetExecutionContext, config: PublishConfig
     settings another publication changed, when its tables break a table rule (:func:`_plan`) or its boards
     a board rule (:func:`_judge`); else published. Returns (what ``publish`` reports, the versions shown,
     those reused), or None when the run built nothing."""
-    with warehouse.connection() as con:
+    store = warehouse.store()
+    # leaving the block (a refusal too) brings the readers' targets level with what it recorded
+    with store.work() as con:
         build = run_build(context, con)
         # ranked with the settings of a publication no longer live, which another one changed: refused
         stale = stale_settings(con, SCHEMA, source_publication(context.run.tags.get(SETTINGS_TAG)))
@@ -156,7 +158,6 @@ def _decide_and_publish(context: dg.AssetExecutionContext, config: PublishConfig
             _refuse(con, build, stale, warehouse, report_settings)
         planned = _plan(con, build, catalog, warehouse, report_settings)
         if planned is None:
-            warehouse.sync_readers(con)
             return None
         chosen, rebuilt = planned
         live = live_publication(con, SCHEMA)
@@ -171,11 +172,10 @@ def _decide_and_publish(context: dg.AssetExecutionContext, config: PublishConfig
         settings = {"package_version": package_version(), "gate": config.policy().__dict__,
                     "exported": list(catalog.exported),
                     "tables": publication_settings(con, chosen)}
-        report = publish(con, SCHEMA, build, chosen, rebuilt=rebuilt, run_id=context.run_id,
-                         settings=settings, history_tables=catalog.history, retention=warehouse.retention,
-                         is_finished=finished_check(context.instance, warehouse.stale_build_hours),
-                         targets=warehouse.targets(catalog.file_tables),
-                         files_of=warehouse.files_of(con, catalog.file_tables))
+        report = store.publish(con, build, chosen, file_tables=catalog.file_tables, rebuilt=rebuilt,
+                               run_id=context.run_id, settings=settings, history_tables=catalog.history,
+                               retention=warehouse.retention,
+                               is_finished=finished_check(context.instance, warehouse.stale_build_hours))
         return report, chosen, reused_versions(con, [chosen[t] for t in report.rebuilt])
 
 
@@ -206,10 +206,9 @@ def _judge(con, live: dict | None, chosen: dict[str, str], policy: GatePolicy) -
 
 def _refuse(con, build, why: str, warehouse: Warehouse, report_settings: ReportSettings,
             cause: Exception | None = None) -> NoReturn:
-    """Record the build as refused for ``why``, bring the readers level, and raise :class:`_Refused`
-    (ended by what is still live)."""
+    """Record the build as refused for ``why`` and raise :class:`_Refused` (ended by what is still live);
+    leaving the store's block brings the readers level."""
     refuse_build(con, SCHEMA, build, why)
-    warehouse.sync_readers(con, after_failure=True)
     raise _Refused(_still_live(why, con, warehouse, report_settings)) from cause
 
 
@@ -301,7 +300,7 @@ def _render_report(context: dg.AssetExecutionContext, warehouse: Warehouse,
                    report_settings: ReportSettings) -> dg.MaterializeResult:
     """Render the report of what is live now (after the publication committed)."""
     try:
-        with warehouse.connection(read_only=True) as con:
+        with warehouse.reader() as con:
             pub = read_published(con, SCHEMA)
     except WarehouseLockedError as exc:
         raise dg.Failure(description=f"report not rendered: {exc}", allow_retries=False) from exc

@@ -69,7 +69,7 @@ PAUSE_AFTER = {"fill": 3, "publish": 2}
 def install_pause(point: str, paused_file: Path, seconds: float = 120.0) -> None:
     """Wrap a core function so the run stops at ``point`` (see the module docstring)."""
     from arena_pipeline.core.ingest import load
-    from arena_pipeline.core.publication import publish
+    from arena_pipeline.core.store import publish
 
     # fill: the load's part files (the third one written); publish: inside publish()'s transaction
     module, name = (load, "write_part") if point == "fill" else (publish, "versioned")

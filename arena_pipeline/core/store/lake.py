@@ -39,7 +39,6 @@ import importlib.util
 import json
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,14 +111,11 @@ class LakeTarget:
         """Nothing: retention ran with :meth:`commit` (the expired snapshots are ``StagedLake.expired``)."""
         return []
 
-    @contextlib.contextmanager
-    def open_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection with the lake attached read-only and in use (:func:`connect_lake`)."""
-        con = connect_lake(self.attach, read_only=True)
-        try:
-            yield con
-        finally:
-            con.close()
+    def open_reader(self, *, timeout_s: float = 0.0, memory_limit: str | None = None,
+                    config: dict | None = None) -> duckdb.DuckDBPyConnection:
+        """A connection with the lake attached read-only and in use (:func:`connect_lake`; a catalog server
+        has no file lock to wait for, and the lake's reads take DuckDB's own settings)."""
+        return connect_lake(self.attach, read_only=True)
 
 
 def extension_file(name: str) -> Path | None:

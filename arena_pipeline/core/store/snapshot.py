@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,16 +127,12 @@ class SnapshotTarget:
         """Delete the Parquet files no kept snapshot names (:func:`prune_files`)."""
         return prune_files(work_con, schema, self)
 
-    @contextlib.contextmanager
-    def open_reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def open_reader(self, *, timeout_s: float = 0.0, memory_limit: str | None = None,
+                    config: dict | None = None) -> duckdb.DuckDBPyConnection:
         """A read-only connection to the newest snapshot file (``reader.open_newest``: whatever this process
-        holds open), its vote tables' files resolved against its folder (an empty in-memory database while
-        there is none)."""
-        con = open_newest(str(self.path)) if self.path.is_file() else duckdb.connect(":memory:")
-        try:
-            yield con
-        finally:
-            con.close()
+        holds open, waiting at most ``timeout_s`` for a process holding it read-write), its vote tables'
+        files resolved against its folder."""
+        return open_newest(str(self.path), timeout_s=timeout_s, memory_limit=memory_limit, config=config)
 
 
 @dataclass

@@ -1,11 +1,12 @@
 """Publication targets: the one protocol every place readers read a publication from implements.
 
-The work file decides what a publication shows (``core/publication/publish.py``: the ``arena.*``
+The work file decides what a publication shows (``core/store/publish.py``: the ``arena.*``
 views re-pointed in one transaction, the records); a *target* makes that visible to readers
 elsewhere. The readers' snapshot file (``core/store/snapshot.py``) is the first target; another one
 (a DuckLake on PostgreSQL, say) is one module implementing :class:`PublicationTarget` plus its tests.
 
-A publication goes through every target in the same order (:func:`publish_to`):
+A publication goes through every target in the same order (:func:`core.store.publish.publish`, which
+:meth:`core.store.store.Store.publish` calls with the store's targets):
 
 1. ``prepare()`` before any work: refuse what is not ours (a file of some other database), create
    what is missing (folders, a catalog);
@@ -16,8 +17,8 @@ A publication goes through every target in the same order (:func:`publish_to`):
    ``discard(staged)`` instead;
 4. ``prune(work_con, schema)``: delete what no kept publication of the target needs any more.
 
-``open_reader()`` opens a connection that sees the target's newest publication: the one entry every
-reader of the pipeline goes through.
+``open_reader()`` opens a connection that sees the target's newest publication: what the one entry
+every reader of the pipeline goes through (``core.store.store.open_reader``) hands out.
 
 The :class:`PublicationPlan` is what a publication shows, computed once from the work file
 (:func:`plan_publication`) and handed to every target: the views' SQL per relation of the published
@@ -27,7 +28,6 @@ the store folder: a target resolves them where it keeps them) and the records to
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -90,8 +90,10 @@ class PublicationTarget(Protocol):
     def prune(self, work_con: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
         """Delete what no kept publication of this target needs any more; return what was deleted."""
 
-    def open_reader(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
-        """A connection that sees this target's newest publication (read-only)."""
+    def open_reader(self, *, timeout_s: float = 0.0, memory_limit: str | None = None,
+                    config: dict | None = None) -> duckdb.DuckDBPyConnection:
+        """A connection that sees this target's newest publication (read-only; the caller closes it):
+        what ``store.open_reader``, the one entry of every reader, hands out."""
 
 
 def plan_publication(con: duckdb.DuckDBPyConnection, schema: str,

@@ -11,7 +11,7 @@ import pytest
 
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile, manifest_from_json, manifest_to_json
 from arena_pipeline.core.publication.gate import plan_tables
-from arena_pipeline.core.publication.publish import publish
+from arena_pipeline.core.store.publish import publish
 from arena_pipeline.core.store.records import live_publication, record_dump
 from arena_pipeline.core.store.versions import (
     NothingPublishedError,

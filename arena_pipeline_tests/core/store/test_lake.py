@@ -12,7 +12,6 @@ import duckdb
 import pytest
 
 from arena_pipeline.core.publication.gate import plan_tables
-from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store import snapshot
 from arena_pipeline.core.store.lake import (
     LakeAheadError,
@@ -23,6 +22,7 @@ from arena_pipeline.core.store.lake import (
     stage_lake,
     sync_lake,
 )
+from arena_pipeline.core.store.publish import publish
 from arena_pipeline_tests.core.store.test_snapshot import _target
 from arena_pipeline_tests.support.small_store import RULES, TABLES
 from arena_pipeline_tests.support.small_store import small_build as _build

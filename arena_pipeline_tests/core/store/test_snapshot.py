@@ -15,8 +15,8 @@ import duckdb
 import pytest
 
 from arena_pipeline.core.publication.gate import plan_tables
-from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store import snapshot
+from arena_pipeline.core.store.publish import publish
 from arena_pipeline.core.store.snapshot import (
     SnapshotTarget,
     adopt_legacy,

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from arena_pipeline.core.publication.gate import plan_tables
-from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.store import snapshot
+from arena_pipeline.core.store.publish import publish
 from arena_pipeline.core.store.targets import PublicationPlan, PublicationTarget
 from arena_pipeline_tests.core.store.test_snapshot import _look, _target
 from arena_pipeline_tests.support.small_store import RULES, TABLES
