@@ -39,6 +39,10 @@ from arena_pipeline.core.store.warehouse import (
 #: What identifies a publication across copies of its store: publication id -> (run id, published at).
 Publications = Mapping[int, tuple[str | None, str | None]]
 
+#: The marker of a snapshot (one row: the publication it shows, when it was written, its store folder):
+#: what tells a snapshot of this store from any other DuckDB file.
+SNAPSHOT_MARKER = "snapshot"
+
 
 class ForeignFileError(NotAWarehouseError):
     """ARENA_WAREHOUSE holds something this store did not publish: it is never replaced (never retried)."""
@@ -130,7 +134,6 @@ def check_replaceable(path: str | os.PathLike[str], work: str | os.PathLike[str]
     ForeignFileError
         The file is not a snapshot of this store, or a process holds it read-write; one line naming it.
     """
-    from arena_pipeline.core.store.snapshot import SNAPSHOT_MARKER  # snapshot.py calls this module
 
     check_name(path, work)
     real = published_path(path)

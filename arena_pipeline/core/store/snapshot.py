@@ -42,6 +42,7 @@ import duckdb
 
 from arena_pipeline.constants import PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store import guard
+from arena_pipeline.core.store.guard import SNAPSHOT_MARKER
 from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import VERSIONS, ensure_catalog, live_publication
 from arena_pipeline.core.store.targets import PublicationPlan, plan_publication
@@ -60,8 +61,6 @@ from arena_pipeline.core.store.warehouse import (
 WORK_FILE = "work.duckdb"
 #: Where the Parquet files of published vote-table versions live, inside the store folder.
 FILES_FOLDER = "tables"
-#: The marker of a snapshot (one row: the publication it shows, when it was written, its store folder).
-SNAPSHOT_MARKER = "snapshot"
 #: Which snapshot file names which Parquet files (work file; one row per publication and file table).
 SNAPSHOT_FILES = quoted(VERSIONS_SCHEMA, "snapshot_files")
 SNAPSHOT_FILES_DDL = (f"CREATE TABLE IF NOT EXISTS {SNAPSHOT_FILES} (publication_id BIGINT, version VARCHAR, "
