@@ -35,6 +35,7 @@ from arena_pipeline.core.dataset.models import AliasTableError, load_aliases
 from arena_pipeline.core.freshness.freshness import DEFAULT_MAX_AGE_HOURS
 from arena_pipeline.core.ingest import hub
 from arena_pipeline.core.ingest.local_dump import ContentHashes, local_manifest, local_revision
+from arena_pipeline.core.ingest.parallel import MAX_LOAD_WORKERS, MIN_PARALLEL_BYTES, load_workers
 from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
     SourceError,
@@ -318,6 +319,13 @@ class Warehouse(DuckDBResource):
         description="Where DuckDB spills what does not fit in memory_limit (default: DuckDB's, "
         "'<warehouse>.tmp' beside the file).",
     )
+    load_workers: int | None = Field(
+        default=None, ge=0, le=MAX_LOAD_WORKERS,
+        description=f"ARENA_LOAD_WORKERS: worker processes that flatten a dump of several parquet shards (default "
+        f"0: one per core, at most {MAX_LOAD_WORKERS}, and one process for a dump under "
+        f"{MIN_PARALLEL_BYTES // 2**20} MiB; 1: the load in one process). Each holds a batch of votes and its "
+        "libraries (about 700 MiB at peak), so the load's memory is this many batches, whatever the dump's size.",
+    )
     retention: int = Field(
         default=5, ge=1, description="How many publications keep their leaderboards in the *_history views."
     )
@@ -377,6 +385,23 @@ class Warehouse(DuckDBResource):
         """Where publications go (``Store.targets``): the readers' snapshot file, and the DuckLake when
         ARENA_DUCKLAKE is set."""
         return self.store().targets(file_tables)
+
+    def load_processes(self, manifest: DumpManifest) -> int:
+        """The worker processes of ``manifest``'s load (field, then ARENA_LOAD_WORKERS, then 0: automatic).
+
+        Raises SourceError (the run fails at once, without retries) for a value that is not a whole number
+        from 0 to :data:`MAX_LOAD_WORKERS`.
+        """
+        value = _setting(None if self.load_workers is None else str(self.load_workers), "ARENA_LOAD_WORKERS", "0")
+        try:
+            workers = int(value)
+        except ValueError:
+            workers = -1
+        if not 0 <= workers <= MAX_LOAD_WORKERS:
+            raise SourceError(f"ARENA_LOAD_WORKERS must be a whole number from 0 to {MAX_LOAD_WORKERS}, got {value!r}")
+        if workers == 0 and sum(f.size for f in manifest.files) < MIN_PARALLEL_BYTES:
+            return 1
+        return load_workers(workers or None)
 
     def max_publication_age(self) -> dt.timedelta:
         """How old the live publication may be (field, then ARENA_MAX_PUBLICATION_AGE_HOURS, then a week).

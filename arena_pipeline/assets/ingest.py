@@ -16,7 +16,6 @@ from arena_pipeline.core.dataset.manifest import DumpManifest
 from arena_pipeline.core.dataset.models import normalization_versions
 from arena_pipeline.core.ingest.load import FileChangedError, LoadReport, fill_dump
 from arena_pipeline.core.ingest.local_dump import local_revision
-from arena_pipeline.core.ingest.parallel import load_workers
 from arena_pipeline.core.ingest.sources import SourceError, new_fields
 from arena_pipeline.core.ingest.tables import LOAD_TABLES, LoadTable
 from arena_pipeline.core.store.records import record_dump
@@ -242,7 +241,7 @@ def _load(con, build, aliases, folders: Mapping[str, Path], warehouse: Warehouse
                          "include raw_dump in the selection", allow_retries=False)
     try:
         return fill_dump(manifest, folders, aliases=aliases, when_read=import_in_background, tables=tables,
-                         workers=load_workers())
+                         workers=warehouse.load_processes(manifest))
     except Exception as exc:
         if isinstance(exc, FileChangedError):  # not a bad dump: its files changed after the fetch
             record_dump(con, SCHEMA, revision=manifest.revision, status="fetched", detail=f"not loaded: {exc}"[:2000])

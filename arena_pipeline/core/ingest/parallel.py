@@ -15,6 +15,9 @@ R = TypeVar("R")
 #: the 1x synthetic dump, its libraries included: the load's memory is bounded by this and the batch, never by
 #: the dump's size; benchmarks/bench_load_workers.py).
 MAX_LOAD_WORKERS = 4
+#: A dump smaller than this loads in one process unless the workers are set: starting a worker (its imports,
+#: about 2 s of CPU) costs more than it saves on a few batches.
+MIN_PARALLEL_BYTES = 64 * 2**20
 
 
 def load_workers(workers: int | None = None) -> int:
