@@ -25,16 +25,23 @@ from arena_pipeline.core.publication.gate import (
     plan_tables,
     publication_settings,
     refusal_message,
+    unchanged_publication,
 )
 from arena_pipeline.core.publication.publish import publish
 from arena_pipeline.core.publication.settings_source import source_publication, stale_settings
 from arena_pipeline.core.store.catalog import TableCatalog
 from arena_pipeline.core.store.records import VERSIONS, live_publication
-from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
+from arena_pipeline.core.store.versions import (
+    PublicationError,
+    finish_build,
+    refuse_build,
+    reused_versions,
+    versioned,
+)
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.presentation.markdown import overall_chart_markdown
 from arena_pipeline.presentation.read import PublicationView, read_published
-from arena_pipeline.presentation.report import why_not_written, write_live_report
+from arena_pipeline.presentation.report import page_publication, why_not_written, write_live_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
 REPORT = dg.AssetKey("leaderboard_report")
@@ -139,7 +146,13 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
                 refuse_build(con, SCHEMA, build, str(exc))
                 warehouse.sync_readers(con, after_failure=True)
                 raise _Refused(_still_live(str(exc), con, warehouse, report_settings)) from exc
-            if chosen is not None:
+            unchanged = None if chosen is None else unchanged_publication(
+                con, SCHEMA, build, chosen, by_version=catalog.file_tables | catalog.heavy,
+                ignore=(PUBLICATION_CHANGES_TABLE,))
+            if unchanged is not None:  # what readers see already (rule 23): that publication stays live
+                finish_build(con, build.build_id, "published", f"unchanged: publication {unchanged} stays live")
+                warehouse.sync_readers(con)
+            elif chosen is not None:
                 live = live_publication(con, SCHEMA)
                 candidate = read_frame(con, f"SELECT * FROM {versioned(chosen[LEADERBOARD_TABLE])}")
                 current = (read_frame(con, f"SELECT * FROM {versioned(live['tables'][LEADERBOARD_TABLE])}")
@@ -169,6 +182,9 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
     except _Refused as refused:  # the page says a newer revision was refused, then the run fails
         _render_after_refusal(context, warehouse, report_settings)
         raise dg.Failure(description=str(refused), allow_retries=False) from refused.__cause__
+    if unchanged is not None:
+        yield from _unchanged(context, warehouse, report_settings, build.revision, unchanged)
+        return
     if chosen is None:
         context.log.info("this run built no table: nothing new to publish; re-rendering the report")
         yield dg.MaterializeResult(asset_key=PUBLICATION_GATE, metadata={"status": "nothing new to publish"})
@@ -200,6 +216,24 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
     # the step's last line: what users see now, where (a CLI user reads nothing else)
     context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
                      f"{live_now(warehouse, report_settings)}")
+
+
+def _unchanged(context: dg.AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
+               revision: str, live_id: int):
+    """The gate's outcome when the run's tables are what publication ``live_id`` shows (publication rule 23):
+    nothing published, that publication stays live (its data version too); the report is re-rendered only
+    when the page is not of it."""
+    context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: revision})
+    context.log.info(f"unchanged: the run's tables are those publication {live_id} shows (the same versions, "
+                     "settings and rows); nothing is published, it stays live")
+    yield dg.MaterializeResult(asset_key=PUBLICATION_GATE,
+                               metadata={"status": "unchanged", "live_publication_id": live_id, "revision": revision},
+                               data_version=dg.DataVersion(f"{revision}/{live_id}"))
+    if page_publication(report_settings.path(warehouse.database_path())) != live_id:
+        rendered = _render_after_gate(context, warehouse, report_settings, "nothing new was published")
+        if rendered is not None and REPORT in context.selected_asset_keys:
+            yield rendered
+    context.log.info(f"unchanged, publication {live_id} stays live: {live_now(warehouse, report_settings)}")
 
 
 def _changes(context: dg.AssetExecutionContext, con, build, live: dict | None, chosen: dict[str, str]) -> str:
