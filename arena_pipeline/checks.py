@@ -7,6 +7,10 @@ it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's result
 publication gate requires to have passed. The checked version is the check's input through the version
 store (a ``TableRef``: this run's version of the table, or the live one of the same dump).
 
+A checked version whose rows, suite and libraries were checked before (``core.store.check_reuse.check_key``:
+the version's inputs key, the suite file's sha256, the code and the library versions) is not validated again:
+that check's outcome is recorded on it and its results copied under it (an unchanged re-run runs no suite).
+
 The validation (``core.validation.quality.validate_relation``) reads the checked version from DuckDB in batches
 of at most ~``DEFAULT_BATCH_CELLS`` values of the suite's columns, so the check's memory follows the
 batch, not the table; its report is the one a single whole-table validation gives.
