@@ -715,6 +715,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="after the refreshes, refresh this many successive new revisions of the dump into the "
                         "same warehouse and print the store's size after each (default 0)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write all figures to this JSON file")
+    parser.add_argument("--with-json", type=Path, metavar="EARLIER", action="append", default=[],
+                        help="add the sizes of an earlier run's --json to the summary and the targets (a size "
+                        "measured here replaces the earlier one): the 10x run apart from the 1x one")
     parser.add_argument("--child", choices=["dump", "refresh"], help=argparse.SUPPRESS)
     parser.add_argument("--job", default="refresh_job", help=argparse.SUPPRESS)
     parser.add_argument("--seed-of-ranks", dest="rank_seed", type=int, default=None, help=argparse.SUPPRESS)
@@ -747,6 +750,14 @@ def main(argv: list[str] | None = None) -> None:
           f"{'; rerank' if args.rerank else ''}{f'; {args.revisions} revisions' if args.revisions else ''}")
 
     entries = [run_size(args, size) for size in args.sizes]
+    for earlier in args.with_json:  # sizes measured by an earlier run (its own load average, code and options)
+        loaded = json.loads(earlier.read_text())
+        print(f"earlier   {earlier}: sizes " + ", ".join(size_label(e["size"]) for e in loaded["sizes"])
+              + f", code {loaded['machine'].get('code')}, load avg at start "
+              + " ".join(f"{v:.2f}" for v in loaded["machine"].get("load_avg_start", [])))
+        measured = {e["size"] for e in entries}
+        entries += [e for e in loaded["sizes"] if e["size"] not in measured]
+    entries.sort(key=lambda e: e["size"])
     found = print_summary(entries, args.rows)
     facts["load_avg_end"] = os.getloadavg()
     print("load avg  {:.2f} {:.2f} {:.2f} at end".format(*facts["load_avg_end"]))
