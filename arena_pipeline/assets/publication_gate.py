@@ -189,26 +189,7 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
         context.log.info("this run built no table: nothing new to publish; re-rendering the report")
         yield dg.MaterializeResult(asset_key=PUBLICATION_GATE, metadata={"status": "nothing new to publish"})
     else:
-        context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
-        # one wording with flat_tables' step: a reused version is a view of an earlier one, nothing read or written
-        made = [t for t in report.rebuilt if chosen[t] not in reused]
-        kept = [t for t in report.rebuilt if chosen[t] in reused]
-        context.log.info(f"publication {report.publication_id}: {report.revision} (previous: {report.previous}); "
-                         + "; ".join([f"rebuilt {', '.join(made)}"] * bool(made)
-                                     + [f"reused (nothing read or written) {', '.join(kept)}"] * bool(kept)))
-        yield dg.MaterializeResult(
-            asset_key=PUBLICATION_GATE,
-            metadata={
-                "publication_id": report.publication_id,
-                "revision": report.revision,
-                "previous_revision": report.previous or "",
-                "rebuilt": dg.MetadataValue.json(report.rebuilt),
-                "tables": dg.MetadataValue.json(report.tables),
-                "settings": dg.MetadataValue.json(report.settings),
-                "dropped_versions": dg.MetadataValue.json(report.dropped),
-            },
-            data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
-        )
+        yield _published(context, report, chosen, reused)
     done = "nothing new was published" if chosen is None else f"published {report.publication_id}"
     rendered = _render_after_gate(context, warehouse, report_settings, done)
     if rendered is not None and REPORT in context.selected_asset_keys:
@@ -216,6 +197,30 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
     # the step's last line: what users see now, where (a CLI user reads nothing else)
     context.log.info(f"{'nothing new was published' if chosen is None else 'published'}: "
                      f"{live_now(warehouse, report_settings)}")
+
+
+def _published(context: dg.AssetExecutionContext, report, chosen: dict[str, str], reused: set[str]) -> dg.MaterializeResult:
+    """The gate's materialization and line after a publication (``report``: what ``publish`` did)."""
+    context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: report.revision})
+    # one wording with flat_tables' step: a reused version is a view of an earlier one, nothing read or written
+    made = [t for t in report.rebuilt if chosen[t] not in reused]
+    kept = [t for t in report.rebuilt if chosen[t] in reused]
+    context.log.info(f"publication {report.publication_id}: {report.revision} (previous: {report.previous}); "
+                     + "; ".join([f"rebuilt {', '.join(made)}"] * bool(made)
+                                 + [f"reused (nothing read or written) {', '.join(kept)}"] * bool(kept)))
+    return dg.MaterializeResult(
+        asset_key=PUBLICATION_GATE,
+        metadata={
+            "publication_id": report.publication_id,
+            "revision": report.revision,
+            "previous_revision": report.previous or "",
+            "rebuilt": dg.MetadataValue.json(report.rebuilt),
+            "tables": dg.MetadataValue.json(report.tables),
+            "settings": dg.MetadataValue.json(report.settings),
+            "dropped_versions": dg.MetadataValue.json(report.dropped),
+        },
+        data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
+    )
 
 
 def _unchanged(context: dg.AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
