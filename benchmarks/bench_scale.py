@@ -762,7 +762,8 @@ def main(argv: list[str] | None = None) -> None:
     facts["load_avg_end"] = os.getloadavg()
     print("load avg  {:.2f} {:.2f} {:.2f} at end".format(*facts["load_avg_end"]))
     if args.json:
-        options = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+        options = {k: (str(v) if isinstance(v, Path) else [str(p) for p in v] if k == "with_json" else v)
+                   for k, v in vars(args).items()
                    if k not in ("child", "dump", "scratch", "out", "job", "rank_seed")}
         args.json.write_text(json.dumps({"machine": facts, "options": options, "sizes": entries,
                                          "targets": found}, indent=2))
