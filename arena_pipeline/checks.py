@@ -7,6 +7,10 @@ it) and ``<table>_warnings`` (WARN severity, never blocking). Every run's result
 publication gate requires to have passed. The checked version is the check's input through the version
 store (a ``TableRef``: this run's version of the table, or the live one of the same dump).
 
+A checked version whose rows, suite and libraries were checked before (``core.store.check_reuse.check_key``:
+the version's inputs key, the suite file's sha256, the code and the library versions) is not validated again:
+that check's outcome is recorded on it and its results copied under it (an unchanged re-run runs no suite).
+
 The validation (``core.validation.quality.validate_relation``) reads the checked version from DuckDB in batches
 of at most ~``DEFAULT_BATCH_CELLS`` values of the suite's columns, so the check's memory follows the
 batch, not the table; its report is the one a single whole-table validation gives.
@@ -28,10 +32,12 @@ import polars as pl
 from arena_pipeline.assets.models import MODELS
 from arena_pipeline.assets.publication_gate import PUBLICATION_GATE
 from arena_pipeline.assets.version_store import TableRef, stored_input
-from arena_pipeline.constants import SCHEMA
+from arena_pipeline.constants import QUALITY_RESULTS_TABLE, SCHEMA
 from arena_pipeline.core.dataset.models import confusable_pairs
+from arena_pipeline.core.store.check_reuse import check_key, recorded_check, reuse_check
 from arena_pipeline.core.store.records import ensure_quality_results, record_dump
 from arena_pipeline.core.store.versions import finish_build, record_checks
+from arena_pipeline.core.store.warehouse import quoted, read_frame
 from arena_pipeline.core.text import one_line
 from arena_pipeline.core.validation.quality import QualityReport, suite_path, validate_relation
 from arena_pipeline.freshness import AGE_CHECK, PENDING_CHECK, SETTING, assess_board, outcomes
@@ -134,6 +140,16 @@ def quality_check(table: str) -> dg.AssetChecksDefinition:
         ins={"checked": stored_input(key)},
     )
     def suite_check(context: dg.AssetCheckExecutionContext, warehouse: Warehouse, checked: TableRef):
+        # the same rows, suite and libraries checked before (an unchanged re-run): that outcome, not validated again
+        suite = suite_sha256(table)
+        with warehouse.connection() as con:
+            reuse_key = check_key(con, checked.version, suite)
+            earlier = recorded_check(con, SCHEMA, reuse_key, checked.version) if reuse_key is not None else None
+            if earlier is not None:
+                reuse_check(con, SCHEMA, checked.version, earlier)
+        if earlier is not None:
+            yield from _reused_results(context, warehouse, table, checked, earlier, (errors, warnings), reuse_key)
+            return
         # the version this run publishes (the version store's input: its own, or the live one of the dump),
         # in batches of the suite's columns read from DuckDB (never the whole table in Python); a column a
         # dump's format lacks (null in all its rows) is not checked on that dump's rows
@@ -145,7 +161,7 @@ def quality_check(table: str) -> dg.AssetChecksDefinition:
         with warehouse.store().work(warn=context.log.warning) as con:
             store_results(con, checked.revision, table, report, checked.version)
             record_checks(con, checked.version, report.passed_errors,
-                          {"suite": report.suite, "suite_sha256": suite_sha256(table), "failed": failed})
+                          {"suite": report.suite, "suite_sha256": suite, "failed": failed, "check_key": reuse_key})
             if not report.passed_errors:
                 detail = f"{table} failed error expectations: {', '.join(failed)}"[:2000]
                 record_dump(con, SCHEMA, revision=checked.revision, status="failed", detail=detail)
@@ -157,6 +173,34 @@ def quality_check(table: str) -> dg.AssetChecksDefinition:
         yield _result(report, "warning", warnings, key)
 
     return suite_check
+
+
+def _reused_results(context: dg.AssetCheckExecutionContext, warehouse: Warehouse, table: str, checked: TableRef,
+                    earlier: tuple[str, bool, dict], names: tuple[str, str], key: str):
+    """The two check results of a reused check (``check_reuse.recorded_check``), from the results recorded for
+    the version checked before: the same outcome, with ``reused_from`` naming it. A failed one fails the build
+    as a validation would."""
+    source, passed, checks = earlier
+    # leaving the block brings the readers' targets level (a snapshot that cannot be written: a warning)
+    with warehouse.store().work(warn=context.log.warning) as con:
+        rows = read_frame(con, f"SELECT severity, success, unexpected_count FROM {quoted(SCHEMA, QUALITY_RESULTS_TABLE)} "
+                               "WHERE table_version = ?", [checked.version])
+        if not passed:
+            detail = f"{table} failed error expectations: {', '.join(checks.get('failed') or [])}"[:2000]
+            record_dump(con, SCHEMA, revision=checked.revision, status="failed", detail=detail)
+            finish_build(con, context.run.run_id, "failed", detail)
+    context.log.info(f"{table}: the rows, suite and libraries were checked before ({source}): its outcome reused, "
+                     "not validated again")
+    for severity, name in zip(("error", "warning"), names, strict=True):
+        mine = rows.filter(pl.col("severity") == severity)
+        failed = mine.filter(~pl.col("success").fill_null(False))
+        yield dg.AssetCheckResult(
+            asset_key=dg.AssetKey([SCHEMA, table]), check_name=name,
+            passed=bool(passed) if severity == "error" else failed.is_empty(),
+            severity=dg.AssetCheckSeverity.ERROR if severity == "error" else dg.AssetCheckSeverity.WARN,
+            metadata={"suite": checks.get("suite", ""), "reused_from": source, "check_key": key,
+                      "expectations": mine.height, "failed": failed.height,
+                      "unexpected_rows": int(failed["unexpected_count"].fill_null(0).sum())})
 
 
 @dg.asset_check(asset=MODELS, name="models_confusable", blocking=False,

@@ -410,7 +410,8 @@ def failure_line(result: dg.ExecuteInProcessResult, verbose: bool = False) -> st
 
 def outcome_line(result: dg.ExecuteInProcessResult, warehouse: Warehouse, report_settings: ReportSettings) -> str:
     """The run's result: ``published: publication N (revision R), B boards, report at PATH``, or
-    ``nothing published: <why>`` (the gate built nothing new: every table was reused)."""
+    ``nothing published: <why>`` (the gate built nothing new, or what it would publish is what the live
+    publication shows: ``unchanged``, that publication stays live)."""
     gate = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("publication_gate")]
     report = report_settings.path(warehouse.database_path()).resolve()
     where = f"report at {report}" if report.is_file() else f"no report at {report}"
@@ -418,6 +419,12 @@ def outcome_line(result: dg.ExecuteInProcessResult, warehouse: Warehouse, report
         return "nothing published: this run does not run the publication gate"
     metadata = gate[-1].materialization.metadata
     path = Path(warehouse.database_path())
+    if "live_publication_id" in metadata:  # the live publication shows this run's tables already (rule 23)
+        live = _live(path)
+        pid, revision = metadata["live_publication_id"].value, metadata["revision"].value
+        boards = f", {live[2]} boards" if live else ""
+        return (f"nothing published: unchanged (the same tables, settings and rows as the live publication); "
+                f"publication {pid} (revision {revision}) stays live{boards}, {where}")
     if "publication_id" not in metadata:
         live = _live(path)
         return ("nothing published: nothing new (every table of this dump and these settings was reused); "

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from arena_pipeline.assets import ingest as ingest_assets
+from arena_pipeline.assets import publication_gate as gate_assets
 from arena_pipeline.assets import rankings as ranking_assets
 from arena_pipeline.assets import version_store
 from arena_pipeline.core.store import publish as core_publish
@@ -57,6 +58,14 @@ FAILURES = {
     "rank": (ranking_assets, "compute_rankings"),
     "publish": (core_publish, "_drop_unused"),
 }
+
+
+def _unchanged(result) -> bool:
+    """Whether the run's gate kept the live publication: the run's tables are what it shows (publication rule 23)."""
+    return any(e.asset_key.to_user_string() == "publication_gate"
+               and e.materialization.metadata.get("status") is not None
+               and e.materialization.metadata["status"].value == "unchanged"
+               for e in result.get_asset_materialization_events())
 
 
 def _wait(predicate, seconds: float) -> bool:
@@ -117,6 +126,9 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
                     patch.setattr(*FAILURES[where], _raise)
                     if where == "load":  # a dump loaded before would be reused, not loaded again
                         patch.setattr(version_store, "reuse_together", lambda *args, **kwargs: None)
+                    # nor fitted again, nor published when the live publication shows the same (rule 23)
+                    patch.setattr(version_store, "reusable_version", lambda *args, **kwargs: None)
+                    patch.setattr(gate_assets, "unchanged_publication", lambda *args, **kwargs: None)
                     selection = None if where == "load" else rng.choice([None, RERANK_SELECTION])
                     result = setup.run(selection=selection, rank=rank, publish=RELAXED)
                 assert not result.success, (step, where)
@@ -128,6 +140,8 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
                 errors = [e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure]
                 assert result.success, (step, kind, errors)
                 detail = f"{kind} of the live dump {rank}" if kind == "rerank" else f"{kind} on {dump.name} {rank}"
+                if _unchanged(result):  # the live publication's dump, settings and rows: it stays live (rule 23)
+                    expect_publication, detail = False, f"{detail}, unchanged"
             live = assert_live_is_one_publication(base.warehouse)
             if expect_publication:
                 assert live["publication_id"] == max(successful) + 1, (step, detail)

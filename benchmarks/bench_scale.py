@@ -1,18 +1,17 @@
-"""Time and peak memory of the whole refresh per dump size and per step, against DuckDB's load floor.
+"""Time, peak memory, bytes written and store size of the whole refresh per dump size, against DuckDB's load floor.
 
-Run::
+Run (issue 42 item 7, everything in one run; the 10x dump needs ~16 GB of parquet in ``--workdir``)::
 
-    .venv/bin/python benchmarks/bench_scale.py                         # 1x, 2x, 4x of 135,634 votes
-    .venv/bin/python benchmarks/bench_scale.py --rows 5000             # quick run (same steps)
-    .venv/bin/python benchmarks/bench_scale.py --sizes 1 --rerun --json scale.json
-
-The full run takes many minutes and, at 4x, 10+ GB of free disk in ``--workdir`` (the cached
-dumps, about 1.6 GB of parquet per 1x, and a warehouse at a time).
+    nice -n 10 .venv/bin/python benchmarks/bench_scale.py --sizes 1,4,10 --repeat 3 --rerun --rerank \
+        --revisions 4 --json scale.json
+    .venv/bin/python benchmarks/bench_scale.py --rows 5000 --sizes 1,2 --rerun --rerank --revisions 2   # quick
 
 The dumps are bench_ingest.py's synthetic ones (same generator, same cache under ``--workdir``):
 size ``k`` has ``k * --rows`` votes in ``k * --shards`` shards, so a shard keeps the same size
-(8 shards for 1x, as bench_ingest). For each size, each phase runs in its own subprocess, so each
-peak RSS (``ru_maxrss`` from ``os.wait4``) is that phase's own:
+(8 shards for 1x, as bench_ingest). Each phase runs in its own subprocess, so each peak RSS
+(``ru_maxrss`` from ``os.wait4``) is that phase's own. At ``--full-at`` (1x) every phase runs; at any
+other size one refresh alone (its time, peak, bytes written and store size: no floor, whose DuckDB file
+is ~2.3x the parquet, 34 GB at 10x):
 
 - ``floor``: bench_ingest's ``floor_sql`` phase, DuckDB's ``CREATE TABLE raw AS SELECT * FROM
   read_parquet([...shards...])`` into a fresh DuckDB file with DuckDB's default settings: wall
@@ -23,33 +22,40 @@ peak RSS (``ru_maxrss`` from ``os.wait4``) is that phase's own:
   step's wall time comes from Dagster's step stats and its peak RSS is the largest sample inside
   the step's [start, end] (``start`` is the RSS when it began, ``+MiB`` the rise over it; a step
   shorter than the sampling interval shows the RSS at its end, marked ``~``). The whole refresh's
-  peak is the subprocess's ``ru_maxrss`` (imports included).
-- ``rerun`` (``--rerun``): the same job again on the same warehouse, dump and Dagster instance
-  (an unchanged dump): wall time, peak RSS, and the warehouse file size before and after.
+  peak is the subprocess's ``ru_maxrss`` (imports included); bytes written are ``/proc/self/io``'s
+  ``write_bytes`` during the job; the store is the snapshot file and the store folder after it.
+- ``rerun`` (``--rerun``, after each refresh): the same job again on the same warehouse, dump and
+  Dagster instance (an unchanged dump: the gate says "unchanged", nothing is published), with its
+  ratio to the floor run just before its refresh.
+- ``rerank`` (``--rerank``): ``rerank_job`` on the last refresh's warehouse with another seed
+  (``RERANK_SEED``), so that every board is fitted again and published.
+- ``revisions`` (``--revisions N``): N successive new revisions of the dump (each the dump plus a
+  shard of 100 new votes) refreshed into the last refresh's warehouse with the default retention: the
+  store's size and the revisions it keeps after each; the store per kept revision is the last size over
+  the revisions kept.
 
 After a refresh the warehouse is opened read-only for a checksum of what was published, to compare
 two code versions on the same dump: the row count of every ``arena.*`` view and table, and a
 sha256 of ``arena.leaderboard``'s ``category, method, model, rating, ci_lower, ci_upper, rank``
 (floats rounded to 6 decimals), ordered.
 
-Disk: the cached dumps are about 1.6 GB of parquet per 1x (11 GB for sizes 1, 2 and 4); a size's
-scratch folder (warehouse, Dagster instance, logs) is deleted after it unless ``--keep``. At small
-sizes both the floor's DuckDB file and the warehouse are about 2.3x the parquet, so the 4x
-warehouse needs some 15 GB more, twice that after ``--rerun``.
-
-Targets (on the full-size base, 135,634 votes): the 1x refresh's peak RSS under 2.5 GB and the
-4x refresh's under 3 GB (GB = 10^9 bytes); the 1x refresh within 2x of the floor's wall time
-measured in the same run; the 4x refresh at most 4.5x the 1x refresh's wall time. With
-``--repeat N`` each phase runs N times: the fastest wall time, the lowest CPU time and the highest
-peak RSS are reported (the step table is the fastest run's). Wall times vary with other work on
-the machine; the load average is printed for that reason, and CPU seconds next to them.
-
 The floor and the refresh alternate (floor, refresh, floor, refresh, ...), so each refresh has a
-floor measured just before it, under the same conditions: a *pair*. Besides the best-of ratio
+floor measured just before it, under the same conditions: a *pair*. Besides the best-to-best ratio
 (the fastest refresh over the fastest floor, which may come from different moments) the summary
 gives each pair's ratio and their median; the 1x target is judged on that median, which one
-unusually fast or slow run (DuckDB's load alone varies between 12 and 19 s here from run to run)
-does not move. Use ``--repeat 3`` or more for a figure to quote.
+unusually fast or slow run does not move. With ``--repeat N`` the pairs run N times: the fastest wall
+time, the lowest CPU time and the highest peak RSS are reported (the step table is the fastest
+run's). Wall times vary with other work on the machine; the load average is printed for that reason,
+and CPU seconds next to them.
+
+The final ``targets`` block gives each target of issue 42 item 7 with its figure and met / not met
+(GB = 10^9 bytes): the 1x refresh at most 1.5x DuckDB's load of the same parquet (median of the
+pairs); the store per kept revision at most 0.75x the dump's parquet; peak RSS at most 2.5 GB at 1x
+and 3 GB at 4x and 10x; the 10x refresh at most 10x the 1x refresh's time; the unchanged re-run at
+most 0.3x DuckDB's load (median over the pairs; its ratio to its refresh is printed beside it).
+
+Disk: the cached dumps are about 1.5 GB of parquet per 1x (22 GB for sizes 1, 4 and 10); a size's
+scratch folder (warehouse, Dagster instance, logs) is deleted after it unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -77,7 +83,11 @@ MB = 1024 * 1024
 GB = 1e9
 SAMPLE_SECONDS = 0.05
 LEADERBOARD_COLUMNS = ("category", "method", "model", "rating", "ci_lower", "ci_upper", "rank")
-TARGETS = {"rss_1x_gb": 2.5, "rss_4x_gb": 3.0, "floor_ratio_1x": 2.0, "time_ratio_4x": 4.5}
+#: Issue 42 item 7's targets (GB = 10^9 bytes)
+TARGETS = {"floor_ratio_1x": 1.5, "store_per_revision": 0.75, "rss_1x_gb": 2.5, "rss_big_gb": 3.0,
+           "time_ratio_10x": 10.0, "rerun_ratio": 0.3}
+#: The seed of the re-rank (``--rerank``): not the refresh's (42), so that every board is fitted again
+RERANK_SEED = 43
 
 
 # ---------------------------------------------------------------------------
@@ -135,8 +145,10 @@ def step_figures(stats: list, samples: list[tuple[float, int, float]]) -> list[d
     return rows
 
 
-def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
-    """``refresh_job`` in process on ``dump`` into ``scratch``'s warehouse, sampled for RSS."""
+def child_refresh(dump: Path, scratch: Path, bootstrap: int, job_name: str = "refresh_job",
+                  seed: int | None = None) -> dict:
+    """``job_name`` (``refresh_job``, or ``rerank_job``) in process on ``dump`` into ``scratch``'s warehouse,
+    sampled for RSS; ``seed``: the rankings' seed (a re-rank with another seed fits every board again)."""
     import dagster as dg
 
     from arena_pipeline.definitions import defs
@@ -147,7 +159,8 @@ def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
         "warehouse": Warehouse(database=str(scratch / "warehouse.duckdb")),
         "report_settings": ReportSettings(report_path=str(scratch / "report" / "index.html")),
     }
-    job = defs.resolve_job_def("refresh_job")
+    job = defs.resolve_job_def(job_name)
+    ranking = {"bootstrap_rounds": bootstrap, **({"seed": seed} if seed is not None else {})}
     home = scratch / "dagster_home"  # kept, so a re-run sees the first run as the instance knows it
     home.mkdir(parents=True, exist_ok=True)
     sampler = RssSampler()
@@ -159,16 +172,21 @@ def child_refresh(dump: Path, scratch: Path, bootstrap: int) -> dict:
         result = job.execute_in_process(
             instance=instance,
             resources=resources,
-            run_config={"ops": {"rankings": {"config": {"bootstrap_rounds": bootstrap}}}},
+            run_config={"ops": {"rankings": {"config": ranking}}},
             raise_on_error=False,
         )
         seconds = time.perf_counter() - started
         stats = instance.get_run_step_stats(result.run_id)
         failures = [event.message for event in result.all_events if event.is_failure]
+        gate = [e.materialization.metadata for e in result.get_asset_materialization_events()
+                if e.asset_key == dg.AssetKey("publication_gate")]
+        outcome = ("unchanged" if gate and "live_publication_id" in gate[-1] else
+                   f"publication {gate[-1]['publication_id'].value}" if gate and "publication_id" in gate[-1]
+                   else "nothing published")
     samples = sampler.stop()
     gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:], strict=False)]
     return {
-        "success": result.success, "failures": failures, "seconds": seconds,
+        "success": result.success, "failures": failures, "seconds": seconds, "outcome": outcome,
         "steps": step_figures(stats, samples),
         "rss_before_job_mb": rss_before / MB, "written_mb": (bytes_written() - written_before) / MB,
         "sampled_peak_rss_mb": max(s[1] for s in samples) / MB,
@@ -351,8 +369,8 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
     entry: dict = {"size": size, "rows": meta["rows"], "shards": len(files), "dump": str(dump),
                    "parquet_bytes": sum(p.stat().st_size for p in files),
                    "generated_seconds": None if meta["cached"] else meta["generate_seconds"],
-                   "floor": None, "refresh": None, "rerun": None, "checksum": None,
-                   "rerun_checksum": None, "leaderboard_hashes": [], "pairs": []}
+                   "floor": None, "refresh": None, "rerun": None, "rerank": None, "checksum": None,
+                   "rerun_checksum": None, "rerank_checksum": None, "leaderboard_hashes": [], "pairs": []}
     print(f"\n== {label}: {entry['rows']:,} votes in {len(files)} shards, parquet "
           f"{entry['parquet_bytes'] / MB:,.0f} MiB"
           + (" (cached)" if meta["cached"] else f" (generated in {meta['generate_seconds']} s)")
@@ -361,27 +379,38 @@ def run_size(args: argparse.Namespace, size: float) -> dict:
     def report(name: str, r: dict) -> None:
         extra = f"  warehouse {r['warehouse_mb']:,.0f} MiB" if "warehouse_mb" in r else ""
         extra += f"  written {r['written_mb']:,.0f} MiB" if "written_mb" in r else ""
+        extra += f"  [{r['outcome']}]" if r.get("outcome") else ""
         print(f"  run {name:<8} {r['seconds']:8.1f} s wall {r['cpu_seconds']:8.1f} s CPU  "
               f"peak RSS {r['peak_rss_mb']:7,.0f} MiB{extra}  (load avg {os.getloadavg()[0]:.2f})")
 
-    for _ in range(args.repeat):
-        floor = run_phase("floor_sql", dump, scratch)  # bench_ingest's floor, in its own subprocess
-        report("floor", floor)
-        entry["floor"] = keep_best(entry["floor"], floor)
-
-        warehouse = scratch / "run" / "warehouse.duckdb"
+    # at --full-at (1x) every phase; at another size one refresh alone: no floor (its DuckDB file is ~2.3x the
+    # parquet, 34 GB at 10x), no re-run, re-rank or revisions
+    full = size == args.full_at
+    warehouse = scratch / "run" / "warehouse.duckdb"
+    child = ["--child", "refresh", "--dump", str(dump), "--scratch", str(scratch / "run"),
+             "--bootstrap", str(args.bootstrap)]
+    for _ in range(args.repeat if full else 1):
+        floor = run_phase("floor_sql", dump, scratch) if full else None  # bench_ingest's floor, in its own subprocess
+        if floor is not None:
+            report("floor", floor)
+            entry["floor"] = keep_best(entry["floor"], floor)
         shutil.rmtree(scratch / "run", ignore_errors=True)
         (scratch / "run").mkdir()
-        child = ["--child", "refresh", "--dump", str(dump), "--scratch", str(scratch / "run"),
-                 "--bootstrap", str(args.bootstrap)]
         if not run_job(entry, "refresh", child, scratch, warehouse, report):
             break
-        entry["pairs"].append({"floor_seconds": floor["seconds"], "refresh_seconds": entry["last_refresh_seconds"],
-                               "ratio": entry["last_refresh_seconds"] / floor["seconds"]})
-        if args.rerun:
-            run_job(entry, "rerun", child, scratch, warehouse, report)
+        if floor is None:
+            continue
+        pair = {"floor_seconds": floor["seconds"], "refresh_seconds": entry["last_refresh_seconds"],
+                "ratio": entry["last_refresh_seconds"] / floor["seconds"]}
+        entry["pairs"].append(pair)
+        if args.rerun and run_job(entry, "rerun", child, scratch, warehouse, report):
+            pair.update(rerun_seconds=entry["last_rerun_seconds"],
+                        rerun_ratio=entry["last_rerun_seconds"] / floor["seconds"])
 
-    if args.revisions and entry["refresh"]:
+    if full and args.rerank and entry["refresh"]:  # rerank_job with another seed: every board fitted again
+        run_job(entry, "rerank", [*child, "--job", "rerank_job", "--seed-of-ranks", str(RERANK_SEED)], scratch, warehouse,
+                report)
+    if full and args.revisions and entry["refresh"]:
         entry["revisions"] = run_revisions(args.revisions, dump, scratch, warehouse, entry, report, child)
 
     if args.keep:
@@ -427,12 +456,29 @@ def run_revisions(count: int, dump: Path, scratch: Path, warehouse: Path, entry:
         report(f"rev {k}", run)
         sizes.append({"revision": k, "success": run["success"], "seconds": run["seconds"],
                       "peak_rss_mb": run["peak_rss_mb"], "written_mb": run.get("written_mb"),
-                      "store_mb": run["warehouse_mb"]})
+                      "store_mb": run["warehouse_mb"], "kept_revisions": kept_revisions(warehouse)})
     parquet_mb = entry["parquet_bytes"] / MB
     print("  store after each new revision (default retention): "
-          + ", ".join(f"{r['store_mb']:,.0f} MiB" for r in sizes if "store_mb" in r)
+          + ", ".join(f"{r['store_mb']:,.0f} MiB ({r['kept_revisions']} revisions kept)" for r in sizes
+                      if "store_mb" in r)
           + f"; the dump's parquet {parquet_mb:,.0f} MiB")
     return sizes
+
+
+def kept_revisions(warehouse: Path) -> int:
+    """How many dump revisions the store keeps vote tables of: the revision keys of the Parquet folders in its
+    files folder (``<table>__<revision key>__<build key>.<attempt>``)."""
+    from arena_pipeline.resources import Warehouse
+
+    files = Warehouse(database=str(warehouse)).files_path()
+    return len({p.name.split("__")[1] for p in files.iterdir() if p.is_dir() and p.name.count("__") >= 2}
+               ) if files.is_dir() else 0
+
+
+def per_kept_revision(entry: dict) -> float | None:
+    """MiB of store per kept revision after the last new revision (``--revisions``), or None."""
+    last = next((r for r in reversed(entry.get("revisions") or []) if r.get("kept_revisions")), None)
+    return last["store_mb"] / last["kept_revisions"] if last else None
 
 
 def run_job(entry: dict, name: str, child: list[str], scratch: Path, warehouse: Path, report) -> bool:
@@ -456,7 +502,8 @@ def run_job(entry: dict, name: str, child: list[str], scratch: Path, warehouse: 
     entry[name] = keep_best(entry[name], run)
     checksum = "checksum" if name == "refresh" else f"{name}_checksum"
     entry[checksum] = boards_checksum(warehouse)
-    entry["leaderboard_hashes"].append(entry[checksum]["leaderboard_sha256"])
+    if name != "rerank":  # a re-rank fits with another seed: another board
+        entry["leaderboard_hashes"].append(entry[checksum]["leaderboard_sha256"])
     return True
 
 
@@ -488,13 +535,16 @@ def print_size(entry: dict) -> None:
               + ", ".join(f"{p['floor_seconds']:.1f} s / {p['refresh_seconds']:.1f} s = {p['ratio']:.2f}x"
                           for p in pairs)
               + f"; median ratio {pair_ratio(entry):.2f}x")
-    rerun = entry["rerun"]
-    if rerun:
-        print(f"\n  rerun {size_label(entry['size'])} (unchanged dump): "
-              f"{'success' if rerun['success'] else 'FAILED'}, {rerun['seconds']:.1f} s, peak RSS "
-              f"{rerun['peak_rss_mb']:,.0f} MiB, warehouse {rerun['warehouse_before_mb']:,.0f} -> "
-              f"{rerun['warehouse_mb']:,.0f} MiB")
-        slow = sorted(rerun["steps"], key=lambda s: -(s["seconds"] or 0))[:5]
+    for name, what in (("rerun", "unchanged dump"), ("rerank", f"rerank_job, seed {RERANK_SEED}")):
+        run = entry[name]
+        if not run:
+            continue
+        print(f"\n  {name} {size_label(entry['size'])} ({what}): "
+              f"{'success' if run['success'] else 'FAILED'} ({run.get('outcome', '?')}), {run['seconds']:.1f} s, "
+              f"{run['cpu_seconds']:.1f} s CPU, peak RSS {run['peak_rss_mb']:,.0f} MiB, written "
+              f"{run.get('written_mb', 0):,.0f} MiB, warehouse {run['warehouse_before_mb']:,.0f} -> "
+              f"{run['warehouse_mb']:,.0f} MiB")
+        slow = sorted(run["steps"], key=lambda s: -(s["seconds"] or 0))[:6]
         print("    slowest steps: " + ", ".join(f"{s['step']} {s['seconds']:.1f} s" for s in slow
                                                   if s["seconds"] is not None))
     c = entry["checksum"]
@@ -540,38 +590,63 @@ def print_counts(counts: dict[str, int]) -> None:
 
 
 def targets(entries: list[dict]) -> list[dict]:
+    """Issue 42 item 7's targets, each with the figure and whether it is met (None: not measured)."""
     by_size = {e["size"]: e for e in entries}
-    one, four = by_size.get(1.0), by_size.get(4.0)
+    one = by_size.get(1.0)
     out = []
 
     def add(text: str, ok: bool | None, figure: str) -> None:
         out.append({"target": text, "met": ok, "figure": figure})
 
-    for entry, size, limit in ((one, 1, TARGETS["rss_1x_gb"]), (four, 4, TARGETS["rss_4x_gb"])):
-        text = f"{size}x refresh peak RSS under {limit:g} GB"
-        if entry and entry["refresh"]:
-            gb = entry["refresh"]["peak_rss_mb"] * MB / GB
-            add(text, gb < limit, f"{gb:.2f} GB")
-        else:
-            add(text, None, f"size {size} not run" if not entry else "refresh failed")
-    text = f"1x refresh within {TARGETS['floor_ratio_1x']:g}x the floor's time"
-    if one and one["refresh"] and one["floor"]:
+    def ran(entry: dict | None, what: str = "refresh") -> bool:
+        return bool(entry and entry.get(what))
+
+    text = f"1x refresh <= {TARGETS['floor_ratio_1x']:g}x DuckDB's load (median)"
+    if ran(one) and one["floor"]:
         wall = one["refresh"]["seconds"] / one["floor"]["seconds"]
         cpu = one["refresh"]["cpu_seconds"] / one["floor"]["cpu_seconds"]
         median = pair_ratio(one)
-        pairs = len(one["pairs"])
         judged = median if median is not None else wall
         add(text, judged <= TARGETS["floor_ratio_1x"],
-            f"median of {pairs} floor/refresh pairs {judged:.2f}x; best of each {wall:.2f}x wall "
-            f"({cpu:.2f}x CPU, imports included)")
+            f"median of {len(one['pairs'])} floor/refresh pairs {judged:.2f}x; best to best {wall:.2f}x wall, "
+            f"{cpu:.2f}x CPU (imports included)")
     else:
-        add(text, None, "size 1 not run" if not one else "refresh failed")
-    text = f"4x the votes at most {TARGETS['time_ratio_4x']:g}x the 1x time"
-    if one and four and one["refresh"] and four["refresh"]:
-        ratio = four["refresh"]["seconds"] / one["refresh"]["seconds"]
-        add(text, ratio <= TARGETS["time_ratio_4x"], f"{ratio:.2f}x")
+        add(text, None, "not run at 1x")
+    text = f"store per kept revision <= {TARGETS['store_per_revision']:g}x the dump's parquet"
+    per = per_kept_revision(one) if one else None
+    if per is not None:
+        ratio = per * MB / one["parquet_bytes"]
+        add(text, ratio <= TARGETS["store_per_revision"], f"{per:,.0f} MiB = {ratio:.2f}x")
     else:
-        add(text, None, "sizes 1 and 4 not both run" if not (one and four) else "refresh failed")
+        add(text, None, "--revisions not run at 1x")
+    for size, limit in ((1.0, TARGETS["rss_1x_gb"]), (4.0, TARGETS["rss_big_gb"]), (10.0, TARGETS["rss_big_gb"])):
+        entry = by_size.get(size)
+        text = f"{size_label(size)} refresh peak RSS <= {limit:g} GB"
+        if ran(entry):
+            gb = entry["refresh"]["peak_rss_mb"] * MB / GB
+            add(text, gb <= limit and entry["refresh"]["success"], f"{gb:.2f} GB"
+                + ("" if entry["refresh"]["success"] else ", the refresh FAILED"))
+        else:
+            add(text, None, f"{size_label(size)} not run" if not entry else "refresh died")
+    ten = by_size.get(10.0)
+    text = f"10x refresh <= {TARGETS['time_ratio_10x']:g}x the 1x refresh's time"
+    if ran(one) and ran(ten):
+        ratio = ten["refresh"]["seconds"] / one["refresh"]["seconds"]
+        add(text, ratio <= TARGETS["time_ratio_10x"] and ten["refresh"]["success"],
+            f"{ratio:.2f}x ({ten['refresh']['seconds']:,.0f} s / {one['refresh']['seconds']:,.0f} s)")
+    else:
+        add(text, None, "1x and 10x not both run")
+    text = f"unchanged re-run <= {TARGETS['rerun_ratio']:g}x DuckDB's load"
+    reruns = [p["rerun_ratio"] for p in (one or {}).get("pairs", []) if "rerun_ratio" in p]
+    if reruns:
+        median = statistics.median(reruns)
+        vs_refresh = statistics.median(p["rerun_seconds"] / p["refresh_seconds"] for p in one["pairs"]
+                                       if "rerun_seconds" in p)
+        add(text, median <= TARGETS["rerun_ratio"],
+            f"median of {len(reruns)}: {median:.2f}x the floor just before ({vs_refresh:.2f}x its refresh); "
+            f"outcome {one['rerun'].get('outcome', '?')}")
+    else:
+        add(text, None, "--rerun not run at 1x")
     for entry in entries:
         if entry["refresh"] and not entry["refresh"]["success"]:
             out.append({"target": f"{size_label(entry['size'])} refresh succeeded", "met": False,
@@ -582,30 +657,32 @@ def targets(entries: list[dict]) -> list[dict]:
 def print_summary(entries: list[dict], base_rows: int) -> list[dict]:
     one = next((e for e in entries if e["size"] == 1.0 and e["refresh"]), None)
     print(f"\n{'size':>5} {'votes':>9} {'parquet MiB':>11} {'floor s':>8} {'floor RSS':>9} "
-          f"{'refresh s':>9} {'x floor':>7} {'median x':>8} {'peak RSS':>8} {'x 1x':>6} {'floor DB':>8} {'warehouse':>9} "
-          f"{'rerun s':>8} {'rerun RSS':>9} {'rerun +disk':>11}")
+          f"{'refresh s':>9} {'CPU s':>7} {'x floor':>7} {'median x':>8} {'peak RSS':>8} {'written':>8} {'x 1x':>6} "
+          f"{'store':>7} {'rerun s':>8} {'x floor':>7} {'rerank s':>8} {'per rev':>7}")
     for e in entries:
-        f, r, rr = e["floor"] or {}, e["refresh"] or {}, e["rerun"] or {}
+        f, r, rr, rk = e["floor"] or {}, e["refresh"] or {}, e["rerun"] or {}, e.get("rerank") or {}
         ratio = r["seconds"] / f["seconds"] if r and f else None
         vs_one = r["seconds"] / one["refresh"]["seconds"] if r and one else None
-        grown = rr["warehouse_mb"] - rr["warehouse_before_mb"] if rr else None
+        reruns = [p["rerun_ratio"] for p in e["pairs"] if "rerun_ratio" in p]
         print(f"{size_label(e['size']):>5} {e['rows']:>9,} {e['parquet_bytes'] / MB:>11,.0f} "
               f"{fmt(f.get('seconds'), '.1f', 8)} {fmt(f.get('peak_rss_mb'), ',.0f', 9)} "
-              f"{fmt(r.get('seconds'), '.1f', 9)} {fmt(ratio, '.2f', 7)} {fmt(pair_ratio(e), '.2f', 8)} "
-              f"{fmt(r.get('peak_rss_mb'), ',.0f', 8)} "
-              f"{fmt(vs_one, '.2f', 6)} {fmt(f.get('db_mb'), ',.0f', 8)} {fmt(r.get('warehouse_mb'), ',.0f', 9)} "
-              f"{fmt(rr.get('seconds'), '.1f', 8)} {fmt(rr.get('peak_rss_mb'), ',.0f', 9)} {fmt(grown, '+,.0f', 11)}")
+              f"{fmt(r.get('seconds'), '.1f', 9)} {fmt(r.get('cpu_seconds'), '.1f', 7)} {fmt(ratio, '.2f', 7)} "
+              f"{fmt(pair_ratio(e), '.2f', 8)} {fmt(r.get('peak_rss_mb'), ',.0f', 8)} "
+              f"{fmt(r.get('written_mb'), ',.0f', 8)} {fmt(vs_one, '.2f', 6)} {fmt(r.get('warehouse_mb'), ',.0f', 7)} "
+              f"{fmt(rr.get('seconds'), '.1f', 8)} {fmt(statistics.median(reruns) if reruns else None, '.2f', 7)} "
+              f"{fmt(rk.get('seconds'), '.1f', 8)} {fmt(per_kept_revision(e), ',.0f', 7)}")
     print("(x floor: the fastest refresh over the fastest floor; median x: the median of each refresh over the "
-          "floor run just before it)")
-    print("(seconds: wall, imports excluded; RSS (the subprocess's ru_maxrss), parquet and DuckDB files in "
-          "MiB; floor DB: the floor's DuckDB file; rerun +disk: the warehouse's growth in the rerun)")
+          "floor run just before it; rerun x floor: the same for the unchanged re-run, median)")
+    print("(seconds: wall, imports excluded; RSS: the subprocess's ru_maxrss; MiB: parquet, bytes written by the "
+          "refresh, the store after it (snapshot + store folder); per rev: the store per kept revision after "
+          "--revisions)")
     found = targets(entries)
     note = "" if base_rows == FULL_ROWS else (f" -- this run's base is {base_rows:,} votes, not "
                                                f"{FULL_ROWS:,}: not the issue's figures")
-    print(f"\ntargets{note}")
+    print(f"\ntargets (issue 42 item 7){note}")
     for t in found:
-        verdict = "n/a" if t["met"] is None else ("yes" if t["met"] else "NO")
-        print(f"  {t['target']:<48} {verdict:<4} ({t['figure']})")
+        verdict = "n/a" if t["met"] is None else ("met" if t["met"] else "NOT MET")
+        print(f"  {t['target']:<58} {verdict:<8} {t['figure']}")
     return found
 
 
@@ -633,11 +710,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rerun", action="store_true",
                         help="after each refresh, run the job again on the unchanged dump and warehouse")
     parser.add_argument("--keep", action="store_true", help="keep each size's warehouse and logs")
+    parser.add_argument("--full-at", type=float, default=1.0,
+                        help="the size at which the floor, the re-run, the re-rank and the revisions run (default 1); "
+                        "at any other size one refresh alone")
+    parser.add_argument("--rerank", action="store_true",
+                        help="after the refreshes, rerank_job on the last refresh's warehouse with another seed")
     parser.add_argument("--revisions", type=int, default=0,
                         help="after the refreshes, refresh this many successive new revisions of the dump into the "
                         "same warehouse and print the store's size after each (default 0)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write all figures to this JSON file")
+    parser.add_argument("--with-json", type=Path, metavar="EARLIER", action="append", default=[],
+                        help="add the sizes of an earlier run's --json to the summary and the targets (a size "
+                        "measured here replaces the earlier one): the 10x run apart from the 1x one")
     parser.add_argument("--child", choices=["dump", "refresh"], help=argparse.SUPPRESS)
+    parser.add_argument("--job", default="refresh_job", help=argparse.SUPPRESS)
+    parser.add_argument("--seed-of-ranks", dest="rank_seed", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -649,7 +736,7 @@ def main(argv: list[str] | None = None) -> None:
         args.out.write_text(json.dumps(child_dump(args)))
         return
     if args.child == "refresh":
-        args.out.write_text(json.dumps(child_refresh(args.dump, args.scratch, args.bootstrap)))
+        args.out.write_text(json.dumps(child_refresh(args.dump, args.scratch, args.bootstrap, args.job, args.rank_seed)))
         return
 
     facts = machine_facts()
@@ -663,15 +750,25 @@ def main(argv: list[str] | None = None) -> None:
     print("load avg  {:.2f} {:.2f} {:.2f} at start".format(*facts["load_avg_start"]))
     print(f"workdir   {args.workdir}; base {args.rows:,} votes in {args.shards} shards; sizes "
           + ", ".join(size_label(s) for s in args.sizes) + f"; bootstrap {args.bootstrap}; "
-          f"repeat {args.repeat}{'; rerun' if args.rerun else ''}")
+          f"repeat {args.repeat} at {size_label(args.full_at)}{'; rerun' if args.rerun else ''}"
+          f"{'; rerank' if args.rerank else ''}{f'; {args.revisions} revisions' if args.revisions else ''}")
 
     entries = [run_size(args, size) for size in args.sizes]
+    for earlier in args.with_json:  # sizes measured by an earlier run (its own load average, code and options)
+        loaded = json.loads(earlier.read_text())
+        print(f"earlier   {earlier}: sizes " + ", ".join(size_label(e["size"]) for e in loaded["sizes"])
+              + f", code {loaded['machine'].get('code')}, load avg at start "
+              + " ".join(f"{v:.2f}" for v in loaded["machine"].get("load_avg_start", [])))
+        measured = {e["size"] for e in entries}
+        entries += [e for e in loaded["sizes"] if e["size"] not in measured]
+    entries.sort(key=lambda e: e["size"])
     found = print_summary(entries, args.rows)
     facts["load_avg_end"] = os.getloadavg()
     print("load avg  {:.2f} {:.2f} {:.2f} at end".format(*facts["load_avg_end"]))
     if args.json:
-        options = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                   if k not in ("child", "dump", "scratch", "out")}
+        options = {k: (str(v) if isinstance(v, Path) else [str(p) for p in v] if k == "with_json" else v)
+                   for k, v in vars(args).items()
+                   if k not in ("child", "dump", "scratch", "out", "job", "rank_seed")}
         args.json.write_text(json.dumps({"machine": facts, "options": options, "sizes": entries,
                                          "targets": found}, indent=2))
         print(f"json      {args.json}")

@@ -1,6 +1,6 @@
 """The publication gate: a run's tables made visible together, checked, recorded, and the report re-rendered."""
 
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import dagster as dg
 import duckdb
@@ -25,17 +25,18 @@ from arena_pipeline.core.publication.gate import (
     plan_tables,
     publication_settings,
     refusal_message,
+    unchanged_publication,
 )
 from arena_pipeline.core.publication.settings_source import source_publication, stale_settings
 from arena_pipeline.core.store.catalog import TableCatalog
 from arena_pipeline.core.store.publish import PublishReport
 from arena_pipeline.core.store.records import VERSIONS, live_publication
-from arena_pipeline.core.store.versions import PublicationError, refuse_build, reused_versions, versioned
+from arena_pipeline.core.store.versions import PublicationError, finish_build, refuse_build, reused_versions, versioned
 from arena_pipeline.core.store.warehouse import WarehouseLockedError, read_frame
 from arena_pipeline.core.text import one_line
 from arena_pipeline.presentation.markdown import overall_chart_markdown
 from arena_pipeline.presentation.read import PublicationView, read_published
-from arena_pipeline.presentation.report import why_not_written, write_live_report
+from arena_pipeline.presentation.report import page_publication, why_not_written, write_live_report
 from arena_pipeline.resources import ReportSettings, Warehouse
 
 REPORT = dg.AssetKey("leaderboard_report")
@@ -114,6 +115,13 @@ def _gate_specs(published: list[dg.AssetKey]) -> list[dg.AssetSpec]:
     ]
 
 
+class _Unchanged(NamedTuple):
+    """The gate's outcome when the run would publish what publication ``live_id`` already shows (rule 23)."""
+
+    revision: str
+    live_id: int
+
+
 def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
           report_settings: ReportSettings, catalog: TableCatalog):
     """The gate's step (:func:`publication_gate_asset`): plan, judge and publish (:func:`_decide_and_publish`),
@@ -127,6 +135,9 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
     except _Refused as refused:  # the page says a newer revision was refused, then the run fails
         _render_after_refusal(context, warehouse, report_settings)
         raise dg.Failure(description=str(refused), allow_retries=False) from refused.__cause__
+    if isinstance(outcome, _Unchanged):
+        yield from _unchanged(context, warehouse, report_settings, outcome.revision, outcome.live_id)
+        return
     if outcome is None:
         context.log.info("this run built no table: nothing new to publish; re-rendering the report")
         yield dg.MaterializeResult(asset_key=PUBLICATION_GATE, metadata={"status": "nothing new to publish"})
@@ -143,11 +154,12 @@ def _gate(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: W
 
 def _decide_and_publish(context: dg.AssetExecutionContext, config: PublishConfig, warehouse: Warehouse,
                         report_settings: ReportSettings, catalog: TableCatalog
-                        ) -> tuple[PublishReport, dict[str, str], set[str]] | None:
+                        ) -> tuple[PublishReport, dict[str, str], set[str]] | _Unchanged | None:
     """In one hold on the work file: the run's build, refused (:class:`_Refused`) when it ranked with
     settings another publication changed, when its tables break a table rule (:func:`_plan`) or its boards
     a board rule (:func:`_judge`); else published. Returns (what ``publish`` reports, the versions shown,
-    those reused), or None when the run built nothing."""
+    those reused), :class:`_Unchanged` when that is what the live publication shows, or None when the run
+    built nothing."""
     store = warehouse.store()
     # leaving the block (a refusal too) brings the readers' targets level with what it recorded
     with store.work() as con:
@@ -160,6 +172,11 @@ def _decide_and_publish(context: dg.AssetExecutionContext, config: PublishConfig
         if planned is None:
             return None
         chosen, rebuilt = planned
+        unchanged = unchanged_publication(con, SCHEMA, build, chosen, by_version=catalog.file_tables | catalog.heavy,
+                                          ignore=(PUBLICATION_CHANGES_TABLE,))
+        if unchanged is not None:  # what readers see already (rule 23): that publication stays live
+            finish_build(con, build.build_id, "published", f"unchanged: publication {unchanged} stays live")
+            return _Unchanged(build.revision, unchanged)
         live = live_publication(con, SCHEMA)
         refusal = _judge(con, live, chosen, config.policy())
         if refusal:
@@ -235,6 +252,24 @@ def _published(context: dg.AssetExecutionContext, report: PublishReport, chosen:
         },
         data_version=dg.DataVersion(f"{report.revision}/{report.publication_id}"),
     )
+
+
+def _unchanged(context: dg.AssetExecutionContext, warehouse: Warehouse, report_settings: ReportSettings,
+               revision: str, live_id: int):
+    """The gate's outcome when the run's tables are what publication ``live_id`` shows (publication rule 23):
+    nothing published, that publication stays live (its data version too); the report is re-rendered only
+    when the page is not of it."""
+    context.instance.add_run_tags(context.run_id, {PUBLISHED_TAG: revision})
+    context.log.info(f"unchanged: the run's tables are those publication {live_id} shows (the same versions, "
+                     "settings and rows); nothing is published, it stays live")
+    yield dg.MaterializeResult(asset_key=PUBLICATION_GATE,
+                               metadata={"status": "unchanged", "live_publication_id": live_id, "revision": revision},
+                               data_version=dg.DataVersion(f"{revision}/{live_id}"))
+    if page_publication(report_settings.path(warehouse.database_path())) != live_id:
+        rendered = _render_after_gate(context, warehouse, report_settings, "nothing new was published")
+        if rendered is not None and REPORT in context.selected_asset_keys:
+            yield rendered
+    context.log.info(f"unchanged, publication {live_id} stays live: {live_now(warehouse, report_settings)}")
 
 
 def _changes(context: dg.AssetExecutionContext, con, build, live: dict | None, chosen: dict[str, str]) -> str:

@@ -11,7 +11,7 @@ import polars as pl
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.assets.run_config import RankingRunConfig
-from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, Later, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
@@ -161,9 +161,18 @@ class Fit:
         return compute_model_fit(self.battles, self.battle_categories, self.output.leaderboard, self.config)
 
     def settings(self) -> dict:
-        """The settings every table of the fit records (the ranking settings, and the alignment when asked)."""
+        """The settings every table of the fit records (the ranking settings, and the alignment when asked:
+        only then is the fit computed for them)."""
+        if not self.model_catalog.align_to_board():
+            return {"ranking": dataclasses.asdict(self.config)}
         alignment = self.aligned[1]
         return {"ranking": dataclasses.asdict(self.config), **({"alignment": alignment} if alignment is not None else {})}
+
+
+def _made(table: "FitTable", fit: Fit) -> tuple[pl.DataFrame, dict]:
+    """One table of the fit and its output metadata, computed (the store calls it when it reuses nothing)."""
+    frame = table.frame(fit)
+    return frame, table.metadata(fit, frame)
 
 
 def _no_metadata(fit: Fit, frame: pl.DataFrame) -> dict:
@@ -312,11 +321,18 @@ def fit_asset(tables: Sequence[FitTable] = FIT_TABLES) -> dg.AssetsDefinition:
         selected = {key.path[-1] for key in context.selected_asset_keys}
         fit = Fit(context, config, model_catalog, dump_source, battles, battle_categories, quarantine)
         settings = fit.settings()
+        # the same votes, settings and code fitted before: those versions, and nothing is fitted; an aligned
+        # board's settings hold the alignment, known only once fitted: fitted every time
+        reuse = not model_catalog.align_to_board()
         for table in tables:
             if table.name in selected:  # the store adds dump_revision
-                frame = table.frame(fit)
-                yield dg.Output(Versioned(frame, settings), output_name=table.name,
-                                metadata=table.metadata(fit, frame))
+                if reuse:
+                    yield dg.Output(Versioned(Later(functools.partial(_made, table, fit)), settings, reuse=True),
+                                    output_name=table.name)
+                else:
+                    frame = table.frame(fit)
+                    yield dg.Output(Versioned(frame, settings), output_name=table.name,
+                                    metadata=table.metadata(fit, frame))
 
     return rankings
 

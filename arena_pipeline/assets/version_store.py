@@ -13,7 +13,9 @@ An asset built on it declares its inputs and returns its table; it never names a
   recorded with the version (what the gate compares and ``inputs_key`` hashes; ``package_version``
   is always added) and ``reuse``: when an earlier version has the same inputs, settings and code
   (``core.store.versions.reusable_version``) the new version is a view of it and nothing is written.
-  A bare frame or Fill is ``Versioned(it)``: the package version only, no reuse.
+  A bare frame or Fill is ``Versioned(it)``: the package version only, no reuse. A :class:`Later` is a
+  frame made only when no version can be reused: the store looks for one first, so a step whose inputs,
+  settings and code are unchanged computes nothing (the fits of an unchanged re-run).
 - a table whose spec says ``file_view`` (the vote tables) is stored as Parquet files, which are its
   version (``core.store.versions.write_file_versions``): written once, read through DuckDB scans, shown
   to readers as they are; any other table is a DuckDB table of the work file.
@@ -121,11 +123,20 @@ class FillTogether:
     stored: dict = field(default_factory=dict, repr=False)
 
 
+@dataclass(frozen=True, eq=False)
+class Later:
+    """A table the store makes only when no earlier version can be reused (``Versioned(Later(make),
+    settings, reuse=True)``): ``make()`` returns the frame, or (frame, metadata for the output). The
+    reusable version is looked for before ``make`` runs, so a reused table is never computed."""
+
+    make: Callable[[], pl.DataFrame | tuple[pl.DataFrame, Mapping]]
+
+
 @dataclass(frozen=True)
 class Versioned:
     """A table with the settings recorded with its version, and whether an equal version may be reused."""
 
-    table: pl.DataFrame | Fill | FillTogether
+    table: pl.DataFrame | Fill | FillTogether | Later
     settings: Mapping = field(default_factory=dict)
     reuse: bool = False
 
@@ -144,7 +155,7 @@ class VersionStore(dg.IOManager):
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         stored = obj if isinstance(obj, Versioned) else Versioned(obj)
-        if not isinstance(stored.table, (pl.DataFrame, Fill, FillTogether)):
+        if not isinstance(stored.table, (pl.DataFrame, Fill, FillTogether, Later)):
             raise TypeError("the version store stores a polars DataFrame or a Fill (or a FillTogether), "
                             f"not {type(stored.table).__name__}")
         table = context.asset_key.path[-1]
@@ -153,6 +164,12 @@ class VersionStore(dg.IOManager):
             "package_version": package_version(), **stored.settings}
         inputs = _input_tables(context)
         extra: dict = {}
+        if isinstance(stored.table, Later):  # an earlier version reused, or the table made now
+            build, rows, stored = self._reuse_or_make(context, table, stored, settings, inputs, extra)
+            if stored is None:
+                context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
+                self._note_after_last_output(context)
+                return
         with self.warehouse.connection() as con:
             build = build_of_run(con, self.run_id, self.failure_of)
             reusable = (reusable_version(con, table, build, settings, inputs)
@@ -188,6 +205,25 @@ class VersionStore(dg.IOManager):
                     rows = write_version(con, table, build, frame, settings, inputs)
         context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
         self._note_after_last_output(context)
+
+    def _reuse_or_make(self, context: dg.OutputContext, table: str, stored: Versioned, settings: Mapping,
+                       inputs: tuple[str, ...], extra: dict):
+        """A :class:`Later`: (build, rows, None) when an earlier version with the same inputs, settings and code
+        is reused (as a view; ``make`` is not called), else (build, 0, the made frame as a Versioned to store).
+        The work file is not held while ``make`` runs."""
+        with self.warehouse.connection() as con:
+            build = build_of_run(con, self.run_id, self.failure_of)
+            reusable = reusable_version(con, table, build, settings, inputs) if stored.reuse else None
+            if reusable is not None:
+                base, rows = reusable
+                reuse_version(con, table, build, base, rows, settings)
+                context.log.info(f"{SCHEMA}.{table}: inputs unchanged, {base} reused (not computed)")
+                extra["reused"] = base
+                return build, rows, None
+        made = stored.table.make()
+        frame, metadata = made if isinstance(made, tuple) else (made, {})
+        extra.update(metadata)
+        return build, 0, Versioned(frame, settings)
 
     def _store_together(self, context: dg.OutputContext, con: duckdb.DuckDBPyConnection, build, stored: Versioned,
                         settings: Mapping, inputs: tuple[str, ...]) -> None:

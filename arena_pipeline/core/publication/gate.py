@@ -8,10 +8,12 @@ from collections.abc import Iterable, Mapping
 import duckdb
 import polars as pl
 
+from arena_pipeline.constants import VERSIONS_SCHEMA
 from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.publication.policy import GatePolicy
 from arena_pipeline.core.store.records import VERSIONS, live_publication
 from arena_pipeline.core.store.versions import Build, PublicationError
+from arena_pipeline.core.store.warehouse import quoted
 
 #: the method whose boards the gate compares, the primary one (every method is fitted on the same battles)
 GATE_METHOD = PRIMARY_METHOD
@@ -242,3 +244,51 @@ def publication_settings(con: duckdb.DuckDBPyConnection, chosen: Mapping[str, st
         if checks:
             out[table]["checks"] = json.loads(checks)
     return out
+
+
+def unchanged_publication(con: duckdb.DuckDBPyConnection, schema: str, build: Build, chosen: Mapping[str, str], *,
+                          by_version: Iterable[str] = (), ignore: Iterable[str] = ()) -> int | None:
+    """The live publication's id when a publication of ``chosen`` would show readers what it shows, else None
+    (publication rule 23: such a run publishes nothing, and that publication stays live).
+
+    It shows the same when it is of the same dump revision and has the same tables (but ``ignore``: what is
+    computed against the live publication itself), each made with the same settings (the package version and
+    the checks' records aside) and holding the same rows: the same version (itself, or a view of it: a reused
+    version), or, for a table not in ``by_version`` (the vote tables, compared by version only), rows equal
+    to the live version's, as a multiset.
+    """
+    live = live_publication(con, schema)
+    if live is None or live["revision"] != build.revision:
+        return None
+    ignored = set(ignore)
+    theirs = {t: v for t, v in live["tables"].items() if t not in ignored}
+    if set(theirs) != set(chosen) - ignored:
+        return None
+    names = [*chosen.values(), *theirs.values()]
+    base = dict(con.execute(f"SELECT version, coalesce(same_as, version) FROM {VERSIONS} "
+                            "WHERE version IN (SELECT unnest(?))", [names]).fetchall())
+    keyed = [publication_settings(con, {t: tables[t] for t in theirs}) for tables in (chosen, theirs)]
+    for recorded in keyed:
+        for settings in recorded.values():
+            for unkeyed in ("package_version", "checks"):
+                settings.pop(unkeyed, None)
+    if keyed[0] != keyed[1]:
+        return None
+    versions = set(by_version)
+    for table, version in theirs.items():
+        mine = chosen[table]
+        if base.get(mine, mine) == base.get(version, version):
+            continue
+        if table in versions or not _same_rows(con, quoted(VERSIONS_SCHEMA, mine), quoted(VERSIONS_SCHEMA, version)):
+            return None
+    return live["publication_id"]
+
+
+def _same_rows(con: duckdb.DuckDBPyConnection, a: str, b: str) -> bool:
+    """Whether relations ``a`` and ``b`` have the same columns (names and types, in order) and the same rows,
+    as multisets (a null equals a null)."""
+    columns = [[(d[0], d[1]) for d in con.execute(f"SELECT * FROM {name} LIMIT 0").description] for name in (a, b)]
+    if columns[0] != columns[1]:
+        return False
+    return not con.execute(f"SELECT count(*) FROM ((SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}) UNION ALL "
+                           f"(SELECT * FROM {b} EXCEPT ALL SELECT * FROM {a}))").fetchone()[0]
