@@ -6,12 +6,11 @@ import functools
 import hashlib
 import json
 from collections.abc import Mapping
-from importlib import metadata
 
 import duckdb
 
 from arena_pipeline.core.store.records import VERSIONS, ensure_quality_results
-from arena_pipeline.core.store.versions import code_fingerprint, library_versions, record_checks
+from arena_pipeline.core.store.versions import code_fingerprint, installed_versions, library_versions, record_checks
 
 #: The libraries a check's outcome depends on besides those that shape the rows (``TABLE_LIBRARIES``): the
 #: validation's own.
@@ -21,13 +20,7 @@ CHECK_LIBRARIES = ("great_expectations",)
 @functools.cache
 def check_libraries() -> dict[str, str]:
     """The installed versions of the libraries of the rows and of the validation (part of every check key)."""
-    versions = dict(library_versions())
-    for name in CHECK_LIBRARIES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "absent"
-    return versions
+    return {**library_versions(), **installed_versions(CHECK_LIBRARIES)}
 
 
 def check_key(con: duckdb.DuckDBPyConnection, version: str, suite_sha256: str) -> str | None:

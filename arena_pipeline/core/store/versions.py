@@ -247,17 +247,22 @@ def code_fingerprint() -> str:
 TABLE_LIBRARIES = ("polars", "duckdb", "pyarrow", "numpy", "scipy", "confusables")
 
 
-@functools.cache
-def library_versions() -> dict[str, str]:
-    """The installed versions of :data:`TABLE_LIBRARIES` and Python's (its Unicode tables): part of every
-    reuse key (:func:`inputs_key`)."""
-    versions = {"python": platform.python_version()}
-    for name in TABLE_LIBRARIES:
+def installed_versions(names: Iterable[str]) -> dict[str, str]:
+    """Each package's installed version, ``"absent"`` for one not installed."""
+    versions = {}
+    for name in names:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = "absent"
     return versions
+
+
+@functools.cache
+def library_versions() -> dict[str, str]:
+    """The installed versions of :data:`TABLE_LIBRARIES` and Python's (its Unicode tables): part of every
+    reuse key (:func:`inputs_key`)."""
+    return {"python": platform.python_version(), **installed_versions(TABLE_LIBRARIES)}
 
 
 def inputs_key(con: duckdb.DuckDBPyConnection, table: str, build: Build, settings: Mapping | None,
