@@ -42,9 +42,9 @@ from arena_pipeline.core.labels import (
     rank_set_label,
 )
 from arena_pipeline.core.publication.policy import policy_fields
+from arena_pipeline.core.store.connections import open_reader
 from arena_pipeline.core.store.guard import lock_holder
 from arena_pipeline.core.store.reader import files_gone_message
-from arena_pipeline.core.store.store import open_reader
 from arena_pipeline.core.store.warehouse import (
     WarehouseCorruptError,
     WarehouseLockedError,
@@ -96,7 +96,7 @@ def misspelt_warehouse_variable(path: Path, environ: Mapping[str, str] | None = 
 @contextlib.contextmanager
 def open_warehouse(path: Path, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short read-only connection to the newest publication of a warehouse with a published leaderboard
-    (:func:`core.store.store.open_reader`). Every failure is a one-line CliError: no file, locked (exit 3:
+    (:func:`core.store.connections.open_reader`). Every failure is a one-line CliError: no file, locked (exit 3:
     a process opened the snapshot read-write), damaged (also when found while reading: the advice to
     rebuild), unreadable, its publication's files deleted meanwhile, or no leaderboard published yet. A
     misspelt ARENA_WAREHOUSE is named first (:func:`misspelt_warehouse_variable`).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from arena_pipeline.constants import DEFAULT_WAREHOUSE
+from arena_pipeline.core.store.connections import ReaderConnection, open_reader
 from arena_pipeline.core.store.reader import ALIAS, files_gone_message, held_publication
-from arena_pipeline.core.store.store import ReaderConnection, open_reader
 
 __all__ = ["ALIAS", "connect", "files_gone_message", "held_publication"]
 

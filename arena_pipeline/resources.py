@@ -46,7 +46,8 @@ from arena_pipeline.core.ingest.sources import (
     verify_file,
 )
 from arena_pipeline.core.store import snapshot
-from arena_pipeline.core.store.store import ReaderConnection, Store, WorkConnection
+from arena_pipeline.core.store.connections import ReaderConnection, WorkConnection
+from arena_pipeline.core.store.store import Store
 from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.validation.benchmarks import read_benchmarks
 from arena_pipeline.core.validation.external import load_category_map

@@ -32,8 +32,8 @@ from arena_pipeline.constants import DEFAULT_WAREHOUSE, LEADERBOARD_TABLE, SCHEM
 from arena_pipeline.core.publication.gate import LOWER_MIN_BATTLES, RELAX_HINT, SOURCE_CHANGE
 from arena_pipeline.core.publication.settings_source import SOURCE_FORMAT
 from arena_pipeline.core.store import snapshot
+from arena_pipeline.core.store.connections import open_reader
 from arena_pipeline.core.store.records import live_publication
-from arena_pipeline.core.store.store import open_reader
 from arena_pipeline.core.store.warehouse import quoted
 from arena_pipeline.core.text import one_line
 from arena_pipeline.refresh import configured_source, for_source, read_live

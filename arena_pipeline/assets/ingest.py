@@ -1,7 +1,7 @@
 """Ingest assets: the raw dump (Hub download or local files) and the flat tables made from it."""
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -64,14 +64,15 @@ def _new_fields(manifest: DumpManifest) -> dict[str, list]:
 
 
 def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceError,
-                     requested: str | None = None) -> None:
+                     requested: str | None = None, warn: Callable[[str], None] | None = None) -> None:
     """Record a rejected dump in arena.dumps as failed, with the reason.
 
     A local dump is recorded under its content revision (known without reading it); a Hub dump
     under the commit whose shard failed the schema check after download. A Hub error that says
     nothing of the dump's content (a lookup that failed, a transfer that never matched) records
     nothing. Several dumps (ARENA_DATASETS / ARENA_DISCOVER) have no one revision to record: the
-    run's failure names the dump and file.
+    run's failure names the dump and file. Readers get the record on leaving the block; a snapshot that
+    cannot be written then is ``warn``'s line, so the run fails with the dump's own error.
     """
     if dump_source.is_multi():
         return
@@ -90,7 +91,7 @@ def _record_rejected(dump_source: DumpSource, warehouse: Warehouse, exc: SourceE
         except (OSError, SourceError):
             return
         requested = "local"
-    with warehouse.connection() as con:
+    with warehouse.store().work(warn=warn) as con:
         record_dump(con, SCHEMA, revision=revision, status="failed", source=spec.location,
                     source_kind=spec.kind, requested_revision=requested, detail=f"rejected: {exc}"[:2000])
 
@@ -132,7 +133,7 @@ def raw_dump(
         manifest = dump_source.fetch(revision=config.revision, revisions=config.revisions)
     except SourceError as exc:  # a broken file stays broken: fail now, no retry
         try:
-            _record_rejected(dump_source, warehouse, exc, config.revision)
+            _record_rejected(dump_source, warehouse, exc, config.revision, warn=context.log.warning)
         except (WarehouseLockedError, WarehouseCorruptError):
             pass
         raise dg.Failure(description=str(exc), allow_retries=False) from exc

@@ -12,9 +12,10 @@ import pytest
 
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.publication.gate import plan_tables
+from arena_pipeline.core.store.connections import FILES_FOLDER
 from arena_pipeline.core.store.publish import PublishReport, publish
 from arena_pipeline.core.store.records import record_dump
-from arena_pipeline.core.store.snapshot import FILES_FOLDER, WORK_FILE, SnapshotTarget, files_of, store_folder
+from arena_pipeline.core.store.snapshot import WORK_FILE, SnapshotTarget, files_of, store_folder
 from arena_pipeline.core.store.versions import Build, record_checks, start_build, version_name, write_version
 
 TABLES = ["battles", "leaderboard"]

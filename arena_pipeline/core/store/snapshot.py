@@ -59,8 +59,6 @@ from arena_pipeline.core.store.warehouse import (
 
 #: The work file's name inside the store folder.
 WORK_FILE = "work.duckdb"
-#: Where the Parquet files of published vote-table versions live, inside the store folder.
-FILES_FOLDER = "tables"
 #: Which snapshot file names which Parquet files (work file; one row per publication and file table).
 SNAPSHOT_FILES = quoted(VERSIONS_SCHEMA, "snapshot_files")
 SNAPSHOT_FILES_DDL = (f"CREATE TABLE IF NOT EXISTS {SNAPSHOT_FILES} (publication_id BIGINT, version VARCHAR, "

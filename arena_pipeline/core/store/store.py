@@ -24,7 +24,6 @@ cannot confuse:
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,13 @@ import duckdb
 
 from arena_pipeline.constants import DUMPS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store import errors, guard, lake, snapshot, warehouse
+from arena_pipeline.core.store.connections import (
+    FILES_FOLDER,
+    ReaderConnection,
+    WorkConnection,
+    open_reader,
+    require_work,
+)
 from arena_pipeline.core.store.publish import PublishReport, publish
 from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import BUILDS, RECORD_TABLES, live_publication
@@ -41,107 +47,10 @@ from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.store.versions import Build
 from arena_pipeline.core.store.warehouse import quoted
 
-#: Statements a reader connection refuses: everything that writes to a database or changes what is attached.
-WRITES = frozenset({
-    duckdb.StatementType.INSERT, duckdb.StatementType.UPDATE, duckdb.StatementType.DELETE,
-    duckdb.StatementType.CREATE, duckdb.StatementType.CREATE_FUNC, duckdb.StatementType.DROP,
-    duckdb.StatementType.ALTER, duckdb.StatementType.ATTACH, duckdb.StatementType.DETACH,
-    duckdb.StatementType.COPY_DATABASE, duckdb.StatementType.EXPORT, duckdb.StatementType.MERGE_INTO,
-    duckdb.StatementType.VACUUM, duckdb.StatementType.ANALYZE,
-})
-
-
 #: What the targets were last given (work file; one row: the live publication, the digest of ``arena.dumps``
 #: and :func:`records_digest`), written after they were: a crash before it leaves the targets one write
 #: behind, never a write ahead.
 LEVEL = quoted(VERSIONS_SCHEMA, "targets_level")
-
-
-class ReaderWriteError(duckdb.PermissionException):
-    """A write attempted through a reader connection (readers read publications; only a run writes)."""
-
-
-class WorkConnection:
-    """The pipeline's read-write connection to its work file; only :meth:`Store.work` makes one.
-
-    It behaves as the DuckDB connection it wraps (every method is the connection's); a function that
-    writes the store takes this type (:func:`require_work`), so a reader connection cannot be passed.
-    """
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, schema: str):
-        self._con = con
-        self._schema = schema
-
-    @property
-    def raw(self) -> duckdb.DuckDBPyConnection:
-        """The DuckDB connection itself (for a library that wants one)."""
-        return self._con
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
-
-    def __enter__(self) -> WorkConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._con.close()
-
-
-class ReaderConnection:
-    """A read-only connection to one publication (:func:`open_reader`): it runs queries (``execute``,
-    ``sql``, ``table``, ...) and refuses any statement that writes (:data:`WRITES`) with
-    :class:`ReaderWriteError`; the publication it reads is attached read-only besides."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection):
-        self._con = con
-
-    @staticmethod
-    def _check(query: object) -> None:
-        if not isinstance(query, str):  # a prepared statement or relation: parsed by DuckDB as given
-            return
-        for statement in duckdb.extract_statements(query):
-            if statement.type in WRITES:
-                raise ReaderWriteError(f"a reader connection does not write ({statement.type.name} refused): "
-                                       "readers read the live publication, only a pipeline run writes the store")
-
-    def execute(self, query: object, parameters: object = None) -> ReaderConnection:
-        self._check(query)
-        self._con.execute(query, parameters)
-        return self
-
-    def executemany(self, query: object, parameters: object = None) -> ReaderConnection:
-        self._check(query)
-        self._con.executemany(query, parameters)
-        return self
-
-    def sql(self, query: str, **options: Any) -> duckdb.DuckDBPyRelation | None:
-        self._check(query)
-        return self._con.sql(query, **options)
-
-    query = sql
-
-    def cursor(self) -> ReaderConnection:
-        return ReaderConnection(self._con.cursor())
-
-    def append(self, *args: Any, **kwargs: Any) -> None:
-        raise ReaderWriteError("a reader connection does not write (append refused)")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
-
-    def __enter__(self) -> ReaderConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._con.close()
-
-
-def require_work(con: object) -> WorkConnection:
-    """``con`` itself when it is the work file's connection; a TypeError for anything else (a reader's)."""
-    if not isinstance(con, WorkConnection):
-        raise TypeError(f"this writes the store: it takes the work file's connection (Store.work), not "
-                        f"{type(con).__name__}")
-    return con
 
 
 def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
@@ -190,16 +99,6 @@ def _mark_given(con: duckdb.DuckDBPyConnection, state: tuple[int | None, str, st
     con.execute(f"INSERT INTO {LEVEL} VALUES (?, ?, ?)", list(state))
 
 
-def open_reader(path: str | os.PathLike[str] | None, *, ducklake: str | None = None, timeout_s: float = 0.0,
-                memory_limit: str | None = None, config: dict | None = None) -> ReaderConnection:
-    """The one entry readers open a publication through: the newest publication of the snapshot file at
-    ``path`` (``SnapshotTarget.open_reader``; DuckDB's error while there is none), or, with
-    ``ducklake`` (an ARENA_DUCKLAKE attach string), of that DuckLake (``LakeTarget.open_reader``)."""
-    target: PublicationTarget = (lake.LakeTarget(ducklake, None, Path(snapshot.FILES_FOLDER)) if ducklake else
-                                 snapshot.SnapshotTarget(Path(os.fspath(path or "")), Path(snapshot.FILES_FOLDER)))
-    return ReaderConnection(target.open_reader(timeout_s=timeout_s, memory_limit=memory_limit, config=config))
-
-
 @dataclass(frozen=True)
 class Store:
     """The pipeline's store (see the module's docstring); ``resources.Warehouse`` makes one from its settings."""
@@ -230,7 +129,7 @@ class Store:
     @property
     def files_path(self) -> Path:
         """The folder of the vote tables' Parquet files (core/store/versions.py)."""
-        return self.folder / snapshot.FILES_FOLDER
+        return self.folder / FILES_FOLDER
 
     def snapshot_target(self, file_tables: Iterable[str] | None = None) -> snapshot.SnapshotTarget:
         """The snapshot file and the Parquet folder (``file_tables``: the vote tables, from the table

@@ -18,7 +18,7 @@ A publication goes through every target in the same order (:func:`core.store.pub
 4. ``prune(work_con, schema)``: delete what no kept publication of the target needs any more.
 
 ``open_reader()`` opens a connection that sees the target's newest publication: what the one entry
-every reader of the pipeline goes through (``core.store.store.open_reader``) hands out.
+every reader of the pipeline goes through (``core.store.connections.open_reader``) hands out.
 
 The :class:`PublicationPlan` is what a publication shows, computed once from the work file
 (:func:`plan_publication`) and handed to every target: the views' SQL per relation of the published

@@ -12,16 +12,16 @@ import pytest
 import arena_pipeline
 from arena_pipeline.core.publication.gate import plan_tables
 from arena_pipeline.core.store.catalog import TableSpec
-from arena_pipeline.core.store.publish import publish
-from arena_pipeline.core.store.records import RECORD_TABLES, record_dump
-from arena_pipeline.core.store.store import (
+from arena_pipeline.core.store.connections import (
     ReaderConnection,
     ReaderWriteError,
-    Store,
     WorkConnection,
     open_reader,
     require_work,
 )
+from arena_pipeline.core.store.publish import publish
+from arena_pipeline.core.store.records import RECORD_TABLES, record_dump
+from arena_pipeline.core.store.store import Store
 from arena_pipeline.resources import Warehouse
 from arena_pipeline_tests.support.small_store import RULES, TABLES, SmallStore
 
