@@ -1,5 +1,6 @@
 """The version store (arena_pipeline/assets/version_store.py) on a temporary warehouse, and assets built on it
-invoked directly on frames, as plain functions (issue 26 part 2)."""
+invoked directly on frames (or on stored versions, for those reading references), as plain functions
+(issue 26 part 2)."""
 
 from __future__ import annotations
 
@@ -114,13 +115,21 @@ def test_a_table_with_the_inputs_of_an_earlier_version_is_a_view_of_it(store):
     assert _load(second, "battles", pl.DataFrame).sort("id").rows() == [("a", "tie"), ("b", "model_a")]
 
 
-def test_position_bias_invoked_directly_on_frames():
+def _refs(store: VersionStore, battles: pl.DataFrame, tags: pl.DataFrame) -> dict[str, TableRef]:
+    """``battles`` and ``tags`` stored as the run's versions, as the references an asset reading them inside
+    DuckDB is given."""
+    _store(store, BATTLES_TABLE, battles)
+    _store(store, "battle_categories", tags)
+    return {"battles": _load(store, BATTLES_TABLE, TableRef), "battle_categories": _load(store, "battle_categories", TableRef)}
+
+
+def test_position_bias_invoked_directly_on_stored_versions(store):
     winners = ["model_a"] * 6 + ["model_b"] * 2 + ["tie", "both_bad"]
     battles = pl.DataFrame({"id": [f"b{i}" for i in range(10)], "winner": winners,
                             "model_a": ["x"] * 10, "model_b": ["y"] * 10})
     tags = pl.DataFrame({"battle_id": [f"b{i}" for i in range(10)] + ["b0", "b6", "b7"],
                          "category": ["overall"] * 10 + ["math"] * 3})
-    output = position_bias_table(battles=battles, battle_categories=tags)
+    output = position_bias_table(warehouse=store.warehouse, **_refs(store, battles, tags))
     table = output.value.sort("category")
     assert table.get_column("category").to_list() == ["math", "overall"]
     math, overall = table.to_dicts()
@@ -142,10 +151,10 @@ def test_battle_categories_invoked_directly_on_a_battles_frame():
     assert output.metadata["battles_per_category"].value["coding"] == 3
 
 
-def test_models_invoked_directly_on_frames():
+def test_models_invoked_directly_on_stored_versions(store):
     battles = make_battles(8).with_columns(model_b_canonical=pl.lit("gemini-2.5-pro"))
     tags = battle_categories(battles=battles).value.table
-    output = models(model_catalog=ModelCatalog(), battles=battles, battle_categories=tags)
+    output = models(model_catalog=ModelCatalog(), warehouse=store.warehouse, **_refs(store, battles, tags))
     table = output.value.table
     assert "aliases_sha256" in output.value.settings
     gemini = table.filter(pl.col("model") == "gemini-2.5-pro").row(0, named=True)

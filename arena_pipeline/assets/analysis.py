@@ -7,7 +7,7 @@ import polars as pl
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
-from arena_pipeline.assets.version_store import VERSION_STORE, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, TableRef, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     POSITION_BIAS_TABLE,
@@ -17,10 +17,11 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.analysis import (
     POSITION_BIAS_SCHEMA,
     RATING_TREND_SCHEMA,
-    position_bias,
+    position_bias_in_duckdb,
     rating_trend,
 )
 from arena_pipeline.core.store.catalog import TableSpec
+from arena_pipeline.resources import Warehouse
 
 REVISION_COLUMN = {"dump_revision": pl.String()}
 
@@ -41,13 +42,16 @@ def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
     metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}",
                              TableSpec()),
     kinds={"polars", "duckdb"},
-    ins=_TAGGED_BATTLES,
+    # references: counted inside DuckDB over the stored files, one row per category reaches Python
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES)},
     io_manager_key=VERSION_STORE,
 )
-def position_bias_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def position_bias_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[pl.DataFrame]:
     """arena.position_bias: per category, how often the model shown as A wins against B, with counts,
     an exact 95% interval and a binomial p-value against no bias."""
-    table = position_bias(battles, battle_categories)
+    # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
+    with warehouse.connection() as con:
+        table = position_bias_in_duckdb(con, battles.name, battle_categories.name)
     overall = table.filter(pl.col("category") == "overall").to_dicts()
     return dg.Output(table, metadata={"overall": dg.MetadataValue.json(overall)})
 
