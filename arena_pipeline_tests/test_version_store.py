@@ -11,7 +11,7 @@ import pytest
 from arena_pipeline.assets.analysis import position_bias_table
 from arena_pipeline.assets.metadata import schema_metadata, table_metadata
 from arena_pipeline.assets.models import models
-from arena_pipeline.assets.rankings import battle_categories
+from arena_pipeline.assets.rankings import _TAGGED_COLUMNS, battle_categories
 from arena_pipeline.assets.version_store import Fill, FillTogether, TableRef, Versioned, VersionStore
 from arena_pipeline.checks import models_confusable, quality_check
 from arena_pipeline.constants import BATTLES_TABLE, SCHEMA
@@ -149,6 +149,19 @@ def test_battle_categories_invoked_directly_on_a_battles_frame():
     assert per_category["coding"] == 3 and per_category["multi_turn"] == 4
     assert set(tags.filter(pl.col("category") == "coding").get_column("battle_id")) == {"id-0000", "id-0005", "id-0010"}
     assert output.metadata["battles_per_category"].value["coding"] == 3
+
+
+def test_battle_categories_reads_only_the_columns_its_rules_read():
+    """The input's columns (_TAGGED_COLUMNS) tag as the whole table does: the same tags and metadata, a dump
+    that lacks a rule's column included."""
+    battles = make_battles(30).with_columns(
+        dump=pl.when(pl.int_range(pl.len()) < 10).then(pl.lit("old")).otherwise(pl.lit("new")))
+    battles = battles.with_columns(math=pl.when(pl.col("dump") == "old").then(None).otherwise(pl.col("math")))
+    whole = battle_categories(battles=battles)
+    narrow = battle_categories(battles=battles.select([c.strip() for c in _TAGGED_COLUMNS.split(",") if c.strip() in battles.columns]))
+    assert narrow.value.table.equals(whole.value.table) and narrow.value.table.height > 30
+    assert narrow.metadata == whole.metadata
+    assert whole.metadata["unavailable_by_dump"].value  # the old dump lacks math
 
 
 def test_models_invoked_directly_on_stored_versions(store):

@@ -27,8 +27,9 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.categories import CATEGORY_RULES, tag_categories
 from arena_pipeline.core.dataset.dumps import conflicting_copies
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
@@ -60,6 +61,10 @@ from arena_pipeline.resources import DumpSource, HubAccess, ModelCatalog
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
+#: what the tagging reads of the battles: the id, the dump and every rule's columns the table has (a rule
+#: whose column it lacks stays unavailable, as on the whole table), not all of its columns
+_TAGGED_COLUMNS = ", ".join(c for c in dict.fromkeys(["id", "dump", *(c for r in CATEGORY_RULES for c in r.source_columns)])
+                            if c in BATTLES_SCHEMA)
 
 
 @dg.asset(
@@ -68,7 +73,7 @@ REVISION_COLUMN = {"dump_revision": pl.String()}
     kinds={"polars", "duckdb"},
     metadata=schema_metadata({"battle_id": pl.String(), "category": pl.String()},
                              f"{SCHEMA}.{BATTLE_CATEGORIES_TABLE}", TableSpec(file_view=True)),
-    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE])},
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE], _TAGGED_COLUMNS)},
     io_manager_key=VERSION_STORE,
 )
 def battle_categories(battles: pl.DataFrame) -> dg.Output[Versioned]:
