@@ -8,13 +8,14 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from arena_pipeline.assets.analysis import position_bias_table
+from arena_pipeline.assets.analysis import position_bias_table, rating_trend_table
 from arena_pipeline.assets.metadata import schema_metadata, table_metadata
 from arena_pipeline.assets.models import models
 from arena_pipeline.assets.rankings import _TAGGED_COLUMNS, battle_categories
 from arena_pipeline.assets.version_store import Fill, FillTogether, TableRef, Versioned, VersionStore
 from arena_pipeline.checks import models_confusable, quality_check
 from arena_pipeline.constants import BATTLES_TABLE, SCHEMA
+from arena_pipeline.core.analysis import rating_trend
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.versions import Build, start_build, version_name
@@ -137,6 +138,18 @@ def test_position_bias_invoked_directly_on_stored_versions(store):
     assert (math["decisive"], math["a_wins"]) == (3, 1)
     assert "dump_revision" not in table.columns  # the store adds it: it is the version's revision
     assert output.metadata["overall"].value[0]["a_wins"] == 6
+
+
+def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes_only(store):
+    """The step reads the trend's columns and categories inside DuckDB: the trend of the whole frames."""
+    battles = make_battles(400).with_columns(model_a_canonical=pl.col("model_a").str.to_uppercase(),
+                                             model_b_canonical=pl.col("model_b").str.to_uppercase())
+    tags = battle_categories(battles=battles).value.table
+    output = rating_trend_table(warehouse=store.warehouse, **_refs(store, battles, tags))
+    canonical = battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
+    expected = rating_trend(canonical, tags)
+    assert expected.height >= 3 and output.value.equals(expected)
+    assert set(output.value.get_column("model")) <= {m.upper() for m in MODELS}  # canonical names
 
 
 def test_battle_categories_invoked_directly_on_a_battles_frame():

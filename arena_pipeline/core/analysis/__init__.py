@@ -7,7 +7,13 @@ pinned by a ``*_SCHEMA`` dict of its module.
 """
 
 from arena_pipeline.core.analysis.position_bias import POSITION_BIAS_SCHEMA, position_bias, position_bias_in_duckdb
-from arena_pipeline.core.analysis.rating_trend import RATING_TREND_SCHEMA, TREND_CONFIG, chain_months, rating_trend
+from arena_pipeline.core.analysis.rating_trend import (
+    RATING_TREND_SCHEMA,
+    TREND_CATEGORIES,
+    TREND_CONFIG,
+    chain_months,
+    rating_trend,
+)
 
-__all__ = ["POSITION_BIAS_SCHEMA", "RATING_TREND_SCHEMA", "TREND_CONFIG", "chain_months", "position_bias",
+__all__ = ["POSITION_BIAS_SCHEMA", "RATING_TREND_SCHEMA", "TREND_CATEGORIES", "TREND_CONFIG", "chain_months", "position_bias",
            "position_bias_in_duckdb", "rating_trend"]
