@@ -131,17 +131,17 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
 
 def fit_columns(con, battles: str, config: RankingConfig) -> str:
     """The SQL column list of the battles relation ``battles`` the fit reads, in the table's order: the id, the
-    winner, the canonical model names (in ``model_a``/``model_b`` too: the boards rank them, so the raw names
-    are not read), the time, the dumps, every registered method's columns, every category rule's (the per-dump
-    boards tag the conflicting copies; the board status names a rule's missing column) and the cluster
-    column. Not the other columns (message counts, source file and row, scores no rule reads)."""
-    keep = {"id", "winner", "timestamp", "dump", "also_in_dumps", "model_a", "model_b", *CANONICAL_COLUMNS.values(),
+    winner, the canonical model names (the boards rank them, :class:`Fit` puts them in ``model_a``/``model_b``:
+    the raw names are not read), the time, the dumps, every registered method's columns, every category
+    rule's (the per-dump boards tag the conflicting copies; the board status names a rule's missing column)
+    and the cluster column. Not the other columns (raw names, message counts, source file and row, scores
+    no rule reads)."""
+    keep = {"id", "winner", "timestamp", "dump", "also_in_dumps", *CANONICAL_COLUMNS.values(),
             *(c for method in RATING_METHODS.values() for c in method.battle_columns()),
             *(c for rule in CATEGORY_RULES for c in rule.source_columns),
             *([config.cluster_column] if config.cluster_column else [])}
     present = con.execute(f"SELECT * FROM {battles} LIMIT 0").pl().columns
-    canonical = {raw: f'"{canon}" AS "{raw}"' for raw, canon in CANONICAL_COLUMNS.items()}
-    return ", ".join(canonical.get(c, f'"{c}"') for c in present if c in keep)
+    return ", ".join(f'"{c}"' for c in present if c in keep)
 
 
 class Fit:
