@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import dagster as dg
+import duckdb
 import polars as pl
 
 from arena_pipeline.assets.ingest import TABLE_KEYS
@@ -129,7 +130,7 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
     return leaderboard, record
 
 
-def fit_columns(con, battles: str, config: RankingConfig) -> str:
+def fit_columns(con: duckdb.DuckDBPyConnection, battles: str, config: RankingConfig) -> str:
     """The SQL column list of the battles relation ``battles`` the fit reads, in the table's order: the id, the
     winner, the canonical model names (the boards rank them, :class:`Fit` puts them in ``model_a``/``model_b``:
     the raw names are not read), the time, the dumps, every registered method's columns, every category

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
@@ -81,7 +82,7 @@ def position_bias(
 
 
 def position_bias_in_duckdb(
-    con, battles: str, battle_categories: str, confidence: float = 0.95
+    con: duckdb.DuckDBPyConnection, battles: str, battle_categories: str, confidence: float = 0.95
 ) -> pl.DataFrame:
     """:func:`position_bias` over the relations ``battles`` and ``battle_categories`` (quoted names on
     ``con``), counted inside DuckDB: it scans their columns and aggregates, spilling under its

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from arena_pipeline.constants import CATEGORIES
@@ -494,7 +495,7 @@ def model_facts(
     return ModelFacts(sides.select("canonical", "raw").unique(), per_model, membership)
 
 
-def model_facts_in_duckdb(con, battles: str, battle_categories: str) -> ModelFacts:
+def model_facts_in_duckdb(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: str) -> ModelFacts:
     """:class:`ModelFacts` computed inside DuckDB over the relations ``battles`` (``id``, ``model_a``,
     ``model_b``, their canonical columns, ``timestamp``) and ``battle_categories`` (quoted names on
     ``con``): DuckDB scans their columns and aggregates, spilling under its ``memory_limit``, so the
