@@ -1,5 +1,6 @@
 """The version store (arena_pipeline/assets/version_store.py) on a temporary warehouse, and assets built on it
-invoked directly on frames, as plain functions (issue 26 part 2)."""
+invoked directly on frames (or on stored versions, for those reading references), as plain functions
+(issue 26 part 2)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from arena_pipeline.assets.analysis import position_bias_table
+from arena_pipeline.assets.analysis import position_bias_table, rating_trend_table
 from arena_pipeline.assets.metadata import schema_metadata, table_metadata
 from arena_pipeline.assets.models import models
-from arena_pipeline.assets.rankings import battle_categories
+from arena_pipeline.assets.rankings import _TAGGED_COLUMNS, battle_categories
 from arena_pipeline.assets.version_store import Fill, FillTogether, TableRef, Versioned, VersionStore
 from arena_pipeline.checks import models_confusable, quality_check
 from arena_pipeline.constants import BATTLES_TABLE, SCHEMA
+from arena_pipeline.core.analysis import rating_trend
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.versions import Build, start_build, version_name
@@ -114,13 +116,21 @@ def test_a_table_with_the_inputs_of_an_earlier_version_is_a_view_of_it(store):
     assert _load(second, "battles", pl.DataFrame).sort("id").rows() == [("a", "tie"), ("b", "model_a")]
 
 
-def test_position_bias_invoked_directly_on_frames():
+def _refs(store: VersionStore, battles: pl.DataFrame, tags: pl.DataFrame) -> dict[str, TableRef]:
+    """``battles`` and ``tags`` stored as the run's versions, as the references an asset reading them inside
+    DuckDB is given."""
+    _store(store, BATTLES_TABLE, battles)
+    _store(store, "battle_categories", tags)
+    return {"battles": _load(store, BATTLES_TABLE, TableRef), "battle_categories": _load(store, "battle_categories", TableRef)}
+
+
+def test_position_bias_invoked_directly_on_stored_versions(store):
     winners = ["model_a"] * 6 + ["model_b"] * 2 + ["tie", "both_bad"]
     battles = pl.DataFrame({"id": [f"b{i}" for i in range(10)], "winner": winners,
                             "model_a": ["x"] * 10, "model_b": ["y"] * 10})
     tags = pl.DataFrame({"battle_id": [f"b{i}" for i in range(10)] + ["b0", "b6", "b7"],
                          "category": ["overall"] * 10 + ["math"] * 3})
-    output = position_bias_table(battles=battles, battle_categories=tags)
+    output = position_bias_table(warehouse=store.warehouse, **_refs(store, battles, tags))
     table = output.value.sort("category")
     assert table.get_column("category").to_list() == ["math", "overall"]
     math, overall = table.to_dicts()
@@ -128,6 +138,18 @@ def test_position_bias_invoked_directly_on_frames():
     assert (math["decisive"], math["a_wins"]) == (3, 1)
     assert "dump_revision" not in table.columns  # the store adds it: it is the version's revision
     assert output.metadata["overall"].value[0]["a_wins"] == 6
+
+
+def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes_only(store):
+    """The step reads the trend's columns and categories inside DuckDB: the trend of the whole frames."""
+    battles = make_battles(400).with_columns(model_a_canonical=pl.col("model_a").str.to_uppercase(),
+                                             model_b_canonical=pl.col("model_b").str.to_uppercase())
+    tags = battle_categories(battles=battles).value.table
+    output = rating_trend_table(warehouse=store.warehouse, **_refs(store, battles, tags))
+    canonical = battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
+    expected = rating_trend(canonical, tags)
+    assert expected.height >= 3 and output.value.equals(expected)
+    assert set(output.value.get_column("model")) <= {m.upper() for m in MODELS}  # canonical names
 
 
 def test_battle_categories_invoked_directly_on_a_battles_frame():
@@ -142,10 +164,23 @@ def test_battle_categories_invoked_directly_on_a_battles_frame():
     assert output.metadata["battles_per_category"].value["coding"] == 3
 
 
-def test_models_invoked_directly_on_frames():
+def test_battle_categories_reads_only_the_columns_its_rules_read():
+    """The input's columns (_TAGGED_COLUMNS) tag as the whole table does: the same tags and metadata, a dump
+    that lacks a rule's column included."""
+    battles = make_battles(30).with_columns(
+        dump=pl.when(pl.int_range(pl.len()) < 10).then(pl.lit("old")).otherwise(pl.lit("new")))
+    battles = battles.with_columns(math=pl.when(pl.col("dump") == "old").then(None).otherwise(pl.col("math")))
+    whole = battle_categories(battles=battles)
+    narrow = battle_categories(battles=battles.select([c.strip() for c in _TAGGED_COLUMNS.split(",") if c.strip() in battles.columns]))
+    assert narrow.value.table.equals(whole.value.table) and narrow.value.table.height > 30
+    assert narrow.metadata == whole.metadata
+    assert whole.metadata["unavailable_by_dump"].value  # the old dump lacks math
+
+
+def test_models_invoked_directly_on_stored_versions(store):
     battles = make_battles(8).with_columns(model_b_canonical=pl.lit("gemini-2.5-pro"))
     tags = battle_categories(battles=battles).value.table
-    output = models(model_catalog=ModelCatalog(), battles=battles, battle_categories=tags)
+    output = models(model_catalog=ModelCatalog(), warehouse=store.warehouse, **_refs(store, battles, tags))
     table = output.value.table
     assert "aliases_sha256" in output.value.settings
     gemini = table.filter(pl.col("model") == "gemini-2.5-pro").row(0, named=True)

@@ -18,12 +18,15 @@ is ~2.3x the parquet, 34 GB at 10x):
   seconds (imports excluded, closing included), CPU seconds (user + system, the whole subprocess).
 - ``refresh``: ``refresh_job`` (every asset and asset check, the report included) run in process as
   bench_pipeline.py runs it, into a fresh warehouse, with a Dagster instance kept in the size's
-  scratch folder. A sampler thread reads the process's RSS and CPU time (psutil) every 50 ms; each
+  scratch folder. A sampler thread reads the RSS and CPU time (psutil) of the process and of all its
+  descendants (the load's worker processes and their forkserver: each one's PSS, ``RssSampler``),
+  summed, every 50 ms; each
   step's wall time comes from Dagster's step stats and its peak RSS is the largest sample inside
   the step's [start, end] (``start`` is the RSS when it began, ``+MiB`` the rise over it; a step
   shorter than the sampling interval shows the RSS at its end, marked ``~``). The whole refresh's
-  peak is the subprocess's ``ru_maxrss`` (imports included); bytes written are ``/proc/self/io``'s
-  ``write_bytes`` during the job; the store is the snapshot file and the store folder after it.
+  peak is the larger of the sampled peak and the subprocess's ``ru_maxrss`` (imports included; the
+  largest single process, never a sum); bytes written are ``write_bytes`` of ``/proc/<pid>/io``
+  during the job, over the process and its descendants; the store is the snapshot file and the store folder after it.
 - ``rerun`` (``--rerun``, after each refresh): the same job again on the same warehouse, dump and
   Dagster instance (an unchanged dump: the gate says "unchanged", nothing is published), with its
   ratio to the floor run just before its refresh.
@@ -95,7 +98,16 @@ RERANK_SEED = 43
 # ---------------------------------------------------------------------------
 
 class RssSampler(threading.Thread):
-    """Samples (unix time, RSS bytes, CPU seconds) of this process every ``interval`` seconds."""
+    """Samples (unix time, memory bytes, CPU seconds) of this process *and all its descendants* every
+    ``interval`` seconds: the load's worker processes (``core/ingest/parallel.py``, started by a
+    forkserver, itself a child) count with the refresh.
+
+    Memory is this process's RSS plus each descendant's PSS (``/proc/<pid>/smaps_rollup``: its own pages,
+    and its share of the pages it shares with the forkserver and the other workers, so nothing is counted
+    twice; its RSS where that file is unreadable). CPU is user + system time of each live process plus
+    that of the children it has reaped (a worker that has ended counts through its forkserver), so the
+    sum does not drop when a worker ends.
+    """
 
     def __init__(self, interval: float = SAMPLE_SECONDS):
         super().__init__(daemon=True)
@@ -106,9 +118,34 @@ class RssSampler(threading.Thread):
         self.samples: list[tuple[float, int, float]] = []
         self._stop_event = threading.Event()
 
-    def sample(self) -> None:
+    @staticmethod
+    def _pss(process) -> int:
+        """A descendant's proportional set size (its RSS when smaps_rollup cannot be read)."""
+        try:
+            for line in Path(f"/proc/{process.pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return process.memory_info().rss
+
+    def tree(self) -> tuple[int, float]:
+        """(memory bytes, CPU seconds) of this process and its descendants now."""
+        import psutil
+
         cpu = self.process.cpu_times()
-        self.samples.append((time.time(), self.process.memory_info().rss, cpu.user + cpu.system))
+        memory, seconds = self.process.memory_info().rss, cpu.user + cpu.system + cpu.children_user + cpu.children_system
+        for child in self.process.children(recursive=True):
+            try:
+                times = child.cpu_times()
+                memory += self._pss(child)
+                seconds += times.user + times.system + times.children_user + times.children_system
+            except psutil.Error:  # ended between the listing and the reading
+                continue
+        return memory, seconds
+
+    def sample(self) -> None:
+        self.samples.append((time.time(), *self.tree()))
 
     def run(self) -> None:
         while not self._stop_event.is_set():
@@ -166,7 +203,7 @@ def child_refresh(dump: Path, scratch: Path, bootstrap: int, job_name: str = "re
     sampler = RssSampler()
     sampler.start()
     with dg.instance_for_test(temp_dir=str(home)) as instance:
-        rss_before = sampler.process.memory_info().rss
+        rss_before = sampler.tree()[0]
         written_before = bytes_written()
         started = time.perf_counter()
         result = job.execute_in_process(
@@ -221,7 +258,13 @@ def run_child(args: list[str], log: Path) -> tuple[dict | None, dict]:
         for line in tail:
             print(f"      {line}")
         return None, usage_figures
-    return json.loads(out.read_text()), usage_figures
+    result = json.loads(out.read_text())
+    if "sampled_peak_rss_mb" in result:
+        # ru_maxrss is the largest single process (the refresh's, or one reaped descendant's), never their
+        # sum: the peak is the larger of it and the sampled peak of the process tree (the load's workers)
+        usage_figures["ru_maxrss_mb"] = usage_figures["peak_rss_mb"]
+        usage_figures["peak_rss_mb"] = max(usage_figures["peak_rss_mb"], result["sampled_peak_rss_mb"])
+    return result, usage_figures
 
 
 def file_bytes(path: Path) -> int:
@@ -236,12 +279,19 @@ def file_bytes(path: Path) -> int:
 
 
 def bytes_written() -> int:
-    """Bytes this process has caused to be written to storage so far (Linux ``/proc/self/io``; 0 elsewhere)."""
-    try:
-        fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
-    except OSError:
-        return 0
-    return int(fields.get("write_bytes", 0))
+    """Bytes this process and its descendants (the load's workers, through their forkserver: a process's
+    count includes its reaped children's) have caused to be written to storage so far (Linux
+    ``/proc/<pid>/io``; 0 elsewhere)."""
+    import psutil
+
+    total = 0
+    for pid in [os.getpid(), *(child.pid for child in psutil.Process().children(recursive=True))]:
+        try:
+            fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+        except OSError:
+            continue
+        total += int(fields.get("write_bytes", 0))
+    return total
 
 
 def boards_checksum(db: Path) -> dict:
@@ -513,8 +563,8 @@ def print_size(entry: dict) -> None:
     if refresh:
         print(f"\n  refresh {size_label(entry['size'])}: {'success' if refresh['success'] else 'FAILED'}, "
               f"{refresh['seconds']:.1f} s; RSS {refresh['rss_before_job_mb']:,.0f} MiB before the job "
-              f"(imports), sampled peak {refresh['sampled_peak_rss_mb']:,.0f} MiB, ru_maxrss "
-              f"{refresh['peak_rss_mb']:,.0f} MiB; {refresh['samples']} samples, largest gap "
+              f"(imports), sampled peak {refresh['sampled_peak_rss_mb']:,.0f} MiB (with the load's workers), "
+              f"ru_maxrss {refresh.get('ru_maxrss_mb', refresh['peak_rss_mb']):,.0f} MiB; {refresh['samples']} samples, largest gap "
               f"{refresh['largest_sample_gap_s']:.2f} s")
         print(f"  {'step':<34}{'status':<9}{'seconds':>8}{'CPU s':>8}{'start MiB':>10}"
               f"{'peak MiB':>10}{'+MiB':>8}")
@@ -673,7 +723,8 @@ def print_summary(entries: list[dict], base_rows: int) -> list[dict]:
               f"{fmt(rk.get('seconds'), '.1f', 8)} {fmt(per_kept_revision(e), ',.0f', 7)}")
     print("(x floor: the fastest refresh over the fastest floor; median x: the median of each refresh over the "
           "floor run just before it; rerun x floor: the same for the unchanged re-run, median)")
-    print("(seconds: wall, imports excluded; RSS: the subprocess's ru_maxrss; MiB: parquet, bytes written by the "
+    print("(seconds: wall, imports excluded; RSS: the larger of the subprocess's ru_maxrss and the sampled sum over "
+          "it and its descendants; MiB: parquet, bytes written by the "
           "refresh, the store after it (snapshot + store folder); per rev: the store per kept revision after "
           "--revisions)")
     found = targets(entries)

@@ -7,7 +7,7 @@ import polars as pl
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
-from arena_pipeline.assets.version_store import VERSION_STORE, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, TableRef, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     POSITION_BIAS_TABLE,
@@ -17,22 +17,21 @@ from arena_pipeline.constants import (
 from arena_pipeline.core.analysis import (
     POSITION_BIAS_SCHEMA,
     RATING_TREND_SCHEMA,
-    position_bias,
+    TREND_CATEGORIES,
+    position_bias_in_duckdb,
     rating_trend,
 )
 from arena_pipeline.core.store.catalog import TableSpec
+from arena_pipeline.core.store.warehouse import read_frame
+from arena_pipeline.resources import Warehouse
 
 REVISION_COLUMN = {"dump_revision": pl.String()}
 
-_BATTLE_COLUMNS = "id, model_a, model_b, model_a_canonical, model_b_canonical, winner, timestamp, turns, language"
-#: battles (the columns the analyses read) and their category tags, through the version store
-_TAGGED_BATTLES = {"battles": stored_input(TABLE_KEYS[BATTLES_TABLE], _BATTLE_COLUMNS),
-                   "battle_categories": stored_input(BATTLE_CATEGORIES)}
-
-
-def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
-    """Battles as the leaderboards see them: canonical model names."""
-    return battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
+#: the battles (the columns the trend reads, canonical names as the leaderboards rank them) and the tags of the
+#: trend's categories, read inside DuckDB: not the other columns, not the other categories' tags
+_TREND_BATTLES = ('SELECT id, model_a_canonical AS model_a, model_b_canonical AS model_b, winner, timestamp '
+                  'FROM {battles}')
+_TREND_TAGS = "SELECT battle_id, category FROM {tags} WHERE category IN ({categories})"
 
 
 @dg.asset(
@@ -41,13 +40,16 @@ def _canonical(battles: pl.DataFrame) -> pl.DataFrame:
     metadata=schema_metadata({**POSITION_BIAS_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{POSITION_BIAS_TABLE}",
                              TableSpec()),
     kinds={"polars", "duckdb"},
-    ins=_TAGGED_BATTLES,
+    # references: counted inside DuckDB over the stored files, one row per category reaches Python
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES)},
     io_manager_key=VERSION_STORE,
 )
-def position_bias_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def position_bias_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[pl.DataFrame]:
     """arena.position_bias: per category, how often the model shown as A wins against B, with counts,
     an exact 95% interval and a binomial p-value against no bias."""
-    table = position_bias(battles, battle_categories)
+    # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
+    with warehouse.connection() as con:
+        table = position_bias_in_duckdb(con, battles.name, battle_categories.name)
     overall = table.filter(pl.col("category") == "overall").to_dicts()
     return dg.Output(table, metadata={"overall": dg.MetadataValue.json(overall)})
 
@@ -58,13 +60,17 @@ def position_bias_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) 
     metadata=schema_metadata({**RATING_TREND_SCHEMA, **REVISION_COLUMN}, f"{SCHEMA}.{RATING_TREND_TABLE}",
                              TableSpec()),
     kinds={"numpy", "duckdb"},
-    ins=_TAGGED_BATTLES,
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES)},
     io_manager_key=VERSION_STORE,
 )
-def rating_trend_table(battles: pl.DataFrame, battle_categories: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def rating_trend_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[pl.DataFrame]:
     """arena.rating_trend: Bradley-Terry ratings per calendar month for the models with enough
     battles that month, over every loaded dump; months are linked in order through the models two
     consecutive months share (core/analysis/rating_trend.py: the first month is centred)."""
-    table = rating_trend(_canonical(battles), battle_categories)
+    categories = ", ".join(f"'{c}'" for c in TREND_CATEGORIES)
+    with warehouse.connection() as con:
+        votes = read_frame(con, _TREND_BATTLES.format(battles=battles.name))
+        tags = read_frame(con, _TREND_TAGS.format(tags=battle_categories.name, categories=categories))
+    table = rating_trend(votes, tags, categories=TREND_CATEGORIES)
     months = table.get_column("month").n_unique() if table.height else 0
     return dg.Output(table, metadata={"months": months})

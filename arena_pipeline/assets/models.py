@@ -7,7 +7,7 @@ from arena_pipeline.assets.builds import table_sha256
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES, RANKING_KEYS
-from arena_pipeline.assets.version_store import VERSION_STORE, Versioned, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, TableRef, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     EXTERNAL_COMPARISON_MODELS_TABLE,
@@ -16,7 +16,7 @@ from arena_pipeline.constants import (
     MODELS_TABLE,
     SCHEMA,
 )
-from arena_pipeline.core.dataset.models import MODELS_SCHEMA, merged_names, models_table
+from arena_pipeline.core.dataset.models import MODELS_SCHEMA, merged_names, model_facts_in_duckdb, models_table
 from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.validation.external import (
@@ -26,7 +26,7 @@ from arena_pipeline.core.validation.external import (
     compare_leaderboard,
 )
 from arena_pipeline.presentation.markdown import frame_markdown
-from arena_pipeline.resources import DumpSource, ModelCatalog
+from arena_pipeline.resources import DumpSource, ModelCatalog, Warehouse
 
 MODELS = dg.AssetKey([SCHEMA, MODELS_TABLE])
 EXTERNAL_COMPARISON = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_TABLE])
@@ -38,17 +38,20 @@ EXTERNAL_COMPARISON_MODELS = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_MODELS_TAB
     group_name="rankings",
     kinds={"polars", "duckdb"},
     metadata=schema_metadata(MODELS_SCHEMA, f"{SCHEMA}.{MODELS_TABLE}", TableSpec(exported=True)),
-    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE],
-                                 "id, model_a, model_b, model_a_canonical, model_b_canonical, timestamp"),
-         "battle_categories": stored_input(BATTLE_CATEGORIES)},
+    # references: aggregated inside DuckDB over the stored files, a few rows per model reach Python
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES)},
     io_manager_key=VERSION_STORE,
 )
-def models(model_catalog: ModelCatalog, battles: pl.DataFrame, battle_categories: pl.DataFrame) -> dg.Output[Versioned]:
+def models(model_catalog: ModelCatalog, warehouse: Warehouse, battles: TableRef,
+           battle_categories: TableRef) -> dg.Output[Versioned]:
     """arena.models: one row per canonical model name with its provider, the raw names seen, first and
     last battle, and battles per category. Raw names that normalize to one model are listed in the metadata."""
     aliases = model_catalog.aliases()
-    table = models_table(battles, battle_categories, aliases)
-    merged = merged_names(battles, aliases)
+    # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
+    with warehouse.connection() as con:
+        facts = model_facts_in_duckdb(con, battles.name, battle_categories.name)
+    table = models_table(facts, aliases=aliases)
+    merged = merged_names(facts, aliases)
     return dg.Output(
         Versioned(table, {"aliases_sha256": table_sha256(aliases)}),
         metadata={

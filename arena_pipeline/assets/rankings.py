@@ -6,12 +6,13 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import dagster as dg
+import duckdb
 import polars as pl
 
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata, table_spec
 from arena_pipeline.assets.run_config import RankingRunConfig
-from arena_pipeline.assets.version_store import VERSION_STORE, Later, Versioned, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, Later, TableRef, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLE_CATEGORIES_TABLE,
     BATTLES_TABLE,
@@ -27,8 +28,10 @@ from arena_pipeline.constants import (
     STYLE_COEFFICIENTS_TABLE,
     UNRATED_MODELS_TABLE,
 )
-from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.categories import CATEGORY_RULES, tag_categories
 from arena_pipeline.core.dataset.dumps import conflicting_copies
+from arena_pipeline.core.dataset.models import CANONICAL_COLUMNS
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA
 from arena_pipeline.core.ranking import (
     BOARD_STATUS_SCHEMA,
     LEADERBOARD_SCHEMA,
@@ -36,6 +39,7 @@ from arena_pipeline.core.ranking import (
     PAIRWISE_SIGNIFICANCE_SCHEMA,
     STYLE_COEFFICIENTS_SCHEMA,
     UNRATED_MODELS_SCHEMA,
+    RankingConfig,
     RankingOutput,
     compute_rankings,
     per_dump_leaderboards,
@@ -46,7 +50,9 @@ from arena_pipeline.core.ranking.model_fit import (
     ModelFitOutput,
     compute_model_fit,
 )
+from arena_pipeline.core.ranking.rating_method import RATING_METHODS
 from arena_pipeline.core.store.catalog import TableSpec
+from arena_pipeline.core.store.warehouse import read_frame
 from arena_pipeline.core.validation.external import (
     BoardFormatError,
     alignment_record,
@@ -56,10 +62,14 @@ from arena_pipeline.core.validation.external import (
 )
 from arena_pipeline.presentation.markdown import board_previews
 from arena_pipeline.presentation.read import PublicationView
-from arena_pipeline.resources import DumpSource, HubAccess, ModelCatalog
+from arena_pipeline.resources import DumpSource, HubAccess, ModelCatalog, Warehouse
 
 BATTLE_CATEGORIES = dg.AssetKey([SCHEMA, BATTLE_CATEGORIES_TABLE])
 REVISION_COLUMN = {"dump_revision": pl.String()}
+#: what the tagging reads of the battles: the id, the dump and every rule's columns the table has (a rule
+#: whose column it lacks stays unavailable, as on the whole table), not all of its columns
+_TAGGED_COLUMNS = ", ".join(c for c in dict.fromkeys(["id", "dump", *(c for r in CATEGORY_RULES for c in r.source_columns)])
+                            if c in BATTLES_SCHEMA)
 
 
 @dg.asset(
@@ -68,7 +78,7 @@ REVISION_COLUMN = {"dump_revision": pl.String()}
     kinds={"polars", "duckdb"},
     metadata=schema_metadata({"battle_id": pl.String(), "category": pl.String()},
                              f"{SCHEMA}.{BATTLE_CATEGORIES_TABLE}", TableSpec(file_view=True)),
-    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE])},
+    ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE], _TAGGED_COLUMNS)},
     io_manager_key=VERSION_STORE,
 )
 def battle_categories(battles: pl.DataFrame) -> dg.Output[Versioned]:
@@ -120,19 +130,50 @@ def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model
     return leaderboard, record
 
 
+def fit_columns(con: duckdb.DuckDBPyConnection, battles: str, config: RankingConfig) -> str:
+    """The SQL column list of the battles relation ``battles`` the fit reads, in the table's order: the id, the
+    winner, the canonical model names (the boards rank them, :class:`Fit` puts them in ``model_a``/``model_b``:
+    the raw names are not read), the time, the dumps, every registered method's columns, every category
+    rule's (the per-dump boards tag the conflicting copies; the board status names a rule's missing column)
+    and the cluster column. Not the other columns (raw names, message counts, source file and row, scores
+    no rule reads)."""
+    keep = {"id", "winner", "timestamp", "dump", "also_in_dumps", *CANONICAL_COLUMNS.values(),
+            *(c for method in RATING_METHODS.values() for c in method.battle_columns()),
+            *(c for rule in CATEGORY_RULES for c in rule.source_columns),
+            *([config.cluster_column] if config.cluster_column else [])}
+    present = con.execute(f"SELECT * FROM {battles} LIMIT 0").pl().columns
+    return ", ".join(f'"{c}"' for c in present if c in keep)
+
+
 class Fit:
     """What one run of the rankings step computes, each part once and only when a selected table needs it:
     the boards (and their alignment), each dump's own boards, the held-out model fit."""
 
     def __init__(self, context: dg.AssetExecutionContext, config: RankingRunConfig, model_catalog: ModelCatalog,
-                 dump_source: DumpSource, battles: pl.DataFrame, battle_categories: pl.DataFrame,
+                 dump_source: DumpSource, votes: Callable[[RankingConfig], tuple[pl.DataFrame, pl.DataFrame]],
                  quarantine: pl.DataFrame):
+        # votes: (battles, battle_categories) read for the ranking settings, when a part is first computed
+        # (an unchanged re-run whose fits are reused reads no vote)
         # the leaderboards rank canonical names (core/dataset/models.py); raw names stay in arena.battles
         self._canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
         self.context, self.model_catalog, self.quarantine = context, model_catalog, quarantine
-        self.dump_source = dump_source
-        self.battles, self.battle_categories = battles.with_columns(**self._canonical), battle_categories
+        self.dump_source, self._votes = dump_source, votes
         self.config = config.ranking_config()
+
+    @functools.cached_property
+    def _read(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        battles, battle_categories = self._votes(self.config)
+        return battles.with_columns(**self._canonical), battle_categories
+
+    @property
+    def battles(self) -> pl.DataFrame:
+        """The votes the boards fit (the columns of :func:`fit_columns`, canonical model names)."""
+        return self._read[0]
+
+    @property
+    def battle_categories(self) -> pl.DataFrame:
+        """Their category tags."""
+        return self._read[1]
 
     @functools.cached_property
     def output(self) -> RankingOutput:
@@ -291,6 +332,7 @@ def fit_asset(tables: Sequence[FitTable] = FIT_TABLES) -> dg.AssetsDefinition:
         # outputs the version store keeps (a specs-only multi-asset's outputs carry no value), in declaration order
         outs={name: dg.AssetOut.from_spec(spec, is_required=False, io_manager_key=VERSION_STORE)
               for name, spec in specs.items()},
+        # the votes as references: read (only the columns the fit reads) when a table is fitted, not reused
         ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES),
              "quarantine": quarantine},
         internal_asset_deps={table.name: {TABLE_KEYS[BATTLES_TABLE], BATTLE_CATEGORIES,
@@ -299,7 +341,7 @@ def fit_asset(tables: Sequence[FitTable] = FIT_TABLES) -> dg.AssetsDefinition:
         can_subset=True,
     )
     def rankings(context: dg.AssetExecutionContext, config: RankingRunConfig, model_catalog: ModelCatalog,
-                 dump_source: DumpSource, battles: pl.DataFrame, battle_categories: pl.DataFrame,
+                 dump_source: DumpSource, warehouse: Warehouse, battles: TableRef, battle_categories: TableRef,
                  quarantine: pl.DataFrame):
         """Fit Bradley-Terry (exact MLE), style-controlled BT and Rank Centrality for every category.
 
@@ -319,7 +361,12 @@ def fit_asset(tables: Sequence[FitTable] = FIT_TABLES) -> dg.AssetsDefinition:
         they are built with the boards, from the same settings.
         """
         selected = {key.path[-1] for key in context.selected_asset_keys}
-        fit = Fit(context, config, model_catalog, dump_source, battles, battle_categories, quarantine)
+        def votes(ranking: RankingConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
+            with warehouse.connection() as con:
+                return (read_frame(con, f"SELECT {fit_columns(con, battles.name, ranking)} FROM {battles.name}"),
+                        read_frame(con, f"SELECT * FROM {battle_categories.name}"))
+
+        fit = Fit(context, config, model_catalog, dump_source, votes, quarantine)
         settings = fit.settings()
         # the same votes, settings and code fitted before: those versions, and nothing is fitted; an aligned
         # board's settings hold the alignment, known only once fitted: fitted every time

@@ -13,6 +13,7 @@ from arena_pipeline.core.analysis import (
     POSITION_BIAS_SCHEMA,
     RATING_TREND_SCHEMA,
     position_bias,
+    position_bias_in_duckdb,
     rating_trend,
 )
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
@@ -241,6 +242,43 @@ def test_position_bias_on_the_real_sample_counts_every_battle():
     tags, _ = tag_categories(shard.battles)
     bias = position_bias(shard.battles, tags)
     assert bias.filter(pl.col("category") == "overall").get_column("battles").item() == shard.battles.height
+
+
+def _real_sample() -> tuple[pl.DataFrame, pl.DataFrame]:
+    from pathlib import Path
+
+    from arena_pipeline.core.dataset.categories import tag_categories
+    from arena_pipeline.core.ingest.sources import read_csv_export
+    from arena_pipeline_dev.fixtures import flatten_table
+
+    sample = Path(__file__).parents[1] / "data" / "arena_human_preference_sample_100.csv"
+    shard = flatten_table(read_csv_export(sample).table, sample.name)
+    return shard.battles, tag_categories(shard.battles)[0]
+
+
+def _bad_rows() -> tuple[pl.DataFrame, pl.DataFrame]:
+    battles = _battles(["model_a", "model_b", "tie", "both_bad", None, "weird", "model_a"])
+    battles = battles.with_columns(id=pl.Series(["b000", "b001", "b002", "b003", "b004", "b005", None]))
+    tags = pl.DataFrame({"battle_id": ["b000", "b001", "b002", "b003", "b004", "b005", "b002", "b000", None],
+                         "category": ["math", "math", "coding", "coding", "math", "math", "overall", "math",
+                                      "overall"]})
+    return battles, tags
+
+
+@pytest.mark.parametrize("made", [_bad_rows, _real_sample, lambda: (
+    _battles([]).cast({"winner": pl.String, "model_a": pl.String, "model_b": pl.String}),
+    pl.DataFrame(schema={"battle_id": pl.String, "category": pl.String}))], ids=["bad_rows", "real", "empty"])
+def test_position_bias_counted_in_duckdb_equals_the_frames(made):
+    import duckdb
+
+    battles, tags = made()
+    with duckdb.connect() as con:
+        con.register("battles", battles.to_arrow())
+        con.register("tags", tags.to_arrow())
+        counted = position_bias_in_duckdb(con, '"battles"', '"tags"')
+    expected = position_bias(battles, tags)
+    assert expected.height > 0 or made is not _real_sample
+    assert counted.equals(expected), (counted, expected)
 
 
 def _drift_battles(months: int = 8, per_month: int = 40_000) -> tuple[pl.DataFrame, float]:

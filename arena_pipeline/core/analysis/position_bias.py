@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
@@ -22,6 +23,9 @@ POSITION_BIAS_SCHEMA: dict[str, pl.DataType] = {
     "ci_upper": pl.Float64(),
     "p_value": pl.Float64(),
 }
+
+#: The outcomes counted (a winner not among them is ignored), and the column counting each.
+OUTCOMES: dict[str, str] = {"model_a": "a_wins", "model_b": "b_wins", "tie": "ties", "both_bad": "both_bad"}
 
 
 def position_bias(
@@ -57,15 +61,13 @@ def position_bias(
         a_wins + b_wins``; ``a_win_rate``, ``ci_lower``, ``ci_upper`` and ``p_value`` are null
         when ``decisive`` is 0.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be in (0, 1)")
     winner = pl.col("winner")
     counts = (
         battle_categories.select(pl.col("battle_id", "category").cast(pl.String))
         .unique()
         .join(
             battles.select(pl.col("id").cast(pl.String).alias("battle_id"), "winner").filter(
-                winner.is_in(["model_a", "model_b", "tie", "both_bad"]).fill_null(False)
+                winner.is_in(list(OUTCOMES)).fill_null(False)
             ),
             on="battle_id",
             how="inner",
@@ -73,11 +75,40 @@ def position_bias(
         .group_by("category")
         .agg(
             battles=pl.len().cast(pl.Int64),
-            a_wins=(winner == "model_a").sum().cast(pl.Int64),
-            b_wins=(winner == "model_b").sum().cast(pl.Int64),
-            ties=(winner == "tie").sum().cast(pl.Int64),
-            both_bad=(winner == "both_bad").sum().cast(pl.Int64),
+            **{column: (winner == outcome).sum().cast(pl.Int64) for outcome, column in OUTCOMES.items()},
         )
+    )
+    return position_bias_from_counts(counts, confidence)
+
+
+def position_bias_in_duckdb(
+    con: duckdb.DuckDBPyConnection, battles: str, battle_categories: str, confidence: float = 0.95
+) -> pl.DataFrame:
+    """:func:`position_bias` over the relations ``battles`` and ``battle_categories`` (quoted names on
+    ``con``), counted inside DuckDB: it scans their columns and aggregates, spilling under its
+    ``memory_limit``, so the memory held does not grow with the votes; one row per category reaches
+    Python."""
+    outcomes = ", ".join(f"'{outcome}'" for outcome in OUTCOMES)
+    counted = ", ".join(f"count_if(winner = '{outcome}') AS {column}" for outcome, column in OUTCOMES.items())
+    counts = con.sql(
+        f"""SELECT category, count(*) AS battles, {counted}
+        FROM (SELECT DISTINCT CAST(battle_id AS VARCHAR) AS battle_id, CAST(category AS VARCHAR) AS category
+              FROM {battle_categories})
+        JOIN (SELECT CAST(id AS VARCHAR) AS battle_id, winner FROM {battles} WHERE winner IN ({outcomes}))
+        USING (battle_id)
+        GROUP BY category"""
+    ).pl()
+    return position_bias_from_counts(counts, confidence)
+
+
+def position_bias_from_counts(counts: pl.DataFrame, confidence: float = 0.95) -> pl.DataFrame:
+    """:func:`position_bias` from its counts per category (``category``, ``battles``, ``a_wins``,
+    ``b_wins``, ``ties``, ``both_bad``): the exact interval and test per category, in board order."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    counts = (
+        counts.with_columns(pl.col("category").cast(pl.String),
+                            pl.col("battles", *OUTCOMES.values()).cast(pl.Int64))
         .with_columns(decisive=pl.col("a_wins") + pl.col("b_wins"))
         .sort(category_order(), "category")
     )

@@ -31,6 +31,9 @@ TREND_CONFIG = RankingConfig(
     methods=(PRIMARY_METHOD,), bootstrap_rounds=0, min_battles=50, display_min_battles=0, anchor_models=()
 )
 
+#: The categories :func:`rating_trend` computes by default.
+TREND_CATEGORIES: tuple[str, ...] = ("overall",)
+
 _KEY_SEPARATOR = "\x1f"  # joins category and month into one board name for compute_rankings
 
 
@@ -38,7 +41,7 @@ def rating_trend(
     battles: pl.DataFrame,
     battle_categories: pl.DataFrame,
     config: RankingConfig | None = None,
-    categories: Sequence[str] | None = ("overall",),
+    categories: Sequence[str] | None = TREND_CATEGORIES,
     chain: bool = True,
 ) -> pl.DataFrame:
     """Bradley-Terry ratings per calendar month (UTC) and category.

@@ -33,9 +33,11 @@ import functools
 import io
 import sys
 import unicodedata
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from arena_pipeline.constants import CATEGORIES
@@ -439,8 +441,101 @@ def _sides(battles: pl.DataFrame, aliases: pl.DataFrame | None, extra: list[str]
     ).filter(pl.col("canonical").is_not_null())
 
 
-def merged_names(
+@dataclass(frozen=True)
+class ModelFacts:
+    """What :func:`models_table` and :func:`merged_names` need of the battles, reduced to a few rows per
+    model: made from frames (:func:`model_facts`) or inside DuckDB (:func:`model_facts_in_duckdb`),
+    the same either way.
+
+    ``names``: distinct (``canonical``, ``raw``) of both sides, null canonical names left out;
+    ``per_model``: per canonical name, ``n_battles`` (distinct battle ids, a null id one value),
+    ``first_battle`` / ``last_battle`` and ``n_rows`` (battle rows in which it played, a self-battle
+    once); ``membership``: per canonical name and category, ``battles`` (distinct battle ids of the
+    model tagged with the category). ``membership`` and the battle columns of ``per_model`` are
+    absent (None / null) when the facts were made without categories / without ids.
+    """
+
+    names: pl.DataFrame
+    per_model: pl.DataFrame
+    membership: pl.DataFrame | None
+
+
+def model_facts(
     battles: pl.DataFrame,
+    battle_categories: pl.DataFrame | None = None,
+    aliases: pl.DataFrame | None = None,
+) -> ModelFacts:
+    """:class:`ModelFacts` of a battles frame (``model_a``/``model_b``, their canonical columns, else
+    computed with ``aliases``; ``id`` and ``timestamp`` when present) and its category tags."""
+    has_id, has_time = "id" in battles.columns, "timestamp" in battles.columns
+    timestamp = (
+        pl.col("timestamp").cast(pl.Datetime("us")) if has_time else pl.lit(None, pl.Datetime("us"))
+    )
+    battle_id = pl.col("id").cast(pl.String) if has_id else pl.lit(None, pl.String)
+    sides = _sides(battles, aliases, [battle_id.alias("battle_id"), timestamp.alias("timestamp")])
+    per_model = sides.group_by("canonical").agg(
+        pl.col("battle_id").n_unique().cast(pl.Int64).alias("n_battles"),
+        pl.col("timestamp").min().alias("first_battle"),
+        pl.col("timestamp").max().alias("last_battle"),
+        pl.col("_row").n_unique().cast(pl.Int64).alias("n_rows"),
+    )
+    membership = None
+    if battle_categories is not None:
+        membership = (
+            sides.select("battle_id", "canonical")
+            .unique()
+            .join(
+                battle_categories.select(pl.col("battle_id").cast(pl.String), "category").unique(),
+                on="battle_id",
+                how="inner",
+            )
+            .group_by("canonical", "category")
+            .agg(pl.len().cast(pl.Int64).alias("battles"))
+        )
+    return ModelFacts(sides.select("canonical", "raw").unique(), per_model, membership)
+
+
+def model_facts_in_duckdb(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: str) -> ModelFacts:
+    """:class:`ModelFacts` computed inside DuckDB over the relations ``battles`` (``id``, ``model_a``,
+    ``model_b``, their canonical columns, ``timestamp``) and ``battle_categories`` (quoted names on
+    ``con``): DuckDB scans their columns and aggregates, spilling under its ``memory_limit``, so the
+    memory held does not grow with the votes; only a few rows per model reach Python."""
+    sides = " UNION ALL ".join(
+        f"SELECT CAST(id AS VARCHAR) AS battle_id, {raw} AS raw, {canon} AS canonical, "
+        f"CAST(timestamp AS TIMESTAMP) AS timestamp FROM {battles} WHERE {canon} IS NOT NULL"
+        for raw, canon in CANONICAL_COLUMNS.items()
+    )
+    a, b = CANONICAL_COLUMNS.values()
+    names = con.sql(f"WITH sides AS ({sides}) SELECT DISTINCT canonical, raw FROM sides").pl()
+    per_model = con.sql(
+        f"""WITH sides AS ({sides}),
+        rows AS (SELECT {a} AS canonical FROM {battles} WHERE {a} IS NOT NULL
+                 UNION ALL SELECT {b} FROM {battles} WHERE {b} IS NOT NULL AND {b} IS DISTINCT FROM {a}),
+        counted AS (SELECT canonical, count(*) AS n_rows FROM rows GROUP BY canonical)
+        SELECT canonical,
+               CAST(count(DISTINCT battle_id) + (count(*) FILTER (battle_id IS NULL) > 0)::INT AS BIGINT)
+                   AS n_battles,
+               min(timestamp) AS first_battle, max(timestamp) AS last_battle, any_value(n_rows) AS n_rows
+        FROM sides JOIN counted USING (canonical) GROUP BY canonical"""
+    ).pl()
+    membership = con.sql(
+        f"""WITH sides AS ({sides})
+        SELECT canonical, category, count(*) AS battles
+        FROM (SELECT DISTINCT battle_id, canonical FROM sides WHERE battle_id IS NOT NULL)
+        JOIN (SELECT DISTINCT CAST(battle_id AS VARCHAR) AS battle_id, category FROM {battle_categories}
+              WHERE battle_id IS NOT NULL) USING (battle_id)
+        GROUP BY canonical, category"""
+    ).pl()
+    return ModelFacts(
+        names.cast({"canonical": pl.String, "raw": pl.String}),
+        per_model.cast({"n_battles": pl.Int64, "first_battle": pl.Datetime("us"),
+                        "last_battle": pl.Datetime("us"), "n_rows": pl.Int64}),
+        membership.cast({"battles": pl.Int64}),
+    )
+
+
+def merged_names(
+    battles: pl.DataFrame | ModelFacts,
     aliases: pl.DataFrame | None = None,
     include_renamed: bool = False,
 ) -> pl.DataFrame:
@@ -450,7 +545,7 @@ def merged_names(
     ----------
     battles
         Frame with ``model_a``/``model_b``; its ``*_canonical`` columns are used if present,
-        else computed with ``aliases``.
+        else computed with ``aliases``. Or its :class:`ModelFacts`.
     aliases
         :func:`load_aliases` output; default the packaged table (only used when the
         canonical columns are absent).
@@ -467,12 +562,8 @@ def merged_names(
         differs from the canonical name (resolved through the alias table). Sorted by
         canonical.
     """
-    sides = _sides(battles, aliases, [])
-    pairs = (
-        sides.select("raw", "canonical")
-        .unique()
-        .with_columns(normalize_name_expr("raw").alias("normalized"))
-    )
+    facts = battles if isinstance(battles, ModelFacts) else model_facts(battles, None, aliases)
+    pairs = facts.names.with_columns(normalize_name_expr("raw").alias("normalized"))
     grouped = pairs.group_by("canonical").agg(
         pl.col("raw").sort().alias("raw_names"),
         pl.len().cast(pl.Int64).alias("n_raw_names"),
@@ -481,22 +572,17 @@ def merged_names(
     keep = pl.col("n_raw_names") > 1
     if include_renamed:
         keep = keep | (pl.col("raw_names").list.first() != pl.col("canonical"))
-    reported = grouped.filter(keep)
-    battles_per_name = (
-        sides.join(reported.select("canonical"), on="canonical", how="semi")
-        .group_by("canonical")
-        .agg(pl.col("_row").n_unique().cast(pl.Int64).alias("n_battles"))
-    )
     return (
-        reported.join(battles_per_name, on="canonical", how="left")
+        grouped.filter(keep)
+        .join(facts.per_model.select("canonical", n_battles="n_rows"), on="canonical", how="left")
         .select([pl.col(c).cast(t) for c, t in MERGED_NAMES_SCHEMA.items()])
         .sort("canonical")
     )
 
 
 def models_table(
-    battles_with_canonical: pl.DataFrame,
-    battle_categories: pl.DataFrame,
+    battles_with_canonical: pl.DataFrame | ModelFacts,
+    battle_categories: pl.DataFrame | None = None,
     aliases: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """``arena.models``: one row per canonical model, wide (one count column per category).
@@ -505,7 +591,9 @@ def models_table(
     ----------
     battles_with_canonical
         Battles with ``id``, ``model_a``, ``model_b``, ``model_a_canonical``,
-        ``model_b_canonical`` and optionally ``timestamp`` (see :func:`add_canonical_columns`).
+        ``model_b_canonical`` and optionally ``timestamp`` (see :func:`add_canonical_columns`);
+        or their :class:`ModelFacts` with categories (:func:`model_facts_in_duckdb`: then
+        ``battle_categories`` is not given).
     battle_categories
         ``battle_id``, ``category`` (``categories.tag_categories``).
     aliases
@@ -522,39 +610,23 @@ def models_table(
         category names outside that list are not counted). Battles with a null model name
         are left out.
     """
-    needed = ["id", *CANONICAL_COLUMNS, *CANONICAL_COLUMNS.values()]
-    missing = [c for c in needed if c not in battles_with_canonical.columns]
-    if missing:
-        raise ValueError(f"battles lacks columns {missing} (see add_canonical_columns)")
     aliases = load_aliases() if aliases is None else aliases
-    has_time = "timestamp" in battles_with_canonical.columns
-    timestamp = (
-        pl.col("timestamp").cast(pl.Datetime("us")) if has_time else pl.lit(None, pl.Datetime("us"))
+    if isinstance(battles_with_canonical, ModelFacts):
+        facts = battles_with_canonical
+    else:
+        needed = ["id", *CANONICAL_COLUMNS, *CANONICAL_COLUMNS.values()]
+        missing = [c for c in needed if c not in battles_with_canonical.columns]
+        if missing:
+            raise ValueError(f"battles lacks columns {missing} (see add_canonical_columns)")
+        facts = model_facts(battles_with_canonical, battle_categories, aliases)
+    if facts.membership is None:
+        raise ValueError("the model facts were made without battle categories")
+    per_model = facts.per_model.join(
+        facts.names.group_by("canonical").agg(pl.col("raw").sort().alias("aliases")), on="canonical", how="left"
     )
-    sides = _sides(
-        battles_with_canonical,
-        aliases,
-        [pl.col("id").cast(pl.String).alias("battle_id"), timestamp.alias("timestamp")],
-    )
-    per_model = sides.group_by("canonical").agg(
-        pl.col("raw").unique().sort().alias("aliases"),
-        pl.col("battle_id").n_unique().cast(pl.Int64).alias("n_battles"),
-        pl.col("timestamp").min().alias("first_battle"),
-        pl.col("timestamp").max().alias("last_battle"),
-    )
-    membership = (
-        sides.select("battle_id", "canonical")
-        .unique()
-        .join(
-            battle_categories.select(pl.col("battle_id").cast(pl.String), "category").unique(),
-            on="battle_id",
-            how="inner",
-        )
-        .group_by("canonical")
-        .agg(
-            (pl.col("category") == c).sum().cast(pl.Int64).alias(f"battles_{c}")
-            for c in CATEGORIES
-        )
+    membership = facts.membership.group_by("canonical").agg(
+        pl.col("battles").filter(pl.col("category") == c).sum().cast(pl.Int64).alias(f"battles_{c}")
+        for c in CATEGORIES
     )
     providers = aliases.select("canonical", "provider").unique("canonical")
     return (

@@ -21,6 +21,7 @@ from arena_pipeline.core.dataset.models import (
     confusable_pairs,
     load_aliases,
     merged_names,
+    model_facts_in_duckdb,
     models_table,
     normalize_name_expr,
     skeleton_expr,
@@ -393,6 +394,38 @@ def test_models_table_without_timestamps(aliases: pl.DataFrame) -> None:
     assert table.get_column("battles_overall").to_list() == [1, 1]
     with pytest.raises(ValueError, match="model_a_canonical"):
         models_table(battles.drop("model_a_canonical"), pl.DataFrame())
+
+
+def test_models_counted_in_duckdb_equal_the_frames(aliases: pl.DataFrame) -> None:
+    """model_facts_in_duckdb (the asset's path, over stored relations) gives the table and the merged names
+    the frames give: self-battles, null names, a null id, repeated and unknown categories."""
+    import duckdb
+
+    t0 = dt.datetime(2025, 5, 1, 12, 0)
+    battles = add_canonical_columns(pl.DataFrame({
+        "id": ["b1", "b2", "b3", "b4", "b5", None, "b7"],
+        "model_a": ["claude-opus-4-20250514", "Claude Opus 4 (20250514)", "o3", "gemini-2.5-pro", "new-model",
+                    "o3", "claude_opus_4_20250514"],
+        "model_b": ["gemini-2.5-pro", "o3-2025-04-16", "gemini-2.5-pro", "gemini-2.5-pro", None, "o3",
+                    "claude-opus-4-0"],
+        "timestamp": [t0 + dt.timedelta(days=d) for d in (0, 1, 2, 3, 4, 5)] + [None],
+    }), aliases)
+    categories = pl.DataFrame({
+        "battle_id": ["b1", "b2", "b3", "b4", "b5", "b1", "b3", "b2", "b3", "b1", "b7", None],
+        "category": ["overall", "overall", "overall", "overall", "overall", "math", "math", "coding",
+                     "something_else", "math", "coding", "overall"],
+    })
+    with duckdb.connect() as con:
+        con.register("battles", battles.to_arrow())
+        con.register("categories", categories.to_arrow())
+        facts = model_facts_in_duckdb(con, '"battles"', '"categories"')
+    table = models_table(facts, aliases=aliases)
+    assert table.equals(models_table(battles, categories, aliases))
+    assert table.height == 4 and table.get_column("battles_coding").sum() == 3
+    for renamed in (False, True):
+        merged = merged_names(facts, aliases, include_renamed=renamed)
+        assert merged.equals(merged_names(battles, aliases, include_renamed=renamed))
+        assert merged.height > 0
 
 
 # ---------------------------------------------------------------------------

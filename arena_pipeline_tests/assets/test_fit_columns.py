@@ -1,0 +1,54 @@
+"""The rankings step reads only the battles columns its fits read (assets/rankings.py ``fit_columns``): the
+boards, each dump's boards and the model fit are those of the whole table."""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from arena_pipeline.assets.rankings import fit_columns
+from arena_pipeline.core.dataset.categories import tag_categories
+from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA
+from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
+from arena_pipeline.core.ranking.model_fit import compute_model_fit
+from arena_pipeline_tests.support.battle_frames import make_battles
+
+
+def _votes() -> pl.DataFrame:
+    """Two dumps of canonical-named battles (the second lacks ``math``), raw names unlike the canonical ones."""
+    battles = make_battles(240).with_columns(
+        model_a=pl.col("model_a").str.to_uppercase(), model_b=pl.col("model_b").str.to_uppercase(),
+        dump=pl.when(pl.int_range(pl.len()) % 3 == 0).then(pl.lit("d2")).otherwise(pl.lit("d1")))
+    return battles.with_columns(math=pl.when(pl.col("dump") == "d2").then(None).otherwise(pl.col("math")))
+
+
+def test_the_fits_on_the_columns_read_equal_the_fits_on_the_whole_table():
+    config = RankingConfig(bootstrap_rounds=5)
+    whole = _votes()
+    with duckdb.connect() as con:
+        con.register("battles", whole.to_arrow())
+        narrow = con.execute(f'SELECT {fit_columns(con, "battles", config)} FROM battles').pl()
+    assert narrow.width < whole.width and {"source_file", "n_messages_a", "model_a"}.isdisjoint(narrow.columns)
+    assert set(narrow.columns) <= set(BATTLES_SCHEMA)
+    # the fit ranks canonical names (assets/rankings.py Fit): the same on both
+    canonical = {"model_a": pl.col("model_a_canonical"), "model_b": pl.col("model_b_canonical")}
+    whole, narrow = whole.with_columns(**canonical), narrow.with_columns(**canonical)
+    tags = tag_categories(whole)[0]
+    assert tag_categories(narrow)[0].equals(tags)
+    full, part = compute_rankings(whole, tags, config), compute_rankings(narrow, tags, config)
+    assert part.leaderboard.height > 0 and part.leaderboard.equals(full.leaderboard)
+    assert part.board_status.equals(full.board_status) and part.pairwise.equals(full.pairwise)
+    assert part.style_coefficients.equals(full.style_coefficients)
+    dumps = per_dump_leaderboards(narrow, tags, config, part.leaderboard)[0]
+    assert dumps.get_column("dump").n_unique() == 2
+    assert dumps.equals(per_dump_leaderboards(whole, tags, config, full.leaderboard)[0])
+    assert compute_model_fit(narrow, tags, part.leaderboard, config).summary.equals(
+        compute_model_fit(whole, tags, full.leaderboard, config).summary)
+
+
+def test_the_cluster_column_is_read_whatever_it_is():
+    with duckdb.connect() as con:
+        con.register("battles", make_battles(4).to_arrow())
+        columns = fit_columns(con, "battles", RankingConfig(cluster_column="source_row"))
+        assert '"source_row"' in columns and '"model_a_canonical"' in columns and '"model_a"' not in columns
+        assert '"source_row"' not in fit_columns(con, "battles", RankingConfig())
