@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import duckdb
 
@@ -29,7 +29,24 @@ class ReaderWriteError(duckdb.PermissionException):
     """A write attempted through a reader connection (readers read publications; only a run writes)."""
 
 
-class WorkConnection:
+class _Wrapped:
+    """A DuckDB connection wrapped: it behaves as the connection for what the wrapper does not define, and
+    closes it on leaving a ``with`` block."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self._con = con
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._con.close()
+
+
+class WorkConnection(_Wrapped):
     """The pipeline's read-write connection to its work file; only :meth:`Store.work` makes one.
 
     It behaves as the DuckDB connection it wraps (every method is the connection's); a function that
@@ -37,7 +54,7 @@ class WorkConnection:
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, schema: str):
-        self._con = con
+        super().__init__(con)
         self._schema = schema
 
     @property
@@ -45,23 +62,11 @@ class WorkConnection:
         """The DuckDB connection itself (for a library that wants one)."""
         return self._con
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
 
-    def __enter__(self) -> WorkConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._con.close()
-
-
-class ReaderConnection:
+class ReaderConnection(_Wrapped):
     """A read-only connection to one publication (:func:`open_reader`): it runs queries (``execute``,
     ``sql``, ``table``, ...) and refuses any statement that writes (:data:`WRITES`) with
     :class:`ReaderWriteError`; the publication it reads is attached read-only besides."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection):
-        self._con = con
 
     @staticmethod
     def _check(query: object) -> None:
@@ -93,15 +98,6 @@ class ReaderConnection:
 
     def append(self, *args: Any, **kwargs: Any) -> None:
         raise ReaderWriteError("a reader connection does not write (append refused)")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
-
-    def __enter__(self) -> ReaderConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._con.close()
 
 
 def require_work(con: object) -> WorkConnection:
