@@ -145,6 +145,14 @@ def fit_columns(con: duckdb.DuckDBPyConnection, battles: str, config: RankingCon
     return ", ".join(f'"{c}"' for c in present if c in keep)
 
 
+
+def read_votes(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: str,
+               config: RankingConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The votes the fit reads: the columns of :func:`fit_columns` of the relation ``battles`` and the
+    category tags of ``battle_categories``."""
+    return (read_frame(con, f"SELECT {fit_columns(con, battles, config)} FROM {battles}"),
+            read_frame(con, f"SELECT * FROM {battle_categories}"))
+
 class Fit:
     """What one run of the rankings step computes, each part once and only when a selected table needs it:
     the boards (and their alignment), each dump's own boards, the held-out model fit."""
@@ -363,8 +371,7 @@ def fit_asset(tables: Sequence[FitTable] = FIT_TABLES) -> dg.AssetsDefinition:
         selected = {key.path[-1] for key in context.selected_asset_keys}
         def votes(ranking: RankingConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
             with warehouse.connection() as con:
-                return (read_frame(con, f"SELECT {fit_columns(con, battles.name, ranking)} FROM {battles.name}"),
-                        read_frame(con, f"SELECT * FROM {battle_categories.name}"))
+                return read_votes(con, battles.name, battle_categories.name, ranking)
 
         fit = Fit(context, config, model_catalog, dump_source, votes, quarantine)
         settings = fit.settings()
