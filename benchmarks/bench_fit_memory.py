@@ -12,7 +12,8 @@ the read of the votes, the boards of every category (``compute_rankings``), each
 process's RSS (psutil) every 50 ms; after each part it prints the part's seconds, the peak RSS during it,
 the RSS at its end, and its peak's rise over the RSS the fit started with. Each category's board is a part
 of its own. With ``--json`` the same figures, and a checksum of the leaderboard (to compare code versions
-on the same warehouse), are written to a file. Prints figures only; it is not a test.
+on the same warehouse; and an exact one of every table of the fit, the leaderboard before any alignment),
+are written to a file. Prints figures only; it is not a test.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from types import SimpleNamespace
 import polars as pl
 import psutil
 
-from arena_pipeline.assets.rankings import Fit, read_votes
+from arena_pipeline.assets.rankings import FIT_TABLES, Fit, read_votes
 from arena_pipeline.assets.run_config import RankingRunConfig
 from arena_pipeline.core.ranking import leaderboard as leaderboard_module
 from arena_pipeline.core.ranking import model_fit as model_fit_module
@@ -102,6 +103,11 @@ def leaderboard_checksum(board: pl.DataFrame) -> str:
     return hashlib.sha256(frame.write_csv().encode()).hexdigest()[:16]
 
 
+def exact_checksum(frame: pl.DataFrame) -> str:
+    """sha256 of every row and column of ``frame`` as it is (floats in full), in its order."""
+    return hashlib.sha256(frame.write_csv(float_precision=17).encode()).hexdigest()[:16]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("warehouse", type=Path, help="the warehouse file a refresh published (its snapshot is read)")
@@ -152,9 +158,12 @@ def main() -> None:
     total = max(row["peak_mib"] for row in parts.rows)
     checksum = leaderboard_checksum(output.leaderboard)
     print(f"peak {total:,} MiB ({total * MIB / 1e9:.2f} GB); {fit.battles.height:,} votes; leaderboard {checksum}")
+    tables = {table.name: exact_checksum(table.frame(fit)) for table in FIT_TABLES if table.name != "leaderboard"}
+    tables["leaderboard"] = exact_checksum(output.leaderboard)
+    print("every table of the fit, exactly: " + ", ".join(f"{name} {digest}" for name, digest in tables.items()))
     if args.json:
         args.json.write_text(json.dumps({"parts": parts.rows, "peak_mib": total, "votes": fit.battles.height,
-                                         "leaderboard_sha256": checksum}, indent=1))
+                                         "leaderboard_sha256": checksum, "tables_sha256": tables}, indent=1))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from arena_pipeline.core.ranking.model_fit import (
     compute_model_fit,
 )
 from arena_pipeline.core.ranking.rating_method import RATING_METHODS
+from arena_pipeline.core.ranking.tags import BATCH_ROWS, tag_rows
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.warehouse import read_frame
 from arena_pipeline.core.validation.external import (
@@ -148,10 +149,12 @@ def fit_columns(con: duckdb.DuckDBPyConnection, battles: str, config: RankingCon
 
 def read_votes(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: str,
                config: RankingConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The votes the fit reads: the columns of :func:`fit_columns` of the relation ``battles`` and the
-    category tags of ``battle_categories``."""
-    return (read_frame(con, f"SELECT {fit_columns(con, battles, config)} FROM {battles}"),
-            read_frame(con, f"SELECT * FROM {battle_categories}"))
+    """The votes the fit reads: the columns of :func:`fit_columns` of the relation ``battles``, and the
+    category tags of ``battle_categories`` as rows of those battles (``core.ranking.tags.tag_rows``: a
+    categorical and a row number each, not two strings), read ``tags.BATCH_ROWS`` tags at a time."""
+    frame = read_frame(con, f"SELECT {fit_columns(con, battles, config)} FROM {battles}")
+    reader = con.execute(f"SELECT battle_id, category FROM {battle_categories}").fetch_record_batch(BATCH_ROWS)
+    return frame, tag_rows(frame.get_column("id"), (pl.from_arrow(batch) for batch in reader))
 
 class Fit:
     """What one run of the rankings step computes, each part once and only when a selected table needs it:

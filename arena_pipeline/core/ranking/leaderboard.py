@@ -39,6 +39,7 @@ from arena_pipeline.core.ranking.status import (
     category_status,
     unrated_rows,
 )
+from arena_pipeline.core.ranking.tags import category_rows, rows_by_category
 from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
     METHODS,
@@ -87,7 +88,8 @@ def compute_rankings(
         Flat battles table: ``id``, ``model_a``, ``model_b``, ``winner`` and the columns the
         configured methods need (``bt_style``: the ``schema.CONVERSATION_STYLE_COLUMNS`` of both sides).
     battle_categories
-        ``battle_id``, ``category`` (see ``categories.tag_categories``).
+        ``battle_id``, ``category`` (see ``categories.tag_categories``), or the same tags as rows of
+        ``battles`` (``tags.tag_rows``: ``category``, ``_row``).
     config
         Settings; default ``RankingConfig()``.
 
@@ -106,6 +108,7 @@ def compute_rankings(
     methods = configured_methods(config.methods)
     frame, names = _prepare(battles, methods, config.cluster_column)
     rows, dropped = _category_rows(frame, battle_categories)
+    frame = frame.drop("id")  # the rows are known: no board reads the ids
     metadata = _metadata(config, len(names), dropped)
     metadata["timings_s"]["prepare"] = perf_counter() - started
     parts = _Parts()
@@ -160,28 +163,22 @@ def _prepare(
     return frame, names
 
 
-def _category_rows(frame: pl.DataFrame, battle_categories: pl.DataFrame) -> tuple[dict[str, pl.Series], dict]:
+def _category_rows(frame: pl.DataFrame, battle_categories: pl.DataFrame) -> tuple[dict[str, np.ndarray], dict]:
     """Each category's rows of ``frame`` (self-battles left out), and what was dropped.
 
-    A battle is in ~5 categories: the (category, battle) rows point at the battle's row of ``frame``
-    and each category's battles are gathered when its board is fitted, one category at a time
-    (joined whole, the style features of every battle were held ~5 times: the fit's peak on 4x the
-    votes was +1,085 MiB, +784 MiB this way).
+    A battle is in ~5 categories: the (category, battle) pairs point at the battle's row of ``frame``
+    (:func:`~arena_pipeline.core.ranking.tags.category_rows`) and each category's battles are gathered
+    when its board is fitted, one category at a time (joined whole, the style features of every battle
+    were held ~5 times: the fit's peak on 4x the votes was +1,085 MiB, +784 MiB this way).
     """
     is_self = (frame.get_column("_a") == frame.get_column("_b")).to_numpy()
-    categories = battle_categories.select("battle_id", "category").unique(maintain_order=True)
-    tagged = categories.join(
-        frame.select("id", pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), _self=pl.Series(is_self)),
-        left_on="battle_id", right_on="id",
-    )
+    tagged, without = category_rows(frame.get_column("id"), battle_categories)
     dropped = {
         "self_battles": int(is_self.sum()),
-        "self_battle_category_rows": int(tagged.get_column("_self").sum()),
-        "category_rows_without_battle": categories.height - tagged.height,
+        "self_battle_category_rows": int(is_self[tagged.get_column("_row").to_numpy()].sum()),
+        "category_rows_without_battle": without,
     }
-    tagged = tagged.filter(~pl.col("_self")).select("category", "_row")
-    rows = {key[0]: part.get_column("_row") for key, part in tagged.partition_by("category", as_dict=True).items()}
-    return rows, dropped
+    return rows_by_category(tagged, ~is_self), dropped
 
 
 def _metadata(config: RankingConfig, models: int, dropped: dict[str, int]) -> dict[str, Any]:

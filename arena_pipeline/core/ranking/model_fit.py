@@ -56,6 +56,7 @@ from arena_pipeline.core.ranking.bradley_terry import (
 )
 from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.logistic import sigmoid, softplus
+from arena_pipeline.core.ranking.tags import category_rows, rows_by_category
 
 #: Folds of the cross-validation (by session).
 FOLDS = 5
@@ -483,11 +484,11 @@ def board_model_fit(
 
 def board_battles(
     battles: pl.DataFrame, battle_categories: pl.DataFrame, config: RankingConfig,
-) -> tuple[pl.DataFrame, list[str]]:
-    """Every (category, battle) row that a board could fit, as integer codes.
+) -> tuple[pl.DataFrame, dict[str, np.ndarray], list[str]]:
+    """Every battle as integer codes, and each category's battles that a board could fit.
 
-    Self-battles are dropped, and draws with ``ties: drop``, as ``compute_rankings`` does; the
-    models on each board are chosen afterwards (:func:`compute_model_fit`).
+    Self-battles are left out of the categories, and draws with ``ties: drop``, as ``compute_rankings``
+    does; the models on each board are chosen afterwards (:func:`compute_model_fit`).
 
     Parameters
     ----------
@@ -495,35 +496,33 @@ def board_battles(
         ``id``, ``model_a``, ``model_b``, ``winner`` and, when present, ``config.cluster_column``
         (a null session is a session of its own).
     battle_categories
-        ``battle_id``, ``category``.
+        ``battle_id``, ``category``, or the same tags as rows of ``battles`` (``tags.tag_rows``).
     config
         The ranking settings.
 
     Returns
     -------
-    tuple[pl.DataFrame, list[str]]
-        ``category``, ``_a``, ``_b`` (indices into the sorted model names), ``_o`` (outcome code),
-        ``_s`` (session index) and ``_row`` (the battle's row in ``battles``: a battle tagged twice
-        with one category is one battle), in the order of ``battle_categories``; and the model names.
+    tuple[pl.DataFrame, dict[str, np.ndarray], list[str]]
+        ``_a``, ``_b`` (indices into the sorted model names), ``_o`` (outcome code) and ``_s`` (session
+        index) of every battle, in the order of ``battles``; each category's rows of it, in the order of
+        ``battle_categories`` (a battle tagged twice with one category once); and the model names.
     """
     column = config.cluster_column
     session = (pl.coalesce(pl.col(column).cast(pl.String), pl.col("id")) if column in battles.columns
                else pl.col("id"))
     names = pl.concat([battles.get_column("model_a"), battles.get_column("model_b")]).unique().sort().to_list()
     index = pl.Enum(names)
-    coded = battles.with_row_index("_row").select(
-        "id", pl.col("_row").cast(pl.Int64),
+    coded = battles.select(
         pl.col("model_a").cast(index).to_physical().cast(pl.Int64).alias("_a"),
         pl.col("model_b").cast(index).to_physical().cast(pl.Int64).alias("_b"),
         pl.col("winner").replace_strict(OUTCOME_CODES, return_dtype=pl.Int64).alias("_o"),
         (session.rank("dense").cast(pl.Int64) - 1).alias("_s"),
-    ).filter(pl.col("_a") != pl.col("_b"))
+    )
+    fitted = coded.get_column("_a") != coded.get_column("_b")
     if config.ties == "drop":
-        coded = coded.filter(pl.col("_o") < 2)
-    # rows in the order of battle_categories: the same input gives the same folds and sums
-    frame = battle_categories.select("battle_id", "category").join(
-        coded, left_on="battle_id", right_on="id", maintain_order="left").drop("battle_id")
-    return frame, names
+        fitted &= coded.get_column("_o") < 2
+    tagged, _ = category_rows(battles.get_column("id"), battle_categories)
+    return coded, rows_by_category(tagged, fitted.to_numpy()), names
 
 
 def compute_model_fit(
@@ -555,31 +554,28 @@ def compute_model_fit(
     """
     config = config or RankingConfig()
     started = perf_counter()
-    frame, names = board_battles(battles, battle_categories, config)
+    coded, rows, names = board_battles(battles, battle_categories, config)
     code = {name: i for i, name in enumerate(names)}
-    parts = frame.partition_by("category", as_dict=True, include_key=False)
     boards = leaderboard.select("category", "model").unique().partition_by("category", as_dict=True)
-    rows, calibration, details = [], [], {}
+    summaries, calibration, details = [], [], {}
     for category in ordered_categories(key[0] for key in boards):
         t0 = perf_counter()
-        part = parts.get((category,))
+        row = rows.get(category)
         on_board = np.zeros(len(names), dtype=bool)
         on_board[[code[m] for m in boards[(category,)].get_column("model") if m in code]] = True
-        if part is None or on_board.sum() < 2:
+        if row is None or on_board.sum() < 2:
             continue
-        a, b, o, s, row = (part.get_column(c).to_numpy() for c in ("_a", "_b", "_o", "_s", "_row"))
+        a, b, o, s = (coded.get_column(c).to_numpy()[row] for c in ("_a", "_b", "_o", "_s"))
         keep = on_board[a] & on_board[b]
-        if np.bincount(row).max() > 1:  # a battle tagged twice with the category counts once
-            keep &= np.isin(np.arange(len(row)), np.unique(row, return_index=True)[1])
         local = np.cumsum(on_board) - 1
         present = np.bincount(s[keep], minlength=s.max() + 1) > 0
         session = (np.cumsum(present) - 1)[s[keep]]  # the board's sessions, 0 .. K - 1
-        row, table, info = board_model_fit(category, local[a[keep]], local[b[keep]], o[keep], session,
-                                           int(on_board.sum()), config, folds, bins)
-        rows.append(row)
+        summary, table, info = board_model_fit(category, local[a[keep]], local[b[keep]], o[keep], session,
+                                               int(on_board.sum()), config, folds, bins)
+        summaries.append(summary)
         calibration.append(table)
         details[category] = {**info, "seconds": perf_counter() - t0}
-    summary = pl.DataFrame(rows, schema=MODEL_FIT_SCHEMA).fill_nan(None)
+    summary = pl.DataFrame(summaries, schema=MODEL_FIT_SCHEMA).fill_nan(None)
     table = pl.concat(calibration) if calibration else pl.DataFrame(schema=MODEL_FIT_CALIBRATION_SCHEMA)
     return ModelFitOutput(summary, table, {"categories": details, "seconds": perf_counter() - started,
                                            "folds": folds})

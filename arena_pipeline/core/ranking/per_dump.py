@@ -37,7 +37,7 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
     battles
         The battles of every loaded dump, with ``dump`` and ``also_in_dumps`` columns.
     tags
-        Their category tags (``battle_id``, ``category``), as for ``compute_rankings``.
+        Their category tags (``battle_id``, ``category``, or as rows of ``battles``), as for ``compute_rankings``.
     config
         The ranking settings of the combined boards.
     combined
@@ -58,6 +58,9 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
         return none, {}
     if len(dumps) == 1:
         return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
+    if "_row" in tags.columns:  # tags as rows of battles (tags.tag_rows): each dump's battles are other rows
+        tags = tags.drop_nulls("_row").select(battle_id=battles.get_column("id").gather(tags.get_column("_row")),
+                                               category=pl.col("category").cast(pl.String))
     needs = {m.name: set(m.battle_columns()) for m in configured_methods(config.methods)}
     gaps = unavailable_columns(pl.concat([battles, copies]) if copies.height else battles,
                                sorted(set().union(*needs.values())))

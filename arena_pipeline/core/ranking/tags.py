@@ -1,0 +1,77 @@
+"""Category tags as rows of the battles frame: what the fits hold of ``arena.battle_categories``.
+
+A vote has ~5 tags. As ``(battle_id, category)`` strings they took more memory than the votes' columns
+the fits read (at 1.36M votes, 6.6M tags: ~280 MB against ~500 MB); as ``(category, _row)``, a
+categorical and the battle's row in the battles frame, they take 5 bytes each. :func:`tag_rows` turns
+tags read a batch at a time into that form; :func:`category_rows` gives each category's rows to the
+fits, from either form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import polars as pl
+
+#: Tags turned into rows at a time by the ranking step's read (``assets.rankings.read_votes``).
+BATCH_ROWS = 1 << 20
+
+#: The tags' compact form: category and the battle's row (null: no battle of the frame has its id).
+TAG_ROWS_SCHEMA: dict[str, pl.DataType] = {"category": pl.Categorical(), "_row": pl.UInt32()}
+
+
+def tag_rows(ids: pl.Series, batches: Iterable[pl.DataFrame]) -> pl.DataFrame:
+    """Tags (``battle_id``, ``category``), given a batch at a time, as :data:`TAG_ROWS_SCHEMA` rows.
+
+    Parameters
+    ----------
+    ids
+        The battles frame's ``id`` column: the row of a tag is the row of its battle there (every row
+        with that id, should an id repeat).
+    batches
+        Frames of ``battle_id`` and ``category``, in the tags' order.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``category`` and ``_row``, in the tags' order; a tag whose battle is not in ``ids`` has a null row.
+    """
+    index = ids.rename("battle_id").to_frame().with_row_index("_row")
+    parts = [batch.select("battle_id", pl.col("category").cast(pl.String).cast(pl.Categorical()))
+             .join(index, on="battle_id", how="left", maintain_order="left").select("category", "_row")
+             for batch in batches]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=TAG_ROWS_SCHEMA)
+
+
+def category_rows(ids: pl.Series, battle_categories: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Every (category, battle) pair of the tags once, as rows of the battles frame, in the tags' order.
+
+    Parameters
+    ----------
+    ids
+        The battles frame's ``id`` column.
+    battle_categories
+        The tags: ``battle_id`` and ``category`` (``categories.tag_categories``), or :func:`tag_rows`'s
+        ``category`` and ``_row`` of the same frame.
+
+    Returns
+    -------
+    tuple[pl.DataFrame, int]
+        ``category`` and ``_row`` (each pair once, at its first tag), and how many tags name a battle
+        that is not in the frame (left out).
+    """
+    if "_row" in battle_categories.columns:
+        tagged = battle_categories.select("category", "_row")
+    else:
+        tagged = tag_rows(ids, [battle_categories.select("battle_id", "category").unique(maintain_order=True)])
+    without = tagged.get_column("_row").null_count()
+    return tagged.drop_nulls("_row").unique(maintain_order=True), without
+
+
+def rows_by_category(tagged: pl.DataFrame, keep: np.ndarray) -> dict[str, np.ndarray]:
+    """Each category's rows of :func:`category_rows`' pairs whose battle ``keep`` (by row) holds, in order."""
+    row = tagged.get_column("_row").to_numpy()
+    kept = tagged.filter(pl.Series(keep[row]))
+    return {str(key[0]): part.get_column("_row").to_numpy()
+            for key, part in kept.partition_by("category", as_dict=True).items()}
