@@ -59,8 +59,9 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
     if len(dumps) == 1:
         return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
     if "_row" in tags.columns:  # tags as rows of battles (tags.tag_rows): each dump's battles are other rows
-        tags = tags.drop_nulls("_row").select(battle_id=battles.get_column("id").gather(tags.get_column("_row")),
-                                               category=pl.col("category").cast(pl.String))
+        tags = tags.drop_nulls("_row")
+        tags = tags.select(battle_id=battles.get_column("id").gather(tags.get_column("_row")),
+                           category=pl.col("category").cast(pl.String))
     needs = {m.name: set(m.battle_columns()) for m in configured_methods(config.methods)}
     gaps = unavailable_columns(pl.concat([battles, copies]) if copies.height else battles,
                                sorted(set().union(*needs.values())))
