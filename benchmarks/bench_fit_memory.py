@@ -118,14 +118,14 @@ def main() -> None:
     sampler = Sampler()
     sampler.start()
     parts = Parts(sampler)
-    con = connect_warehouse(str(args.warehouse), read_only=True)
     config = RankingRunConfig(bootstrap_rounds=args.bootstrap)
 
-    def votes(ranking):
-        with parts.part("read the votes"):
+    def votes(ranking):  # as the step reads them: on a connection of their own, closed after
+        with parts.part("read the votes"), connect_warehouse(str(args.warehouse), read_only=True) as con:
             return read_votes(con, "arena.battles", "arena.battle_categories", ranking)
 
-    quarantine = con.execute("SELECT rule, raw FROM arena.quarantine").pl()
+    with connect_warehouse(str(args.warehouse), read_only=True) as con:
+        quarantine = con.execute("SELECT rule, raw FROM arena.quarantine").pl()
     context = SimpleNamespace(log=logging.getLogger("bench_fit_memory"))
     fit = Fit(context, config, None, None, votes, quarantine)
     originals = {}
@@ -154,7 +154,6 @@ def main() -> None:
         for (module, name), function in originals.items():
             setattr(module, name, function)
     sampler.stop()
-    con.close()
     total = max(row["peak_mib"] for row in parts.rows)
     checksum = leaderboard_checksum(output.leaderboard)
     print(f"peak {total:,} MiB ({total * MIB / 1e9:.2f} GB); {fit.battles.height:,} votes; leaderboard {checksum}")

@@ -39,7 +39,7 @@ from arena_pipeline.core.ranking.status import (
     category_status,
     unrated_rows,
 )
-from arena_pipeline.core.ranking.tags import category_rows, rows_by_category
+from arena_pipeline.core.ranking.tags import category_rows
 from arena_pipeline.core.ranking.types import (
     LEADERBOARD_SCHEMA,
     METHODS,
@@ -172,13 +172,13 @@ def _category_rows(frame: pl.DataFrame, battle_categories: pl.DataFrame) -> tupl
     were held ~5 times: the fit's peak on 4x the votes was +1,085 MiB, +784 MiB this way).
     """
     is_self = (frame.get_column("_a") == frame.get_column("_b")).to_numpy()
-    tagged, without = category_rows(frame.get_column("id"), battle_categories)
+    rows, without = category_rows(frame.get_column("id"), battle_categories)
     dropped = {
         "self_battles": int(is_self.sum()),
-        "self_battle_category_rows": int(is_self[tagged.get_column("_row").to_numpy()].sum()),
+        "self_battle_category_rows": sum(int(is_self[row].sum()) for row in rows.values()),
         "category_rows_without_battle": without,
     }
-    return rows_by_category(tagged, ~is_self), dropped
+    return {category: row[~is_self[row]] for category, row in rows.items()}, dropped
 
 
 def _metadata(config: RankingConfig, models: int, dropped: dict[str, int]) -> dict[str, Any]:

@@ -56,7 +56,7 @@ from arena_pipeline.core.ranking.bradley_terry import (
 )
 from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.logistic import sigmoid, softplus
-from arena_pipeline.core.ranking.tags import category_rows, rows_by_category
+from arena_pipeline.core.ranking.tags import category_rows
 
 #: Folds of the cross-validation (by session).
 FOLDS = 5
@@ -521,8 +521,9 @@ def board_battles(
     fitted = coded.get_column("_a") != coded.get_column("_b")
     if config.ties == "drop":
         fitted &= coded.get_column("_o") < 2
-    tagged, _ = category_rows(battles.get_column("id"), battle_categories)
-    return coded, rows_by_category(tagged, fitted.to_numpy()), names
+    rows, _ = category_rows(battles.get_column("id"), battle_categories)
+    fitted = fitted.to_numpy()
+    return coded, {category: row[fitted[row]] for category, row in rows.items()}, names
 
 
 def compute_model_fit(

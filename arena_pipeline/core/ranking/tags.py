@@ -4,7 +4,8 @@ A vote has ~5 tags. As ``(battle_id, category)`` strings they took more memory t
 the fits read (at 1.36M votes, 6.6M tags: ~280 MB against ~500 MB); as ``(category, _row)``, a
 categorical and the battle's row in the battles frame, they take 5 bytes each. :func:`tag_rows` turns
 tags read a batch at a time into that form; :func:`category_rows` gives each category's rows to the
-fits, from either form.
+fits, from either form, a category at a time (a hash of every (category, battle) pair at once was
++590 MiB at that size).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def tag_rows(ids: pl.Series, batches: Iterable[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts) if parts else pl.DataFrame(schema=TAG_ROWS_SCHEMA)
 
 
-def category_rows(ids: pl.Series, battle_categories: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """Every (category, battle) pair of the tags once, as rows of the battles frame, in the tags' order.
+def category_rows(ids: pl.Series, battle_categories: pl.DataFrame) -> tuple[dict[str, np.ndarray], int]:
+    """Each category's battles once, as rows of the battles frame, in the tags' order.
 
     Parameters
     ----------
@@ -57,21 +58,18 @@ def category_rows(ids: pl.Series, battle_categories: pl.DataFrame) -> tuple[pl.D
 
     Returns
     -------
-    tuple[pl.DataFrame, int]
-        ``category`` and ``_row`` (each pair once, at its first tag), and how many tags name a battle
-        that is not in the frame (left out).
+    tuple[dict[str, np.ndarray], int]
+        Each category's rows (a battle at its first tag with the category: a repeated tag counts once),
+        and how many tags name a battle that is not in the frame (left out).
     """
     if "_row" in battle_categories.columns:
         tagged = battle_categories.select("category", "_row")
     else:
         tagged = tag_rows(ids, [battle_categories.select("battle_id", "category").unique(maintain_order=True)])
     without = tagged.get_column("_row").null_count()
-    return tagged.drop_nulls("_row").unique(maintain_order=True), without
-
-
-def rows_by_category(tagged: pl.DataFrame, keep: np.ndarray) -> dict[str, np.ndarray]:
-    """Each category's rows of :func:`category_rows`' pairs whose battle ``keep`` (by row) holds, in order."""
-    row = tagged.get_column("_row").to_numpy()
-    kept = tagged.filter(pl.Series(keep[row]))
-    return {str(key[0]): part.get_column("_row").to_numpy()
-            for key, part in kept.partition_by("category", as_dict=True).items()}
+    rows = {}
+    for key, part in tagged.drop_nulls("_row").partition_by("category", as_dict=True).items():
+        row = part.get_column("_row").to_numpy()
+        first = np.unique(row, return_index=True)[1]  # each battle once, in a category's own order
+        rows[str(key[0])] = row if len(first) == len(row) else row[np.sort(first)]
+    return rows, without
