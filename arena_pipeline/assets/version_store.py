@@ -32,7 +32,8 @@ a multi-asset yields its outputs in the order of its specs.
 
 Within one process the store remembers the run's build and each version it stored: a later step of the run
 reads such a table as a :class:`TableRef` without opening the work file (the step that stores a version is
-the only writer of it). The outputs a step reused are logged in one line after its last output.
+its only writer; the gate's recomputed ``arena.publication_changes`` aside, which no later step reads). The
+outputs a step reused are logged in one line after its last output.
 
 The store takes the run's ``warehouse`` resource by key (``required_resource_keys``), not as a nested
 resource field: Dagster matches a nested resource by object, so a run that sets ``warehouse`` (as
