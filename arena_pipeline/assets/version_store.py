@@ -170,11 +170,6 @@ class VersionStore(dg.IOManager):
             self._run_build = build_of_run(con, self.run_id, self.failure_of)
         return self._run_build
 
-    def _remember(self, table: str, build, base: str | None) -> None:
-        """``table``'s version of this run was stored (a view of ``base``, or its own rows when None)."""
-        version = version_name(table, build)
-        self._stored[table] = TableRef(version, build.revision, base or version)
-
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         stored = obj if isinstance(obj, Versioned) else Versioned(obj)
         if not isinstance(stored.table, (pl.DataFrame, Fill, FillTogether, Later)):
@@ -189,10 +184,11 @@ class VersionStore(dg.IOManager):
         if isinstance(stored.table, Later):  # an earlier version reused, or the table made now
             build, rows, stored = self._reuse_or_make(context, table, stored, settings, inputs, extra)
             if stored is None:
-                self._remember(table, build, extra["reused"])
-                context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
-                self._note_after_last_output(context)
-                return
+                return self._stored_output(context, table, build, rows, extra)
+        if isinstance(stored.table, FillTogether) and stored.table.stored and self._run_build is not None:
+            # stored with the step's first output: nothing to open
+            rows, more = stored.table.stored[table]
+            return self._stored_output(context, table, self._run_build, rows, {**extra, **more})
         with self.warehouse.connection() as con:
             build = self._build(con)
             reusable = (reusable_version(con, table, build, settings, inputs)
@@ -226,7 +222,13 @@ class VersionStore(dg.IOManager):
                                                settings, inputs)[table]
                 else:
                     rows = write_version(con, table, build, frame, settings, inputs)
-        self._remember(table, build, extra.get("reused"))
+        return self._stored_output(context, table, build, rows, extra)
+
+    def _stored_output(self, context: dg.OutputContext, table: str, build, rows: int, extra: Mapping) -> None:
+        """The output's metadata, once its version is stored (remembered for the run's later steps), and the
+        step's lines after its last output."""
+        version = version_name(table, build)
+        self._stored[table] = TableRef(version, build.revision, extra.get("reused") or version)
         context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
         self._note_after_last_output(context)
 
