@@ -142,13 +142,16 @@ def quality_check(table: str) -> dg.AssetChecksDefinition:
     def suite_check(context: dg.AssetCheckExecutionContext, warehouse: Warehouse, checked: TableRef):
         # the same rows, suite and libraries checked before (an unchanged re-run): that outcome, not validated again
         suite = suite_sha256(table)
-        with warehouse.connection() as con:
+        # one hold on the work file: leaving it brings the readers' targets level (a snapshot that cannot be
+        # written: a warning)
+        with warehouse.store().work(warn=context.log.warning) as con:
             reuse_key = check_key(con, checked.version, suite)
             earlier = recorded_check(con, SCHEMA, reuse_key, checked.version) if reuse_key is not None else None
             if earlier is not None:
                 reuse_check(con, SCHEMA, checked.version, earlier)
+                rows = _reused_rows(context, con, table, checked, earlier)
         if earlier is not None:
-            yield from _reused_results(context, warehouse, table, checked, earlier, (errors, warnings), reuse_key)
+            yield from _reused_results(context, table, rows, earlier, (errors, warnings), reuse_key)
             return
         # the version this run publishes (the version store's input: its own, or the live one of the dump),
         # in batches of the suite's columns read from DuckDB (never the whole table in Python); a column a
@@ -175,20 +178,25 @@ def quality_check(table: str) -> dg.AssetChecksDefinition:
     return suite_check
 
 
-def _reused_results(context: dg.AssetCheckExecutionContext, warehouse: Warehouse, table: str, checked: TableRef,
+def _reused_rows(context: dg.AssetCheckExecutionContext, con, table: str, checked: TableRef,
+                 earlier: tuple[str, bool, dict]) -> pl.DataFrame:
+    """The results recorded for a reused check's version (copied by ``check_reuse.reuse_check``); a failed one
+    fails the build as a validation would."""
+    _, passed, checks = earlier
+    rows = read_frame(con, f"SELECT severity, success, unexpected_count FROM {quoted(SCHEMA, QUALITY_RESULTS_TABLE)} "
+                           "WHERE table_version = ?", [checked.version])
+    if not passed:
+        detail = f"{table} failed error expectations: {', '.join(checks.get('failed') or [])}"[:2000]
+        record_dump(con, SCHEMA, revision=checked.revision, status="failed", detail=detail)
+        finish_build(con, context.run.run_id, "failed", detail)
+    return rows
+
+
+def _reused_results(context: dg.AssetCheckExecutionContext, table: str, rows: pl.DataFrame,
                     earlier: tuple[str, bool, dict], names: tuple[str, str], key: str):
     """The two check results of a reused check (``check_reuse.recorded_check``), from the results recorded for
-    the version checked before: the same outcome, with ``reused_from`` naming it. A failed one fails the build
-    as a validation would."""
+    the version checked before (``rows``, :func:`_reused_rows`): the same outcome, with ``reused_from`` naming it."""
     source, passed, checks = earlier
-    # leaving the block brings the readers' targets level (a snapshot that cannot be written: a warning)
-    with warehouse.store().work(warn=context.log.warning) as con:
-        rows = read_frame(con, f"SELECT severity, success, unexpected_count FROM {quoted(SCHEMA, QUALITY_RESULTS_TABLE)} "
-                               "WHERE table_version = ?", [checked.version])
-        if not passed:
-            detail = f"{table} failed error expectations: {', '.join(checks.get('failed') or [])}"[:2000]
-            record_dump(con, SCHEMA, revision=checked.revision, status="failed", detail=detail)
-            finish_build(con, context.run.run_id, "failed", detail)
     context.log.info(f"{table}: the rows, suite and libraries were checked before ({source}): its outcome reused, "
                      "not validated again")
     for severity, name in zip(("error", "warning"), names, strict=True):

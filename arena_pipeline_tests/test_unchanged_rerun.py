@@ -1,7 +1,7 @@
 """An unchanged re-run does nothing costly and publishes nothing new (issue 42 item 7; issue 47's cosmetic friction
 "a manual refresh of an unchanged dump publishes an identical new publication"): its checks reuse their recorded
-outcome (no suite is run), its fits reuse their versions (nothing is fitted) and the gate keeps the live
-publication; a change of one input (a ranking setting, the dump) still fits or checks what it changes, and
+outcome (no suite is run), its fits and analysis tables reuse their versions (nothing is fitted or counted), it
+writes no vote file and leaves the readers' snapshot as it is, and the gate keeps the live publication; a change of one input (a ranking setting, the dump) still fits or checks what it changes, and
 publishes. Run through ``arena-pipeline refresh`` on the offline sample, as a user runs it."""
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import arena_pipeline.assets.analysis as analysis_module
+import arena_pipeline.assets.models as models_module
 import arena_pipeline.assets.rankings as rankings_module
 import arena_pipeline.checks as checks_module
 from arena_pipeline.cli import EXIT_OK, main
@@ -50,7 +52,27 @@ def counted(tmp_path, monkeypatch) -> Counter:
 
     monkeypatch.setattr(checks_module, "validate_relation", validate_counted)
     monkeypatch.setattr(rankings_module, "compute_rankings", fit_counted)
+    for module, name in ((analysis_module, "position_bias_in_duckdb"), (analysis_module, "rating_trend"),
+                         (models_module, "model_facts_in_duckdb")):  # the analysis steps' counts and fits
+        monkeypatch.setattr(module, name, _counted(seen, name, getattr(module, name)))
     return seen
+
+
+def _counted(seen: Counter, name: str, function):
+    def counted(*args, **kwargs):
+        seen[name] += 1
+        return function(*args, **kwargs)
+
+    return counted
+
+
+def _written(tmp_path: Path) -> tuple:
+    """What an unchanged re-run must leave as it is: the readers' snapshot (the file: inode, size and time)
+    and the store's Parquet files (the vote tables)."""
+    snapshot = (tmp_path / "warehouse.duckdb").stat()
+    files = work_file(tmp_path / "warehouse.duckdb").parent / "tables"
+    return ((snapshot.st_ino, snapshot.st_size, snapshot.st_mtime_ns),
+            sorted((str(p.relative_to(files)), p.stat().st_mtime_ns) for p in files.rglob("*.parquet")))
 
 
 def _refresh(capsys, seen: Counter, *flags: str) -> tuple[str, Counter]:
@@ -71,10 +93,13 @@ def test_an_unchanged_rerun_validates_fits_and_publishes_nothing_and_a_changed_i
     assert line.startswith("published: publication 1 ")
     suites = {name for name in first if name.startswith("suite ")}
     assert suites and all(first[name] == 1 for name in suites) and first["fit"] == 1
+    assert first["position_bias_in_duckdb"] == first["rating_trend"] == first["model_facts_in_duckdb"] == 1
     page = (tmp_path / "report" / "index.html").stat().st_mtime_ns
+    written = _written(tmp_path)
 
     line, again = _refresh(capsys, counted)  # the same dump and settings
-    assert again == Counter(), again  # no suite validated, nothing fitted
+    assert again == Counter(), again  # no suite validated, nothing fitted or counted again
+    assert _written(tmp_path) == written  # no vote file written, the readers' snapshot not rewritten
     assert _publications(tmp_path) == [1]  # no identical new publication
     golden.check("run_end", "refresh of an unchanged dump", line,
                  {str((tmp_path / "report" / "index.html").resolve()): "<report>"})
@@ -88,7 +113,7 @@ def test_an_unchanged_rerun_validates_fits_and_publishes_nothing_and_a_changed_i
 
     line, rerank = _refresh(capsys, counted, "--bootstrap-rounds", "6")  # one ranking setting changed
     assert line.startswith("published: publication 2 ")
-    assert rerank == Counter(fit=1)  # fitted again; the same rows need no new validation
+    assert rerank == Counter(fit=1)  # fitted again; the same rows need no new validation, count or trend
     # the live publication's checks are its versions' own rows (copied with the time they were checked)
     (tables,), = query(tmp_path / "warehouse.duckdb", "SELECT tables FROM arena.publications WHERE publication_id = 2")
     checked = query(tmp_path / "warehouse.duckdb", "SELECT DISTINCT table_name FROM arena.quality_results "
@@ -103,4 +128,5 @@ def test_an_unchanged_rerun_validates_fits_and_publishes_nothing_and_a_changed_i
         patch.setenv("ARENA_SOURCE", str(changed))
         line, new_dump = _refresh(capsys, counted, "--bootstrap-rounds", "6")
     assert line.startswith("published: publication 3 ")
-    assert new_dump == Counter({**{name: 1 for name in suites}, "fit": 1})  # validated and fitted again
+    assert new_dump == Counter({**{name: 1 for name in suites}, "fit": 1, "position_bias_in_duckdb": 1,
+                                "rating_trend": 1, "model_facts_in_duckdb": 1})  # validated, counted, fitted again

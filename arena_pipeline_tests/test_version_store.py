@@ -131,13 +131,15 @@ def test_position_bias_invoked_directly_on_stored_versions(store):
     tags = pl.DataFrame({"battle_id": [f"b{i}" for i in range(10)] + ["b0", "b6", "b7"],
                          "category": ["overall"] * 10 + ["math"] * 3})
     output = position_bias_table(warehouse=store.warehouse, **_refs(store, battles, tags))
-    table = output.value.sort("category")
+    assert isinstance(output.value, Versioned) and output.value.reuse  # counted only when none is reused
+    table, metadata = output.value.table.make()
+    table = table.sort("category")
     assert table.get_column("category").to_list() == ["math", "overall"]
     math, overall = table.to_dicts()
     assert (overall["battles"], overall["decisive"], overall["a_wins"], overall["a_win_rate"]) == (10, 8, 6, 0.75)
     assert (math["decisive"], math["a_wins"]) == (3, 1)
     assert "dump_revision" not in table.columns  # the store adds it: it is the version's revision
-    assert output.metadata["overall"].value[0]["a_wins"] == 6
+    assert metadata["overall"].value[0]["a_wins"] == 6
 
 
 def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes_only(store):
@@ -146,10 +148,13 @@ def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes
                                              model_b_canonical=pl.col("model_b").str.to_uppercase())
     tags = battle_categories(battles=battles).value.table
     output = rating_trend_table(warehouse=store.warehouse, **_refs(store, battles, tags))
+    assert isinstance(output.value, Versioned) and output.value.reuse  # fitted only when none is reused
+    trend, metadata = output.value.table.make()
     canonical = battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
     expected = rating_trend(canonical, tags)
-    assert expected.height >= 3 and output.value.equals(expected)
-    assert set(output.value.get_column("model")) <= {m.upper() for m in MODELS}  # canonical names
+    assert expected.height >= 3 and trend.equals(expected)
+    assert metadata["months"] == expected.get_column("month").n_unique()
+    assert set(trend.get_column("model")) <= {m.upper() for m in MODELS}  # canonical names
 
 
 def test_battle_categories_invoked_directly_on_a_battles_frame():
@@ -181,8 +186,9 @@ def test_models_invoked_directly_on_stored_versions(store):
     battles = make_battles(8).with_columns(model_b_canonical=pl.lit("gemini-2.5-pro"))
     tags = battle_categories(battles=battles).value.table
     output = models(model_catalog=ModelCatalog(), warehouse=store.warehouse, **_refs(store, battles, tags))
-    table = output.value.table
-    assert "aliases_sha256" in output.value.settings
+    assert output.value.reuse and "aliases_sha256" in output.value.settings  # counted only when none is reused
+    table, metadata = output.value.table.make()
+    assert metadata["models_without_provider"].value == table.filter(pl.col("provider").is_null())["model"].to_list()
     gemini = table.filter(pl.col("model") == "gemini-2.5-pro").row(0, named=True)
     # every battle has it on side b now (a self-battle counts once)
     assert gemini["n_battles"] == 8 and gemini["battles_overall"] == 8

@@ -7,7 +7,7 @@ import polars as pl
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES
-from arena_pipeline.assets.version_store import VERSION_STORE, TableRef, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, Later, TableRef, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     POSITION_BIAS_TABLE,
@@ -44,14 +44,19 @@ _TREND_TAGS = "SELECT battle_id, category FROM {tags} WHERE category IN ({catego
     ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES)},
     io_manager_key=VERSION_STORE,
 )
-def position_bias_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[pl.DataFrame]:
+def position_bias_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[Versioned]:
     """arena.position_bias: per category, how often the model shown as A wins against B, with counts,
-    an exact 95% interval and a binomial p-value against no bias."""
-    # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
-    with warehouse.connection() as con:
-        table = position_bias_in_duckdb(con, battles.name, battle_categories.name)
-    overall = table.filter(pl.col("category") == "overall").to_dicts()
-    return dg.Output(table, metadata={"overall": dg.MetadataValue.json(overall)})
+    an exact 95% interval and a binomial p-value against no bias. Counted only when no version of the same
+    votes, tags and code exists (an unchanged re-run reuses it, without its ``overall`` metadata)."""
+
+    def make() -> tuple[pl.DataFrame, dict]:
+        # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
+        with warehouse.connection() as con:
+            table = position_bias_in_duckdb(con, battles.name, battle_categories.name)
+        overall = table.filter(pl.col("category") == "overall").to_dicts()
+        return table, {"overall": dg.MetadataValue.json(overall)}
+
+    return dg.Output(Versioned(Later(make), reuse=True))
 
 
 @dg.asset(
@@ -63,14 +68,18 @@ def position_bias_table(warehouse: Warehouse, battles: TableRef, battle_categori
     ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE]), "battle_categories": stored_input(BATTLE_CATEGORIES)},
     io_manager_key=VERSION_STORE,
 )
-def rating_trend_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[pl.DataFrame]:
+def rating_trend_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[Versioned]:
     """arena.rating_trend: Bradley-Terry ratings per calendar month for the models with enough
     battles that month, over every loaded dump; months are linked in order through the models two
-    consecutive months share (core/analysis/rating_trend.py: the first month is centred)."""
-    categories = ", ".join(f"'{c}'" for c in TREND_CATEGORIES)
-    with warehouse.connection() as con:
-        votes = read_frame(con, _TREND_BATTLES.format(battles=battles.name))
-        tags = read_frame(con, _TREND_TAGS.format(tags=battle_categories.name, categories=categories))
-    table = rating_trend(votes, tags, categories=TREND_CATEGORIES)
-    months = table.get_column("month").n_unique() if table.height else 0
-    return dg.Output(table, metadata={"months": months})
+    consecutive months share (core/analysis/rating_trend.py: the first month is centred). Fitted only when
+    no version of the same votes, tags and code exists (an unchanged re-run reuses it)."""
+
+    def make() -> tuple[pl.DataFrame, dict]:
+        categories = ", ".join(f"'{c}'" for c in TREND_CATEGORIES)
+        with warehouse.connection() as con:
+            votes = read_frame(con, _TREND_BATTLES.format(battles=battles.name))
+            tags = read_frame(con, _TREND_TAGS.format(tags=battle_categories.name, categories=categories))
+        table = rating_trend(votes, tags, categories=TREND_CATEGORIES)
+        return table, {"months": table.get_column("month").n_unique() if table.height else 0}
+
+    return dg.Output(Versioned(Later(make), reuse=True))

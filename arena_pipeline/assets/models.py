@@ -7,7 +7,7 @@ from arena_pipeline.assets.builds import table_sha256
 from arena_pipeline.assets.ingest import TABLE_KEYS
 from arena_pipeline.assets.metadata import schema_metadata
 from arena_pipeline.assets.rankings import BATTLE_CATEGORIES, RANKING_KEYS
-from arena_pipeline.assets.version_store import VERSION_STORE, TableRef, Versioned, stored_input
+from arena_pipeline.assets.version_store import VERSION_STORE, Later, TableRef, Versioned, stored_input
 from arena_pipeline.constants import (
     BATTLES_TABLE,
     EXTERNAL_COMPARISON_MODELS_TABLE,
@@ -45,16 +45,18 @@ EXTERNAL_COMPARISON_MODELS = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_MODELS_TAB
 def models(model_catalog: ModelCatalog, warehouse: Warehouse, battles: TableRef,
            battle_categories: TableRef) -> dg.Output[Versioned]:
     """arena.models: one row per canonical model name with its provider, the raw names seen, first and
-    last battle, and battles per category. Raw names that normalize to one model are listed in the metadata."""
+    last battle, and battles per category. Raw names that normalize to one model are listed in the metadata.
+    Counted only when no version of the same votes, tags, aliases and code exists (an unchanged re-run reuses
+    it, without that metadata)."""
     aliases = model_catalog.aliases()
-    # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
-    with warehouse.connection() as con:
-        facts = model_facts_in_duckdb(con, battles.name, battle_categories.name)
-    table = models_table(facts, aliases=aliases)
-    merged = merged_names(facts, aliases)
-    return dg.Output(
-        Versioned(table, {"aliases_sha256": table_sha256(aliases)}),
-        metadata={
+
+    def make() -> tuple[pl.DataFrame, dict]:
+        # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
+        with warehouse.connection() as con:
+            facts = model_facts_in_duckdb(con, battles.name, battle_categories.name)
+        table = models_table(facts, aliases=aliases)
+        merged = merged_names(facts, aliases)
+        return table, {
             "merged_names": dg.MetadataValue.json(
                 [{"canonical": r["canonical"], "raw_names": r["raw_names"], "battles": r["n_battles"]}
                  for r in merged.iter_rows(named=True)]
@@ -62,8 +64,9 @@ def models(model_catalog: ModelCatalog, warehouse: Warehouse, battles: TableRef,
             "models_without_provider": dg.MetadataValue.json(
                 table.filter(pl.col("provider").is_null()).get_column("model").to_list()
             ),
-        },
-    )
+        }
+
+    return dg.Output(Versioned(Later(make), {"aliases_sha256": table_sha256(aliases)}, reuse=True))
 
 
 BOARD_CHECK = "published_board_valid"

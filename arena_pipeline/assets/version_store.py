@@ -30,6 +30,11 @@ Each stored output gets ``revision`` and ``dagster/row_count`` metadata, and aft
 output the store logs the "this run publishes nothing" line (``assets.live.note_if_unpublished``):
 a multi-asset yields its outputs in the order of its specs.
 
+Within one process the store remembers the run's build and each version it stored: a later step of the run
+reads such a table as a :class:`TableRef` without opening the work file (the step that stores a version is
+its only writer; the gate's recomputed ``arena.publication_changes`` aside, which no later step reads). The
+outputs a step reused are logged in one line after its last output.
+
 The store takes the run's ``warehouse`` resource by key (``required_resource_keys``), not as a nested
 resource field: Dagster matches a nested resource by object, so a run that sets ``warehouse`` (as
 every test does) would otherwise leave the store on the default warehouse.
@@ -152,6 +157,18 @@ class VersionStore(dg.IOManager):
     def __init__(self, warehouse: Warehouse, run_id: str, failure_of: FailureOf | None = None):
         # failure_of: why an ended build's run failed (assets.builds.run_failure), for the builds it closes
         self.warehouse, self.run_id, self.failure_of = warehouse, run_id, failure_of
+        #: the run's build once found (its row never changes), and what this store stored in this process:
+        #: table -> its reference (a later step of the run reads it as a TableRef without opening the work file)
+        self._run_build = None
+        self._stored: dict[str, TableRef] = {}
+        #: per step, its reused outputs not logged yet (one line after its last output)
+        self._reused: dict[str | None, list[str]] = {}
+
+    def _build(self, con: duckdb.DuckDBPyConnection):
+        """The run's build (``assets.builds.build_of_run``), looked up once."""
+        if self._run_build is None:
+            self._run_build = build_of_run(con, self.run_id, self.failure_of)
+        return self._run_build
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         stored = obj if isinstance(obj, Versioned) else Versioned(obj)
@@ -167,11 +184,13 @@ class VersionStore(dg.IOManager):
         if isinstance(stored.table, Later):  # an earlier version reused, or the table made now
             build, rows, stored = self._reuse_or_make(context, table, stored, settings, inputs, extra)
             if stored is None:
-                context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
-                self._note_after_last_output(context)
-                return
+                return self._stored_output(context, table, build, rows, extra)
+        if isinstance(stored.table, FillTogether) and stored.table.stored and self._run_build is not None:
+            # stored with the step's first output: nothing to open
+            rows, more = stored.table.stored[table]
+            return self._stored_output(context, table, self._run_build, rows, {**extra, **more})
         with self.warehouse.connection() as con:
-            build = build_of_run(con, self.run_id, self.failure_of)
+            build = self._build(con)
             reusable = (reusable_version(con, table, build, settings, inputs)
                         if stored.reuse and not isinstance(stored.table, FillTogether) else None)
             if isinstance(stored.table, FillTogether):  # made (or reused) at the step's first output
@@ -182,7 +201,7 @@ class VersionStore(dg.IOManager):
             elif reusable is not None:  # same inputs, settings and code: the earlier version, as a view
                 base, rows = reusable
                 reuse_version(con, table, build, base, rows, settings)
-                context.log.info(f"{SCHEMA}.{table}: inputs unchanged, {base} reused")
+                self._log_reused(context, f"{SCHEMA}.{table} ({base})")
                 extra["reused"] = base
             elif isinstance(stored.table, Fill):
                 def fill(target: str) -> int:
@@ -203,6 +222,13 @@ class VersionStore(dg.IOManager):
                                                settings, inputs)[table]
                 else:
                     rows = write_version(con, table, build, frame, settings, inputs)
+        return self._stored_output(context, table, build, rows, extra)
+
+    def _stored_output(self, context: dg.OutputContext, table: str, build, rows: int, extra: Mapping) -> None:
+        """The output's metadata, once its version is stored (remembered for the run's later steps), and the
+        step's lines after its last output."""
+        version = version_name(table, build)
+        self._stored[table] = TableRef(version, build.revision, extra.get("reused") or version)
         context.add_output_metadata({"revision": build.revision, "dagster/row_count": rows, **extra})
         self._note_after_last_output(context)
 
@@ -212,12 +238,12 @@ class VersionStore(dg.IOManager):
         is reused (as a view; ``make`` is not called), else (build, 0, the made frame as a Versioned to store).
         The work file is not held while ``make`` runs."""
         with self.warehouse.connection() as con:
-            build = build_of_run(con, self.run_id, self.failure_of)
+            build = self._build(con)
             reusable = reusable_version(con, table, build, settings, inputs) if stored.reuse else None
             if reusable is not None:
                 base, rows = reusable
                 reuse_version(con, table, build, base, rows, settings)
-                context.log.info(f"{SCHEMA}.{table}: inputs unchanged, {base} reused (not computed)")
+                self._log_reused(context, f"{SCHEMA}.{table} ({base}, not computed)")
                 extra["reused"] = base
                 return build, rows, None
         made = stored.table.make()
@@ -256,23 +282,43 @@ class VersionStore(dg.IOManager):
         spec = spec_of(upstream.definition_metadata if upstream is not None else None)
         if spec is not None and spec.heavy and not reference:
             raise TypeError(f"{SCHEMA}.{table} is too large to load into Python: declare the input as a TableRef")
+        if reference and table in self._stored:  # stored by this store in this run: known without a lookup
+            return self._stored[table]
         with self.warehouse.connection() as con:
-            build = build_of_run(con, self.run_id, self.failure_of)
+            build = self._build(con)
             if not reference:
                 return read_input(con, SCHEMA, table, build, (context.definition_metadata or {}).get("columns", "*"))
             version = input_version(con, SCHEMA, table, build)
             return TableRef(version, build.revision, base_version(con, version))
 
+    def _log_reused(self, context: dg.OutputContext, what: str) -> None:
+        """Note a reused output; the step logs them in one line after its last output (a Dagster event each
+        costs a write)."""
+        self._reused.setdefault(_step_key(context), []).append(what)
+
     def _note_after_last_output(self, context: dg.OutputContext) -> None:
-        """After the step's last output: the "publishes nothing" line, when the run publishes nothing."""
+        """After the step's last output: one line naming the step's reused outputs, and the "publishes nothing"
+        line, when the run publishes nothing."""
         try:
             step = dg.AssetExecutionContext.get()
         except dg.DagsterInvariantViolationError:  # an output context built outside a step (a test)
+            step = None
+        selected = step.selected_asset_keys if step is not None else set()
+        last = [spec.key for spec in step.assets_def.specs if spec.key in selected][-1] if step is not None else None
+        if step is not None and context.asset_key != last:
             return
-        selected = step.selected_asset_keys
-        last = [spec.key for spec in step.assets_def.specs if spec.key in selected][-1]
-        if context.asset_key == last:
+        if reused := self._reused.pop(_step_key(context), None):
+            context.log.info(f"inputs unchanged, the earlier versions reused: {', '.join(reused)}")
+        if step is not None:
             note_if_unpublished(step, self.warehouse)
+
+
+def _step_key(context: dg.OutputContext) -> str | None:
+    """The output's step (None for an output context built without one: a test)."""
+    try:
+        return context.step_key
+    except dg.DagsterInvariantViolationError:
+        return None
 
 
 def _input_tables(context: dg.OutputContext) -> tuple[str, ...]:

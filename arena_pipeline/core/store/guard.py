@@ -6,7 +6,8 @@ names a publication the work file holds, with the same run and time: a copied or
 snapshot stay one). Anything else (a user's own database, a text file, another store's snapshot, a
 snapshot ahead of a work file restored from an older backup, a snapshot some process holds read-write)
 is refused with one line naming the file and what to do, at the start of every step that writes
-(``Warehouse.get_connection``) and again right before the rename (``StagedSnapshot.swap``).
+(``Warehouse.get_connection``: read once per process and again whenever the file changed on disk) and
+again right before the rename (``StagedSnapshot.swap``: read always).
 
 Also decided here: a symbolic link at ARENA_WAREHOUSE publishes to the file it leads to (the link
 stays), the snapshot keeps the mode and group the replaced file had, a stale write-ahead log beside it
@@ -122,10 +123,28 @@ def read_write_holder_error(path: str | os.PathLike[str], exc: Exception) -> For
         "there would be lost. Close that connection and run again")
 
 
+#: What the snapshot at a path showed when this process last read it (:func:`check_replaceable`), with the
+#: file's identity then (device, inode, size, modification and change times): real path -> (identity, shown).
+_SHOWN: dict[str, tuple[tuple[int, ...], tuple | None]] = {}
+
+
+def _identity(real: Path) -> tuple[int, ...]:
+    """The file's and its write-ahead log's device, inode, size and times (0s for no log)."""
+    found = [real.stat()]
+    with contextlib.suppress(FileNotFoundError):
+        found.append(Path(f"{real}.wal").stat())
+    return tuple(n for f in found for n in (f.st_dev, f.st_ino, f.st_size, f.st_mtime_ns, f.st_ctime_ns))
+
+
 def check_replaceable(path: str | os.PathLike[str], work: str | os.PathLike[str], publications: Publications,
-                      schema: str = "arena") -> None:
+                      schema: str = "arena", *, reread: bool = True) -> None:
     """Refuse unless the file at ``path`` (or where its link leads) may be replaced by a publication of the
     store whose work file is ``work`` and holds ``publications``.
+
+    ``reread=False`` (every writing connection after a run's first): what the file shows is read again only
+    when the file changed on disk since this process last read it (another file, size or time); the run's
+    first check and the one right before the rename read it always, and so also find a process holding it
+    read-write.
 
     Raises
     ------
@@ -146,6 +165,30 @@ def check_replaceable(path: str | os.PathLike[str], work: str | os.PathLike[str]
         raise ForeignFileError(f"{what} is not a file; {advice}")
     if Path(work).exists() and os.path.samefile(real, work):  # a warehouse from before the snapshot, adopted
         return
+    identity = _identity(real)
+    cached = _SHOWN.get(str(real))
+    if not reread and cached is not None and cached[0] == identity:
+        shown = cached[1]
+    else:
+        shown = _shows(real, path, what, advice, schema)
+        _SHOWN[str(real)] = (identity, shown)
+    if shown is None:
+        return
+    held, row = shown
+    if held in publications and publications[held] == row:
+        return
+    newest = max(publications, default=0)
+    ends = f"ends at publication {newest}" if held > newest else f"has another publication {held}"
+    raise ForeignFileError(
+        f"{what} shows publication {held}, but this store's work file {work} {ends}: the snapshot belongs to another "
+        "store, or the work file was restored from an older backup; nothing was written. Point ARENA_STORE_DIR at "
+        "the snapshot's own store (or restore the work file that goes with it), or ARENA_WAREHOUSE at a new file")
+
+
+def _shows(real: Path, path: str | os.PathLike[str], what: str, advice: str, schema: str) -> tuple | None:
+    """What the snapshot ``real`` shows: (its publication, (that publication's run, time)), or None when it
+    holds nothing to lose (an empty DuckDB file, a snapshot of a store that never published); refused when it
+    is no snapshot or a process holds it read-write."""
     try:
         con = attach(str(real))
     except duckdb.Error as exc:
@@ -159,25 +202,18 @@ def check_replaceable(path: str | os.PathLike[str], work: str | os.PathLike[str]
         names = con.execute("SELECT table_schema, table_name FROM information_schema.tables "
                             f"WHERE table_catalog = '{ALIAS}'").fetchall()
         if not names:
-            return  # an empty DuckDB file: nothing to lose
+            return None  # an empty DuckDB file: nothing to lose
         if (VERSIONS_SCHEMA, SNAPSHOT_MARKER) not in names:
             listed = ", ".join(f"{s}.{t}" for s, t in sorted(names)[:3]) + (" ..." if len(names) > 3 else "")
             raise ForeignFileError(f"{what} is a DuckDB database the pipeline did not publish ({listed}); {advice}")
         (held,) = con.execute(f"SELECT publication_id FROM {quoted(VERSIONS_SCHEMA, SNAPSHOT_MARKER)}").fetchone()
         if held is None:
-            return  # a snapshot of a store that never published: nothing to lose
+            return None  # a snapshot of a store that never published: nothing to lose
         row = con.execute(f"SELECT run_id, CAST(published_at AS VARCHAR) FROM {quoted(schema, PUBLICATIONS_TABLE)} "
                           f"WHERE publication_id = {int(held)}").fetchone()
     finally:
         con.close()
-    if held in publications and publications[held] == row:
-        return
-    newest = max(publications, default=0)
-    ends = f"ends at publication {newest}" if held > newest else f"has another publication {held}"
-    raise ForeignFileError(
-        f"{what} shows publication {held}, but this store's work file {work} {ends}: the snapshot belongs to another "
-        "store, or the work file was restored from an older backup; nothing was written. Point ARENA_STORE_DIR at "
-        "the snapshot's own store (or restore the work file that goes with it), or ARENA_WAREHOUSE at a new file")
+    return held, row
 
 
 def prepare_rename(staged: Path, target: Path) -> None:

@@ -131,7 +131,8 @@ def record_dump(
     rows: int | None = None,
     detail: str | None = None,
 ) -> None:
-    """Insert or update the history row of ``revision`` (fields left None keep their value).
+    """Insert or update the history row of ``revision`` (fields left None keep their value; ``updated_at``
+    moves only when a field changes).
 
     A dump that is published or superseded keeps that status: a later run of the same revision
     that fails (or only fetches) records its outcome on its build, not on the dump.
@@ -156,7 +157,18 @@ def record_dump(
                           THEN status ELSE excluded.status END,
             status_detail = CASE WHEN status IN ({settled}) AND excluded.status NOT IN ({settled})
                                  THEN status_detail ELSE excluded.status_detail END,
-            updated_at = excluded.updated_at
+            -- the time the row last changed: a run that changes nothing (an unchanged re-run's fetch and load
+            -- of a published dump) leaves it, so that readers' records stay as they are
+            updated_at = CASE WHEN (source, source_kind, requested_revision, files, rows, status, status_detail)
+                                   IS NOT DISTINCT FROM
+                                   (COALESCE(excluded.source, source), COALESCE(excluded.source_kind, source_kind),
+                                    COALESCE(excluded.requested_revision, requested_revision),
+                                    COALESCE(excluded.files, files), COALESCE(excluded.rows, rows),
+                                    CASE WHEN status IN ({settled}) AND excluded.status NOT IN ({settled})
+                                         THEN status ELSE excluded.status END,
+                                    CASE WHEN status IN ({settled}) AND excluded.status NOT IN ({settled})
+                                         THEN status_detail ELSE excluded.status_detail END)
+                              THEN updated_at ELSE excluded.updated_at END
         """,
         [revision, source, source_kind, requested_revision, now,
          json.dumps(files) if files is not None else None, rows, status, detail, now],

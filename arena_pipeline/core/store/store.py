@@ -31,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from arena_pipeline.constants import DUMPS_TABLE, VERSIONS_SCHEMA
+from arena_pipeline.constants import DUMPS_TABLE, PUBLICATIONS_TABLE, VERSIONS_SCHEMA
 from arena_pipeline.core.store import errors, guard, lake, snapshot, warehouse
 from arena_pipeline.core.store.connections import (
     FILES_FOLDER,
@@ -45,7 +45,7 @@ from arena_pipeline.core.store.reader import open_newest
 from arena_pipeline.core.store.records import BUILDS, RECORD_TABLES, live_publication
 from arena_pipeline.core.store.targets import PublicationTarget
 from arena_pipeline.core.store.versions import Build
-from arena_pipeline.core.store.warehouse import quoted
+from arena_pipeline.core.store.warehouse import quoted, relation_exists
 
 #: What the targets were last given (work file; one row: the live publication, the digest of ``arena.dumps``
 #: and :func:`records_digest`), written after they were: a crash before it leaves the targets one write
@@ -62,10 +62,12 @@ def _tables(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[list[tuple[str
     return tables, found
 
 
-def records_digest(con: duckdb.DuckDBPyConnection, schema: str) -> str:
+def records_digest(con: duckdb.DuckDBPyConnection, schema: str, only: str | None = None) -> str:
     """What the records readers read hold (each record table and the builds registry: rows and a hash of
-    them, in one query); equal digests, equal records."""
+    them, in one query); equal digests, equal records. ``only``: that record table's part alone."""
     tables, found = _tables(con, schema)
+    if only is not None:
+        tables = [(schema, only)]
     present = [(i, s, t) for i, (s, t) in enumerate(tables) if (s, t) in found]
     digest = ["-"] * len(tables)
     if present:
@@ -82,6 +84,14 @@ def _state(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str
     live = live_publication(con, schema)
     digest = records_digest(con, schema)
     return (live["publication_id"] if live else None), digest.split(";")[list(RECORD_TABLES).index(DUMPS_TABLE)], digest
+
+
+def _level(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str]:
+    """The first two parts of :func:`_state` (the live publication id, what ``arena.dumps`` holds), in two
+    small queries: what a block that succeeded is compared by."""
+    live = (con.execute(f"SELECT max(publication_id) FROM {quoted(schema, PUBLICATIONS_TABLE)}").fetchone()[0]
+            if relation_exists(con, schema, PUBLICATIONS_TABLE) else None)
+    return live, records_digest(con, schema, only=DUMPS_TABLE)
 
 
 def _given(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str, str]:
@@ -187,7 +197,8 @@ class Store:
         try:
             warehouse.check_is_warehouse(con, path)
             # the readers' file is this store's to replace, or the run stops here (core/store/guard.py)
-            guard.check_replaceable(self.snapshot_path, path, guard.store_publications(con, self.schema), self.schema)
+            guard.check_replaceable(self.snapshot_path, path, guard.store_publications(con, self.schema), self.schema,
+                                    reread=False)
         except BaseException:
             con.close()
             raise
@@ -232,8 +243,8 @@ class Store:
         ``failed``, any record. ``failed`` or ``quiet``: a target that cannot be written is returned as a
         line (the next run writes it), not raised."""
         try:
-            now, given = _state(work.raw, self.schema), _given(work.raw, self.schema)
-            if now == given or (not failed and now[:2] == given[:2]):
+            given = _given(work.raw, self.schema)
+            if (_state(work.raw, self.schema) == given) if failed else (_level(work.raw, self.schema) == given[:2]):
                 return None
             self._sync(work.raw)
         except (duckdb.Error, OSError, RuntimeError) as exc:  # a LakeError is a RuntimeError
@@ -307,7 +318,9 @@ class Store:
         """
         guard.check_name(self.snapshot_path, self.work_path)
         if self.work_path.exists():
-            with self.work():
+            with self.work() as work:  # read again: a process holding it read-write is found here
+                guard.check_replaceable(self.snapshot_path, self.work_path,
+                                        guard.store_publications(work.raw, self.schema), self.schema)
                 return
         snapshot.kind_of(guard.published_path(self.snapshot_path))  # a foreign file; a first run's adoption
 
