@@ -7,9 +7,10 @@ Run::
 The dump is bench_ingest.py's synthetic dump (cached under ``--workdir``). Each load runs in a fresh
 subprocess; a sampler (psutil, every 50 ms) adds up the RSS and CPU time of the subprocess and every process
 under it (the forkserver and its workers), their proportional set size (PSS: pages shared with the
-forkserver, the imported libraries, counted once), and the largest single worker's RSS. A load's
-memory is bounded by a batch per process: the per-worker peak must not grow with the dump nor with the
-workers, and the total peak by at most a worker's peak per added worker.
+forkserver, the imported libraries, counted once), and the largest single worker's RSS; CPU time is
+also given per kind of process (the main one, the forkserver, the workers together). A load's memory is
+bounded by a batch per process: the per-worker peak must not grow with the dump nor with the workers, and
+the total peak by at most a worker's peak per added worker.
 """
 
 from __future__ import annotations
@@ -50,9 +51,13 @@ def measure(dump: Path, workdir: Path, workers: int) -> dict:
                            stdout=subprocess.PIPE, text=True)
     peak_total = peak_worker = peak_pss = 0
     cpu: dict[int, float] = {}
+    roles: dict[int, str] = {process.pid: "main"}
     while process.poll() is None:
         try:
             tree = [process, *process.children(recursive=True)]
+            for p in tree:
+                if p.pid not in roles:  # the forkserver's command line names it; the others are its workers
+                    roles[p.pid] = "forkserver" if "forkserver" in " ".join(p.cmdline()) else "worker"
             rss = {p.pid: p.memory_info().rss for p in tree}
             # proportional set size: the pages the workers share with the forkserver counted once in all
             pss = sum(p.memory_full_info().pss for p in tree)
@@ -66,7 +71,10 @@ def measure(dump: Path, workdir: Path, workers: int) -> dict:
         time.sleep(0.05)
     figures = json.loads(process.stdout.read().strip().splitlines()[-1])
     shutil.rmtree(out)
-    return {"workers": workers, **figures, "cpu_seconds": sum(cpu.values()), "peak_total_mb": peak_total / MB, "peak_pss_mb": peak_pss / MB,
+    by_role: dict[str, float] = {}
+    for pid, seconds in cpu.items():
+        by_role[roles.get(pid, "worker")] = by_role.get(roles.get(pid, "worker"), 0.0) + seconds
+    return {"workers": workers, **figures, "cpu_seconds": sum(cpu.values()), "cpu_by_role": by_role, "peak_total_mb": peak_total / MB, "peak_pss_mb": peak_pss / MB,
             "peak_worker_mb": peak_worker / MB}
 
 
@@ -87,6 +95,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  workers {workers}: {r['seconds']:6.1f} s wall, {r['cpu_seconds']:6.1f} s CPU (every process), "
                   f"peak RSS {r['peak_total_mb']:6,.0f} MiB in all (PSS {r['peak_pss_mb']:6,.0f} MiB), largest worker {r['peak_worker_mb']:5,.0f} MiB; "
                   f"battles {r['rows']['battles']:,}", flush=True)
+            print("    CPU s by process: " + ", ".join(f"{role} {seconds:.1f}" for role, seconds in
+                                                       sorted(r["cpu_by_role"].items())), flush=True)
 
 
 if __name__ == "__main__":
