@@ -8,9 +8,9 @@ The dump is bench_ingest.py's synthetic dump (cached under ``--workdir``). Each 
 subprocess; a sampler (psutil, every 50 ms) adds up the RSS and CPU time of the subprocess and every process
 under it (the forkserver and its workers), their proportional set size (PSS: pages shared with the
 forkserver, the imported libraries, counted once), and the largest single worker's RSS; CPU time is
-also given per kind of process (the main one, the forkserver, the workers together). A load's memory is
-bounded by a batch per process: the per-worker peak must not grow with the dump nor with the workers, and
-the total peak by at most a worker's peak per added worker.
+also given per kind of process (the main one, the forkserver, the workers together, any other). A load's
+memory is bounded by a batch per process: the per-worker peak must not grow with the dump nor with the
+workers, and the total peak by at most a worker's peak per added worker.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def measure(dump: Path, workdir: Path, workers: int) -> dict:
         try:
             tree = [process, *process.children(recursive=True)]
             for p in tree:
-                if p.pid not in roles:  # the forkserver's command line names it; the others are its workers
-                    roles[p.pid] = "forkserver" if "forkserver" in " ".join(p.cmdline()) else "worker"
+                if p.pid not in roles:  # the workers are forked by the forkserver (a child of the main process)
+                    roles[p.pid] = ("worker" if p.ppid() != process.pid else
+                                    "forkserver" if "forkserver" in " ".join(p.cmdline()) else "other")
             rss = {p.pid: p.memory_info().rss for p in tree}
             # proportional set size: the pages the workers share with the forkserver counted once in all
             pss = sum(p.memory_full_info().pss for p in tree)

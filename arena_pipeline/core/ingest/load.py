@@ -36,7 +36,7 @@ from arena_pipeline.core.dataset.quarantine import (
 )
 from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.ingest.flatten import all_user_texts, flatten_battles
-from arena_pipeline.core.ingest.parallel import run_in_processes
+from arena_pipeline.core.ingest.parallel import run_in_processes, start_processes
 from arena_pipeline.core.ingest.prefetch import prefetched
 from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -927,6 +927,7 @@ def _fill_parallel(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame
     several_dumps = len({dump_label(manifest, shard) for shard in manifest.files}) > 1
     folders = {t.name: stages.folders[t.name] for t in tables if t.keyed_by_battle}
     schemas = {name: stages.schemas[name] for name in folders}
+    start_processes([__name__])  # the workers' imports overlap the read of the ids
     repeated = _repeated_ids(manifest)
     if repeated is None:
         _fill_parts(manifest, stages, aliases, report, when_read, tables)
