@@ -3,6 +3,7 @@
 Run::
 
     nice -n 10 .venv/bin/python benchmarks/bench_load_workers.py --rows 135634 --workers 1,2,4
+    nice -n 10 .venv/bin/python benchmarks/bench_load_workers.py --rows 135634 --phases --workers 1,2
 
 The dump is bench_ingest.py's synthetic dump (cached under ``--workdir``). Each load runs in a fresh
 subprocess; a sampler (psutil, every 50 ms) adds up the RSS and CPU time of the subprocess and every process
@@ -11,6 +12,9 @@ forkserver, the imported libraries, counted once), and the largest single worker
 also given per kind of process (the main one, the forkserver, the workers together, any other). A load's
 memory is bounded by a batch per process: the per-worker peak must not grow with the dump nor with the
 workers, and the total peak by at most a worker's peak per added worker.
+
+``--phases`` first prints the CPU seconds of each phase of the load of the first shard, in one process
+(:func:`phases`): where a worker's time goes.
 """
 
 from __future__ import annotations
@@ -42,6 +46,64 @@ def child(dump: Path, out: Path, workers: int) -> None:
     started = time.perf_counter()
     report = load.fill_dump(manifest, {name: out / name for name in load.load_tables()}, workers=workers)
     print(json.dumps({"seconds": time.perf_counter() - started, "rows": report.rows}))
+
+
+def _least_cpu(run, repeat: int) -> float:
+    """The least CPU seconds (every thread of this process) of ``repeat`` calls of ``run``."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        run()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def phases(dump: Path, repeat: int = 3) -> dict[str, float]:
+    """CPU seconds of each phase of one worker's load of the dump's first shard, in this process: the least of
+    ``repeat`` runs of each. Polars' reader decodes in threads of its own while the batches are used, so the
+    reading phases are measured as runs of the read alone, of the read and screening, and of both and the
+    battles' flattening (each phase the difference); the tables and their Parquet writing (in memory, the
+    load's codec) are timed on the batches once read."""
+    import io
+
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from arena_pipeline.core.dataset.adapters import ARENA_140K
+    from arena_pipeline.core.ingest import load
+    from arena_pipeline.core.ingest.local_dump import local_manifest
+    from arena_pipeline.core.ingest.sources import parse_source
+    from arena_pipeline.core.ingest.tables import LOAD_TABLES, Batch
+    from arena_pipeline.core.store.versions import PARQUET_COMPRESSION, ROW_GROUP_ROWS
+
+    shard = local_manifest(parse_source(str(dump / "data"))).files[0]
+    path = Path(shard.path)
+    parquet = pq.ParquetFile(path, pre_buffer=False)
+    columns = ARENA_140K.read_columns(parquet.schema_arrow)
+
+    def drain(batches) -> None:
+        for _ in batches:
+            pass
+
+    read = _least_cpu(lambda: drain(load._parquet_batches(path, parquet, columns, ARENA_140K)), repeat)
+    screened = _least_cpu(lambda: drain(load._iter_parquet(path)), repeat)
+    flat = _least_cpu(lambda: drain(load._read_file(shard, None, None, "bench", ARENA_140K)), repeat)
+    batches = [Batch(pl.from_arrow(table), battles, "bench", "r") for table, battles, _ in
+               load._read_file(shard, None, None, "bench", ARENA_140K)]
+    figures = {"read (Polars' streaming reader)": read, "screening and conversion": screened - read,
+               "battles and conversation defects": flat - screened}
+    made: dict[str, list[pl.DataFrame]] = {}
+    for table in (t for t in LOAD_TABLES if t.keyed_by_battle):
+        figures[table.name] = _least_cpu(lambda table=table: [table.batch(b) for b in batches], repeat)
+        made[table.name] = [table.batch(b) for b in batches]
+
+    def write(frames: list[pl.DataFrame]) -> None:
+        for frame in frames:
+            frame.write_parquet(io.BytesIO(), row_group_size=ROW_GROUP_ROWS, **PARQUET_COMPRESSION)
+
+    for name, frames in made.items():
+        figures[f"writing {name}"] = _least_cpu(lambda frames=frames: write(frames), repeat)
+    return {"shard": shard.name, "votes": sum(b.battles.height for b in batches), "cpu": figures}
 
 
 def measure(dump: Path, workdir: Path, workers: int) -> dict:
@@ -87,9 +149,18 @@ def main(argv: list[str] | None = None) -> None:
     add_dump_arguments(parser)
     parser.add_argument("--workers", default="1,2,4", help="worker counts to run (default 1,2,4)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each count, alternating")
+    parser.add_argument("--phases", action="store_true",
+                        help="first, the CPU seconds of each phase of the load on the first shard (one process)")
     args = parser.parse_args(argv)
     dump, meta = dump_from_args(args)
     print(f"dump {dump} ({meta['rows']:,} rows); load average {psutil.getloadavg()[0]:.2f}")
+    if args.phases:
+        found = phases(dump)
+        total = sum(found["cpu"].values())
+        print(f"  phases of the load of {found['shard']} ({found['votes']:,} votes kept), CPU s, least of 3 runs:")
+        for name, seconds in found["cpu"].items():
+            print(f"    {name:34s} {seconds:6.2f} s  {seconds / total:4.0%}")
+        print(f"    {'in all':34s} {total:6.2f} s", flush=True)
     for _ in range(args.repeat):
         for workers in (int(w) for w in args.workers.split(",")):
             r = measure(dump, args.workdir, workers)
