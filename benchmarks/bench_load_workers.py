@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_dump_arguments(parser)
-    parser.add_argument("--workers", default="1,2,4", help="worker counts to run (default 1,2,4)")
+    parser.add_argument("--workers", default="1,2,4", help="worker counts to run (default 1,2,4; empty: none)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each count, alternating")
     parser.add_argument("--phases", action="store_true",
                         help="first, the CPU seconds of each phase of the load on the first shard (one process)")
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"    {name:34s} {seconds:6.2f} s  {seconds / total:4.0%}")
         print(f"    {'in all':34s} {total:6.2f} s", flush=True)
     for _ in range(args.repeat):
-        for workers in (int(w) for w in args.workers.split(",")):
+        for workers in (int(w) for w in args.workers.split(",") if w):
             r = measure(dump, args.workdir, workers)
             print(f"  workers {workers}: {r['seconds']:6.1f} s wall, {r['cpu_seconds']:6.1f} s CPU (every process), "
                   f"peak RSS {r['peak_total_mb']:6,.0f} MiB in all (PSS {r['peak_pss_mb']:6,.0f} MiB), largest worker {r['peak_worker_mb']:5,.0f} MiB; "
