@@ -445,18 +445,14 @@ def conversation_defects(nested: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for column in CONVERSATION_COLUMNS:
         messages = (
-            nested.select(
+            nested.select(  # the roles alone are exploded (not the messages' texts)
                 pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"),
-                pl.col(column).alias("msg"),
+                pl.col(column).list.eval(pl.element().struct.field("role")).alias("role"),
                 pl.int_ranges(0, pl.col(column).list.len().fill_null(0), dtype=pl.Int32).alias("position"),
             )
-            .filter(pl.col("msg").list.len() > 0)
-            .explode("msg", "position")
-            .select(
-                "row",
-                "position",
-                pl.col("msg").struct.field("role").alias("role"),
-            )
+            .filter(pl.col("role").list.len() > 0)
+            .explode("role", "position")
+            .select("row", "position", "role")
             .with_columns(
                 (pl.col("role") == "user").cast(pl.Int32).cum_sum().over("row").alias("turn")
             )

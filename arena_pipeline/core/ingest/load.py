@@ -36,7 +36,7 @@ from arena_pipeline.core.dataset.quarantine import (
 )
 from arena_pipeline.core.dataset.schema import BATTLES_SCHEMA, QUARANTINE_SCHEMA
 from arena_pipeline.core.ingest.flatten import all_user_texts, flatten_battles
-from arena_pipeline.core.ingest.parallel import run_in_processes
+from arena_pipeline.core.ingest.parallel import run_in_processes, start_processes
 from arena_pipeline.core.ingest.prefetch import prefetched
 from arena_pipeline.core.ingest.sources import (
     DEFAULT_MAX_CELL_BYTES,
@@ -776,6 +776,11 @@ def _per_dump(battles: pl.DataFrame, quarantine: pl.DataFrame, formats: dict[str
             for dump, fmt in formats.items()}
 
 
+#: What the load's forkserver imports once, for every worker it forks: this module and pandas, which pyarrow
+#: imports the first time it converts a Python value (the format's row rules do, on a worker's first batch):
+#: ~0.5 s of CPU per worker otherwise.
+_WORKER_PRELOAD = (__name__, "pandas")
+
 #: Part files a shard's worker may number (each job numbers its own range: names unique in every folder).
 _PARTS_PER_JOB = 100_000
 
@@ -883,7 +888,8 @@ def _repeated_ids(manifest: DumpManifest) -> pl.DataFrame | None:
     screened in load order by the main process; every other vote is decided by its own row. None when a
     shard's ids cannot be read (the load then runs in this process, and fails as it does there)."""
     try:
-        ids = [pl.from_arrow(pq.read_table(shard.path, columns=["id"])).select(pl.col("id").cast(pl.String))
+        # ParquetFile, not pq.read_table: that imports pyarrow.dataset and pandas (0.5 s of CPU, before any worker)
+        ids = [pl.from_arrow(pq.ParquetFile(shard.path).read(columns=["id"])).select(pl.col("id").cast(pl.String))
                for shard in manifest.files]
     except Exception:
         return None
@@ -927,6 +933,7 @@ def _fill_parallel(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame
     several_dumps = len({dump_label(manifest, shard) for shard in manifest.files}) > 1
     folders = {t.name: stages.folders[t.name] for t in tables if t.keyed_by_battle}
     schemas = {name: stages.schemas[name] for name in folders}
+    start_processes(_WORKER_PRELOAD)  # the workers' imports overlap the read of the ids
     repeated = _repeated_ids(manifest)
     if repeated is None:
         _fill_parts(manifest, stages, aliases, report, when_read, tables)
@@ -934,7 +941,7 @@ def _fill_parallel(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame
     jobs = [ShardJob(shard, number, dump_label(manifest, shard), manifest.revision, aliases, folders, schemas,
                      tables, several_dumps, BATCH_ROWS, repeated=repeated)
             for number, shard in enumerate(manifest.files)]
-    results = run_in_processes(flatten_shard, jobs, workers, [__name__])
+    results = run_in_processes(flatten_shard, jobs, workers, _WORKER_PRELOAD)
     screened = _Accumulated()
     for result, job in zip(results, jobs, strict=True):
         screened.formats.setdefault(job.dump, result.format)
@@ -948,7 +955,7 @@ def _fill_parallel(manifest: DumpManifest, stages: _Parts, aliases: pl.DataFrame
         later = [ShardJob(job.shard, job.number, job.dump, job.revision, aliases, folders, schemas, tables,
                           several_dumps, BATCH_ROWS, only=kept.filter(pl.col("_file") == job.number).drop("_file"), phase=2)
                  for job in jobs if kept.filter(pl.col("_file") == job.number).height]
-    finished = results + run_in_processes(flatten_shard, later, workers, [__name__])
+    finished = results + run_in_processes(flatten_shard, later, workers, _WORKER_PRELOAD)
     if when_read is not None:
         when_read()
     order = ["_file", "source_row"]

@@ -153,10 +153,12 @@ def pair_rows(frame: pl.DataFrame, battles: pl.DataFrame, dump_revision: str) ->
     decided = battles.filter(pl.col("winner").is_in(["model_a", "model_b"]))
     if decided.is_empty():
         return pl.DataFrame(schema=PAIR_ROWS_SCHEMA)
-    frame = frame.join(decided.select("id"), on="id", how="semi")  # render the decided votes only
+    # every vote's sides are rendered and the decided ones joined: filtering the nested rows first (a gather
+    # of every nested column) cost more than rendering the others (~0.2 of 0.47 CPU-s per 4 batches)
     prompt, chosen, rejected = _texts()
     pairs = (
-        decided.join(_sides(frame), on="id", how="inner", maintain_order="left")
+        decided.join(_sides(frame.select("id", "conversation_a", "conversation_b")), on="id", how="inner",
+                     maintain_order="left")
         .filter(pl.col("user_a") & pl.col("user_b") & (chosen.list.len() > 0) & (rejected.list.len() > 0))
         .join(_categories(decided), left_on="id", right_on="battle_id", how="left", maintain_order="left")
     )

@@ -76,3 +76,15 @@ def test_screens_merge_in_order_and_dictionaries_decode():
     assert plain.schema == pa.schema([("m", pa.string()), ("s", pa.struct([("t", pa.string())]))])
     assert plain.to_pylist() == encoded.to_pylist()
 
+
+
+def test_without_validation_counts_are_still_found_at_any_depth():
+    """A batch whose text its reader validated is screened for counts only, nested ones included; its text
+    columns are left as they are (not walked)."""
+    counts = pa.StructArray.from_arrays([pa.array([[1], [2**63]], pa.list_(pa.uint64()))], ["tokens"])
+    table = pa.table({"meta": counts, "messages": _batch().column("messages").chunk(0).slice(0, 2)})
+    screened, screen = screen_raw(table, utf8=False)
+    assert screen.get_column("rule").to_list() == [None, "count_out_of_range"]
+    assert "meta.tokens[]=9223372036854775808 " in screen.get_column("detail")[1]
+    assert screened.column("meta").to_pylist() == [{"tokens": [1]}, {"tokens": [None]}]
+    assert screened.column("messages").chunk(0).buffers() == table.column("messages").chunk(0).buffers()

@@ -1,0 +1,53 @@
+"""The load's worker processes (core/ingest/parallel.py): the forkserver starts before the jobs are ready and
+forks workers with their libraries imported."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from arena_pipeline.core.ingest.parallel import run_in_processes, start_processes
+
+FORKSERVER = pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver")
+
+
+@FORKSERVER
+def test_the_forkserver_runs_once_started_and_runs_the_jobs_after():
+    start_processes(["colorsys"])  # returns at once: the forkserver imports while the caller goes on
+    children = psutil.Process().children()
+    assert any("forkserver" in " ".join(child.cmdline()) for child in children)
+    assert run_in_processes(abs, [-2, 3], 2) == [2, 3]
+
+
+def pandas_loaded(_) -> bool:
+    """Whether pandas is imported in the process running this (a job of :func:`run_in_processes`)."""
+    return "pandas" in sys.modules
+
+
+@FORKSERVER
+def test_the_load_reads_the_ids_without_pandas_and_its_workers_start_with_it(tmp_path):
+    """The main process reads the shards' ids without importing pyarrow.dataset (and pandas with it); the
+    workers are forked with pandas imported (pyarrow imports it on a worker's first batch otherwise)."""
+    shard = tmp_path / "data" / "train-00000-of-00001.parquet"
+    shard.parent.mkdir()
+    pq.write_table(pa.table({"id": ["a", "b", "a"]}), shard)
+    script = f"""
+import sys
+from arena_pipeline.core.dataset.manifest import ShardFile, DumpManifest
+from arena_pipeline.core.ingest import load
+from arena_pipeline.core.ingest.parallel import run_in_processes
+from arena_pipeline_tests.core.ingest.test_parallel import pandas_loaded
+files = (ShardFile(path={str(shard)!r}, name="s", size=1, rows=3),)
+manifest = DumpManifest(source_kind="local", source="s", requested_revision="r", revision="r", files=files)
+repeated = load._repeated_ids(manifest).get_column("id").to_list()
+print(repeated, "pyarrow.dataset" in sys.modules, "pandas" in sys.modules,
+      run_in_processes(pandas_loaded, [0], 1, load._WORKER_PRELOAD))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[-2] == "['a'] False False [True]"
