@@ -187,7 +187,7 @@ class Fit:
 
     @property
     def battle_categories(self) -> pl.DataFrame:
-        """Their category tags."""
+        """Their category tags, as rows of :attr:`battles` (``core.ranking.tags.tag_rows``)."""
         return self._read[1]
 
     @functools.cached_property
