@@ -2,7 +2,7 @@
 
 Run (on a warehouse kept by ``bench_scale.py --keep``, e.g. the 10x one)::
 
-    nice -n 5 .venv/bin/python benchmarks/bench_fit_memory.py SCRATCH/warehouse.duckdb [--bootstrap 100]
+    nice -n 5 .venv/bin/python benchmarks/bench_fit_memory.py SCRATCH/run/warehouse.duckdb [--bootstrap 100]
 
 It opens the warehouse's published snapshot read-only and runs what the ``rankings`` step runs when it
 fits every table, through the step's own :class:`~arena_pipeline.assets.rankings.Fit` (the votes read by

@@ -152,8 +152,7 @@ def read_votes(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: 
     """The votes the fit reads: the columns of :func:`fit_columns` of the relation ``battles``, and the
     category tags of ``battle_categories`` as rows of those battles (``core.ranking.tags.tag_rows``: a
     categorical and a row number each, not two strings). Both are read ``tags.BATCH_ROWS`` rows at a
-    time, each batch a chunk of the frame (read whole, DuckDB's result and its Arrow copy were held
-    beside the frame: +1,170 MiB for the ~500 MB of columns of 1.36M votes)."""
+    time, each batch of the battles a chunk of the frame."""
     def batches(sql: str):
         for batch in con.execute(sql).fetch_record_batch(BATCH_ROWS):
             yield pl.from_arrow(batch)
@@ -188,7 +187,7 @@ class Fit:
 
     @property
     def battle_categories(self) -> pl.DataFrame:
-        """Their category tags."""
+        """Their category tags, as rows of :attr:`battles` (``core.ranking.tags.tag_rows``)."""
         return self._read[1]
 
     @functools.cached_property

@@ -1,11 +1,11 @@
 """Category tags as rows of the battles frame: what the fits hold of ``arena.battle_categories``.
 
 A vote has ~5 tags. As ``(battle_id, category)`` strings they took more than half the memory of the votes' columns
-the fits read (at 1.36M votes, 6.6M tags: ~280 MB against ~500 MB); as ``(category, _row)``, a
-categorical and the battle's row in the battles frame, they take 8 bytes each (50 MB). :func:`tag_rows` turns
+the fits read (at 1.36M votes, 6.6M tags: ~280 MiB against 448 MiB); as ``(category, _row)``, a
+categorical and the battle's row in the battles frame, they take 8 bytes each (50 MiB). :func:`tag_rows` turns
 tags read a batch at a time into that form; :func:`category_rows` gives each category's rows to the
-fits, from either form, a category at a time (a hash of every (category, battle) pair at once was
-+590 MiB at that size).
+fits, from either form, a category at a time (a hash of every (category, battle) pair at once took
+~800 MiB more at that size).
 """
 
 from __future__ import annotations
