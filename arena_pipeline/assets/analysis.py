@@ -46,9 +46,10 @@ _TREND_TAGS = "SELECT battle_id, category FROM {tags} WHERE category IN ({catego
 )
 def position_bias_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[Versioned]:
     """arena.position_bias: per category, how often the model shown as A wins against B, with counts,
-    an exact 95% interval and a binomial p-value against no bias. Counted only when no version of the same
-    votes, tags and code exists (an unchanged re-run reuses it, without its ``overall`` metadata)."""
+    an exact 95% interval and a binomial p-value against no bias."""
 
+    # counted only when the store finds no version of the same votes, tags and code (an unchanged re-run
+    # reuses it, without its ``overall`` metadata)
     def make() -> tuple[pl.DataFrame, dict]:
         # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
         with warehouse.connection() as con:
@@ -71,9 +72,9 @@ def position_bias_table(warehouse: Warehouse, battles: TableRef, battle_categori
 def rating_trend_table(warehouse: Warehouse, battles: TableRef, battle_categories: TableRef) -> dg.Output[Versioned]:
     """arena.rating_trend: Bradley-Terry ratings per calendar month for the models with enough
     battles that month, over every loaded dump; months are linked in order through the models two
-    consecutive months share (core/analysis/rating_trend.py: the first month is centred). Fitted only when
-    no version of the same votes, tags and code exists (an unchanged re-run reuses it)."""
+    consecutive months share (core/analysis/rating_trend.py: the first month is centred)."""
 
+    # fitted only when the store finds no version of the same votes, tags and code (an unchanged re-run reuses it)
     def make() -> tuple[pl.DataFrame, dict]:
         categories = ", ".join(f"'{c}'" for c in TREND_CATEGORIES)
         with warehouse.connection() as con:

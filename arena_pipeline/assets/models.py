@@ -45,11 +45,11 @@ EXTERNAL_COMPARISON_MODELS = dg.AssetKey([SCHEMA, EXTERNAL_COMPARISON_MODELS_TAB
 def models(model_catalog: ModelCatalog, warehouse: Warehouse, battles: TableRef,
            battle_categories: TableRef) -> dg.Output[Versioned]:
     """arena.models: one row per canonical model name with its provider, the raw names seen, first and
-    last battle, and battles per category. Raw names that normalize to one model are listed in the metadata.
-    Counted only when no version of the same votes, tags, aliases and code exists (an unchanged re-run reuses
-    it, without that metadata)."""
+    last battle, and battles per category. Raw names that normalize to one model are listed in the metadata."""
     aliases = model_catalog.aliases()
 
+    # counted only when the store finds no version of the same votes, tags, aliases and code (an unchanged
+    # re-run reuses it, without that metadata)
     def make() -> tuple[pl.DataFrame, dict]:
         # counted inside DuckDB over the stored files: the step's memory does not grow with the votes
         with warehouse.connection() as con:
