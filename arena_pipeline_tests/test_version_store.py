@@ -322,3 +322,15 @@ def test_a_failed_fill_together_leaves_no_staging_table_and_registers_nothing(st
     with store.warehouse.connection() as con:
         assert con.execute("SELECT count(*) FROM arena_versions.versions").fetchone() == (0,)
     assert list(store.warehouse.files_path().iterdir()) == []  # nothing of the failed attempt stays
+
+
+def test_an_in_process_run_keeps_no_stored_table_in_memory(sample_run):
+    """``execute_in_process`` keeps every output's value until the run ends (Dagster's output capture): each
+    :class:`Versioned` the store stored is released (its table None), so no stored frame, and no fit that a
+    ``Later`` holds, stays in memory through the later steps. Fails if ``handle_output`` keeps the table."""
+    result = sample_run.result
+    values = {key: result.asset_value(key) for key in (
+        dg.AssetKey([SCHEMA, "battle_categories"]), dg.AssetKey([SCHEMA, "leaderboard"]),
+        dg.AssetKey([SCHEMA, "position_bias"]), dg.AssetKey([SCHEMA, BATTLES_TABLE]))}
+    assert all(isinstance(value, Versioned) for value in values.values()), values
+    assert {key: value.table for key, value in values.items() if value.table is not None} == {}

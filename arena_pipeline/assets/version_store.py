@@ -137,13 +137,20 @@ class Later:
     make: Callable[[], pl.DataFrame | tuple[pl.DataFrame, Mapping]]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Versioned:
     """A table with the settings recorded with its version, and whether an equal version may be reused."""
 
-    table: pl.DataFrame | Fill | FillTogether | Later
+    table: pl.DataFrame | Fill | FillTogether | Later | None
     settings: Mapping = field(default_factory=dict)
     reuse: bool = False
+
+    def release(self) -> None:
+        """Let go of the table once its version is stored (``table`` becomes None). Dagster's
+        ``execute_in_process`` (the refresh commands, the tests, bench_scale) keeps every output's value until
+        the run ends (its output capture): a stored frame held here, or a :class:`Later` holding the fit
+        that made it, would stay in memory through every later step (at 10x, ~0.8 GB when `rankings` began)."""
+        self.table = None
 
 
 def _declared_columns(context: dg.OutputContext) -> set[str]:
@@ -171,6 +178,11 @@ class VersionStore(dg.IOManager):
         return self._run_build
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
+        self._store(context, obj)
+        if isinstance(obj, Versioned):  # stored: nothing of it needs to stay in memory (Versioned.release)
+            obj.release()
+
+    def _store(self, context: dg.OutputContext, obj) -> None:
         stored = obj if isinstance(obj, Versioned) else Versioned(obj)
         if not isinstance(stored.table, (pl.DataFrame, Fill, FillTogether, Later)):
             raise TypeError("the version store stores a polars DataFrame or a Fill (or a FillTogether), "
