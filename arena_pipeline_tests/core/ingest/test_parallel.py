@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import subprocess
 import sys
+import time
 
 import psutil
 import pyarrow as pa
@@ -20,8 +21,14 @@ FORKSERVER = pytest.mark.skipif("forkserver" not in multiprocessing.get_all_star
 @FORKSERVER
 def test_the_forkserver_runs_once_started_and_runs_the_jobs_after():
     start_processes(["colorsys"])  # returns at once: the forkserver imports while the caller goes on
-    children = psutil.Process().children()
-    assert any("forkserver" in " ".join(child.cmdline()) for child in children)
+
+    def forkserver_child() -> bool:  # its command line, once exec'd (a busy machine may take a moment)
+        return any("forkserver" in " ".join(child.cmdline()) for child in psutil.Process().children())
+
+    deadline = time.monotonic() + 30
+    while not forkserver_child() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert forkserver_child()
     assert run_in_processes(abs, [-2, 3], 2) == [2, 3]
 
 
