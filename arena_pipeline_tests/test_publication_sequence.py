@@ -37,11 +37,17 @@ from arena_pipeline_tests.support.publication_support import (
 )
 
 SEED = 20261123
-STEPS = 30
+#: The seed's first 21 steps hold every kind of step (``KINDS``, asserted): three kills (while loading, twice in
+#: the publication transaction), runs failing in the load, the ranking (whole graph and re-rank) and the
+#: publication, full runs (one onto another dump), re-ranks and alias changes. The 9 steps after them (the test ran 30) only
+#: repeated kinds, at about 9 CPU-s each.
+STEPS = 21
 ROWS = 150
 KILLS = 3
 RELAXED = {"max_model_drop": 1.0, "max_category_drop": 1.0}
 WORKER = [sys.executable, "-m", "arena_pipeline_tests.support.refresh_worker"]
+#: every kind of step the sequence must take (a kill or failure with where it happens)
+KINDS = {"full", "rerank", "alias", "fail load", "fail rank", "fail publish", "kill fill", "kill publish"}
 
 
 class Injected(RuntimeError):
@@ -98,6 +104,7 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
         start_new_session=True)
     log: list[str] = []
     kills = 0
+    taken: set[str] = set()
     try:
         assert _wait(lambda: ready.exists() or reader.poll() is not None, 60) and reader.poll() is None
         for step in range(STEPS):
@@ -120,6 +127,7 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=30)
                 detail = f"kill -9 at {point} (reached: {reached and paused.exists()})"
+                taken.add(f"kill {point}")
             elif kind == "fail":
                 where = rng.choice(sorted(FAILURES))
                 with monkeypatch.context() as patch:
@@ -133,9 +141,11 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
                     result = setup.run(selection=selection, rank=rank, publish=RELAXED)
                 assert not result.success, (step, where)
                 detail = f"failing run ({where})"
+                taken.add(f"fail {where}")
             else:
                 selection = RERANK_SELECTION if kind == "rerank" else None
                 # the board rules of the gate have their own tests: here small boards may shrink freely
+                taken.add(kind)
                 result = setup.run(selection=selection, rank=rank, publish=RELAXED, **catalog)
                 errors = [e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure]
                 assert result.success, (step, kind, errors)
@@ -161,6 +171,7 @@ def test_random_sequence_keeps_one_complete_publication_visible(tmp_path, monkey
             if reader.poll() is None:
                 os.killpg(reader.pid, signal.SIGKILL)
     print("\n" + "\n".join(log))
+    assert taken == KINDS, taken  # the sequence took every kind of step
     summary = json.loads(out.read_text())
     assert summary["errors"] == {}, summary["errors"]
     seen = summary["observations"]
