@@ -81,17 +81,20 @@ def records_digest(con: duckdb.DuckDBPyConnection, schema: str, only: str | None
 def _state(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str, str]:
     """The work file as the targets show it: its live publication id, what ``arena.dumps`` holds (the
     outcome of each dump) and :func:`records_digest` (every record)."""
-    live = live_publication(con, schema)
     digest = records_digest(con, schema)
-    return (live["publication_id"] if live else None), digest.split(";")[list(RECORD_TABLES).index(DUMPS_TABLE)], digest
+    return _live_id(con, schema), digest.split(";")[list(RECORD_TABLES).index(DUMPS_TABLE)], digest
+
+
+def _live_id(con: duckdb.DuckDBPyConnection, schema: str) -> int | None:
+    """The live (newest) publication's id, or None."""
+    return (con.execute(f"SELECT max(publication_id) FROM {quoted(schema, PUBLICATIONS_TABLE)}").fetchone()[0]
+            if relation_exists(con, schema, PUBLICATIONS_TABLE) else None)
 
 
 def _level(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str]:
     """The first two parts of :func:`_state` (the live publication id, what ``arena.dumps`` holds), in two
     small queries: what a block that succeeded is compared by."""
-    live = (con.execute(f"SELECT max(publication_id) FROM {quoted(schema, PUBLICATIONS_TABLE)}").fetchone()[0]
-            if relation_exists(con, schema, PUBLICATIONS_TABLE) else None)
-    return live, records_digest(con, schema, only=DUMPS_TABLE)
+    return _live_id(con, schema), records_digest(con, schema, only=DUMPS_TABLE)
 
 
 def _given(con: duckdb.DuckDBPyConnection, schema: str) -> tuple[int | None, str, str]:
