@@ -146,7 +146,6 @@ def fit_columns(con: duckdb.DuckDBPyConnection, battles: str, config: RankingCon
     return ", ".join(f'"{c}"' for c in present if c in keep)
 
 
-
 def read_votes(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: str,
                config: RankingConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The votes the fit reads: the columns of :func:`fit_columns` of the relation ``battles``, and the
@@ -159,6 +158,7 @@ def read_votes(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: 
     sql = f"SELECT {fit_columns(con, battles, config)} FROM {battles}"
     frame = pl.concat(chunks, rechunk=False) if (chunks := list(batches(sql))) else read_frame(con, sql)
     return frame, tag_rows(frame.get_column("id"), batches(f"SELECT battle_id, category FROM {battle_categories}"))
+
 
 class Fit:
     """What one run of the rankings step computes, each part once and only when a selected table needs it:

@@ -313,12 +313,12 @@ class VersionStore(dg.IOManager):
         line, when the run publishes nothing."""
         try:
             step = dg.AssetExecutionContext.get()
-        except dg.DagsterInvariantViolationError:  # an output context built outside a step (a test)
+        except dg.DagsterInvariantViolationError:  # an output context built outside a step (a test): its last
             step = None
-        selected = step.selected_asset_keys if step is not None else set()
-        last = [spec.key for spec in step.assets_def.specs if spec.key in selected][-1] if step is not None else None
-        if step is not None and context.asset_key != last:
-            return
+        if step is not None:
+            last = [spec.key for spec in step.assets_def.specs if spec.key in step.selected_asset_keys][-1]
+            if context.asset_key != last:
+                return
         if reused := self._reused.pop(_step_key(context), None):
             context.log.info(f"inputs unchanged, the earlier versions reused: {', '.join(reused)}")
         if step is not None:

@@ -108,7 +108,6 @@ def require_work(con: object) -> WorkConnection:
     return con
 
 
-
 def open_reader(path: str | os.PathLike[str] | None, *, ducklake: str | None = None, timeout_s: float = 0.0,
                 memory_limit: str | None = None, config: dict | None = None) -> ReaderConnection:
     """The one entry readers open a publication through: the newest publication of the snapshot file at
