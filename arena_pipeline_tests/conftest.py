@@ -14,9 +14,10 @@ from arena_pipeline_tests.support.postgres import new_lake, postgres_server  # n
 SETTING_PREFIXES = ("ARENA_", "HF_")
 
 #: The file defaults pointed at the session's scratch folder, so a resource left at its default
-#: writes nowhere near the working directory.
-SCRATCH_DEFAULTS = {"ARENA_WAREHOUSE": "warehouse.duckdb", "ARENA_CACHE_DIR": "cache",
-                    "ARENA_REPORT": "report/index.html"}
+#: writes nowhere near the working directory. ARENA_REPORT is not among them: the report follows its
+#: warehouse (``report_beside``), so each test's warehouse has its own page; one page for the session
+#: would be "the report of another warehouse" (never replaced) to every test after the first to write it.
+SCRATCH_DEFAULTS = {"ARENA_WAREHOUSE": "warehouse.duckdb", "ARENA_CACHE_DIR": "cache"}
 
 
 def pipeline_settings(environ=None) -> list[str]:

@@ -612,7 +612,6 @@ def test_report_default_path_follows_the_warehouse(warehouse, tmp_path, monkeypa
     default warehouse's, data/report/index.html); ARENA_REPORT, then OUT, set it elsewhere."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ARENA_WAREHOUSE", str(warehouse))
-    monkeypatch.delenv("ARENA_REPORT")
     assert main(["report"]) == EXIT_OK
     page = warehouse.parent / "report" / "index.html"
     assert page.is_file()
@@ -636,7 +635,6 @@ def test_the_report_of_another_warehouse_is_never_written_over(warehouse, tmp_pa
 
     from arena_pipeline.resources import ReportSettings
 
-    monkeypatch.delenv("ARENA_REPORT")
     out = tmp_path / "report" / "index.html"
     assert main(["report", str(out), "--warehouse", str(warehouse)]) == EXIT_OK
     assert f'<meta name="arena-warehouse" content="{warehouse.resolve()}">' in out.read_text(encoding="utf-8")
