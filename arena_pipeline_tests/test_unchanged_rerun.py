@@ -58,7 +58,8 @@ def counted(tmp_path, monkeypatch) -> Counter:
     monkeypatch.setattr(checks_module, "validate_relation", validate_counted)
     monkeypatch.setattr(rankings_module, "compute_rankings", fit_counted)
     for module, name in ((analysis_module, "position_bias_in_duckdb"), (analysis_module, "rating_trend"),
-                         (models_module, "model_facts_in_duckdb")):  # the analysis steps' counts and fits
+                         (models_module, "model_facts_in_duckdb"),
+                         (rankings_module, "tag_categories")):  # the analysis steps' counts and fits, the tagging
         monkeypatch.setattr(module, name, _counted(seen, name, getattr(module, name)))
     return seen
 
@@ -116,6 +117,7 @@ def test_an_unchanged_rerun_validates_fits_and_publishes_nothing_and_a_changed_i
     suites = {name for name in first if name.startswith("suite ")}
     assert suites and all(first[name] == 1 for name in suites) and first["fit"] == 1
     assert first["position_bias_in_duckdb"] == first["rating_trend"] == first["model_facts_in_duckdb"] == 1
+    assert first["tag_categories"] == 1
     page = (tmp_path / "report" / "index.html").stat().st_mtime_ns
     written = _written(tmp_path)
 
@@ -155,4 +157,5 @@ def test_an_unchanged_rerun_validates_fits_and_publishes_nothing_and_a_changed_i
         line, new_dump = _refresh(capsys, counted, "--bootstrap-rounds", "6")
     assert line.startswith("published: publication 3 ")
     assert new_dump == Counter({**{name: 1 for name in suites}, "fit": 1, "position_bias_in_duckdb": 1,
-                                "rating_trend": 1, "model_facts_in_duckdb": 1})  # validated, counted, fitted again
+                                "rating_trend": 1, "model_facts_in_duckdb": 1,
+                                "tag_categories": 1})  # validated, counted, fitted again

@@ -156,7 +156,7 @@ def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes
     """The step reads the trend's columns and categories inside DuckDB: the trend of the whole frames."""
     battles = make_battles(400).with_columns(model_a_canonical=pl.col("model_a").str.to_uppercase(),
                                              model_b_canonical=pl.col("model_b").str.to_uppercase())
-    tags = battle_categories(battles=battles).value.table
+    tags, _ = battle_categories(battles=battles).table.make()
     output = rating_trend_table(warehouse=store.warehouse, **_refs(store, battles, tags))
     assert isinstance(output.value, Versioned) and output.value.reuse  # fitted only when none is reused
     trend, metadata = output.value.table.make()
@@ -170,13 +170,13 @@ def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes
 def test_battle_categories_invoked_directly_on_a_battles_frame():
     battles = make_battles(12)  # coding: is_code (every 5th), multi_turn: 2 turns (i % 3 == 2)
     output = battle_categories(battles=battles)
-    assert isinstance(output.value, Versioned) and output.value.reuse  # an equal version is reused
-    tags = output.value.table
+    assert isinstance(output, Versioned) and output.reuse  # tagged only when no equal version is reused
+    tags, metadata = output.table.make()
     per_category = dict(tags.group_by("category").len().iter_rows())
     assert per_category["overall"] == 12
     assert per_category["coding"] == 3 and per_category["multi_turn"] == 4
     assert set(tags.filter(pl.col("category") == "coding").get_column("battle_id")) == {"id-0000", "id-0005", "id-0010"}
-    assert output.metadata["battles_per_category"].value["coding"] == 3
+    assert metadata["battles_per_category"].value["coding"] == 3
 
 
 def test_battle_categories_reads_only_the_columns_its_rules_read():
@@ -185,16 +185,17 @@ def test_battle_categories_reads_only_the_columns_its_rules_read():
     battles = make_battles(30).with_columns(
         dump=pl.when(pl.int_range(pl.len()) < 10).then(pl.lit("old")).otherwise(pl.lit("new")))
     battles = battles.with_columns(math=pl.when(pl.col("dump") == "old").then(None).otherwise(pl.col("math")))
-    whole = battle_categories(battles=battles)
-    narrow = battle_categories(battles=battles.select([c.strip() for c in _TAGGED_COLUMNS.split(",") if c.strip() in battles.columns]))
-    assert narrow.value.table.equals(whole.value.table) and narrow.value.table.height > 30
-    assert narrow.metadata == whole.metadata
-    assert whole.metadata["unavailable_by_dump"].value  # the old dump lacks math
+    whole, whole_metadata = battle_categories(battles=battles).table.make()
+    narrow, narrow_metadata = battle_categories(
+        battles=battles.select([c.strip() for c in _TAGGED_COLUMNS.split(",") if c.strip() in battles.columns])).table.make()
+    assert narrow.equals(whole) and narrow.height > 30
+    assert narrow_metadata == whole_metadata
+    assert whole_metadata["unavailable_by_dump"].value  # the old dump lacks math
 
 
 def test_models_invoked_directly_on_stored_versions(store):
     battles = make_battles(8).with_columns(model_b_canonical=pl.lit("gemini-2.5-pro"))
-    tags = battle_categories(battles=battles).value.table
+    tags, _ = battle_categories(battles=battles).table.make()
     output = models(model_catalog=ModelCatalog(), warehouse=store.warehouse, **_refs(store, battles, tags))
     assert output.value.reuse and "aliases_sha256" in output.value.settings  # counted only when none is reused
     table, metadata = output.value.table.make()
