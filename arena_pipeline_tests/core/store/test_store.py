@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import duckdb
@@ -209,3 +210,10 @@ def test_a_hold_that_writes_a_little_leaves_it_in_the_log_and_a_runs_last_write_
     assert not wal.exists()
     with duckdb.connect(str(store.work_path), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM arena_versions.notes").fetchone() == (3,)
+
+
+def test_the_log_size_past_which_a_commit_checkpoints_is_the_one_the_docs_give():
+    from arena_pipeline.core.store.store import WORK_CHECKPOINT
+
+    text = (Path(arena_pipeline.__file__).parents[1] / "docs" / "scaling.md").read_text(encoding="utf-8")
+    assert [f"{n}MiB" for n in re.findall(r"a write past (\d+) MiB of log", text)] == [WORK_CHECKPOINT]
