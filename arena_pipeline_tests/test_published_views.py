@@ -133,6 +133,8 @@ def test_a_warehouse_from_before_the_snapshot_is_upgraded_in_place_by_the_next_r
     leaves a snapshot at the path readers use, with the earlier publications' records."""
     legacy = tmp_path / "warehouse.duckdb"
     shutil.copy(work_file(sample_run.warehouse), legacy)  # the work file is the old layout's whole warehouse
+    if (wal := Path(f"{work_file(sample_run.warehouse)}.wal")).exists():  # with what its log holds
+        shutil.copy(wal, f"{legacy}.wal")
     # where the vote tables' versions were DuckDB tables of that file (now views over the store's Parquet files)
     with duckdb.connect(str(legacy), config={"file_search_path": str(work_file(sample_run.warehouse).parent)}) as con:
         for (version,) in con.execute("SELECT version FROM arena_versions.versions "

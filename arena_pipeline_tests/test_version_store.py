@@ -12,11 +12,21 @@ from arena_pipeline.assets.analysis import position_bias_table, rating_trend_tab
 from arena_pipeline.assets.metadata import schema_metadata, table_metadata
 from arena_pipeline.assets.models import models
 from arena_pipeline.assets.rankings import _TAGGED_COLUMNS, battle_categories
-from arena_pipeline.assets.version_store import Fill, FillTogether, TableRef, Versioned, VersionStore
+from arena_pipeline.assets.version_store import (
+    VERSION_STORE,
+    Fill,
+    FillTogether,
+    Later,
+    TableRef,
+    Versioned,
+    VersionStore,
+    version_store,
+)
 from arena_pipeline.checks import models_confusable, quality_check
 from arena_pipeline.constants import BATTLES_TABLE, SCHEMA
 from arena_pipeline.core.analysis import rating_trend
 from arena_pipeline.core.dataset.manifest import DumpManifest, ShardFile
+from arena_pipeline.core.store import store as store_module
 from arena_pipeline.core.store.catalog import TableSpec
 from arena_pipeline.core.store.versions import Build, start_build, version_name
 from arena_pipeline.resources import ModelCatalog, Warehouse
@@ -146,7 +156,7 @@ def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes
     """The step reads the trend's columns and categories inside DuckDB: the trend of the whole frames."""
     battles = make_battles(400).with_columns(model_a_canonical=pl.col("model_a").str.to_uppercase(),
                                              model_b_canonical=pl.col("model_b").str.to_uppercase())
-    tags = battle_categories(battles=battles).value.table
+    tags, _ = battle_categories(battles=battles).table.make()
     output = rating_trend_table(warehouse=store.warehouse, **_refs(store, battles, tags))
     assert isinstance(output.value, Versioned) and output.value.reuse  # fitted only when none is reused
     trend, metadata = output.value.table.make()
@@ -160,13 +170,13 @@ def test_rating_trend_invoked_directly_on_stored_versions_reads_the_trends_votes
 def test_battle_categories_invoked_directly_on_a_battles_frame():
     battles = make_battles(12)  # coding: is_code (every 5th), multi_turn: 2 turns (i % 3 == 2)
     output = battle_categories(battles=battles)
-    assert isinstance(output.value, Versioned) and output.value.reuse  # an equal version is reused
-    tags = output.value.table
+    assert isinstance(output, Versioned) and output.reuse  # tagged only when no equal version is reused
+    tags, metadata = output.table.make()
     per_category = dict(tags.group_by("category").len().iter_rows())
     assert per_category["overall"] == 12
     assert per_category["coding"] == 3 and per_category["multi_turn"] == 4
     assert set(tags.filter(pl.col("category") == "coding").get_column("battle_id")) == {"id-0000", "id-0005", "id-0010"}
-    assert output.metadata["battles_per_category"].value["coding"] == 3
+    assert metadata["battles_per_category"].value["coding"] == 3
 
 
 def test_battle_categories_reads_only_the_columns_its_rules_read():
@@ -175,16 +185,17 @@ def test_battle_categories_reads_only_the_columns_its_rules_read():
     battles = make_battles(30).with_columns(
         dump=pl.when(pl.int_range(pl.len()) < 10).then(pl.lit("old")).otherwise(pl.lit("new")))
     battles = battles.with_columns(math=pl.when(pl.col("dump") == "old").then(None).otherwise(pl.col("math")))
-    whole = battle_categories(battles=battles)
-    narrow = battle_categories(battles=battles.select([c.strip() for c in _TAGGED_COLUMNS.split(",") if c.strip() in battles.columns]))
-    assert narrow.value.table.equals(whole.value.table) and narrow.value.table.height > 30
-    assert narrow.metadata == whole.metadata
-    assert whole.metadata["unavailable_by_dump"].value  # the old dump lacks math
+    whole, whole_metadata = battle_categories(battles=battles).table.make()
+    narrow, narrow_metadata = battle_categories(
+        battles=battles.select([c.strip() for c in _TAGGED_COLUMNS.split(",") if c.strip() in battles.columns])).table.make()
+    assert narrow.equals(whole) and narrow.height > 30
+    assert narrow_metadata == whole_metadata
+    assert whole_metadata["unavailable_by_dump"].value  # the old dump lacks math
 
 
 def test_models_invoked_directly_on_stored_versions(store):
     battles = make_battles(8).with_columns(model_b_canonical=pl.lit("gemini-2.5-pro"))
-    tags = battle_categories(battles=battles).value.table
+    tags, _ = battle_categories(battles=battles).table.make()
     output = models(model_catalog=ModelCatalog(), warehouse=store.warehouse, **_refs(store, battles, tags))
     assert output.value.reuse and "aliases_sha256" in output.value.settings  # counted only when none is reused
     table, metadata = output.value.table.make()
@@ -334,3 +345,62 @@ def test_an_in_process_run_keeps_no_stored_table_in_memory(sample_run):
         dg.AssetKey([SCHEMA, "position_bias"]), dg.AssetKey([SCHEMA, BATTLES_TABLE]))}
     assert all(isinstance(value, Versioned) for value in values.values()), values
     assert {key: value.table for key, value in values.items() if value.table is not None} == {}
+
+
+def _three_tables(made: list, settings: dict):
+    """A step with three outputs a store makes only when no earlier version can be reused (``Later``, as the fits'
+    tables); ``settings``: per table, what it is recorded with; ``made``: the tables made."""
+    manifest = DumpManifest("hub", "org/name", "main", REVISION, (ShardFile("/x/a.parquet", "a.parquet", 10, 3, "ab"),))
+    names = ("ahead_a", "ahead_b", "ahead_c")
+
+    def make(name: str) -> pl.DataFrame:
+        made.append(name)
+        return pl.DataFrame({"x": [len(name), len(made)]})
+
+    @dg.multi_asset(outs={n: dg.AssetOut(key=_key(n), io_manager_key=VERSION_STORE) for n in names})
+    def three(context, warehouse: Warehouse):  # (no annotation: a string under `annotations`, which Dagster refuses)
+        with warehouse.connection() as con:  # the run's build, as raw_dump starts it
+            start_build(con, SCHEMA, context.run.run_id, manifest)
+        for name in names:
+            yield dg.Output(Versioned(Later(lambda name=name: make(name)), settings[name], reuse=True), output_name=name)
+
+    return three
+
+
+def test_a_steps_reused_later_outputs_take_one_hold_and_one_that_comes_otherwise_is_made(tmp_path, monkeypatch):
+    """The fits' tables of an unchanged re-run: the step's first reused ``Later`` output reuses the others in the
+    same hold of the work file (one hold, not one per output); an output that then comes with other settings
+    drops that view and is made and stored as its own version."""
+    holds: list = []
+    work = store_module.Store.work
+    monkeypatch.setattr(store_module.Store, "work", lambda self, **kw: holds.append(1) or work(self, **kw))
+    warehouse = Warehouse(database=str(tmp_path / "w.duckdb"))
+    settings = {n: {"rounds": 5} for n in ("ahead_a", "ahead_b", "ahead_c")}
+    made: list = []
+
+    def run() -> str:
+        holds.clear()
+        with dg.instance_for_test() as instance:
+            result = dg.materialize([_three_tables(made, settings)], instance=instance,
+                                    resources={"warehouse": warehouse, VERSION_STORE: version_store})
+        assert result.success
+        return result.run_id
+
+    run()
+    assert made == ["ahead_a", "ahead_b", "ahead_c"]
+    made.clear()
+    again = run()
+    assert made == [] and len(holds) == 2  # the build's, and one for the three reused outputs
+    settings["ahead_b"] = {"rounds": 6}
+    made.clear()
+    changed = run()
+    assert made == ["ahead_b"] and len(holds) == 4  # b: its view dropped and looked up again, then stored
+    with warehouse.connection() as con:
+        same_as = dict(con.execute("SELECT table_name, same_as FROM arena_versions.versions WHERE build_id = ?",
+                                   [changed]).fetchall())
+        rows = con.execute(f"SELECT x FROM arena_versions.\"{version_name('ahead_b', Build(changed, REVISION))}\"").fetchall()
+        reused = dict(con.execute("SELECT table_name, same_as FROM arena_versions.versions WHERE build_id = ?",
+                                  [again]).fetchall())
+    assert same_as["ahead_b"] is None and sorted(rows) == [(1,), (7,)]  # made by the third run
+    assert same_as["ahead_a"] and same_as["ahead_c"]
+    assert all(reused.values()) and sorted(reused) == ["ahead_a", "ahead_b", "ahead_c"]

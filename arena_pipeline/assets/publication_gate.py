@@ -161,8 +161,9 @@ def _decide_and_publish(context: dg.AssetExecutionContext, config: PublishConfig
     those reused), :class:`_Unchanged` when that is what the live publication shows, or None when the run
     built nothing."""
     store = warehouse.store()
-    # leaving the block (a refusal too) brings the readers' targets level with what it recorded
-    with store.work() as con:
+    # leaving the block (a refusal too) brings the readers' targets level with what it recorded; the run's last
+    # write to the work file: checkpointed after it
+    with store.work(checkpoint=True) as con:
         build = run_build(context, con)
         # ranked with the settings of a publication no longer live, which another one changed: refused
         stale = stale_settings(con, SCHEMA, source_publication(context.run.tags.get(SETTINGS_TAG)))

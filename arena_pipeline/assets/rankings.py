@@ -82,27 +82,29 @@ _TAGGED_COLUMNS = ", ".join(c for c in dict.fromkeys(["id", "dump", *(c for r in
     ins={"battles": stored_input(TABLE_KEYS[BATTLES_TABLE], _TAGGED_COLUMNS)},
     io_manager_key=VERSION_STORE,
 )
-def battle_categories(battles: pl.DataFrame) -> dg.Output[Versioned]:
+def battle_categories(battles: pl.DataFrame) -> Versioned:
     """arena.battle_categories: (battle_id, category) for overall and the 7 categories of the schema seed.
 
     Rules (core/dataset/categories.py): creative_writing, math, instruction_following flags; coding =
     is_code; hard_prompt = at least 6 of the 7 criteria; longer_query = sum_user_tokens > 500;
     multi_turn = turns > 1. A null flag counts as false and is counted in the metadata. The same
-    battles and code tagged before: that version, as a view.
+    battles and code tagged before: that version, as a view, and nothing is tagged (a ``Later``).
     """
+    return Versioned(Later(functools.partial(_tagged, battles)), reuse=True)
+
+
+def _tagged(battles: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+    """The battles' category tags, and what the output's metadata says of them."""
     tags, meta = tag_categories(battles)
     counts = {name: m["battles"] for name, m in meta.items()}
     nulls = {name: m["null_as_false"] for name, m in meta.items()}
-    return dg.Output(
-        Versioned(tags, reuse=True),
-        metadata={
-            "battles_per_category": dg.MetadataValue.json(counts),
-            "null_flags_counted_false": dg.MetadataValue.json(nulls),
-            "unavailable": dg.MetadataValue.json([n for n, m in meta.items() if not m["available"]]),
-            "unavailable_by_dump": dg.MetadataValue.json(
-                {n: m["unavailable_in"] for n, m in meta.items() if m.get("unavailable_in")}),
-        },
-    )
+    return tags, {
+        "battles_per_category": dg.MetadataValue.json(counts),
+        "null_flags_counted_false": dg.MetadataValue.json(nulls),
+        "unavailable": dg.MetadataValue.json([n for n, m in meta.items() if not m["available"]]),
+        "unavailable_by_dump": dg.MetadataValue.json(
+            {n: m["unavailable_in"] for n, m in meta.items() if m.get("unavailable_in")}),
+    }
 
 
 def _aligned(context: dg.AssetExecutionContext, leaderboard: pl.DataFrame, model_catalog: ModelCatalog,

@@ -33,7 +33,9 @@ a multi-asset yields its outputs in the order of its specs.
 Within one process the store remembers the run's build and each version it stored: a later step of the run
 reads such a table as a :class:`TableRef` without opening the work file (the step that stores a version is
 its only writer; the gate's recomputed ``arena.publication_changes`` aside, which no later step reads). The
-outputs a step reused are logged in one line after its last output.
+outputs a step reused are logged in one line after its last output. A step's first reused ``Later`` output
+also reuses, in the same hold of the work file, its later outputs that can be with the same settings (the fits'
+nine tables: one hold, not nine; ``VersionStore._reuse_ahead``).
 
 The store takes the run's ``warehouse`` resource by key (``required_resource_keys``), not as a nested
 resource field: Dagster matches a nested resource by object, so a run that sets ``warehouse`` (as
@@ -57,6 +59,7 @@ from arena_pipeline.constants import SCHEMA
 from arena_pipeline.core.store.versions import (
     FailureOf,
     base_version,
+    drop_version,
     input_version,
     read_input,
     reusable_version,
@@ -170,6 +173,9 @@ class VersionStore(dg.IOManager):
         self._stored: dict[str, TableRef] = {}
         #: per step, its reused outputs not logged yet (one line after its last output)
         self._reused: dict[str | None, list[str]] = {}
+        #: per step, the later outputs its first reused :class:`Later` output made views of in the same hold
+        #: (:meth:`_reuse_ahead`): table -> (reused version, rows, the settings they were looked up with)
+        self._ahead: dict[str | None, dict[str, tuple[str, int, dict]]] = {}
 
     def _build(self, con: duckdb.DuckDBPyConnection):
         """The run's build (``assets.builds.build_of_run``), looked up once."""
@@ -193,16 +199,25 @@ class VersionStore(dg.IOManager):
             "package_version": package_version(), **stored.settings}
         inputs = _input_tables(context)
         extra: dict = {}
+        # reused already by the step's first reused output (_reuse_ahead); its view stands only for a Later
+        # output with the same settings, else it is dropped and the output stored as any other
+        ahead = self._ahead.get(_step_key(context), {}).pop(table, None)
         if isinstance(stored.table, Later):  # an earlier version reused, or the table made now
-            build, rows, stored = self._reuse_or_make(context, table, stored, settings, inputs, extra)
+            if ahead is not None and stored.reuse and ahead[2] == settings and self._run_build is not None:
+                self._log_reused(context, f"{SCHEMA}.{table} ({ahead[0]}, not computed)")
+                return self._stored_output(context, table, self._run_build, ahead[1], {"reused": ahead[0]})
+            build, rows, stored = self._reuse_or_make(context, table, stored, settings, inputs, extra, ahead)
             if stored is None:
                 return self._stored_output(context, table, build, rows, extra)
+            ahead = None  # dropped by _reuse_or_make
         if isinstance(stored.table, FillTogether) and stored.table.stored and self._run_build is not None:
             # stored with the step's first output: nothing to open
             rows, more = stored.table.stored[table]
             return self._stored_output(context, table, self._run_build, rows, {**extra, **more})
         with self.warehouse.connection() as con:
             build = self._build(con)
+            if ahead is not None:
+                drop_version(con, table, build)
             reusable = (reusable_version(con, table, build, settings, inputs)
                         if stored.reuse and not isinstance(stored.table, FillTogether) else None)
             if isinstance(stored.table, FillTogether):  # made (or reused) at the step's first output
@@ -245,23 +260,48 @@ class VersionStore(dg.IOManager):
         self._note_after_last_output(context)
 
     def _reuse_or_make(self, context: dg.OutputContext, table: str, stored: Versioned, settings: Mapping,
-                       inputs: tuple[str, ...], extra: dict):
+                       inputs: tuple[str, ...], extra: dict, ahead: tuple | None = None):
         """A :class:`Later`: (build, rows, None) when an earlier version with the same inputs, settings and code
         is reused (as a view; ``make`` is not called), else (build, 0, the made frame as a Versioned to store).
-        The work file is not held while ``make`` runs."""
+        The work file is not held while ``make`` runs. ``ahead``: a view :meth:`_reuse_ahead` made of ``table``
+        with other settings, dropped first."""
         with self.warehouse.connection() as con:
             build = self._build(con)
+            if ahead is not None:
+                drop_version(con, table, build)
             reusable = reusable_version(con, table, build, settings, inputs) if stored.reuse else None
             if reusable is not None:
                 base, rows = reusable
                 reuse_version(con, table, build, base, rows, settings)
                 self._log_reused(context, f"{SCHEMA}.{table} ({base}, not computed)")
                 extra["reused"] = base
+                self._reuse_ahead(context, con, build, settings)
                 return build, rows, None
         made = stored.table.make()
         frame, metadata = made if isinstance(made, tuple) else (made, {})
         extra.update(metadata)
         return build, 0, Versioned(frame, settings)
+
+    def _reuse_ahead(self, context: dg.OutputContext, con: duckdb.DuckDBPyConnection, build, settings: Mapping) -> None:
+        """In the hold of a step's reused :class:`Later` output, make views of the earlier versions its later
+        outputs (selected, stored here) can reuse with the same settings, so that each of them needs no hold of
+        its own (the fits: one hold, not nine). The lookup and the registry rows are one hold of the work file:
+        no other run's retention can drop a reused version in between. An output that then comes with other
+        settings, or not as a reusable ``Later``, drops its view and is stored as any other."""
+        step = _current_step()
+        if step is None:
+            return
+        keys = [spec.key for spec in step.assets_def.specs if spec.key in step.selected_asset_keys]
+        ahead = {}
+        for key in keys[keys.index(context.asset_key) + 1:] if context.asset_key in keys else ():
+            if step.assets_def.get_io_manager_key_for_asset_key(key) != VERSION_STORE:
+                continue
+            table = key.path[-1]
+            if (found := reusable_version(con, table, build, settings, _deps(step, key))) is not None:
+                reuse_version(con, table, build, *found, settings)
+                ahead[table] = (*found, dict(settings))
+        if ahead:
+            self._ahead[_step_key(context)] = ahead
 
     def _store_together(self, context: dg.OutputContext, con: duckdb.DuckDBPyConnection, build, stored: Versioned,
                         settings: Mapping, inputs: tuple[str, ...]) -> None:
@@ -311,14 +351,15 @@ class VersionStore(dg.IOManager):
     def _note_after_last_output(self, context: dg.OutputContext) -> None:
         """After the step's last output: one line naming the step's reused outputs, and the "publishes nothing"
         line, when the run publishes nothing."""
-        try:
-            step = dg.AssetExecutionContext.get()
-        except dg.DagsterInvariantViolationError:  # an output context built outside a step (a test): its last
-            step = None
+        step = _current_step()  # None: an output context built outside a step (a test): its last
         if step is not None:
             last = [spec.key for spec in step.assets_def.specs if spec.key in step.selected_asset_keys][-1]
             if context.asset_key != last:
                 return
+        if left := self._ahead.pop(_step_key(context), None):  # outputs the step did not yield after all
+            with self.warehouse.connection() as con:
+                for table in left:
+                    drop_version(con, table, self._build(con))
         if reused := self._reused.pop(_step_key(context), None):
             context.log.info(f"inputs unchanged, the earlier versions reused: {', '.join(reused)}")
         if step is not None:
@@ -333,15 +374,25 @@ def _step_key(context: dg.OutputContext) -> str | None:
         return None
 
 
-def _input_tables(context: dg.OutputContext) -> tuple[str, ...]:
-    """The tables the output's asset is computed from, as its asset definition states them (ins and
-    internal dependencies); () for an output context built outside a step (a test)."""
+def _current_step() -> dg.AssetExecutionContext | None:
+    """The step running now (None for an output context built outside a step: a test)."""
     try:
-        step = dg.AssetExecutionContext.get()
+        return dg.AssetExecutionContext.get()
     except dg.DagsterInvariantViolationError:
-        return ()
-    deps = step.assets_def.asset_deps.get(context.asset_key, ())
-    return tuple(sorted(key.path[-1] for key in deps if len(key.path) == 2 and key.path[0] == SCHEMA))
+        return None
+
+
+def _deps(step: dg.AssetExecutionContext, key: dg.AssetKey) -> tuple[str, ...]:
+    """The tables asset ``key`` of ``step`` is computed from, as its asset definition states them (ins and
+    internal dependencies)."""
+    deps = step.assets_def.asset_deps.get(key, ())
+    return tuple(sorted(dep.path[-1] for dep in deps if len(dep.path) == 2 and dep.path[0] == SCHEMA))
+
+
+def _input_tables(context: dg.OutputContext) -> tuple[str, ...]:
+    """The tables the output's asset is computed from (:func:`_deps`); () outside a step (a test)."""
+    step = _current_step()
+    return _deps(step, context.asset_key) if step is not None else ()
 
 
 @dg.io_manager(required_resource_keys={"warehouse"},

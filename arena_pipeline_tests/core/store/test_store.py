@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import duckdb
@@ -183,3 +184,36 @@ def test_only_the_store_writes_targets_level_or_opens_a_publication_by_hand():
         if calls | imported:
             found[str(path.relative_to(package))] = sorted(calls | imported)
     assert found == {}
+
+
+def test_a_hold_that_writes_a_little_leaves_it_in_the_log_and_a_runs_last_write_checkpoints(tmp_path):
+    """A hold does not checkpoint the work file on closing (an unchanged re-run's ~20 holds each rewrote ~2 MiB
+    of it): what it wrote stays in the write-ahead log, which the next open replays; ``work(checkpoint=True)``
+    (the gate's, a run's last write) leaves the file whole, with no log."""
+    store = _store(tmp_path)
+    with store.work() as work:
+        work.execute("CREATE SCHEMA arena_versions")
+        work.execute("CREATE TABLE arena_versions.notes (n INTEGER)")
+    with store.work(checkpoint=True):
+        pass
+    wal = Path(f"{store.work_path}.wal")
+    before = store.work_path.stat()
+    assert not wal.exists()
+    for n in range(3):
+        with store.work() as work:
+            work.execute("INSERT INTO arena_versions.notes VALUES (?)", [n])
+    after = store.work_path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)  # the file itself untouched
+    assert 0 < wal.stat().st_size < 64 * 1024
+    with store.work(checkpoint=True) as work:
+        assert work.execute("SELECT list(n ORDER BY n) FROM arena_versions.notes").fetchone() == ([0, 1, 2],)
+    assert not wal.exists()
+    with duckdb.connect(str(store.work_path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM arena_versions.notes").fetchone() == (3,)
+
+
+def test_the_log_size_past_which_a_commit_checkpoints_is_the_one_the_docs_give():
+    from arena_pipeline.core.store.store import WORK_CHECKPOINT
+
+    text = (Path(arena_pipeline.__file__).parents[1] / "docs" / "scaling.md").read_text(encoding="utf-8")
+    assert [f"{n}MiB" for n in re.findall(r"a write past (\d+) MiB of log", text)] == [WORK_CHECKPOINT]
