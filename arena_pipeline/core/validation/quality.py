@@ -11,7 +11,7 @@ A suite is a plain GX 1.x JSON file, one per checked table (``expectations/<tabl
 - ``"warning"``: reported, never blocking.
 
 Validation runs in one ephemeral GX context per process (pandas datasource, whole-dataframe
-batch definitions, progress bars and analytics off) over pandas copies of Polars frames: the
+batch definitions, progress bars, analytics and batch fingerprints off) over pandas copies of Polars frames: the
 schema expectations see exact dtypes (:func:`to_pandas`), the value expectations a numpy-backed
 copy GX vectorises (:func:`to_pandas_values`). :func:`validate_frame` checks a frame held in
 memory in one GX validation.
@@ -359,6 +359,12 @@ def _import_gx() -> None:
         pass
 
 
+#: GX's pandas engine hashes every row of a batch smaller than its ``HASH_THRESHOLD`` (1 GB) for a fingerprint that
+#: only marks the batch (``batch_markers``, which no report reads): a third of the messages check's CPU at 1x.
+#: :func:`_context` sets the threshold to this, so no batch is fingerprinted.
+FINGERPRINT_BELOW_BYTES = 0
+
+
 @functools.cache
 def _context() -> Any:
     """One ephemeral GX context per process (created on first use, never at import)."""
@@ -368,12 +374,16 @@ def _context() -> Any:
         InMemoryStoreBackendDefaults,
         ProgressBarsConfig,
     )
+    from great_expectations.execution_engine import pandas_execution_engine
 
     config = DataContextConfig(
         store_backend_defaults=InMemoryStoreBackendDefaults(),
         analytics_enabled=False,
         progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
     )
+    # GX fingerprints every pandas batch under HASH_THRESHOLD bytes (a hash of each of its rows) only to mark
+    # the batch; no validation result depends on it: never computed
+    pandas_execution_engine.HASH_THRESHOLD = FINGERPRINT_BELOW_BYTES
     return gx.get_context(mode="ephemeral", project_config=config)
 
 

@@ -769,3 +769,21 @@ def test_gx_lets_go_of_the_validated_frames(good, monkeypatch):
                               parameters=PARAMS, batch_rows=BATCH)
     gc.collect()
     assert len(converted) > 2 and all(ref() is None for ref in converted)
+
+
+def test_gx_fingerprints_no_batch(good, monkeypatch):
+    """GX's pandas engine would hash every row of each batch for a fingerprint no report reads (a third of the
+    messages check's CPU): the report is the same without it. Fails if a GX upgrade renames the threshold."""
+    from great_expectations.execution_engine import pandas_execution_engine
+
+    fingerprinted = []
+    real = pandas_execution_engine.hash_pandas_dataframe
+    monkeypatch.setattr(pandas_execution_engine, "hash_pandas_dataframe",
+                        lambda df: fingerprinted.append(len(df)) or real(df))
+    report = validate(good)
+    batched = quality.validate_relation(_duckdb_with(messages=make_messages(good)), '"s"."messages"', "messages",
+                                        parameters=PARAMS, batch_rows=BATCH)
+    assert fingerprinted == [] and report.passed_errors and batched.row_count > BATCH
+    monkeypatch.setattr(pandas_execution_engine, "HASH_THRESHOLD", 1e9)  # GX's own: every batch hashed
+    fingerprinted_report = validate(good)
+    assert fingerprinted and fingerprinted_report.results.equals(report.results)
