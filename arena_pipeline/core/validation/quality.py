@@ -1045,8 +1045,9 @@ def read_batches(
     scans the relation's ``columns`` once, sorted by partition inside DuckDB (which spills beyond
     its memory limit), streamed in slices of :data:`PARTITION_SLICES` per batch, cut where the
     partition changes and sorted by position in Polars: the cost is linear in the rows (a query
-    per partition would read every row ``n`` times). Either way nothing larger than a batch (and one slice) is held in
-    Python; a relation without rows gives one empty batch, and empty hash partitions are skipped.
+    per partition would read every row ``n`` times). Either way nothing larger than a batch is held
+    in Python (a partition twice while Polars sorts it, and one slice); a relation without rows
+    gives one empty batch, and empty hash partitions are skipped.
 
     Parameters
     ----------
