@@ -31,6 +31,15 @@ suite's columns read into one Polars frame, ``dumps.unavailable_columns``, ``val
 ``arena_pipeline_dev/quality_reference.py`` as the tests' reference for the batched validation);
 ``batched`` is ``validate_relation``. Each prints per suite the wall time and the process's peak
 RSS (``ru_maxrss``) after it, next to the RSS before the first suite (imports + GX context).
+
+The checks as a refresh runs them, on the versions a refresh checked (``bench_scale.py --keep`` keeps its
+warehouse under ``<workdir>/bench_scale_<size>_*/run/``)::
+
+    .venv/bin/python benchmarks/bench_quality.py --warehouse <kept>/run/warehouse.duckdb [--suites messages]
+
+It prints per suite the rows, wall and CPU seconds of ``validate_relation`` on the checked version (the last by name)
+(CPU: the process's, DuckDB's threads included; compare CPU on a shared machine), the peak RSS so far and a
+sha256 of the report's rows, to compare two code versions on the same warehouse.
 """
 
 from __future__ import annotations
@@ -180,6 +189,33 @@ def check_db(path: Path, method: str, batch_rows: int | None) -> None:
     con.close()
 
 
+def check_warehouse(path: Path, suites: list[str]) -> None:
+    """Validate the checked version (the last by name) of each suite's table in a refresh's warehouse; print time, CPU, RSS
+    and the report's hash."""
+    import hashlib
+
+    from arena_pipeline.core.store.warehouse import quoted
+    from arena_pipeline.core.validation import quality
+    from arena_pipeline.resources import Warehouse
+
+    quality._context()
+    with Warehouse(database=str(path)).connection() as con:
+        print(f"RSS {_current_rss_mb():.0f} MB after imports + GX context")
+        for name in suites:
+            found = con.execute("SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal AND "
+                                "starts_with(view_name, ?) AND schema_name <> 'arena' ORDER BY view_name DESC LIMIT 1",
+                                [f"{name}__"]).fetchone()
+            if found is None:
+                raise SystemExit(f"no checked version of {name} in {path}")
+            relation = quoted(*found)
+            cpu, t0 = time.process_time(), time.perf_counter()
+            report = quality.validate_relation(con, relation, name, sample_size=10)
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu
+            digest = hashlib.sha256(repr(report.results.rows()).encode()).hexdigest()[:16]
+            print(f"  {name:<9} {report.row_count:>10,} rows: {seconds:6.2f} s wall, {cpu:6.2f} s CPU, peak RSS so far "
+                  f"{_rss_mb():6.0f} MB; {report.failures().height} failed; report {digest}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--votes", type=Path, default=REAL_VOTES)
@@ -189,7 +225,12 @@ def main() -> None:
     parser.add_argument("--db", type=Path, help="validate the tables of this DuckDB file (see --method)")
     parser.add_argument("--method", choices=("batched", "whole"), default="batched")
     parser.add_argument("--batch-rows", type=int, help="validate_relation's batch_rows (default: its own)")
+    parser.add_argument("--warehouse", type=Path, help="validate the checked versions of this refresh's warehouse")
+    parser.add_argument("--suites", default="battles,messages", help="with --warehouse: the suites, comma-separated")
     args = parser.parse_args()
+    if args.warehouse:
+        check_warehouse(args.warehouse, [s for s in args.suites.split(",") if s])
+        return
     if args.write_db:
         write_db(args.write_db, args.votes, args.scale)
         return

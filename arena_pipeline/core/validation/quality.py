@@ -11,7 +11,7 @@ A suite is a plain GX 1.x JSON file, one per checked table (``expectations/<tabl
 - ``"warning"``: reported, never blocking.
 
 Validation runs in one ephemeral GX context per process (pandas datasource, whole-dataframe
-batch definitions, progress bars and analytics off) over pandas copies of Polars frames: the
+batch definitions, progress bars, analytics and batch fingerprints off) over pandas copies of Polars frames: the
 schema expectations see exact dtypes (:func:`to_pandas`), the value expectations a numpy-backed
 copy GX vectorises (:func:`to_pandas_values`). :func:`validate_frame` checks a frame held in
 memory in one GX validation.
@@ -359,6 +359,12 @@ def _import_gx() -> None:
         pass
 
 
+#: GX's pandas engine hashes every row of a batch smaller than its ``HASH_THRESHOLD`` (1 GB) for a fingerprint that
+#: only marks the batch (``batch_markers``, which no report reads): a third of the messages check's CPU at 1x.
+#: :func:`_context` sets the threshold to this, so no batch is fingerprinted.
+FINGERPRINT_BELOW_BYTES = 0
+
+
 @functools.cache
 def _context() -> Any:
     """One ephemeral GX context per process (created on first use, never at import)."""
@@ -368,12 +374,16 @@ def _context() -> Any:
         InMemoryStoreBackendDefaults,
         ProgressBarsConfig,
     )
+    from great_expectations.execution_engine import pandas_execution_engine
 
     config = DataContextConfig(
         store_backend_defaults=InMemoryStoreBackendDefaults(),
         analytics_enabled=False,
         progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
     )
+    # GX fingerprints every pandas batch under HASH_THRESHOLD bytes (a hash of each of its rows) only to mark
+    # the batch; no validation result depends on it: never computed
+    pandas_execution_engine.HASH_THRESHOLD = FINGERPRINT_BELOW_BYTES
     return gx.get_context(mode="ephemeral", project_config=config)
 
 
@@ -835,6 +845,12 @@ ROW_COUNT_EXPECTATION_TYPES: frozenset[str] = frozenset(
     {"expect_table_row_count_to_be_between", "expect_table_row_count_to_equal"}
 )
 
+#: The column of a partitioned read holding each row's partition (:func:`read_batches` with a ``key``).
+BUCKET_COLUMN = "__arena_partition"
+
+#: A partitioned read streams its sorted rows in slices of a batch's rows over this: what it holds beyond a batch.
+PARTITION_SLICES = 8
+
 #: The column of a batch holding each row's position in the relation (DuckDB's ``rowid``), sampled
 #: with the ids so that the merged samples are the first offending rows in table order.
 POSITION_COLUMN = "__arena_row_position"
@@ -1022,12 +1038,16 @@ def read_batches(
     """The rows of ``relation`` in batches of about ``batch_rows``, each ordered by row position.
 
     Without ``key``, one streamed query (on a cursor of ``con``) cut into consecutive batches of
-    at most ``batch_rows`` rows. With ``key``, ``ceil(rows / batch_rows)`` queries, batch ``i``
+    at most ``batch_rows`` rows. With ``key``, ``n = ceil(rows / batch_rows)`` batches, batch ``i``
     holding the rows whose ``hash(key) % n`` is ``i``: every copy of a key is in one batch. Such a
     batch holds about ``batch_rows`` rows (hash partitions of ``r`` rows differ by a few
-    ``sqrt(r)``; a key repeated more often makes its batch larger), and each query scans the
-    relation's ``columns`` once. Either way nothing larger than a batch is held in Python; a
-    relation without rows gives one empty batch, and empty hash partitions are skipped.
+    ``sqrt(r)``; a key repeated more often makes its batch larger). They come from one query that
+    scans the relation's ``columns`` once, sorted by partition inside DuckDB (which spills beyond
+    its memory limit), streamed in slices of :data:`PARTITION_SLICES` per batch, cut where the
+    partition changes and sorted by position in Polars: the cost is linear in the rows (a query
+    per partition would read every row ``n`` times). Either way nothing larger than a batch is held
+    in Python (a partition twice while Polars sorts it, and one slice); a relation without rows
+    gives one empty batch, and empty hash partitions are skipped.
 
     Parameters
     ----------
@@ -1054,29 +1074,49 @@ def read_batches(
     selected = "".join(f", {_ident(c)}" for c in columns)
     inner = f"SELECT {position} AS {_ident(POSITION_COLUMN)}{selected} FROM {relation} {where}"
     if not key:
-        cursor = con.cursor()  # its own connection: the stream survives other queries on `con`
-        try:
-            reader = cursor.execute(inner, list(params)).to_arrow_reader(batch_rows)
-            empty = True
-            for batch in reader:
-                empty = False
-                # insertion order already, unless preserve_insertion_order is off
-                yield pl.from_arrow(batch).sort(POSITION_COLUMN)
-                del batch  # before the next one is fetched
-            if empty:
-                yield pl.from_arrow(reader.schema.empty_table())
-        finally:
-            cursor.close()
+        yield from _streamed(con, inner, params, batch_rows)
         return
     if rows is None:
         rows = con.execute(f"SELECT count(*) FROM {relation} {where}", list(params)).fetchone()[0]
     parts = max(1, math.ceil(rows / batch_rows))
     bucket = f"hash({', '.join(_ident(c) for c in key)}) % {parts}"
-    sql = f"SELECT * FROM ({inner}) WHERE {bucket} = ? ORDER BY {_ident(POSITION_COLUMN)}"
-    for part in range(parts):
-        frame = read_frame(con, sql, [*params, part])
-        if frame.height or parts == 1:
-            yield frame
+    if parts == 1:  # sorted by Polars: DuckDB's ORDER BY moves every column's values (~2x the read's CPU)
+        yield read_frame(con, inner, list(params)).sort(POSITION_COLUMN)
+        return
+    # one scan sorted by partition (DuckDB's sort spills to disk beyond its memory limit), cut where the partition
+    # changes, each partition then sorted by row position: linear in the rows, where a query per partition would
+    # read them all each time
+    ordered = f"SELECT {bucket} AS {_ident(BUCKET_COLUMN)}, * FROM ({inner}) ORDER BY 1"
+    pending: list[pl.DataFrame] = []
+    for chunk in _streamed(con, ordered, params, max(1, batch_rows // PARTITION_SLICES), sort=False):
+        for part in chunk.partition_by(BUCKET_COLUMN, maintain_order=True):
+            if pending and pending[0][BUCKET_COLUMN][0] != part[BUCKET_COLUMN][0]:
+                yield pl.concat(pending, rechunk=False).drop(BUCKET_COLUMN).sort(POSITION_COLUMN)
+                pending.clear()
+            pending.append(part)
+        del chunk
+    if pending:
+        yield pl.concat(pending, rechunk=False).drop(BUCKET_COLUMN).sort(POSITION_COLUMN)
+
+
+def _streamed(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any], batch_rows: int,
+              *, sort: bool = True) -> Iterator[pl.DataFrame]:
+    """The rows of ``sql`` in consecutive frames of at most ``batch_rows`` rows (one empty frame when there are
+    none); each sorted by row position when ``sort``."""
+    cursor = con.cursor()  # its own connection: the stream survives other queries on `con`
+    try:
+        reader = cursor.execute(sql, list(params)).to_arrow_reader(batch_rows)
+        empty = True
+        for batch in reader:
+            empty = False
+            frame = pl.from_arrow(batch)
+            del batch  # before the next one is fetched
+            # insertion order already, unless preserve_insertion_order is off
+            yield frame.sort(POSITION_COLUMN) if sort else frame
+        if empty:
+            yield pl.from_arrow(reader.schema.empty_table())
+    finally:
+        cursor.close()
 
 
 def _unexpected_percent(element: int | None, unexpected: int | None, missing: int | None) -> float | None:

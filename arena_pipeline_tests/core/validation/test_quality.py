@@ -654,8 +654,18 @@ def test_batches_read_no_more_than_about_batch_rows():
     streamed = [n for sql, n in log if "hash(" not in sql and quality.POSITION_COLUMN in sql]
     partitioned = [n for sql, n in log if "hash(" in sql]
     assert max(streamed) <= batch_rows and sum(streamed) == messages.height == 320
-    assert len(partitioned) == 8 and sum(partitioned) == messages.height
-    assert max(partitioned) <= 1.5 * batch_rows  # hash partitions: about batch_rows
+    # the hash partitions: one query, its rows read once, in slices of a batch's rows / PARTITION_SLICES
+    assert len({sql for sql, _ in log if "hash(" in sql}) == 1 and sum(partitioned) == messages.height
+    assert max(partitioned) <= batch_rows // quality.PARTITION_SLICES
+    key = ["battle_id", "side", "position"]
+    parts = list(quality.read_batches(_duckdb_with(messages=messages), '"s"."messages"', key, key=key,
+                                      batch_rows=batch_rows))
+    assert len(parts) == 8 and max(p.height for p in parts) <= 1.5 * batch_rows  # about batch_rows each
+    assert sum(p.height for p in parts) == 320 and all(p.columns == [quality.POSITION_COLUMN, *key] for p in parts)
+    assert all(p[quality.POSITION_COLUMN].is_sorted() for p in parts)  # each in table order
+    # every copy of a key in one batch: the keys of two batches never meet
+    keys = [set(p.select(key).iter_rows()) for p in parts]
+    assert sum(len(k) for k in keys) == len(set().union(*keys))
     others = [n for sql, n in log if quality.POSITION_COLUMN not in sql]
     assert max(others) <= 1  # counts, the schema (LIMIT 0) and one row per dump
 
@@ -673,7 +683,9 @@ def test_default_batches_hold_a_budget_of_values_not_of_rows(monkeypatch):
     streamed = [n for sql, n in log if "hash(" not in sql and quality.POSITION_COLUMN in sql]
     partitioned = [n for sql, n in log if "hash(" in sql]
     assert max(streamed) == 50 and sum(streamed) == 320
-    assert len(partitioned) == 3 and sum(partitioned) == 320  # battle_id, side, position + the position: 4 columns
+    # battle_id, side, position + the position: 4 columns, 112 rows a batch: 3 partitions of one sorted query
+    assert len({sql for sql, _ in log if "hash(" in sql}) == 1 and sum(partitioned) == 320
+    assert "% 3" in next(sql for sql, _ in log if "hash(" in sql)
     monkeypatch.setattr(quality, "DEFAULT_BATCH_CELLS", 9 * 320)  # the whole table in one batch
     log.clear()
     report = quality.validate_relation(_Reads(_duckdb_with(messages=messages), log), '"s"."messages"',
@@ -769,3 +781,21 @@ def test_gx_lets_go_of_the_validated_frames(good, monkeypatch):
                               parameters=PARAMS, batch_rows=BATCH)
     gc.collect()
     assert len(converted) > 2 and all(ref() is None for ref in converted)
+
+
+def test_gx_fingerprints_no_batch(good, monkeypatch):
+    """GX's pandas engine would hash every row of each batch for a fingerprint no report reads (a third of the
+    messages check's CPU): the report is the same without it. Fails if a GX upgrade renames the threshold."""
+    from great_expectations.execution_engine import pandas_execution_engine
+
+    fingerprinted = []
+    real = pandas_execution_engine.hash_pandas_dataframe
+    monkeypatch.setattr(pandas_execution_engine, "hash_pandas_dataframe",
+                        lambda df: fingerprinted.append(len(df)) or real(df))
+    report = validate(good)
+    batched = quality.validate_relation(_duckdb_with(messages=make_messages(good)), '"s"."messages"', "messages",
+                                        parameters=PARAMS, batch_rows=BATCH)
+    assert fingerprinted == [] and report.passed_errors and batched.row_count > BATCH
+    monkeypatch.setattr(pandas_execution_engine, "HASH_THRESHOLD", 1e9)  # GX's own: every batch hashed
+    fingerprinted_report = validate(good)
+    assert fingerprinted and fingerprinted_report.results.equals(report.results)
