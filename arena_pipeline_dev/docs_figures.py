@@ -39,17 +39,18 @@ COMMAND = "python -m arena_pipeline_dev.docs_figures"
 
 @functools.cache
 def real_votes(root: Path = REPO_ROOT) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The committed real votes as the boards read them (canonical names, string ids) and their category tags."""
+    """The committed real votes as the boards read them (canonical names, string ids) and their category tags as
+    rows of them (``core.ranking.tags.tag_rows``)."""
     from arena_pipeline.core.dataset.categories import tag_categories
     from arena_pipeline.core.dataset.models import canonical_name_expr, load_aliases
+    from arena_pipeline.core.ranking.tags import tag_rows
 
     aliases = load_aliases()
     votes = pl.read_parquet(root / VOTES).with_row_index("id").with_columns(
         pl.col("id", "model_a", "model_b", "winner").cast(pl.String))
     votes = votes.with_columns(canonical_name_expr("model_a", aliases).alias("model_a"),
                                canonical_name_expr("model_b", aliases).alias("model_b"))
-    tags, _ = tag_categories(votes)
-    return votes, tags
+    return votes, tag_rows(votes.get_column("id"), [tag_categories(votes)[0]])
 
 
 @functools.cache

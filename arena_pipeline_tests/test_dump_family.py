@@ -217,6 +217,7 @@ def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
     from arena_pipeline.core.ingest.local_dump import local_manifest
     from arena_pipeline.core.ingest.sources import parse_source
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+    from arena_pipeline.core.ranking.tags import tag_rows
     from arena_pipeline_tests.support import bad_inputs as bi
 
     names = ("org/a", "org/b", "org/c")
@@ -245,7 +246,8 @@ def test_a_dump_with_conflicting_copies_gets_its_own_board(tmp_path, capsys):
         own = alone.execute("SELECT * FROM v.battles").pl().with_columns(
             model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
     assert own.height == 9
-    expected = compute_rankings(own, tag_categories(own)[0], RankingConfig(min_battles=1, bootstrap_rounds=5)
+    own_tags = tag_rows(own.get_column("id"), [tag_categories(own)[0]])
+    expected = compute_rankings(own, own_tags, RankingConfig(min_battles=1, bootstrap_rounds=5)
                                 ).leaderboard.filter((pl.col("method") == "bt") & (pl.col("category") == "overall"))
     got = boards.filter(pl.col("dump") == "b")
     assert got["model"].to_list() == expected.sort("model")["model"].to_list()

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.presentation.markdown import top_n_markdown
 from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.report import build_report_html
@@ -18,7 +19,8 @@ FIXTURE = Path(__file__).parent / "data" / "ranking" / "synthetic_battles.parque
 
 def boards() -> pl.DataFrame:
     battles = pl.read_parquet(FIXTURE).select("id", "model_a", "model_b", "winner")
-    tags = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    tags = tag_rows(battles.get_column("id"), [every])
     config = RankingConfig(methods=("bt",), bootstrap_rounds=0, display_min_battles=390)
     return compute_rankings(battles, tags, config)
 

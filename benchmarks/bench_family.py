@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
+from arena_pipeline.core.ranking.tags import tag_rows
 
 
 def ranking_figures(rounds: int) -> None:
@@ -41,7 +42,7 @@ def ranking_figures(rounds: int) -> None:
 
     # bench_ranking's SYNTHETIC style columns, is_code, language, tokens and turns: bt_style is fitted
     votes = synthesize_missing_columns(load_real_votes())
-    tags, _ = tag_categories(votes)
+    tags = tag_rows(votes.get_column("id"), [tag_categories(votes)[0]])
     config = RankingConfig(methods=("bt", "bt_style", "spectral"), bootstrap_rounds=rounds)
     started = time.perf_counter()
     combined = compute_rankings(votes, tags, config).leaderboard

@@ -30,6 +30,7 @@ from real_votes import load_real_votes  # noqa: E402  (benchmarks/ is on sys.pat
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.model_fit import compute_model_fit
+from arena_pipeline.core.ranking.tags import tag_rows
 
 TARGET = 0.20
 
@@ -50,13 +51,15 @@ def main() -> None:
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"load average at start {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     votes = with_sample_like_sessions(synthesize_missing_columns(load_real_votes()))
-    tags, _ = tag_categories(votes)
+    tags = tag_rows(votes.get_column("id"), [tag_categories(votes)[0]])
     config = RankingConfig()  # the asset's defaults
     print(f"real votes: {votes.height} battles (SYNTHETIC style columns and sessions: "
           f"{votes.get_column('evaluation_session_id').n_unique()} sessions), {tags.height} (category, battle) rows, "
           f"{tags.get_column('category').n_unique()} categories")
-    compute_model_fit(votes.head(2000), tags.head(2000), compute_rankings(
-        votes.head(2000), tags.head(2000), RankingConfig(bootstrap_rounds=0)).leaderboard)  # warm-up: imports
+    head = votes.head(2000)
+    head_tags = tag_rows(head.get_column("id"), [tag_categories(head)[0]])
+    compute_model_fit(head, head_tags, compute_rankings(
+        head, head_tags, RankingConfig(bootstrap_rounds=0)).leaderboard)  # warm-up: imports
     ranking, fit = [], []
     for _ in range(args.repeats):
         start = clock()

@@ -29,6 +29,7 @@ from real_votes import REAL_VOTES, load_real_votes  # noqa: E402
 
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 
 
 def resolution(leaderboard: pl.DataFrame, tests: pl.DataFrame, category: str, method: str) -> dict:
@@ -58,7 +59,7 @@ def main() -> None:
     started = time.perf_counter()
     # the category flags are the real ones; the synthetic columns only let the other categories be tagged
     votes = synthesize_missing_columns(load_real_votes(args.votes))
-    tags, _ = tag_categories(votes)
+    tags = tag_rows(votes.get_column("id"), [tag_categories(votes)[0]])
     output = compute_rankings(votes, tags, RankingConfig(methods=(args.method,)))
     rows = [resolution(output.leaderboard, output.pairwise_significance, c, args.method) for c in args.categories]
     table = pl.DataFrame(rows).with_columns(

@@ -29,6 +29,7 @@ from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ i
 
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 
 SYNTHETIC_SEED = 20250101
 TOP10_CATEGORIES = ("overall", "creative_writing", "math", "instruction_following", "hard_prompt")
@@ -201,7 +202,8 @@ def arena_rank_comparison(
     # ours, timed here (not reused from [3]) so the speed ratio divides two times of this section
     config = RankingConfig(methods=("bt",), bootstrap_rounds=rounds)
     load_ours = os.getloadavg()[0]
-    out, walls, cpus = timed(lambda: compute_rankings(votes, overall_only, config), repeats)
+    out, walls, cpus = timed(
+        lambda: compute_rankings(votes, tag_rows(votes.get_column("id"), [overall_only]), config), repeats)
     ours = out.leaderboard.filter(pl.col("method") == "bt")
     our_grad = out.metadata["categories"]["overall"]["bt"]["grad_norm"]
 
@@ -336,7 +338,8 @@ def main() -> None:
 
     # 1. bt + sandwich + 100-round bootstrap + spectral on every category the real votes allow
     config = RankingConfig(methods=("bt", "spectral"), bootstrap_rounds=100)
-    out, walls, cpus = timed(lambda: compute_rankings(votes, tagged, config), args.repeats)
+    out, walls, cpus = timed(
+        lambda: compute_rankings(votes, tag_rows(votes.get_column("id"), [tagged]), config), args.repeats)
     rss_1 = peak_rss_mb()
     print(
         f"\n[1] bt + spectral, 100-round bootstrap + sandwich, {len(available)} categories on the "
@@ -363,7 +366,7 @@ def main() -> None:
     unavailable = [c for c, m in meta_all.items() if not m["available"]]
     full = RankingConfig(bootstrap_rounds=100)  # the defaults: style boards sandwich only
     out_style, walls, cpus = timed(
-        lambda: compute_rankings(synthetic, tagged_all, full), args.repeats
+        lambda: compute_rankings(synthetic, tag_rows(synthetic.get_column("id"), [tagged_all]), full), args.repeats
     )
     rss_2 = peak_rss_mb()
     print(
@@ -385,7 +388,7 @@ def main() -> None:
     overall_only = tagged.filter(pl.col("category") == "overall")
     overall_config = RankingConfig(methods=("bt",), bootstrap_rounds=100)
     _, walls, cpus = timed(
-        lambda: compute_rankings(votes, overall_only, overall_config), args.repeats
+        lambda: compute_rankings(votes, tag_rows(votes.get_column("id"), [overall_only]), overall_config), args.repeats
     )
     print(
         f"\n[3] overall board only, bt + 100-round bootstrap + sandwich: {fmt_times(walls, cpus)}"
@@ -399,7 +402,8 @@ def main() -> None:
     sessions = sessioned.get_column("evaluation_session_id").n_unique()
     clustered_config = RankingConfig(methods=("bt",), bootstrap_rounds=100)
     out_c, walls, cpus = timed(
-        lambda: compute_rankings(sessioned, overall_only, clustered_config), args.repeats
+        lambda: compute_rankings(sessioned, tag_rows(sessioned.get_column("id"), [overall_only]), clustered_config),
+        args.repeats
     )
     bt_c = out_c.leaderboard
     width = {

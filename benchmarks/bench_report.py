@@ -30,6 +30,7 @@ from real_votes import load_real_votes  # noqa: E402
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.dataset.models import load_aliases
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.core.store.warehouse import connect as connect_warehouse
 from arena_pipeline.core.validation.benchmarks import benchmark_agreement, match_scores, read_benchmarks
 from arena_pipeline.presentation.read import read_published
@@ -39,7 +40,7 @@ from arena_pipeline.presentation.report import render_report
 def build_warehouse(path: Path, bootstrap: int) -> None:
     battles = synthesize_missing_columns(load_real_votes())
     battles = battles.with_columns(model_a_canonical=pl.col("model_a"), model_b_canonical=pl.col("model_b"))
-    tags, _ = tag_categories(battles)
+    tags = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     out = compute_rankings(battles, tags, RankingConfig(bootstrap_rounds=bootstrap))
     revision = pl.lit("bench").alias("dump_revision")
     frames = {"leaderboard": out.leaderboard, "pairwise": out.pairwise,

@@ -63,13 +63,15 @@ def _our_boards(votes: Path | None, rounds: int) -> pl.DataFrame:
 
     from arena_pipeline.core.dataset.categories import tag_categories
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+    from arena_pipeline.core.ranking.tags import tag_rows
 
     t0 = time.perf_counter()
     battles = add_canonical_columns(load_real_votes(votes or REAL_VOTES), load_aliases())
     battle_categories, _ = tag_categories(battles)
     output = compute_rankings(
         battles.with_columns(model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical")),
-        battle_categories, RankingConfig(methods=("bt",), bootstrap_rounds=rounds))
+        tag_rows(battles.get_column("id"), [battle_categories]),
+        RankingConfig(methods=("bt",), bootstrap_rounds=rounds))
     board = output.leaderboard
     print(f"votes: {battles.height}; bt boards in {time.perf_counter() - t0:.1f} s: "
           + ", ".join(f"{c} {n}" for c, n in board.group_by("category").len().sort("category").iter_rows())

@@ -48,6 +48,7 @@ from real_votes import REAL_VOTES, load_real_votes  # noqa: E402  (benchmarks/ i
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.dataset.models import add_canonical_columns, load_aliases, merged_names
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.core.validation import leaderboard_dataset
 from arena_pipeline.core.validation.external import (
     alignment_shifts,
@@ -213,7 +214,7 @@ def main() -> None:
         model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical")
     )
     config = RankingConfig(methods=("bt",), bootstrap_rounds=args.bootstrap_rounds)
-    output = compute_rankings(ranking_input, battle_categories, config)
+    output = compute_rankings(ranking_input, tag_rows(ranking_input.get_column("id"), [battle_categories]), config)
     ours = output.leaderboard
     print(
         f"our bt boards: {time.perf_counter() - t0:.2f} s "

@@ -28,6 +28,7 @@ from real_votes import REAL_VOTES, load_real_votes  # noqa: E402
 
 from arena_pipeline.core.dataset.categories import tag_categories  # noqa: E402
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings  # noqa: E402
+from arena_pipeline.core.ranking.tags import tag_rows  # noqa: E402
 from arena_pipeline_dev.fastchat_reference import (  # noqa: E402
     centred,
     converged,
@@ -48,7 +49,8 @@ def main() -> None:
         methods=("bt",), ties="half", bootstrap_rounds=0, min_battles=1, anchor_models=()
     )
     start = time.perf_counter()
-    board = compute_rankings(votes, tags, config).leaderboard.filter(pl.col("method") == "bt")
+    rows = tag_rows(votes.get_column("id"), [tags])
+    board = compute_rankings(votes, rows, config).leaderboard.filter(pl.col("method") == "bt")
     print(f"votes: {votes.height:,}; our bt on {len(CATEGORIES)}+ boards: "
           f"{time.perf_counter() - start:.2f} s")
     fit = fastchat_fit()

@@ -17,6 +17,7 @@ from arena_pipeline.core.analysis import (
     rating_trend,
 )
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 
 
 def _battles(winners: list[str], **columns) -> pl.DataFrame:
@@ -175,7 +176,8 @@ def test_rating_trend_follows_a_change_of_strength_between_months():
     # each month is the board compute_rankings gives on that month alone, shifted by one constant
     # (the chain across months: rating_trend's Notes)
     expected = compute_rankings(
-        may, _tags(may), RankingConfig(methods=("bt",), min_battles=10, bootstrap_rounds=0)
+        may, tag_rows(may.get_column("id"), [_tags(may)]),
+        RankingConfig(methods=("bt",), min_battles=10, bootstrap_rounds=0)
     ).leaderboard
     got = out.filter(pl.col("month") == dt.date(2025, 5, 1)).sort("model")
     expected = expected.sort("model")

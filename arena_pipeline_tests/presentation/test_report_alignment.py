@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.core.validation.external import (
     alignment_record,
     alignment_shifts,
@@ -31,7 +32,8 @@ def output():
     old = styled.head(200).with_columns(
         [pl.lit(None, styled.schema[c]).alias(c) for c in style]).with_columns(id=pl.col("id") + "-old")
     battles = pl.concat([styled, old])
-    categories = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(battles.get_column("id"), [every])
     return compute_rankings(battles, categories, RankingConfig(bootstrap_rounds=0, display_min_battles=0))
 
 

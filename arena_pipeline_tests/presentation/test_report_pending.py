@@ -11,6 +11,7 @@ import pytest
 
 from arena_pipeline.core.freshness.freshness import Pending
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.presentation.read import PublicationView
 from arena_pipeline.presentation.report import build_report_html
 
@@ -20,7 +21,8 @@ FIXTURE = Path(__file__).parents[1] / "data" / "ranking" / "synthetic_battles.pa
 @pytest.fixture(scope="module")
 def output():
     battles = pl.read_parquet(FIXTURE)
-    categories = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(battles.get_column("id"), [every])
     return compute_rankings(battles, categories, RankingConfig(bootstrap_rounds=0, display_min_battles=0))
 
 

@@ -15,6 +15,7 @@ from scipy.special import expit
 
 from arena_pipeline.core.dataset.schema import CONVERSATION_STYLE_COLUMNS
 from arena_pipeline.core.ranking import RankingConfig, RankingOutput, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.presentation.read import PublicationView
 
 #: True strengths (natural log-odds) and verbosity of the synthetic models. One name carries
@@ -66,15 +67,15 @@ def synthetic_battles(n: int = 3000, seed: int = 0) -> pl.DataFrame:
 
 
 def synthetic_categories(battles: pl.DataFrame) -> pl.DataFrame:
-    """``overall`` for every battle, ``coding`` / ``math`` from the flags."""
+    """``overall`` for every battle, ``coding`` / ``math`` from the flags, as rows of ``battles`` (``tags.tag_rows``)."""
     ids = pl.col("id").alias("battle_id")
-    return pl.concat(
+    return tag_rows(battles.get_column("id"), [pl.concat(
         [
             battles.select(ids, category=pl.lit("overall")),
             battles.filter("math").select(ids, category=pl.lit("math")),
             battles.filter("is_code").select(ids, category=pl.lit("coding")),
         ]
-    )
+    )])
 
 
 #: A model that won each of its 24 overall battles: it has no finite rating.

@@ -10,6 +10,7 @@ import polars as pl
 from arena_pipeline.core.dataset.categories import category_order
 from arena_pipeline.core.labels import PRIMARY_METHOD
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 
 #: Columns and types of :func:`rating_trend`.
 RATING_TREND_SCHEMA: dict[str, pl.DataType] = {
@@ -99,7 +100,7 @@ def rating_trend(
     if keyed.height == 0:
         return pl.DataFrame(schema=RATING_TREND_SCHEMA)
     fitted = compute_rankings(
-        battles.select("id", "model_a", "model_b", "winner"), keyed, config
+        battles.select("id", "model_a", "model_b", "winner"), tag_rows(battles.get_column("id"), [keyed]), config
     ).leaderboard
     if fitted.height == 0:
         return pl.DataFrame(schema=RATING_TREND_SCHEMA)

@@ -88,8 +88,8 @@ def compute_rankings(
         Flat battles table: ``id``, ``model_a``, ``model_b``, ``winner`` and the columns the
         configured methods need (``bt_style``: the ``schema.CONVERSATION_STYLE_COLUMNS`` of both sides).
     battle_categories
-        ``battle_id``, ``category`` (see ``categories.tag_categories``), or the same tags as rows of
-        ``battles`` (``tags.tag_rows``: ``category``, ``_row``).
+        The category tags as rows of ``battles``: ``category``, ``_row`` (``tags.tag_rows`` turns
+        ``battle_id``, ``category`` tags, e.g. ``categories.tag_categories``', into them).
     config
         Settings; default ``RankingConfig()``.
 
@@ -108,7 +108,6 @@ def compute_rankings(
     methods = configured_methods(config.methods)
     frame, names = _prepare(battles, methods, config.cluster_column)
     rows, dropped = _category_rows(frame, battle_categories)
-    frame = frame.drop("id")  # the rows are known: no board reads the ids
     metadata = _metadata(config, len(names), dropped)
     metadata["timings_s"]["prepare"] = perf_counter() - started
     parts = _Parts()
@@ -144,7 +143,6 @@ def _prepare(
     )
     index = pl.Enum(names)
     frame = battles.select(
-        "id",
         "model_a",
         "model_b",
         "winner",
@@ -172,7 +170,7 @@ def _category_rows(frame: pl.DataFrame, battle_categories: pl.DataFrame) -> tupl
     were held ~5 times: the fit's peak on 4x the votes was +1,085 MiB, +784 MiB this way).
     """
     is_self = (frame.get_column("_a") == frame.get_column("_b")).to_numpy()
-    rows, without = category_rows(frame.get_column("id"), battle_categories)
+    rows, without = category_rows(battle_categories)
     dropped = {
         "self_battles": int(is_self.sum()),
         "self_battle_category_rows": sum(int(is_self[row].sum()) for row in rows.values()),

@@ -496,7 +496,7 @@ def board_battles(
         ``id``, ``model_a``, ``model_b``, ``winner`` and, when present, ``config.cluster_column``
         (a null session is a session of its own).
     battle_categories
-        ``battle_id``, ``category``, or the same tags as rows of ``battles`` (``tags.tag_rows``).
+        The category tags as rows of ``battles`` (``tags.tag_rows``: ``category``, ``_row``).
     config
         The ranking settings.
 
@@ -521,7 +521,7 @@ def board_battles(
     fitted = coded.get_column("_a") != coded.get_column("_b")
     if config.ties == "drop":
         fitted &= coded.get_column("_o") < 2
-    rows, _ = category_rows(battles.get_column("id"), battle_categories)
+    rows, _ = category_rows(battle_categories)
     fitted = fitted.to_numpy()
     return coded, {category: row[fitted[row]] for category, row in rows.items()}, names
 

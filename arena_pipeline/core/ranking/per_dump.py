@@ -16,6 +16,7 @@ from arena_pipeline.core.dataset.dumps import board_dumps, dump_battles, unavail
 from arena_pipeline.core.ranking.config import RankingConfig
 from arena_pipeline.core.ranking.leaderboard import compute_rankings
 from arena_pipeline.core.ranking.rating_method import configured_methods
+from arena_pipeline.core.ranking.tags import tag_rows
 
 
 def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: RankingConfig,
@@ -37,7 +38,7 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
     battles
         The battles of every loaded dump, with ``dump`` and ``also_in_dumps`` columns.
     tags
-        Their category tags (``battle_id``, ``category``, or as rows of ``battles``), as for ``compute_rankings``.
+        Their category tags as rows of ``battles`` (``tags.tag_rows``), as for ``compute_rankings``.
     config
         The ranking settings of the combined boards.
     combined
@@ -58,22 +59,19 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
         return none, {}
     if len(dumps) == 1:
         return combined.with_columns(dump=pl.lit(dumps[0])), {dumps[0]: 0.0}
-    if "_row" in tags.columns:  # tags as rows of battles (tags.tag_rows): each dump's battles are other rows
-        tags = tags.drop_nulls("_row")
-        tags = tags.select(battle_id=battles.get_column("id").gather(tags.get_column("_row")),
-                           category=pl.col("category").cast(pl.String))
     needs = {m.name: set(m.battle_columns()) for m in configured_methods(config.methods)}
     gaps = unavailable_columns(pl.concat([battles, copies]) if copies.height else battles,
                                sorted(set().union(*needs.values())))
     boards, seconds = [], {}
     for dump in dumps:
         started = time.perf_counter()
-        own = dump_battles(battles, dump)
-        own_tags = tags.join(own.select(battle_id="id"), on="battle_id", how="semi")
+        own = dump_battles(battles.with_row_index("_at"), dump)
+        own_tags = _own_rows(tags, own.get_column("_at"))
+        own = own.drop("_at")
         mine = copies.filter(pl.col("dump") == dump).join(own.select("id"), on="id", how="anti")
         if mine.height:
             own = pl.concat([own, mine])
-            own_tags = pl.concat([own_tags, tag_categories(mine)[0].select(own_tags.columns)])
+            own_tags = pl.concat([own_tags, tag_rows(own.get_column("id"), [tag_categories(mine)[0]])])
         # a dump without a method's columns is not given that method's fit at all (its board would be dropped)
         methods = tuple(m for m in config.methods if not needs[m] & set(gaps.get(dump, ())))
         if not methods:
@@ -84,3 +82,9 @@ def per_dump_leaderboards(battles: pl.DataFrame, tags: pl.DataFrame, config: Ran
     if not boards:
         return none, seconds
     return pl.concat(boards, how="vertical_relaxed"), seconds
+
+
+def _own_rows(tags: pl.DataFrame, at: pl.Series) -> pl.DataFrame:
+    """``tags`` (rows of every dump's battles) as rows of a dump's battles, whose rows there are ``at``, in order."""
+    position = at.to_frame("_row").with_row_index("_own")
+    return tags.join(position, on="_row", how="inner", maintain_order="left").select("category", _row="_own")

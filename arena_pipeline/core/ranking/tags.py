@@ -2,10 +2,10 @@
 
 A vote has ~5 tags. As ``(battle_id, category)`` strings they took more than half the memory of the votes' columns
 the fits read (at 1.36M votes, 6.6M tags: ~280 MiB against 448 MiB); as ``(category, _row)``, a
-categorical and the battle's row in the battles frame, they take 8 bytes each (50 MiB). :func:`tag_rows` turns
-tags read a batch at a time into that form; :func:`category_rows` gives each category's rows to the
-fits, from either form, a category at a time (a hash of every (category, battle) pair at once took
-~800 MiB more at that size).
+categorical and the battle's row in the battles frame, they take 8 bytes each (50 MiB). The fits take the
+tags in that form only: :func:`tag_rows` turns tags (read a batch at a time by the ranking step, or whole by
+a test or a benchmark) into it; :func:`category_rows` gives each category's rows to the fits, a category
+at a time (a hash of every (category, battle) pair at once took ~800 MiB more at that size).
 """
 
 from __future__ import annotations
@@ -45,16 +45,13 @@ def tag_rows(ids: pl.Series, batches: Iterable[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts) if parts else pl.DataFrame(schema=TAG_ROWS_SCHEMA)
 
 
-def category_rows(ids: pl.Series, battle_categories: pl.DataFrame) -> tuple[dict[str, np.ndarray], int]:
+def category_rows(tags: pl.DataFrame) -> tuple[dict[str, np.ndarray], int]:
     """Each category's battles once, as rows of the battles frame, in the tags' order.
 
     Parameters
     ----------
-    ids
-        The battles frame's ``id`` column.
-    battle_categories
-        The tags: ``battle_id`` and ``category`` (``categories.tag_categories``), or :func:`tag_rows`'s
-        ``category`` and ``_row`` of the same frame.
+    tags
+        :func:`tag_rows`'s ``category`` and ``_row``.
 
     Returns
     -------
@@ -62,10 +59,7 @@ def category_rows(ids: pl.Series, battle_categories: pl.DataFrame) -> tuple[dict
         Each category's rows (a battle at its first tag with the category: a repeated tag counts once),
         and how many tags name a battle that is not in the frame (left out).
     """
-    if "_row" in battle_categories.columns:
-        tagged = battle_categories.select("category", "_row")
-    else:
-        tagged = tag_rows(ids, [battle_categories.select("battle_id", "category").unique(maintain_order=True)])
+    tagged = tags.select("category", "_row")
     without = tagged.get_column("_row").null_count()
     rows = {}
     for key, part in tagged.drop_nulls("_row").partition_by("category", as_dict=True).items():

@@ -25,6 +25,7 @@ from arena_pipeline.core.changes.changes import (
 )
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.style_control import style_columns
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.core.store.records import VERSIONS, ensure_catalog
 from arena_pipeline.core.store.versions import versioned
 
@@ -351,7 +352,7 @@ def test_the_same_votes_with_other_metadata_are_same_votes_only_on_the_boards_th
         "overall": (SAME_VOTES, VOTES_CHANGED), "math": (SAME_VOTES, VOTES_CHANGED),
         "chinese": (VOTES_CHANGED, VOTES_CHANGED)}
     config = RankingConfig(methods=("bt", "bt_style"), bootstrap_rounds=0)
-    before, after = (compute_rankings(b, c, config).leaderboard
+    before, after = (compute_rankings(b, tag_rows(b.get_column("id"), [c]), config).leaderboard
                      for b, c in ((battles0, categories0), (battles1, categories1)))
     out = compare_boards(before, after, relation=relations, settings_changed=False)
     kept = out.filter(pl.col("status") == "kept")

@@ -301,24 +301,27 @@ def test_categories_are_unavailable_for_dumps_that_lack_their_fields(combined):
 def test_per_dump_boards_are_each_dumps_own_fit(combined):
     from arena_pipeline.core.dataset.categories import tag_categories
     from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
+    from arena_pipeline.core.ranking.tags import tag_rows
 
     _, con, _ = combined
     battles = con.execute("SELECT * FROM s.battles").pl().with_columns(
         model_a=pl.col("model_a_canonical"), model_b=pl.col("model_b_canonical"))
     tags, _ = tag_categories(battles)
     config = RankingConfig(min_battles=1, bootstrap_rounds=3)
-    combined_board = compute_rankings(battles, tags, config).leaderboard
-    boards, seconds = per_dump_leaderboards(battles, tags, config, combined_board)
+    rows = tag_rows(battles.get_column("id"), [tags])
+    combined_board = compute_rankings(battles, rows, config).leaderboard
+    boards, seconds = per_dump_leaderboards(battles, rows, config, combined_board)
     assert set(seconds) == set(boards["dump"]) == set(battles["dump"])
     # the 33k's board: an independent fit on its own votes (its 33 and the 3 it shares), no bt_style
     own = dump_battles(battles, fx.DUMP_33K)
-    expected = compute_rankings(own, tags.join(own.select(battle_id="id"), on="battle_id", how="semi"),
-                                config).leaderboard.filter(pl.col("method") != "bt_style")
+    own_tags = tags.join(own.select(battle_id="id"), on="battle_id", how="semi")
+    expected = compute_rankings(own, tag_rows(own.get_column("id"), [own_tags]), config).leaderboard
+    expected = expected.filter(pl.col("method") != "bt_style")
     got = boards.filter(pl.col("dump") == fx.DUMP_33K).drop("dump")
     key = ["category", "method", "model"]
     assert got.sort(key).select(key, "rating", "n_battles").equals(expected.sort(key).select(key, "rating", "n_battles"))
     assert "bt_style" in set(boards.filter(pl.col("dump") == fx.DUMP_140K)["method"])
     # one dump: its board is the combined one, not fitted again
     one = battles.filter(pl.col("dump") == fx.DUMP_140K)
-    single, timing = per_dump_leaderboards(one, tags, config, combined_board)
+    single, timing = per_dump_leaderboards(one, tag_rows(one.get_column("id"), [tags]), config, combined_board)
     assert single.drop("dump").equals(combined_board) and timing == {fx.DUMP_140K: 0.0}

@@ -22,6 +22,7 @@ from arena_pipeline.core.ingest.load import load_dump
 from arena_pipeline.core.ingest.local_dump import local_manifest
 from arena_pipeline.core.ingest.sources import SourceError, parse_source
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings, per_dump_leaderboards
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline_dev import dump_fixtures as fx
 from arena_pipeline_dev.fixtures import make_table
 from arena_pipeline_tests.support import bad_inputs as bi
@@ -187,7 +188,7 @@ def test_per_dump_boards_fit_each_dumps_own_votes(conflicting):
     copies = conflicting_copies(con.execute("SELECT * FROM s.quarantine").pl()).with_columns(**canonical)
     assert sorted(copies["source_row"]) == [4, 5, 6] and set(copies["dump"]) == {B}
     assert board_dumps(battles, copies) == [A, B, C]
-    tags, _ = tag_categories(battles)
+    tags = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     config = RankingConfig(min_battles=1, bootstrap_rounds=3)
     combined = compute_rankings(battles, tags, config).leaderboard
     boards, seconds = per_dump_leaderboards(battles, tags, config, combined, copies)
@@ -197,7 +198,8 @@ def test_per_dump_boards_fit_each_dumps_own_votes(conflicting):
         with duckdb.connect() as alone:
             load_dump(local_manifest(parse_source(str(root / dump))), alone, "v")
             own = alone.execute("SELECT * FROM v.battles").pl().with_columns(**canonical)
-        expected = compute_rankings(own, tag_categories(own)[0], config).leaderboard.filter(pl.col("method") == "bt")
+        own_tags = tag_rows(own.get_column("id"), [tag_categories(own)[0]])
+        expected = compute_rankings(own, own_tags, config).leaderboard.filter(pl.col("method") == "bt")
         got = boards.filter((pl.col("dump") == dump) & (pl.col("method") == "bt")).sort(key)
         expected = expected.sort(key)
         assert got.select(key, "n_battles").equals(expected.select(key, "n_battles")), dump

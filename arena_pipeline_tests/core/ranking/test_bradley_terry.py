@@ -14,6 +14,7 @@ from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.board import NOT_CONNECTED, ONLY_LOSSES, ONLY_WINS
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs, fit_bt, mle_support
 from arena_pipeline.core.ranking.scale import percentile_interval
+from arena_pipeline.core.ranking.tags import tag_rows
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 PPL = 400.0 / math.log(10.0)  # rating points per natural log-odds
@@ -36,7 +37,8 @@ def frame_from(rows: list[tuple[str, str, str]], prefix: str = "x") -> pl.DataFr
 
 
 def overall(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    return tag_rows(frame.get_column("id"), [every])
 
 
 def bt_board(frame: pl.DataFrame, **config) -> tuple[pl.DataFrame, dict]:

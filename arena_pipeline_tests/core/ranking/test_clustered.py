@@ -24,6 +24,7 @@ from arena_pipeline.core.ranking.style_control import (
     bt_style_sandwich_covariance,
     fit_bt_style,
 )
+from arena_pipeline.core.ranking.tags import tag_rows
 
 MODELS = 16
 REPLICATES = 200
@@ -323,7 +324,8 @@ def session_votes(seed: int = 5, n_sessions: int = 600, known: float = 6 / 7) ->
         "winner": np.where(rng.random(a.size) < 0.5, "model_a", "model_b"),
         "evaluation_session_id": [f"s{c}" if with_id[c] else None for c in cluster],
     })
-    categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(frame.get_column("id"), [every])
     return frame, categories
 
 

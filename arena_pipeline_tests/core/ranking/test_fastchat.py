@@ -20,6 +20,7 @@ from arena_pipeline.constants import CATEGORIES
 from arena_pipeline.core.dataset.categories import tag_categories
 from arena_pipeline.core.ingest.sources import read_csv_export
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline_dev.fastchat_reference import (
     centred,
     converged,
@@ -39,7 +40,8 @@ def our_boards(battles: pl.DataFrame, tags: pl.DataFrame) -> pl.DataFrame:
     config = RankingConfig(
         methods=("bt",), ties="half", bootstrap_rounds=0, min_battles=1, anchor_models=()
     )
-    return compute_rankings(battles, tags, config).leaderboard.filter(pl.col("method") == "bt")
+    rows = tag_rows(battles.get_column("id"), [tags])
+    return compute_rankings(battles, rows, config).leaderboard.filter(pl.col("method") == "bt")
 
 
 def max_difference(battles: pl.DataFrame, tags: pl.DataFrame, board: pl.DataFrame,

@@ -17,6 +17,7 @@ from arena_pipeline.core.ranking import (
     RankingConfig,
     compute_rankings,
 )
+from arena_pipeline.core.ranking.tags import tag_rows
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 
@@ -37,7 +38,7 @@ def battles() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def output(battles):
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     config = RankingConfig(
         bootstrap_rounds=30, style_bootstrap_rounds=10, min_battles=20, display_min_battles=130
     )
@@ -111,7 +112,7 @@ def test_pairwise_significance_is_the_difference_with_its_interval(battles, prim
     score 1 / (1 + 10^(-difference / 400)). Against the board's reference model, the difference's
     interval is the reference's displayed interval of the other model (R - 1000: the same contrast;
     for the bootstrap, the same re-anchored replicates)."""
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     anchor = battles.get_column("model_a").mode().sort()[0]
     output = compute_rankings(battles, tagged, RankingConfig(
         methods=("bt", "spectral"), bootstrap_rounds=30, min_battles=20, display_min_battles=130,
@@ -144,7 +145,7 @@ def test_pairwise_significance_is_the_difference_with_its_interval(battles, prim
 
 
 def test_every_battle_is_fitted_and_low_counts_are_provisional(battles):
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     config = RankingConfig(methods=("bt",), bootstrap_rounds=0, display_min_battles=390)
     out = compute_rankings(battles, tagged, config)
     cw = out.leaderboard.filter(pl.col("category") == "overall")
@@ -203,7 +204,7 @@ def test_pairwise_counts_and_predictions(output, battles):
 
 
 def test_fixed_seed_gives_identical_output(battles):
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     config = RankingConfig(bootstrap_rounds=20, min_battles=20, seed=11)
     one = compute_rankings(battles, tagged, config)
     two = compute_rankings(battles, tagged, config)
@@ -221,7 +222,7 @@ def test_min_battles_exclusions_are_listed(output, battles):
     assert output.metadata["excluded_models"]["overall"] == []
     for entry in output.metadata["excluded_models"]["creative_writing"]:
         assert entry["n_battles"] < 20 and entry["reason"].startswith("fewer than min_battles")
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     strict = compute_rankings(
         battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0, min_battles=10_000)
     )
@@ -232,7 +233,7 @@ def test_min_battles_exclusions_are_listed(output, battles):
 
 
 def test_ties_drop_removes_draws_from_fits_and_counts(battles):
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     out = compute_rankings(
         battles, tagged, RankingConfig(ties="drop", methods=("bt",), bootstrap_rounds=0)
     )
@@ -250,11 +251,12 @@ def test_self_battles_are_dropped_and_bad_winners_rejected(battles):
         {"id": ["self-1"], "model_a": ["model-a"], "model_b": ["model-a"], "winner": ["model_a"]}
     )
     frame = pl.concat([core, mirror])
-    categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(frame.get_column("id"), [every])
     config = RankingConfig(methods=("bt",), bootstrap_rounds=0)
     out = compute_rankings(frame, categories, config)
     assert out.metadata["dropped"]["self_battles"] == 1
-    base = compute_rankings(core, categories, config)
+    base = compute_rankings(core, tag_rows(core.get_column("id"), [every]), config)  # the mirror's tag: no battle
     assert out.leaderboard.equals(base.leaderboard)
     broken = frame.with_columns(winner=pl.lit("model_c"))
     with pytest.raises(ValueError, match="winner"):
@@ -262,7 +264,7 @@ def test_self_battles_are_dropped_and_bad_winners_rejected(battles):
 
 
 def test_missing_anchor_falls_back_to_centring(battles):
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     config = RankingConfig(methods=("bt",), bootstrap_rounds=0, anchor_model="not-a-model")
     out = compute_rankings(battles, tagged, config)
     assert out.metadata["categories"]["overall"]["anchor_missing"] is True
@@ -299,7 +301,7 @@ def test_config_is_validated(bad):
 
 
 def test_reference_model_is_pinned_on_every_board_it_is_on(battles):
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     settings = {"bootstrap_rounds": 30, "primary_interval": "bootstrap"}
     config = RankingConfig(
         methods=("bt", "spectral"), anchor_models=("not-here", "model-c", "model-a"), **settings
@@ -334,7 +336,7 @@ def test_reference_model_is_pinned_on_every_board_it_is_on(battles):
 
 
 def test_board_without_any_reference_is_centred(battles):
-    tagged, _ = tag_categories(battles)
+    tagged = tag_rows(battles.get_column("id"), [tag_categories(battles)[0]])
     out = compute_rankings(battles, tagged, RankingConfig(methods=("bt",), bootstrap_rounds=0))
     # the fixture's models are none of the packaged reference models
     assert set(out.metadata["anchors"].values()) == {None}

@@ -22,6 +22,7 @@ from arena_pipeline.core.ranking import RankingConfig, catalogue, compute_rankin
 from arena_pipeline.core.ranking.board import CategoryBoard
 from arena_pipeline.core.ranking.config import RUN_SETTINGS, config_class, run_settings
 from arena_pipeline.core.ranking.rating_method import RATING_METHODS, BoardResult, RatingMethod, register
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.core.ranking.types import Setting
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
@@ -60,7 +61,7 @@ def win_rate() -> Iterator[RatingMethod]:
 def battles() -> tuple[pl.DataFrame, pl.DataFrame]:
     frame = pl.read_parquet(FIXTURE)
     frame = frame.with_columns(math=pl.Series(np.arange(frame.height) % 3 == 0))
-    return frame, tag_categories(frame)[0]
+    return frame, tag_rows(frame.get_column("id"), [tag_categories(frame)[0]])
 
 
 CONFIG = {"bootstrap_rounds": 0, "min_battles": 20, "display_min_battles": 130}
@@ -168,7 +169,7 @@ def test_the_loop_over_methods_gives_the_frames_of_the_ladder_it_replaced(case):
     other column of bt_style, and every column of the other methods, is as stored; the columns added
     since (the simultaneous rank sets, the unpenalised style coefficients) are not in the stored frames."""
     battles, config = _golden_inputs(pl.read_parquet(FIXTURE))[case]
-    out = compute_rankings(battles, tag_categories(battles)[0], config)
+    out = compute_rankings(battles, tag_rows(battles.get_column("id"), [tag_categories(battles)[0]]), config)
     primary = {"leaderboard": ("ci_lower", "ci_upper", "ci_method", "rank_ub", "rank_lb", "significantly_above",
                                "cluster_sandwich_lower", "cluster_sandwich_upper"),
                "pairwise_significance": ("ci_lower", "ci_upper", "ci_method", "significant"),

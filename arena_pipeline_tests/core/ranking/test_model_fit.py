@@ -25,6 +25,7 @@ from arena_pipeline.core.ranking.model_fit import (
     session_folds,
     win_rate_slope,
 )
+from arena_pipeline.core.ranking.tags import tag_rows
 
 CONFIG = RankingConfig()
 MODELS = 20
@@ -270,6 +271,7 @@ def test_compute_model_fit_scores_exactly_the_boards_battles():
     ids = battles.get_column("id")
     tags = pl.concat([pl.DataFrame({"battle_id": ids, "category": "overall"}),
                       pl.DataFrame({"battle_id": ids.filter(ids.str.ends_with("0")), "category": "math"})])
+    tags = tag_rows(ids, [tags])
     for ties in ("half", "drop"):
         config = RankingConfig(ties=ties, methods=("bt",), bootstrap_rounds=0, display_min_battles=0)
         board = compute_rankings(battles, tags, config).leaderboard

@@ -13,6 +13,7 @@ from scipy.stats import kendalltau
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.bradley_terry import aggregate_pairs
 from arena_pipeline.core.ranking.spectral import rank_centrality
+from arena_pipeline.core.ranking.tags import tag_rows
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 
@@ -30,7 +31,8 @@ def frame_from(rows: list[tuple[str, str, str]]) -> pl.DataFrame:
 
 def boards(frame: pl.DataFrame, **config) -> tuple[dict[str, dict[str, float]], dict]:
     settings = {"methods": ("bt", "spectral"), "bootstrap_rounds": 0, "min_battles": 1, **config}
-    categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(frame.get_column("id"), [every])
     out = compute_rankings(frame, categories, RankingConfig(**settings))
     result = {}
     for method in ("bt", "spectral"):
@@ -111,7 +113,8 @@ def test_kendall_tau_and_bootstrap_interval_on_fixture():
     tau = kendalltau([result["bt"][m] for m in models], [result["spectral"][m] for m in models])
     assert meta["kendall_tau"]["overall"] == pytest.approx(tau.statistic)
     assert meta["kendall_tau"]["overall"] > 0.7
-    categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(frame.get_column("id"), [every])
     config = RankingConfig(methods=("spectral",), bootstrap_rounds=50)
     out = compute_rankings(frame, categories, config)
     board = out.leaderboard

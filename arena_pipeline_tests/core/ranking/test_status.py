@@ -11,6 +11,7 @@ from arena_pipeline.core.dataset.categories import CATEGORY_NAMES
 from arena_pipeline.core.ranking import BOARD_STATUS_SCHEMA, UNRATED_MODELS_SCHEMA, RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.board import NOT_CONNECTED, ONLY_LOSSES, ONLY_WINS
 from arena_pipeline.core.ranking.scale import rank_upper_bounds, ranks
+from arena_pipeline.core.ranking.tags import tag_rows
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 
@@ -23,7 +24,8 @@ def battles_with(rows: list[tuple[str, str, str]]) -> pl.DataFrame:
 
 
 def rank(battles: pl.DataFrame, **config):
-    tags = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = battles.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    tags = tag_rows(battles.get_column("id"), [every])
     settings = {"methods": ("bt",), "bootstrap_rounds": 0, **config}
     return compute_rankings(battles, tags, RankingConfig(**settings))
 

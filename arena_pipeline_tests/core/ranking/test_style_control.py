@@ -13,6 +13,7 @@ from scipy.optimize import minimize
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.style_control import STYLE_FEATURES, style_feature_exprs
+from arena_pipeline.core.ranking.tags import tag_rows
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 PPL = 400.0 / math.log(10.0)
@@ -25,7 +26,8 @@ def load_fixture() -> pl.DataFrame:
 
 def run(frame: pl.DataFrame, **config):
     settings = {"methods": ("bt_style",), "bootstrap_rounds": 0, "min_battles": 1, **config}
-    categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(frame.get_column("id"), [every])
     return compute_rankings(frame, categories, RankingConfig(**settings))
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from arena_pipeline.core.ranking import RankingConfig, compute_rankings
 from arena_pipeline.core.ranking.style_control import style_columns
+from arena_pipeline.core.ranking.tags import tag_rows
 
 FIXTURE = Path(__file__).parents[2] / "data" / "ranking" / "synthetic_battles.parquet"
 SETTINGS = {"methods": ("bt", "bt_style"), "bootstrap_rounds": 0, "display_min_battles": 0}
@@ -38,7 +39,8 @@ def unstyled_votes(styled: pl.DataFrame, n: int, seed: int) -> pl.DataFrame:
 
 
 def rank(frame: pl.DataFrame):
-    categories = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    every = frame.select(pl.col("id").alias("battle_id"), pl.lit("overall").alias("category"))
+    categories = tag_rows(frame.get_column("id"), [every])
     return compute_rankings(frame, categories, RankingConfig(**SETTINGS))
 
 

@@ -1,5 +1,6 @@
-"""Category tags as rows of the battles frame (core/ranking/tags.py): the fits give the same tables from
-either form of the tags, and the compact form is what the tags say."""
+"""Category tags as rows of the battles frame (core/ranking/tags.py): the compact form is what the tags say,
+and the fits (which take that form only) give from the conversion of the tags the boards of each category's
+own battles."""
 
 from __future__ import annotations
 
@@ -38,30 +39,44 @@ def test_tags_read_in_batches_are_the_rows_of_their_battles(votes):
     ids = battles.get_column("id").gather(found.drop_nulls())
     assert ids.to_list() == tags.filter(pl.col("battle_id") != "no-such-battle").get_column("battle_id").to_list()
     assert rows.get_column("category").cast(pl.String).equals(tags.get_column("category"))
-    # the pairs once each, in the tags' order, from either form
-    by_rows, by_ids = category_rows(battles.get_column("id"), rows), category_rows(battles.get_column("id"), tags)
-    assert by_rows[1] == by_ids[1] == 1
-    assert sum(len(row) for row in by_rows[0].values()) == tags.height - 2
-    assert by_rows[0].keys() == by_ids[0].keys() and all((by_rows[0][k] == by_ids[0][k]).all() for k in by_ids[0])
-    # in the tags' order: the repeated tag (at 40) counts at its first place (3)
-    overall = tags.filter(pl.col("category") == "overall").get_column("battle_id").unique(maintain_order=True)
-    assert battles.get_column("id").gather(by_rows[0]["overall"]).to_list() == [
-        i for i in overall.to_list() if i != "no-such-battle"]
+    # each category's battles once, in the tags' order: the repeated tag (at 40) counts at its first place (3)
+    by_rows, without = category_rows(rows)
+    assert without == 1 and sum(len(row) for row in by_rows.values()) == tags.height - 2
+    expected = {key[0]: [i for i in part.get_column("battle_id").unique(maintain_order=True) if i != "no-such-battle"]
+                for key, part in tags.partition_by("category", as_dict=True).items()}
+    assert {c: battles.get_column("id").gather(row).to_list() for c, row in by_rows.items()} == expected
+    assert category_rows(tag_rows(battles.get_column("id"), [tags]))[0].keys() == by_rows.keys()
 
 
-def test_the_fits_are_the_same_from_either_form_of_the_tags(votes):
+def test_the_conversion_gives_each_categorys_board_and_each_dumps_board(votes):
     battles, tags = votes
     rows = tag_rows(battles.get_column("id"), [tags])
-    by_ids, by_rows = compute_rankings(battles, tags, CONFIG), compute_rankings(battles, rows, CONFIG)
-    assert by_ids.leaderboard.height > 0 and by_rows.leaderboard.equals(by_ids.leaderboard)
-    for name in ("pairwise", "pairwise_significance", "style_coefficients", "unrated_models", "board_status"):
-        assert getattr(by_rows, name).equals(getattr(by_ids, name)), name
-    assert by_rows.metadata["dropped"] == by_ids.metadata["dropped"] == {
-        "self_battles": 1, "self_battle_category_rows": by_ids.metadata["dropped"]["self_battle_category_rows"],
+    clean = tags.unique(maintain_order=True).filter(pl.col("battle_id") != "no-such-battle")
+    out = compute_rankings(battles, rows, CONFIG)
+    assert out.leaderboard.height > 0
+    assert out.metadata["dropped"] == {
+        "self_battles": 1, "self_battle_category_rows": out.metadata["dropped"]["self_battle_category_rows"],
         "category_rows_without_battle": 1}
-    assert by_ids.metadata["dropped"]["self_battle_category_rows"] >= 1
-    fits = [compute_model_fit(battles, t, by_ids.leaderboard, CONFIG) for t in (tags, rows)]
+    assert out.metadata["dropped"]["self_battle_category_rows"] >= 1
+    # a category's board: the board of its own battles alone (the rows point at the right battles)
+    key = ["method", "model"]
+    for category in ("overall", "coding"):
+        own = battles.join(clean.filter(pl.col("category") == category).select(id="battle_id"), on="id", how="semi")
+        alone = compute_rankings(own, tag_rows(own.get_column("id"), [own.select(battle_id="id", category=pl.lit(
+            category))]), CONFIG).leaderboard
+        board = out.leaderboard.filter(pl.col("category") == category)
+        assert board.height > 0
+        columns = [*key, "rating", "n_battles"]
+        assert board.sort(key).select(columns).equals(alone.sort(key).select(columns))
+    # the repeated tag and the tag of no battle change no fit
+    again = tag_rows(battles.get_column("id"), [clean])
+    fits = [compute_model_fit(battles, t, out.leaderboard, CONFIG) for t in (rows, again)]
     assert fits[0].summary.height > 0
     assert fits[1].summary.equals(fits[0].summary) and fits[1].calibration.equals(fits[0].calibration)
-    dumps = [per_dump_leaderboards(battles, t, CONFIG, by_ids.leaderboard)[0] for t in (tags, rows)]
-    assert dumps[0].get_column("dump").n_unique() == 2 and dumps[1].equals(dumps[0])
+    # each dump's board: the board of its battles with their own tags' rows
+    dumps = per_dump_leaderboards(battles, rows, CONFIG, out.leaderboard)[0]
+    assert dumps.get_column("dump").n_unique() == 2
+    for dump in ("d1", "d2"):
+        own = battles.filter(pl.col("dump") == dump)
+        mine = compute_rankings(own, tag_rows(own.get_column("id"), [clean]), CONFIG).leaderboard
+        assert dumps.filter(pl.col("dump") == dump).drop("dump").equals(mine)

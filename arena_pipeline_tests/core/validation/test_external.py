@@ -11,6 +11,7 @@ import pytest
 
 from arena_pipeline.core.dataset.models import load_aliases
 from arena_pipeline.core.ranking import LEADERBOARD_SCHEMA, RankingConfig, compute_rankings
+from arena_pipeline.core.ranking.tags import tag_rows
 from arena_pipeline.core.validation import external
 from arena_pipeline.core.validation.external import (
     BOARD_SCHEMA,
@@ -465,7 +466,7 @@ def test_our_board_round_trips_through_lmarena_json(tmp_path: Path) -> None:
     )
     categories = pl.DataFrame({"battle_id": battles.get_column("id"), "category": "overall"})
     ours = compute_rankings(
-        battles, categories, RankingConfig(methods=("bt",), bootstrap_rounds=0)
+        battles, tag_rows(battles.get_column("id"), [categories]), RankingConfig(methods=("bt",), bootstrap_rounds=0)
     ).leaderboard
     path = tmp_path / "ours.json"
     path.write_text(json.dumps(to_lmarena_json(ours)), encoding="utf-8")
