@@ -4,6 +4,8 @@ forks workers with their libraries imported."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -13,7 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arena_pipeline.core.ingest.parallel import run_in_processes, start_processes
+from arena_pipeline.core.ingest.parallel import (
+    JEMALLOC_VARIABLE,
+    WORKER_JEMALLOC,
+    run_in_processes,
+    start_processes,
+)
 
 FORKSERVER = pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver")
 
@@ -58,3 +65,41 @@ print(repeated, "pyarrow.dataset" in sys.modules, "pandas" in sys.modules,
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[-2] == "['a'] False False [True]"
+
+
+def allocator_settings(_) -> str | None:
+    """Polars' allocator settings in the process running this (a job of :func:`run_in_processes`)."""
+    return os.environ.get(JEMALLOC_VARIABLE)
+
+
+def faults_reallocating(pause: float) -> int:
+    """Minor page faults of this process while it allocates 64 MiB in 1 MiB Polars buffers, frees them, waits
+    ``pause`` seconds and does it again three times (the first round left out)."""
+    import polars as pl
+
+    def allocate() -> list[pl.Series]:
+        return [pl.int_range(i, i + 2**17, eager=True) for i in range(64)]
+
+    kept = allocate()
+    del kept
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(3):
+        time.sleep(pause)
+        kept = allocate()
+        del kept
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+@FORKSERVER
+def test_the_workers_keep_the_pages_they_free_for_the_next_batch_and_the_caller_is_unchanged():
+    """Polars gives freed pages back after 0.5 s; a worker keeps them for jemalloc's default 10 s, so a batch
+    allocated after a pause reuses the last one's pages instead of faulting on new ones."""
+    before = os.environ.get(JEMALLOC_VARIABLE)
+    settings, faults = run_in_processes(allocator_settings, [0], 1)[0], run_in_processes(faults_reallocating, [1.5], 1)[0]
+    assert settings.endswith(WORKER_JEMALLOC)  # the last setting of a key wins
+    assert os.environ.get(JEMALLOC_VARIABLE) == before
+    assert faults < 3 * 16_384 // 4  # 16,384 faults a round (64 MiB in 4 KiB pages) when the pages go back
+    in_caller = subprocess.run([sys.executable, "-c", "from arena_pipeline_tests.core.ingest.test_parallel import "
+                                "faults_reallocating; print(faults_reallocating(1.5))"],
+                               capture_output=True, text=True, check=True)
+    assert int(in_caller.stdout) > 3 * 16_384 // 2  # Polars' own settings: the pages are faulted again each round
