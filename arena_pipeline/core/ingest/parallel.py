@@ -19,12 +19,13 @@ MAX_LOAD_WORKERS = 4
 #: A dump smaller than this loads in one process unless the workers are set: starting a worker (its imports,
 #: about 2 s of CPU) costs more than it saves on a few batches.
 MIN_PARALLEL_BYTES = 64 * 2**20
-#: The allocator settings of Polars (jemalloc) in the workers, appended to its own: Polars gives freed pages back
-#: to the system after 0.5 s (1 s once MADV_FREE'd), and a worker frees and allocates its batches' buffers again
-#: many times a second, each page given back costing a page fault when written again (~2.2 M faults, 4 to 5 s
-#: of system CPU in a load of the 1x dump). jemalloc's own default delay (10 s) returns what a worker no longer
-#: uses as surely, after longer; the workers' pages are reused instead (benchmarks/bench_load_workers.py).
-WORKER_JEMALLOC = "dirty_decay_ms:10000,muzzy_decay_ms:10000"
+#: The allocator settings of Polars (jemalloc) in the workers, appended to its own. Polars gives freed pages back
+#: to the system after 0.5 s (1 s once MADV_FREE'd), and at once for a buffer of 8 MiB or more (jemalloc's
+#: oversize arena); a worker frees and allocates its batches' buffers many times a second, each page given back
+#: costing a page fault when written again: ~1.5 M faults and 4 CPU-s of system time per worker in a load of the
+#: 1x dump. With jemalloc's own default delay (10 s) for every size, the pages are reused and still given back
+#: once a worker no longer uses them (benchmarks/bench_load_workers.py).
+WORKER_JEMALLOC = "dirty_decay_ms:10000,muzzy_decay_ms:10000,oversize_threshold:0"
 #: The environment variable Polars' jemalloc reads its settings from (prefixed: not the system's allocator).
 JEMALLOC_VARIABLE = "_RJEM_MALLOC_CONF"
 

@@ -72,13 +72,19 @@ def allocator_settings(_) -> str | None:
     return os.environ.get(JEMALLOC_VARIABLE)
 
 
+#: Pages of the buffers :func:`faults_reallocating` allocates a round (4 KiB each): 64 MiB in 1 MiB buffers and
+#: 64 MiB in 16 MiB ones (jemalloc's oversize arena, 8 MiB and more)
+ROUND_PAGES = 2 * 64 * 2**20 // 4096
+
+
 def faults_reallocating(pause: float) -> int:
-    """Minor page faults of this process while it allocates 64 MiB in 1 MiB Polars buffers, frees them, waits
-    ``pause`` seconds and does it again three times (the first round left out)."""
+    """Minor page faults of this process while it allocates :data:`ROUND_PAGES` in Polars buffers, frees them,
+    waits ``pause`` seconds and does it again three times (the first round left out)."""
     import polars as pl
 
     def allocate() -> list[pl.Series]:
-        return [pl.int_range(i, i + 2**17, eager=True) for i in range(64)]
+        return ([pl.int_range(i, i + 2**17, eager=True) for i in range(64)]
+                + [pl.int_range(i, i + 2**21, eager=True) for i in range(4)])
 
     kept = allocate()
     del kept
@@ -92,14 +98,22 @@ def faults_reallocating(pause: float) -> int:
 
 @FORKSERVER
 def test_the_workers_keep_the_pages_they_free_for_the_next_batch_and_the_caller_is_unchanged():
-    """Polars gives freed pages back after 0.5 s; a worker keeps them for jemalloc's default 10 s, so a batch
-    allocated after a pause reuses the last one's pages instead of faulting on new ones."""
-    before = os.environ.get(JEMALLOC_VARIABLE)
-    settings, faults = run_in_processes(allocator_settings, [0], 1)[0], run_in_processes(faults_reallocating, [1.5], 1)[0]
+    """Polars gives freed pages back after 0.5 s (at once, buffers of 8 MiB and more); a worker keeps them for
+    jemalloc's default 10 s, so a batch allocated after a pause reuses the last one's pages instead of faulting
+    on new ones. In a fresh process: the forkserver of this one may run already."""
+    script = """
+import os
+from arena_pipeline.core.ingest.parallel import JEMALLOC_VARIABLE, run_in_processes
+from arena_pipeline_tests.core.ingest.test_parallel import allocator_settings, faults_reallocating
+before = os.environ.get(JEMALLOC_VARIABLE)
+print(run_in_processes(allocator_settings, [0], 1)[0])
+print(os.environ.get(JEMALLOC_VARIABLE) == before)
+print(run_in_processes(faults_reallocating, [1.5], 1)[0])
+print(faults_reallocating(1.5))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    settings, unchanged, in_worker, in_caller = done.stdout.split("\n")[:4]
     assert settings.endswith(WORKER_JEMALLOC)  # the last setting of a key wins
-    assert os.environ.get(JEMALLOC_VARIABLE) == before
-    assert faults < 3 * 16_384 // 4  # 16,384 faults a round (64 MiB in 4 KiB pages) when the pages go back
-    in_caller = subprocess.run([sys.executable, "-c", "from arena_pipeline_tests.core.ingest.test_parallel import "
-                                "faults_reallocating; print(faults_reallocating(1.5))"],
-                               capture_output=True, text=True, check=True)
-    assert int(in_caller.stdout) > 3 * 16_384 // 2  # Polars' own settings: the pages are faulted again each round
+    assert unchanged == "True"
+    assert int(in_worker) < 3 * ROUND_PAGES // 4  # a fault per page a round when the pages go back
+    assert int(in_caller) > 3 * ROUND_PAGES // 2  # Polars' own settings: faulted again each round
