@@ -12,9 +12,9 @@ from typing import TypeVar
 J = TypeVar("J")
 R = TypeVar("R")
 
-#: Worker processes of a load at most (each holds a batch: ``load.BATCH_ROWS`` votes, ~720 MiB of RSS at peak on
-#: the 1x synthetic dump, its libraries included: the load's memory is bounded by this and the batch, never by
-#: the dump's size; benchmarks/bench_load_workers.py).
+#: Worker processes of a load at most (each holds a batch: ``load.BATCH_ROWS`` votes, ~1,000 MiB of RSS at peak on
+#: the 1x synthetic dump, its libraries and the pages it keeps for reuse (:data:`WORKER_JEMALLOC`) included: the
+#: load's memory is bounded by this and the batch, never by the dump's size; benchmarks/bench_load_workers.py).
 MAX_LOAD_WORKERS = 4
 #: A dump smaller than this loads in one process unless the workers are set: starting a worker (its imports,
 #: about 2 s of CPU) costs more than it saves on a few batches.
