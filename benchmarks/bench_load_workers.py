@@ -9,7 +9,8 @@ The dump is bench_ingest.py's synthetic dump (cached under ``--workdir``). Each 
 subprocess; a sampler (psutil, every 50 ms) adds up the RSS and CPU time of the subprocess and every process
 under it (the forkserver and its workers), their proportional set size (PSS: pages shared with the
 forkserver, the imported libraries, counted once), and the largest single worker's RSS; CPU time is
-also given per kind of process (the main one, the forkserver, the workers together, any other). A load's
+also given per kind of process (the main one, the forkserver, the workers together, any other), with its
+system part (page faults, mostly: the allocators giving pages back, ``parallel.WORKER_JEMALLOC``). A load's
 memory is bounded by a batch per process: the per-worker peak must not grow with the dump nor with the
 workers, and the total peak by at most a worker's peak per added worker.
 
@@ -113,6 +114,7 @@ def measure(dump: Path, workdir: Path, workers: int) -> dict:
                            stdout=subprocess.PIPE, text=True)
     peak_total = peak_worker = peak_pss = 0
     cpu: dict[int, float] = {}
+    system: dict[int, float] = {}
     roles: dict[int, str] = {process.pid: "main"}
     while process.poll() is None:
         try:
@@ -126,7 +128,7 @@ def measure(dump: Path, workdir: Path, workers: int) -> dict:
             pss = sum(p.memory_full_info().pss for p in tree)
             for p in tree:
                 times = p.cpu_times()
-                cpu[p.pid] = times.user + times.system
+                cpu[p.pid], system[p.pid] = times.user + times.system, times.system
         except psutil.Error:
             continue
         peak_total, peak_pss = max(peak_total, sum(rss.values())), max(peak_pss, pss)
@@ -135,9 +137,13 @@ def measure(dump: Path, workdir: Path, workers: int) -> dict:
     figures = json.loads(process.stdout.read().strip().splitlines()[-1])
     shutil.rmtree(out)
     by_role: dict[str, float] = {}
+    system_by_role: dict[str, float] = {}
     for pid, seconds in cpu.items():
-        by_role[roles.get(pid, "worker")] = by_role.get(roles.get(pid, "worker"), 0.0) + seconds
-    return {"workers": workers, **figures, "cpu_seconds": sum(cpu.values()), "cpu_by_role": by_role, "peak_total_mb": peak_total / MB, "peak_pss_mb": peak_pss / MB,
+        role = roles.get(pid, "worker")
+        by_role[role] = by_role.get(role, 0.0) + seconds
+        system_by_role[role] = system_by_role.get(role, 0.0) + system[pid]
+    return {"workers": workers, **figures, "cpu_seconds": sum(cpu.values()), "cpu_by_role": by_role,
+            "system_by_role": system_by_role, "peak_total_mb": peak_total / MB, "peak_pss_mb": peak_pss / MB,
             "peak_worker_mb": peak_worker / MB}
 
 
@@ -167,8 +173,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  workers {workers}: {r['seconds']:6.1f} s wall, {r['cpu_seconds']:6.1f} s CPU (every process), "
                   f"peak RSS {r['peak_total_mb']:6,.0f} MiB in all (PSS {r['peak_pss_mb']:6,.0f} MiB), largest worker {r['peak_worker_mb']:5,.0f} MiB; "
                   f"battles {r['rows']['battles']:,}", flush=True)
-            print("    CPU s by process: " + ", ".join(f"{role} {seconds:.1f}" for role, seconds in
-                                                       sorted(r["cpu_by_role"].items())), flush=True)
+            print("    CPU s by process (of which system): " + ", ".join(
+                f"{role} {seconds:.1f} ({r['system_by_role'][role]:.1f})" for role, seconds in
+                sorted(r["cpu_by_role"].items())), flush=True)
 
 
 if __name__ == "__main__":

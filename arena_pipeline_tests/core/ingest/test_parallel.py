@@ -4,6 +4,8 @@ forks workers with their libraries imported."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -13,7 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arena_pipeline.core.ingest.parallel import run_in_processes, start_processes
+from arena_pipeline.core.ingest.parallel import (
+    JEMALLOC_VARIABLE,
+    WORKER_JEMALLOC,
+    run_in_processes,
+    start_processes,
+)
 
 FORKSERVER = pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver")
 
@@ -58,3 +65,55 @@ print(repeated, "pyarrow.dataset" in sys.modules, "pandas" in sys.modules,
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[-2] == "['a'] False False [True]"
+
+
+def allocator_settings(_) -> str | None:
+    """Polars' allocator settings in the process running this (a job of :func:`run_in_processes`)."""
+    return os.environ.get(JEMALLOC_VARIABLE)
+
+
+#: Pages of the buffers :func:`faults_reallocating` allocates a round (4 KiB each): 64 MiB in 1 MiB buffers and
+#: 64 MiB in 16 MiB ones (jemalloc's oversize arena, 8 MiB and more)
+ROUND_PAGES = 2 * 64 * 2**20 // 4096
+
+
+def faults_reallocating(pause: float) -> int:
+    """Minor page faults of this process while it allocates :data:`ROUND_PAGES` in Polars buffers, frees them,
+    waits ``pause`` seconds and does it again three times (the first round left out)."""
+    import polars as pl
+
+    def allocate() -> list[pl.Series]:
+        return ([pl.int_range(i, i + 2**17, eager=True) for i in range(64)]
+                + [pl.int_range(i, i + 2**21, eager=True) for i in range(4)])
+
+    kept = allocate()
+    del kept
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(3):
+        time.sleep(pause)
+        kept = allocate()
+        del kept
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+@FORKSERVER
+def test_the_workers_keep_the_pages_they_free_for_the_next_batch_and_the_caller_is_unchanged():
+    """Polars gives freed pages back after 0.5 s (at once, buffers of 8 MiB and more); a worker keeps them for
+    jemalloc's default 10 s, so a batch allocated after a pause reuses the last one's pages instead of faulting
+    on new ones. In a fresh process: the forkserver of this one may run already."""
+    script = """
+import os
+from arena_pipeline.core.ingest.parallel import JEMALLOC_VARIABLE, run_in_processes
+from arena_pipeline_tests.core.ingest.test_parallel import allocator_settings, faults_reallocating
+before = os.environ.get(JEMALLOC_VARIABLE)
+print(run_in_processes(allocator_settings, [0], 1)[0])
+print(os.environ.get(JEMALLOC_VARIABLE) == before)
+print(run_in_processes(faults_reallocating, [1.5], 1)[0])
+print(faults_reallocating(1.5))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    settings, unchanged, in_worker, in_caller = done.stdout.split("\n")[:4]
+    assert settings.endswith(WORKER_JEMALLOC)  # the last setting of a key wins
+    assert unchanged == "True"
+    assert int(in_worker) < 3 * ROUND_PAGES // 4  # a fault per page a round when the pages go back
+    assert int(in_caller) > 3 * ROUND_PAGES // 2  # Polars' own settings: faulted again each round
