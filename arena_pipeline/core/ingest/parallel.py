@@ -12,7 +12,7 @@ from typing import TypeVar
 J = TypeVar("J")
 R = TypeVar("R")
 
-#: Worker processes of a load at most (each holds a batch: ``load.BATCH_ROWS`` votes, ~1,000 MiB of RSS at peak on
+#: Worker processes of a load at most (each holds a batch: ``load.BATCH_ROWS`` votes, ~700 to 750 MiB of RSS at peak on
 #: the 1x synthetic dump, its libraries and the pages it keeps for reuse (:data:`WORKER_JEMALLOC`) included: the
 #: load's memory is bounded by this and the batch, never by the dump's size; benchmarks/bench_load_workers.py).
 MAX_LOAD_WORKERS = 4
@@ -20,12 +20,13 @@ MAX_LOAD_WORKERS = 4
 #: about 2 s of CPU) costs more than it saves on a few batches.
 MIN_PARALLEL_BYTES = 64 * 2**20
 #: The allocator settings of Polars (jemalloc) in the workers, appended to its own. Polars gives freed pages back
-#: to the system after 0.5 s (1 s once MADV_FREE'd), and at once for a buffer of 8 MiB or more (jemalloc's
-#: oversize arena); a worker frees and allocates its batches' buffers many times a second, each page given back
-#: costing a page fault when written again: ~1.5 M faults and 4 CPU-s of system time per worker in a load of the
-#: 1x dump. With jemalloc's own default delay (10 s) for every size, the pages are reused and still given back
-#: once a worker no longer uses them (benchmarks/bench_load_workers.py).
-WORKER_JEMALLOC = "dirty_decay_ms:10000,muzzy_decay_ms:10000,oversize_threshold:0"
+#: to the system after 0.5 s (1 s once MADV_FREE'd); a worker frees and allocates its batches' buffers many times a
+#: second, each page given back costing a page fault when written again: ~1.5 M faults and 4 CPU-s of system time
+#: per worker in a load of the 1x dump. With jemalloc's own default delay (10 s), the pages are reused and still
+#: given back once a worker no longer uses them (benchmarks/bench_load_workers.py). Buffers of 8 MiB and more
+#: (jemalloc's oversize arena) still go back at once: keeping them too (``oversize_threshold:0``) saved ~1.5 CPU-s
+#: more at 1x for ~300 MiB more a worker, which the 10x refresh's peak (3 GB with the run's process) cannot spare.
+WORKER_JEMALLOC = "dirty_decay_ms:10000,muzzy_decay_ms:10000"
 #: The environment variable Polars' jemalloc reads its settings from (prefixed: not the system's allocator).
 JEMALLOC_VARIABLE = "_RJEM_MALLOC_CONF"
 

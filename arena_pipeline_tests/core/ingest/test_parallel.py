@@ -72,9 +72,9 @@ def allocator_settings(_) -> str | None:
     return os.environ.get(JEMALLOC_VARIABLE)
 
 
-#: Pages of the buffers :func:`faults_reallocating` allocates a round (4 KiB each): 64 MiB in 1 MiB buffers and
-#: 64 MiB in 16 MiB ones (jemalloc's oversize arena, 8 MiB and more)
-ROUND_PAGES = 2 * 64 * 2**20 // 4096
+#: Pages of the buffers :func:`faults_reallocating` allocates a round (4 KiB each): 64 MiB in 1 MiB buffers (under
+#: jemalloc's oversize arena, 8 MiB and more, whose buffers go back at once in the workers too)
+ROUND_PAGES = 64 * 2**20 // 4096
 
 
 def faults_reallocating(pause: float) -> int:
@@ -83,8 +83,7 @@ def faults_reallocating(pause: float) -> int:
     import polars as pl
 
     def allocate() -> list[pl.Series]:
-        return ([pl.int_range(i, i + 2**17, eager=True) for i in range(64)]
-                + [pl.int_range(i, i + 2**21, eager=True) for i in range(4)])
+        return [pl.int_range(i, i + 2**17, eager=True) for i in range(64)]
 
     kept = allocate()
     del kept
@@ -98,7 +97,7 @@ def faults_reallocating(pause: float) -> int:
 
 @FORKSERVER
 def test_the_workers_keep_the_pages_they_free_for_the_next_batch_and_the_caller_is_unchanged():
-    """Polars gives freed pages back after 0.5 s (at once, buffers of 8 MiB and more); a worker keeps them for
+    """Polars gives freed pages back after 0.5 s; a worker keeps them for
     jemalloc's default 10 s, so a batch allocated after a pause reuses the last one's pages instead of faulting
     on new ones. In a fresh process: the forkserver of this one may run already."""
     script = """
