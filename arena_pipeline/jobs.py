@@ -3,11 +3,28 @@
 import dagster as dg
 
 from arena_pipeline.assets.rankings import rankings
+from arena_pipeline.core.memory import leave_alive_objects_out_of_collections, return_freed_memory
+
+_collected_from: list[str] = []  # the run whose start objects gc.freeze holds (one run at a time per process)
+
+
+@dg.success_hook(name="return_freed_memory")
+def return_freed_memory_after_step(context: dg.HookContext) -> None:
+    """After each step, give the system back what the step freed (``core/memory.py``), so that the next
+    step starts near the memory of the imports instead of above the last step's peak (the run's steps share
+    one process: the in-process executor). A run's first step also leaves every object alive at its end
+    out of later collections, which then walk only what the run made."""
+    if _collected_from != [context.run_id]:
+        leave_alive_objects_out_of_collections()
+        _collected_from[:] = [context.run_id]
+    return_freed_memory()
+
 
 refresh_job = dg.define_asset_job(
     "refresh_job",
     selection=dg.AssetSelection.all(),
     description="Fetch the dump, rebuild the flat tables and everything computed from them, publish.",
+    hooks={return_freed_memory_after_step},
 )
 
 rerank_job = dg.define_asset_job(
@@ -19,4 +36,5 @@ rerank_job = dg.define_asset_job(
     description="Re-fit the leaderboards of the live dump with new ranking settings (run config of "
     "'rankings'), compare the new boards with the published board and the benchmark scores, and publish "
     "them through the gate, then render the report; the flat tables are reused, not copied.",
+    hooks={return_freed_memory_after_step},
 )
