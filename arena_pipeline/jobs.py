@@ -3,20 +3,24 @@
 import dagster as dg
 
 from arena_pipeline.assets.rankings import rankings
-from arena_pipeline.core.memory import leave_alive_objects_out_of_collections, return_freed_memory
+from arena_pipeline.core.memory import collect_everything_next, leave_alive_objects_out, return_freed_memory
 
-_collected_from: list[str] = []  # the run whose start objects gc.freeze holds (one run at a time per process)
+_run: list[str] = []  # the run whose objects gc.freeze holds (a process runs one run at a time)
 
 
 @dg.success_hook(name="return_freed_memory")
 def return_freed_memory_after_step(context: dg.HookContext) -> None:
     """After each step, give the system back what the step freed (``core/memory.py``), so that the next
     step starts near the memory of the imports instead of above the last step's peak (the run's steps share
-    one process: the in-process executor). A run's first step also leaves every object alive at its end
-    out of later collections, which then walk only what the run made."""
-    if _collected_from != [context.run_id]:
-        leave_alive_objects_out_of_collections()
-        _collected_from[:] = [context.run_id]
+    one process: the in-process executor). Each collection walks only what the step made: in a fresh
+    process the objects alive after the first step (the imports') are never walked; in a process that ran
+    a run before (the tests), the first step's collection walks everything, the earlier runs' included."""
+    if _run != [context.run_id]:
+        if _run:
+            collect_everything_next()
+        else:
+            leave_alive_objects_out()
+        _run[:] = [context.run_id]
     return_freed_memory()
 
 

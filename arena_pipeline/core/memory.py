@@ -51,18 +51,17 @@ def _malloc_trim():
     return trim
 
 
-def leave_alive_objects_out_of_collections() -> None:
-    """Collect once, then leave every object alive now out of later collections (``gc.freeze``).
-
-    A full collection walks every object the process holds; after the imports that is ~400k objects (the
-    libraries' modules, classes and functions), a quarter of a CPU-second a collection. Called at a run's
-    start, :func:`return_freed_memory`'s collections walk only what the run made since. Objects frozen by an
-    earlier call are let back in first, so a process that runs many jobs (the tests) collects each run's
-    garbage at the next run's start.
-    """
-    gc.unfreeze()
-    gc.collect()
+def leave_alive_objects_out() -> None:
+    """Leave every object alive now out of later collections (``gc.freeze``), without walking them: in a
+    fresh process, the imports' ~400k objects (a quarter of a CPU-second a full collection)."""
     gc.freeze()
+
+
+def collect_everything_next() -> None:
+    """Let the objects an earlier :func:`return_freed_memory` or :func:`leave_alive_objects_out` left out
+    back into collections, so that the next one walks everything: in a process that runs many jobs (the
+    tests), at a run's start, the earlier runs' garbage is collected."""
+    gc.unfreeze()
 
 
 def return_freed_memory() -> Returned:
@@ -73,7 +72,9 @@ def return_freed_memory() -> Returned:
 
     - Python's cyclic garbage: frames and arrays reachable only from reference cycles (a step's contexts,
       tracebacks, closures) wait for a full collection, which the generational thresholds rarely run;
-      ``gc.collect()`` frees them now.
+      ``gc.collect()`` frees them now. What survives it is then left out of later collections
+      (``gc.freeze``): a full collection walks every object, ~400k after the imports (a quarter of a
+      CPU-second), so the next one walks only what was made since (the next step's objects).
     - pyarrow's default memory pool (mimalloc in the wheels) keeps the pages of freed buffers (DuckDB's
       ``.pl()``/``.arrow()`` results, Parquet reads and writes) for reuse; ``release_unused()`` returns them.
     - glibc's heaps (NumPy arrays under the mmap threshold, which grows after large frees, and Python's
@@ -85,6 +86,7 @@ def return_freed_memory() -> Returned:
     """
     before = resident_bytes()
     gc.collect()
+    gc.freeze()
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:

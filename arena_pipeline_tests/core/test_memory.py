@@ -49,3 +49,13 @@ def test_arrays_held_only_by_a_reference_cycle_are_freed():
         if was:
             gc.enable()
     assert returned.returned >= 150 * MIB, returned
+
+
+def test_what_survives_is_left_out_of_later_collections_until_let_back():
+    from arena_pipeline.core.memory import collect_everything_next
+
+    alive = [object() for _ in range(1000)]
+    return_freed_memory()
+    assert gc.get_freeze_count() >= len(alive)  # a later collection walks only what is made after
+    collect_everything_next()
+    assert gc.get_freeze_count() == 0
