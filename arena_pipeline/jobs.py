@@ -3,25 +3,36 @@
 import dagster as dg
 
 from arena_pipeline.assets.rankings import rankings
-from arena_pipeline.core.memory import collect_everything_next, leave_alive_objects_out, return_freed_memory
+from arena_pipeline.core.memory import (
+    collect_everything_next,
+    leave_alive_objects_out,
+    resident_bytes,
+    return_freed_memory,
+)
 
-_run: list[str] = []  # the run whose objects gc.freeze holds (a process runs one run at a time)
+#: a collection runs after a step when the process holds this much more than after the last one (or than
+#: when the run's first step ended): below it, walking every object costs more than it could return
+COLLECT_AFTER_GROWTH = 128 * 2**20
+_run: dict[str, int | str | None] = {}  # the run this process runs (one at a time); its RSS after the last collection
 
 
 @dg.success_hook(name="return_freed_memory")
 def return_freed_memory_after_step(context: dg.HookContext) -> None:
     """After each step, give the system back what the step freed (``core/memory.py``), so that the next
     step starts near the memory of the imports instead of above the last step's peak (the run's steps share
-    one process: the in-process executor). Each collection walks only what the step made: in a fresh
-    process the objects alive after the first step (the imports') are never walked; in a process that ran
-    a run before (the tests), the first step's collection walks everything, the earlier runs' included."""
-    if _run != [context.run_id]:
+    one process: the in-process executor). Python's garbage is collected when the process grew by
+    ``COLLECT_AFTER_GROWTH`` since the last collection; in a fresh process the objects alive after the first
+    step (the imports') are left out of those collections, and a process that ran a run before (the tests)
+    lets them back in."""
+    if _run.get("id") != context.run_id:
         if _run:
             collect_everything_next()
         else:
             leave_alive_objects_out()
-        _run[:] = [context.run_id]
-    return_freed_memory()
+        _run.update(id=context.run_id, collected_at=resident_bytes())
+    returned = return_freed_memory((_run["collected_at"] or 0) + COLLECT_AFTER_GROWTH)
+    if returned.collected:
+        _run["collected_at"] = returned.rss_after
 
 
 refresh_job = dg.define_asset_job(

@@ -17,10 +17,12 @@ _STATM = Path("/proc/self/statm")
 
 @dataclass(frozen=True)
 class Returned:
-    """The process's resident memory before and after :func:`return_freed_memory` (None where unknown)."""
+    """The process's resident memory before and after :func:`return_freed_memory` (None where unknown), and
+    whether it collected Python's garbage."""
 
     rss_before: int | None
     rss_after: int | None
+    collected: bool = True
 
     @property
     def returned(self) -> int | None:
@@ -53,42 +55,50 @@ def _malloc_trim():
 
 def leave_alive_objects_out() -> None:
     """Leave every object alive now out of later collections (``gc.freeze``), without walking them: in a
-    fresh process, the imports' ~400k objects (a quarter of a CPU-second a full collection)."""
+    fresh process, after the imports, so that a collection walks only what was made since (a full one walks
+    ~400k objects after the imports, a quarter of a CPU-second). Frozen cyclic garbage is never freed: call it
+    where what is alive stays alive (the imports), never while a step's data is held."""
     gc.freeze()
 
 
 def collect_everything_next() -> None:
-    """Let the objects an earlier :func:`return_freed_memory` or :func:`leave_alive_objects_out` left out
-    back into collections, so that the next one walks everything: in a process that runs many jobs (the
-    tests), at a run's start, the earlier runs' garbage is collected."""
+    """Let the objects :func:`leave_alive_objects_out` left out back into collections (``gc.unfreeze``): in a
+    process that runs many jobs (the tests), the earlier runs' garbage is collected as usual."""
     gc.unfreeze()
 
 
-def return_freed_memory() -> Returned:
+def _release_pages() -> None:
+    pa.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def return_freed_memory(collect_above: int | None = None) -> Returned:
     """Give the system back what the step before freed, so that the next step starts near the imports' memory.
 
     Three holders keep freed memory in a process that runs many steps (the in-process executor), measured
     between the steps of a 10x refresh (docs/scaling.md, "What bounds the 10x peak"):
 
-    - Python's cyclic garbage: frames and arrays reachable only from reference cycles (a step's contexts,
-      tracebacks, closures) wait for a full collection, which the generational thresholds rarely run;
-      ``gc.collect()`` frees them now. What survives it is then left out of later collections
-      (``gc.freeze``): a full collection walks every object, ~400k after the imports (a quarter of a
-      CPU-second), so the next one walks only what was made since (the next step's objects).
     - pyarrow's default memory pool (mimalloc in the wheels) keeps the pages of freed buffers (DuckDB's
       ``.pl()``/``.arrow()`` results, Parquet reads and writes) for reuse; ``release_unused()`` returns them.
     - glibc's heaps (NumPy arrays under the mmap threshold, which grows after large frees, and Python's
       own allocations): ``malloc_trim(0)`` returns their free pages.
+    - Python's cyclic garbage: frames and arrays reachable only from reference cycles (a step's contexts,
+      tracebacks, closures) wait for a full collection, which the generational thresholds rarely run.
+      ``gc.collect()`` frees them, at the cost of walking every object (~0.1 CPU-s after a step that imported
+      Great Expectations): it runs only when the process still holds more than ``collect_above`` bytes once
+      the pages are returned (None: always; never where the RSS is unknown), and the pages it frees are returned after it.
 
     Polars' jemalloc (background purging threads, decay of 0.5-1 s) and DuckDB's allocator (flushed when a
     database closes) return their memory by themselves. The rows and the order of every computation are
     untouched: only freed memory moves.
     """
     before = resident_bytes()
-    gc.collect()
-    gc.freeze()
-    pa.default_memory_pool().release_unused()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-    return Returned(before, resident_bytes())
+    _release_pages()
+    held = resident_bytes()
+    collected = collect_above is None or (held is not None and held > collect_above)
+    if collected:
+        gc.collect()
+        _release_pages()
+    return Returned(before, resident_bytes(), collected)

@@ -51,11 +51,26 @@ def test_arrays_held_only_by_a_reference_cycle_are_freed():
     assert returned.returned >= 150 * MIB, returned
 
 
-def test_what_survives_is_left_out_of_later_collections_until_let_back():
-    from arena_pipeline.core.memory import collect_everything_next
+def test_objects_left_out_of_collections_until_let_back():
+    from arena_pipeline.core.memory import collect_everything_next, leave_alive_objects_out
 
     alive = [object() for _ in range(1000)]
-    return_freed_memory()
+    leave_alive_objects_out()
     assert gc.get_freeze_count() >= len(alive)  # a later collection walks only what is made after
     collect_everything_next()
     assert gc.get_freeze_count() == 0
+
+
+def test_garbage_is_collected_only_above_the_given_resident_size():
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        _Cycle(200 * MIB)
+        kept = return_freed_memory(collect_above=resident_bytes() + 10 * 2**30)  # far above: no collection
+        collected = return_freed_memory(collect_above=resident_bytes() - 100 * MIB)  # above it: collected
+    finally:
+        if was:
+            gc.enable()
+    assert not kept.collected and abs(kept.returned) < 50 * MIB, kept
+    assert collected.collected and collected.returned >= 150 * MIB, collected
