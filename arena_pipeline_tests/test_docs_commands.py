@@ -87,7 +87,8 @@ def test_every_block_says_what_it_is_and_every_shell_block_is_run_or_says_why_no
     assert all(len(b.not_run) > 10 for b in found if b.not_run)
     # what CI runs and the offline run are among the blocks, the first as it is and not run, the second run
     readme = blocks(REPO_ROOT / "README.md")
-    assert readme[1].text == "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest"
+    assert readme[1].text == ("python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && "
+                              ".venv/bin/pytest -n 2 --dist loadfile")
     assert any("arena_human_preference_sample_100.csv" in b.text for b in runnable() if b.page == "README.md")
 
 

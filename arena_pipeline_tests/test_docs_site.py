@@ -37,7 +37,11 @@ def test_the_readme_is_one_page_with_the_two_commands_first():
     assert len(lines) <= 150, len(lines)
     commands = [lines[i + 1] for i, line in enumerate(lines) if line == "```sh"]
     assert commands[0].endswith("DAGSTER_HOME=$PWD/dagster_home .venv/bin/arena-pipeline refresh")
-    assert commands[1] == "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest"
+    # the test command is what CI runs: .ci/run's pytest line, after the venv and the install
+    ci_tests = [line for line in (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+                if line.startswith(".venv/bin/pytest")]
+    assert len(ci_tests) == 1, ci_tests
+    assert commands[1] == f"python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && {ci_tests[0]}"
     assert text.index(commands[1]) < text.index("## What it is")
     assert "![Leaderboard report](docs/screenshots/report-overview.png)" in text
 
