@@ -53,7 +53,7 @@ from arena_pipeline.core.ranking.model_fit import (
 from arena_pipeline.core.ranking.rating_method import RATING_METHODS
 from arena_pipeline.core.ranking.tags import BATCH_ROWS, tag_rows
 from arena_pipeline.core.store.catalog import TableSpec
-from arena_pipeline.core.store.warehouse import read_frame
+from arena_pipeline.core.store.warehouse import stream_frames
 from arena_pipeline.core.validation.external import (
     BoardFormatError,
     alignment_record,
@@ -153,13 +153,11 @@ def read_votes(con: duckdb.DuckDBPyConnection, battles: str, battle_categories: 
     """The votes the fit reads: the columns of :func:`fit_columns` of the relation ``battles``, and the
     category tags of ``battle_categories`` as rows of those battles (``core.ranking.tags.tag_rows``: a
     categorical and a row number each, not two strings). Both are read ``tags.BATCH_ROWS`` rows at a
-    time, each batch of the battles a chunk of the frame."""
-    def batches(sql: str):
-        for batch in con.execute(sql).fetch_record_batch(BATCH_ROWS):
-            yield pl.from_arrow(batch)
-    sql = f"SELECT {fit_columns(con, battles, config)} FROM {battles}"
-    frame = pl.concat(chunks, rechunk=False) if (chunks := list(batches(sql))) else read_frame(con, sql)
-    return frame, tag_rows(frame.get_column("id"), batches(f"SELECT battle_id, category FROM {battle_categories}"))
+    time (``warehouse.stream_frames``), each batch of the battles a chunk of the frame."""
+    frame = pl.concat(stream_frames(con, f"SELECT {fit_columns(con, battles, config)} FROM {battles}",
+                                    batch_rows=BATCH_ROWS), rechunk=False)
+    tags = stream_frames(con, f"SELECT battle_id, category FROM {battle_categories}", batch_rows=BATCH_ROWS)
+    return frame, tag_rows(frame.get_column("id"), tags)
 
 
 class Fit:

@@ -75,3 +75,19 @@ def test_the_votes_are_read_in_batches_and_the_tags_as_rows_of_the_battles(monke
     assert frame.get_column("id").gather(rows.get_column("_row")).equals(tags.get_column("battle_id"), check_names=False)
     assert rows.get_column("category").cast(pl.String).equals(tags.get_column("category"))
     assert rows.estimated_size() <= 8 * rows.height + 1024 < tags.estimated_size()
+
+
+def test_no_votes_read_are_empty_frames_of_the_columns_and_of_the_tags_schema():
+    """``read_votes`` on relations without rows: the fit's columns and the tags' schema, no row."""
+    from arena_pipeline.assets import rankings
+    from arena_pipeline.core.ranking.tags import TAG_ROWS_SCHEMA
+
+    config, battles = RankingConfig(), _votes().head(0)
+    tags = tag_categories(_votes())[0].head(0)
+    with duckdb.connect() as con:
+        con.register("battles", battles.to_arrow())
+        con.register("battle_categories", tags.to_arrow())
+        frame, rows = rankings.read_votes(con, "battles", "battle_categories", config)
+        columns = con.execute(f'SELECT {fit_columns(con, "battles", config)} FROM battles').pl().columns
+    assert frame.height == 0 and frame.columns == columns
+    assert rows.height == 0 and rows.schema == pl.Schema(TAG_ROWS_SCHEMA)

@@ -339,14 +339,12 @@ def reuse_version(con: duckdb.DuckDBPyConnection, table: str, build: Build, base
     return register_version(con, table, build, rows, settings, same_as=base, key=row[0] if row else None)
 
 
-
 def drop_version(con: duckdb.DuckDBPyConnection, table: str, build: Build) -> None:
     """Undo :func:`reuse_version`: drop ``build``'s view of ``table`` and its registry row (a view made ahead
     for an output that then came otherwise: ``assets.version_store``)."""
     version = version_name(table, build)
     con.execute(f"DROP VIEW IF EXISTS {versioned(version)}")
     con.execute(f"DELETE FROM {VERSIONS} WHERE version = ? AND same_as IS NOT NULL", [version])
-
 
 
 def reuse_together(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], build: Build,

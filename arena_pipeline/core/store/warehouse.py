@@ -289,3 +289,22 @@ def read_snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyCon
 def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
     """Run a query and return a Polars frame (DuckDB's own ``.pl()``)."""
     return con.execute(sql, params or []).pl()
+
+
+def stream_frames(con: duckdb.DuckDBPyConnection, sql: str, params: Iterable = (), batch_rows: int = 1 << 20
+                  ) -> Iterator[pl.DataFrame]:
+    """Run a query and return its rows as consecutive Polars frames of at most ``batch_rows`` rows, one empty
+    frame of the query's schema when there are none: a caller holds a batch at a time (with the frames before
+    it, if it keeps them). Another query on ``con`` ends the stream: a caller that runs one between two frames
+    streams on a cursor (``con.cursor()``, its own connection)."""
+    import polars as pl
+
+    reader = con.execute(sql, list(params)).to_arrow_reader(batch_rows)
+    empty = True
+    for batch in reader:
+        empty = False
+        frame = pl.from_arrow(batch)
+        del batch  # before the next one is fetched
+        yield frame
+    if empty:
+        yield pl.from_arrow(reader.schema.empty_table())

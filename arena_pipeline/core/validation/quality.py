@@ -61,7 +61,7 @@ import pyarrow as pa
 
 from arena_pipeline.core.dataset.adapters import ADAPTABLE_COLUMNS
 from arena_pipeline.core.dataset.dumps import unavailable_columns
-from arena_pipeline.core.store.warehouse import read_frame
+from arena_pipeline.core.store.warehouse import read_frame, stream_frames
 
 if TYPE_CHECKING:  # pragma: no cover
     import great_expectations as gx
@@ -1101,20 +1101,13 @@ def read_batches(
 
 def _streamed(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any], batch_rows: int,
               *, sort: bool = True) -> Iterator[pl.DataFrame]:
-    """The rows of ``sql`` in consecutive frames of at most ``batch_rows`` rows (one empty frame when there are
-    none); each sorted by row position when ``sort``."""
+    """The rows of ``sql`` in consecutive frames of at most ``batch_rows`` rows (``warehouse.stream_frames``:
+    one empty frame when there are none); each sorted by row position when ``sort``."""
     cursor = con.cursor()  # its own connection: the stream survives other queries on `con`
     try:
-        reader = cursor.execute(sql, list(params)).to_arrow_reader(batch_rows)
-        empty = True
-        for batch in reader:
-            empty = False
-            frame = pl.from_arrow(batch)
-            del batch  # before the next one is fetched
+        for frame in stream_frames(cursor, sql, params, batch_rows):
             # insertion order already, unless preserve_insertion_order is off
             yield frame.sort(POSITION_COLUMN) if sort else frame
-        if empty:
-            yield pl.from_arrow(reader.schema.empty_table())
     finally:
         cursor.close()
 

@@ -1,4 +1,5 @@
-"""core.warehouse.connect: a damaged DuckDB file is reported at once, with the way to rebuild it."""
+"""core.warehouse: a damaged DuckDB file is reported at once, with the way to rebuild it (``connect``); a query's
+rows streamed a batch at a time (``stream_frames``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from arena_pipeline.core.store.warehouse import REBUILD_COMMAND, WarehouseCorruptError, connect
+from arena_pipeline.core.store.warehouse import REBUILD_COMMAND, WarehouseCorruptError, connect, stream_frames
 
 
 def _good(path: Path) -> int:
@@ -107,3 +108,16 @@ def test_connections_opened_and_closed_by_two_threads_never_fail(tmp_path):
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_stream_frames_gives_batches_and_one_empty_frame_of_the_schema_when_there_are_no_rows():
+    with duckdb.connect() as con:
+        con.execute("CREATE TABLE t AS SELECT range AS i, range::VARCHAR AS s FROM range(2500)")
+        frames = list(stream_frames(con, "SELECT * FROM t WHERE i >= ? ORDER BY i", [100], batch_rows=1000))
+        first, rest = frames[0], frames[1:]
+        heights = [f.height for f in [first, *rest]]
+        assert sum(heights) == 2400 and len(heights) >= 3 and max(heights) <= 1000
+        assert first["i"][0] == 100 and rest[-1]["i"][-1] == 2499
+        empty = list(stream_frames(con, "SELECT * FROM t WHERE i < 0", batch_rows=1000))
+        assert len(empty) == 1 and empty[0].height == 0 and empty[0].columns == ["i", "s"]
+        assert str(empty[0].schema["s"]) == "String"
